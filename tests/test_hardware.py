@@ -1,0 +1,218 @@
+import math
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from parlab import hardware as hw
+from parlab.hardware import (GPU_PRESETS, LINK_PRESETS, GPUSpec, Hardware, default_backend, describe,
+                             detect, match_gpu, measure_matmul_flops, peak_flops)
+
+
+@pytest.fixture(autouse=True)
+def fresh_detect():
+    detect.cache_clear()
+    yield
+    detect.cache_clear()
+
+
+def fake_cuda(monkeypatch, n_gpus, nccl=True, name="NVIDIA H100 80GB HBM3"):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: n_gpus)
+    props = SimpleNamespace(name=name, total_memory=80 * 2**30, major=9, minor=0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    monkeypatch.setattr(dist, "is_available", lambda: True)
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: nccl)
+
+
+# ---- detection -------------------------------------------------------------------------------
+
+def test_detect_here_is_sane():
+    h = detect()
+    assert h.logical_cpus == os.cpu_count()
+    assert 1 <= h.usable_cpus <= h.logical_cpus
+    assert h.memory_gb is not None and 0.1 < h.memory_gb < 1e5
+    assert h.torch_version == torch.__version__
+    assert h.cuda_available == torch.cuda.is_available()
+    assert len(h.gpus) == (torch.cuda.device_count() if h.cuda_available else 0)
+    assert h.gloo_available == (dist.is_available() and dist.is_gloo_available())
+    if not h.cuda_available:
+        assert h.nccl_available is False
+
+
+def test_detect_is_cached_and_clearable():
+    first = detect()
+    assert detect() is first
+    detect.cache_clear()
+    assert detect() is not first
+
+
+@pytest.mark.parametrize("text, cpus", [("max 100000\n", None), ("200000 100000\n", 2),
+                                        ("150000 100000", 2), ("50000 100000", 1), ("garbage", None)])
+def test_cgroup_cpu_quota_parsing(tmp_path, text, cpus):
+    f = tmp_path / "cpu.max"
+    f.write_text(text)
+    assert hw._cgroup_cpu_limit(str(f)) == cpus
+
+
+def test_cgroup_cpu_quota_missing_file(tmp_path):
+    assert hw._cgroup_cpu_limit(str(tmp_path / "absent")) is None
+
+
+def test_usable_cpus_honours_smaller_cgroup_quota(monkeypatch):
+    monkeypatch.setattr(hw, "_cgroup_cpu_limit", lambda: 1)
+    assert detect().usable_cpus == 1
+    detect.cache_clear()
+    monkeypatch.setattr(hw, "_cgroup_cpu_limit", lambda: 10_000)  # a bigger quota changes nothing
+    assert detect().usable_cpus == len(os.sched_getaffinity(0))
+
+
+def test_detect_survives_an_odd_machine(monkeypatch):
+    def broken_driver():
+        raise RuntimeError("CUDA driver exploded")
+
+    monkeypatch.setattr(hw, "_proc_field", lambda path, key: None)
+    monkeypatch.setattr(hw.platform, "processor", lambda: "")
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", broken_driver)
+    h = detect()
+    assert h.cpu_model is None
+    assert h.usable_cpus == min(os.cpu_count(), hw._cgroup_cpu_limit() or os.cpu_count())
+    assert h.gpus == [] and h.nccl_available is False
+
+
+def test_detect_records_gpus_with_their_preset(monkeypatch):
+    fake_cuda(monkeypatch, 2)
+    h = detect()
+    assert [g["index"] for g in h.gpus] == [0, 1]
+    assert h.gpus[0]["preset"] == "H100-SXM5-80GB"
+    assert h.gpus[0]["capability"] == "9.0" and h.gpus[0]["memory_gb"] == 80
+    assert h.nccl_available is True
+
+
+def test_nccl_available_needs_gpus(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(dist, "is_available", lambda: True)
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: True)  # a CUDA build on a box without GPUs
+    assert detect().nccl_available is False
+
+
+# ---- backend choice --------------------------------------------------------------------------
+
+def test_default_backend_is_gloo_without_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: True)
+    assert default_backend(1) == "gloo"
+    assert default_backend(2) == "gloo"
+
+
+def test_default_backend_nccl_needs_one_gpu_per_rank(monkeypatch):
+    fake_cuda(monkeypatch, 2)
+    assert default_backend(1) == "nccl"
+    assert default_backend(2) == "nccl"
+    assert default_backend(4) == "gloo"
+
+
+def test_default_backend_nccl_needs_nccl(monkeypatch):
+    fake_cuda(monkeypatch, 2, nccl=False)
+    assert default_backend(2) == "gloo"
+
+
+# ---- presets ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device_name, preset", [
+    ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"), ("NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB"),
+    ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"), ("NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"),
+    ("NVIDIA H100 PCIe", "H100-PCIe-80GB"), ("NVIDIA H200", "H200-SXM-141GB"),
+    ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB"), ("NVIDIA L4", "L4"), ("Tesla T4", "T4"),
+    ("NVIDIA A10", "A10"),
+])
+def test_match_gpu_device_names(device_name, preset):
+    assert match_gpu(device_name) is GPU_PRESETS[preset]
+
+
+def test_match_gpu_traps():
+    assert match_gpu("NVIDIA A10").name == "A10"  # not an A100
+    assert match_gpu("NVIDIA A100-SXM4-80GB").name == "A100-SXM4-80GB"  # not an A10
+    assert match_gpu("NVIDIA H100 PCIe").name != match_gpu("NVIDIA H100 80GB HBM3").name
+    assert match_gpu("NVIDIA H100 PCIe").link.startswith("PCIe")
+    assert match_gpu("NVIDIA H100 80GB HBM3").link == "NVLink4"
+
+
+@pytest.mark.parametrize("device_name", ["NVIDIA GeForce RTX 4090", "AMD Instinct MI300X", "", "NVIDIA A10G",
+                                         "NVIDIA L40S", "NVIDIA H100 NVL", "Tesla V100-SXM2-16GB",
+                                         "NVIDIA A100-PCIE-40GB"])
+def test_match_gpu_unknown_is_none(device_name):
+    assert match_gpu(device_name) is None
+
+
+def test_every_preset_key_matches_itself():
+    for key, spec in GPU_PRESETS.items():
+        assert spec.name == key
+        assert match_gpu(key) is spec
+
+
+def test_peak_flops_units_and_errors():
+    assert peak_flops("A100-SXM4-80GB", "bf16") == 312e12
+    assert peak_flops(GPU_PRESETS["A100-SXM4-40GB"]) == 312e12  # default dtype is bf16
+    assert peak_flops("NVIDIA H100 80GB HBM3", "fp8") == 1979e12  # device names work too
+    with pytest.raises(ValueError):
+        peak_flops("A100-SXM4-80GB", "int7")
+    with pytest.raises(ValueError):
+        peak_flops("T4", "bf16")  # Turing has no bf16 tensor cores
+    with pytest.raises(ValueError):
+        peak_flops("Not A GPU 9000")
+
+
+def test_presets_are_complete_and_sourced():
+    allowed = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"}
+    for spec in GPU_PRESETS.values():
+        assert spec.source.strip() and "http" in spec.source
+        assert spec.link in LINK_PRESETS
+        assert spec.peak_tflops and set(spec.peak_tflops) <= allowed
+        assert spec.memory_gb > 0 and spec.hbm_gb_per_s > 0
+    for link in LINK_PRESETS.values():
+        assert link.source.strip() and "http" in link.source
+        assert link.latency_us > 0
+        assert link.gb_per_s_total == pytest.approx(2 * link.gb_per_s_per_direction, rel=0.05)
+
+
+def test_preset_figures_are_dense_and_in_bytes():
+    h100, h200 = GPU_PRESETS["H100-SXM5-80GB"], GPU_PRESETS["H200-SXM-141GB"]
+    assert h100.peak_tflops["bf16"] < 1000  # 1979 is the with-sparsity figure
+    assert h200.peak_tflops == h100.peak_tflops and h200.memory_gb == 141
+    assert LINK_PRESETS["IB-HDR"].gb_per_s_per_direction == 25.0  # 200 Gb/s = 25 GB/s
+    assert LINK_PRESETS["NVLink4"].gb_per_s_total == 900.0
+
+
+# ---- describe and measurement ----------------------------------------------------------------
+
+def test_describe_mentions_oversubscription_only_when_oversubscribed():
+    cores = detect().usable_cpus
+    over = describe(cores + 1)
+    assert f"{cores + 1} ranks will share {cores} cores (oversubscribed" in over
+    assert "scheduling as much as communication" in over
+    for ws in (None, 1, cores):
+        assert "oversubscribed" not in describe(ws)
+    assert torch.__version__ in describe()
+    assert f"1 ranks -> backend {default_backend(1)}" in describe(1)
+
+
+def test_describe_shows_gpu_preset(monkeypatch):
+    gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_gb": 79.1, "capability": "9.0",
+           "preset": "H100-SXM5-80GB"}
+    fake = Hardware(cpu_model="Fake CPU", logical_cpus=64, usable_cpus=64, memory_gb=512.0, torch_version="x",
+                    cuda_available=True, gpus=[gpu], nccl_available=True, gloo_available=True)
+    monkeypatch.setattr(hw, "detect", lambda: fake)
+    text = describe(8)
+    assert "NVIDIA H100 80GB HBM3" in text and "989.5 TFLOP/s bf16" in text and "NVLink4" in text
+    assert "oversubscribed" not in text
+
+
+def test_measure_matmul_flops_is_positive_and_finite():
+    flops = measure_matmul_flops(n=32, repeats=3)
+    assert isinstance(flops, float) and math.isfinite(flops) and 0 < flops < 1e15
+    assert measure_matmul_flops(n=16, repeats=2, dtype=torch.float64) > 0
