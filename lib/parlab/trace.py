@@ -1,0 +1,180 @@
+"""Per-rank timed events on one clock, returned to the notebook as plain data.
+
+Every traced operation becomes an :class:`Event`: which rank, what kind of work
+(``compute``, ``comm`` or ``wait``), a name, start and end times, and the bytes the
+rank sent and received. Timelines, bubble measurements and byte counts in the
+notebooks are all built from these events.
+
+Clock. Events use ``time.perf_counter()``, which on Linux reads ``CLOCK_MONOTONIC``:
+one clock shared by every process on a host, so ranks started by ``parlab.launch``
+are aligned without any correction. Ranks on different hosts (``torchrun``) have
+unrelated monotonic clocks; :func:`sync_clocks` estimates each rank's offset from
+rank 0 by ping-pong (Cristian's algorithm, 1989: take the exchange with the smallest
+round trip, assume the reply took half of it) and shifts later events by it.
+
+Bytes. ``bytes_modelled`` says where a byte count came from. Hand-written
+algorithms (``parlab.comm.ring_all_reduce`` and friends) count the bytes of every
+send and receive they post: those counts are measured (``bytes_modelled=False``).
+For torch's own collectives we cannot see what the backend puts on the wire, so
+``parlab.comm`` records what the ring algorithm would move (``cost.collective_bytes``)
+and marks it ``bytes_modelled=True``.
+
+The launcher also gives each rank a small shared "status slot": the name of the
+traced operation the rank is inside right now. When a job hangs, the launcher reads
+the slots to say which operation each stuck rank was blocked in.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+
+KINDS = ("compute", "comm", "wait")
+
+
+@dataclass
+class Event:
+    rank: int
+    kind: str  # one of KINDS
+    name: str
+    start: float  # seconds, on the aligned clock
+    end: float
+    bytes_sent: int = 0
+    bytes_recv: int = 0
+    bytes_modelled: bool = False
+    meta: dict = field(default_factory=dict)  # small extras: step, micro-batch, chunk...
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+_events: list[Event] = []
+_recording = False
+_rank = 0
+_offset = 0.0  # added to perf_counter(); set by sync_clocks()
+_stack: list[str] = []  # names of the spans this rank is inside, innermost last
+_status = None  # (shared char buffer, byte offset, width), installed by the launcher
+
+
+def now() -> float:
+    """The aligned clock, in seconds."""
+    return time.perf_counter() + _offset
+
+
+def set_rank(rank: int) -> None:
+    global _rank
+    _rank = int(rank)
+
+
+def start() -> None:
+    """Clear earlier events and start recording."""
+    global _recording
+    _events.clear()
+    _recording = True
+
+
+def stop() -> list[dict]:
+    """Stop recording and return this rank's events as plain dicts (picklable)."""
+    global _recording
+    _recording = False
+    out = [asdict(e) for e in _events]
+    _events.clear()
+    return out
+
+
+def is_recording() -> bool:
+    return _recording
+
+
+def record(kind: str, name: str, start: float, end: float, bytes_sent: int = 0,
+           bytes_recv: int = 0, bytes_modelled: bool = False, **meta) -> None:
+    """Record an event measured by the caller (times from :func:`now`)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} must be one of {KINDS}")
+    if _recording:
+        _events.append(Event(_rank, kind, name, start, end, int(bytes_sent),
+                             int(bytes_recv), bool(bytes_modelled), meta))
+
+
+@contextmanager
+def span(name: str, kind: str = "compute", bytes_sent: int = 0, bytes_recv: int = 0,
+         bytes_modelled: bool = False, **meta):
+    """Time the body as one event, and publish its name in the status slot meanwhile."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} must be one of {KINDS}")
+    _stack.append(name)
+    _publish()
+    t0 = now()
+    try:
+        yield
+    finally:
+        t1 = now()
+        _stack.pop()
+        _publish()
+        record(kind, name, t0, t1, bytes_sent, bytes_recv, bytes_modelled, **meta)
+
+
+def current_op() -> str:
+    """The innermost traced operation this rank is inside ('' when none)."""
+    return _stack[-1] if _stack else ""
+
+
+# --- status slot, read by the launcher when a job hangs ---------------------------
+
+def install_status_slot(buffer, offset: int, width: int) -> None:
+    """Called by the launcher in each rank: where to publish the current op's name."""
+    global _status
+    _status = (buffer, offset, width)
+    _publish()
+
+
+def _publish() -> None:
+    if _status is None:
+        return
+    buf, off, width = _status
+    text = " > ".join(_stack)[-width:].encode("utf-8", "replace")[:width]
+    buf[off:off + width] = text.ljust(width, b"\0")
+
+
+def read_status_slot(buffer, offset: int, width: int) -> str:
+    return bytes(buffer[offset:offset + width]).rstrip(b"\0").decode("utf-8", "replace")
+
+
+# --- clock alignment across hosts --------------------------------------------------
+
+def sync_clocks(rounds: int = 8, group=None) -> float:
+    """Align this rank's clock to rank 0's; returns the offset applied (seconds).
+
+    Collective: every rank of ``group`` must call it. Rank 0 ping-pongs with each
+    peer in turn; for each round the peer notes its send time t0, rank 0 replies
+    with its clock t1, the peer notes t2; the round with the smallest round trip
+    gives offset = t1 - (t0 + t2) / 2 (Cristian 1989). On a single host the result
+    is ~0 (one monotonic clock), which is itself a useful check.
+    """
+    import torch
+    import torch.distributed as dist
+
+    global _offset
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    buf = torch.zeros(1, dtype=torch.float64)
+    best = (float("inf"), 0.0)
+    for peer in range(1, world):
+        peer_global = dist.get_global_rank(group, peer) if group is not None else peer
+        root_global = dist.get_global_rank(group, 0) if group is not None else 0
+        for _ in range(rounds):
+            if rank == 0:
+                dist.recv(buf, src=peer_global, group=group)
+                buf.fill_(time.perf_counter())
+                dist.send(buf, dst=peer_global, group=group)
+            elif rank == peer:
+                t0 = time.perf_counter()
+                dist.send(buf, dst=root_global, group=group)
+                dist.recv(buf, src=root_global, group=group)
+                t2 = time.perf_counter()
+                rtt = t2 - t0
+                if rtt < best[0]:
+                    best = (rtt, buf.item() - (t0 + t2) / 2)
+    _offset = best[1] if rank != 0 else 0.0
+    return _offset
