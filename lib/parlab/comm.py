@@ -1,0 +1,285 @@
+"""Collectives: the classic algorithms written by hand, and traced wrappers of torch's.
+
+Part 1 builds all-reduce from nothing but point-to-point send/recv, the way NCCL
+and MPI do inside:
+
+  ring_reduce_scatter  n-1 steps: every rank sends one chunk to its right
+                       neighbour and adds the chunk arriving from its left; after
+                       the last step rank r holds chunk r summed over all ranks.
+  ring_all_gather      n-1 steps: the finished chunks travel once round the ring.
+  ring_all_reduce      reduce-scatter, then all-gather (Patarasuk & Yuan 2009).
+                       Each rank sends 2 (n-1)/n of the buffer in total.
+  naive_all_reduce     everyone sends to rank 0, which reduces and sends the
+                       result back: rank 0 moves (n-1) full buffers each way.
+
+Every send and receive they post is recorded by ``parlab.trace`` with its exact
+byte count (``bytes_modelled=False``), so the notebook can put measured bytes next
+to the 2(n-1)/n S formula of ``parlab.cost``.
+
+Part 2 wraps torch.distributed's own collectives (``all_reduce``, ``all_gather``,
+``reduce_scatter``, ``all_to_all``, ``broadcast``, ``barrier``) with the same
+tracing. We cannot see what gloo or NCCL put on the wire, so those events carry
+the bytes the ring algorithm would move, from ``cost.collective_bytes``, and say
+so with ``bytes_modelled=True``.
+
+Any tensor size works, including sizes not divisible by the number of ranks:
+chunk i has ``numel // n`` elements, plus one for the first ``numel % n`` chunks
+(``chunk_bounds``); empty chunks are simply not sent.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from . import cost, trace
+
+# --- reduction operators ------------------------------------------------------------
+
+_REDUCE = {
+    "sum": lambda acc, x: acc.add_(x),
+    "avg": lambda acc, x: acc.add_(x),  # divided by n once, at the end
+    "prod": lambda acc, x: acc.mul_(x),
+    "max": lambda acc, x: torch.maximum(acc, x, out=acc),
+    "min": lambda acc, x: torch.minimum(acc, x, out=acc),
+}
+_FROM_TORCH = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.PRODUCT: "prod",
+               dist.ReduceOp.MAX: "max", dist.ReduceOp.MIN: "min"}
+if hasattr(dist.ReduceOp, "AVG"):
+    _FROM_TORCH[dist.ReduceOp.AVG] = "avg"
+
+
+def _op_name(op) -> str:
+    name = _FROM_TORCH.get(op, op) if not isinstance(op, str) else op.lower()
+    if name not in _REDUCE:
+        raise ValueError(f"op={op!r} must be one of {sorted(_REDUCE)} or a torch ReduceOp")
+    return name
+
+
+# --- who is where in the group ------------------------------------------------------
+
+def _ring(group):
+    """(my rank in group, group size, global rank of each group rank)."""
+    n = dist.get_world_size(group)
+    ranks = dist.get_process_group_ranks(group) if group is not None else list(range(n))
+    return dist.get_rank(group), n, ranks
+
+
+def chunk_bounds(numel: int, n: int) -> list[tuple[int, int]]:
+    """[start, end) of each of the n chunks of a flat buffer of ``numel`` elements."""
+    base, extra = divmod(numel, n)
+    bounds, start = [], 0
+    for i in range(n):
+        end = start + base + (1 if i < extra else 0)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+# --- point to point, traced with exact byte counts --------------------------------
+
+def exchange(send_buf: torch.Tensor | None, dst: int, recv_buf: torch.Tensor | None,
+             src: int, group=None, name: str = "sendrecv", **meta) -> None:
+    """Send ``send_buf`` to global rank ``dst`` while receiving ``recv_buf`` from ``src``.
+
+    Both are posted before either is waited on: in a ring every rank sends and
+    receives at once, and a blocking send first would deadlock once messages are
+    larger than the socket buffers. ``None`` (or an empty tensor) skips that side.
+    """
+    send_buf = send_buf if send_buf is not None and send_buf.numel() else None
+    recv_buf = recv_buf if recv_buf is not None and recv_buf.numel() else None
+    with trace.span(name, kind="comm", bytes_sent=_nbytes(send_buf) if send_buf is not None
+                    else 0, bytes_recv=_nbytes(recv_buf) if recv_buf is not None else 0,
+                    **meta):
+        works = []
+        if recv_buf is not None:
+            works.append(dist.irecv(recv_buf, src=src, group=group))
+        if send_buf is not None:
+            works.append(dist.isend(send_buf, dst=dst, group=group))
+        for w in works:
+            w.wait()
+
+
+def send(tensor: torch.Tensor, dst: int, group=None) -> None:
+    """Traced blocking send to global rank ``dst``."""
+    exchange(tensor, dst, None, -1, group, name="send")
+
+
+def recv(tensor: torch.Tensor, src: int, group=None) -> None:
+    """Traced blocking receive from global rank ``src``."""
+    exchange(None, -1, tensor, src, group, name="recv")
+
+
+# --- the ring, by hand ---------------------------------------------------------------
+
+def _reduce_scatter_phase(flat, bounds, op, group, on_step=None) -> None:
+    """In place on ``flat``: afterwards chunk ``rank`` holds the reduction over all ranks.
+
+    Step s: send chunk (r - s - 1), receive chunk (r - s - 2) from the left and
+    fold it in. Chunk c starts at rank c + 1 and travels right, picking up one
+    rank's contribution per hop; after n - 1 hops it arrives, complete, at rank c.
+    """
+    r, n, ranks = _ring(group)
+    right, left = ranks[(r + 1) % n], ranks[(r - 1) % n]
+    reduce = _REDUCE[op]
+    for s in range(n - 1):
+        send_c, recv_c = (r - s - 1) % n, (r - s - 2) % n
+        (a, b), (c, d) = bounds[send_c], bounds[recv_c]
+        incoming = torch.empty_like(flat[c:d])
+        exchange(flat[a:b], right, incoming, left, group, name="ring_reduce_scatter",
+                 phase="reduce_scatter", step=s, chunk=recv_c)
+        with trace.span("reduce", kind="compute", step=s, chunk=recv_c):
+            reduce(flat[c:d], incoming)
+        if on_step is not None:
+            on_step("reduce_scatter", s, flat)
+
+
+def _all_gather_phase(flat, bounds, group, on_step=None) -> None:
+    """In place on ``flat``: chunk ``rank`` is final; afterwards every chunk is.
+
+    Step s: send chunk (r - s), receive chunk (r - s - 1) straight into place.
+    """
+    r, n, ranks = _ring(group)
+    right, left = ranks[(r + 1) % n], ranks[(r - 1) % n]
+    for s in range(n - 1):
+        send_c, recv_c = (r - s) % n, (r - s - 1) % n
+        (a, b), (c, d) = bounds[send_c], bounds[recv_c]
+        exchange(flat[a:b], right, flat[c:d], left, group, name="ring_all_gather",
+                 phase="all_gather", step=s, chunk=recv_c)
+        if on_step is not None:
+            on_step("all_gather", s, flat)
+
+
+def ring_all_reduce(tensor: torch.Tensor, group=None, op="sum", on_step=None) -> torch.Tensor:
+    """All-reduce ``tensor`` in place with the ring algorithm; returns it.
+
+    2 (n-1) steps; each rank sends and receives 2 (n-1)/n of the buffer.
+    ``on_step(phase, step, flat_buffer)`` is called after every step (the notebook
+    uses it to animate the ring).
+    """
+    op = _op_name(op)
+    _, n, _ = _ring(group)
+    flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
+    bounds = chunk_bounds(flat.numel(), n)
+    _reduce_scatter_phase(flat, bounds, op, group, on_step)
+    _all_gather_phase(flat, bounds, group, on_step)
+    if op == "avg":
+        flat.div_(n)
+    if flat.data_ptr() != tensor.data_ptr():
+        tensor.copy_(flat.view_as(tensor))
+    return tensor
+
+
+def ring_reduce_scatter(tensor: torch.Tensor, group=None, op="sum") -> torch.Tensor:
+    """Reduce ``tensor`` (same shape on every rank) and return this rank's chunk,
+    flattened: elements ``chunk_bounds(numel, n)[rank]``. The input is not modified.
+    n-1 steps; each rank sends (n-1)/n of the buffer."""
+    op = _op_name(op)
+    r, n, _ = _ring(group)
+    flat = tensor.detach().reshape(-1).clone()
+    bounds = chunk_bounds(flat.numel(), n)
+    _reduce_scatter_phase(flat, bounds, op, group)
+    a, b = bounds[r]
+    mine = flat[a:b].clone()
+    return mine.div_(n) if op == "avg" else mine
+
+
+def ring_all_gather(shard: torch.Tensor, group=None, sizes: list[int] | None = None
+                    ) -> torch.Tensor:
+    """Concatenate every rank's flattened ``shard`` in rank order, by the ring.
+
+    ``sizes``: each rank's shard length, when they differ (as after
+    ``ring_reduce_scatter`` of a size not divisible by n); default all equal.
+    n-1 steps; each rank sends (n-1)/n of the output.
+    """
+    r, n, _ = _ring(group)
+    sizes = [shard.numel()] * n if sizes is None else list(sizes)
+    if len(sizes) != n or sizes[r] != shard.numel():
+        raise ValueError(f"sizes={sizes} must list {n} shard lengths, with "
+                         f"sizes[{r}] == this shard's {shard.numel()} elements")
+    starts = [sum(sizes[:i]) for i in range(n)]
+    bounds = [(s, s + k) for s, k in zip(starts, sizes)]
+    flat = shard.new_empty(sum(sizes))
+    flat[bounds[r][0]:bounds[r][1]] = shard.reshape(-1)
+    _all_gather_phase(flat, bounds, group)
+    return flat
+
+
+def naive_all_reduce(tensor: torch.Tensor, group=None, op="sum") -> torch.Tensor:
+    """All-reduce in place through rank 0: gather, reduce, send back. For contrast:
+    rank 0 receives and sends (n-1) full buffers, so its link is the bottleneck
+    and the time grows linearly with n."""
+    op = _op_name(op)
+    r, n, ranks = _ring(group)
+    root = ranks[0]
+    buf = tensor.contiguous()
+    if r == 0:
+        incoming = torch.empty_like(buf)
+        for peer in ranks[1:]:
+            recv(incoming, peer, group)
+            with trace.span("reduce", kind="compute"):
+                _REDUCE[op](buf, incoming)
+        if op == "avg":
+            buf.div_(n)
+        for peer in ranks[1:]:
+            send(buf, peer, group)
+    else:
+        send(buf, root, group)
+        recv(buf, root, group)
+    if buf.data_ptr() != tensor.data_ptr():
+        tensor.copy_(buf)
+    return tensor
+
+
+# --- torch's own collectives, traced (bytes modelled) ------------------------------
+
+def _modelled(op: str, nbytes: int, group) -> dict:
+    n = dist.get_world_size(group)
+    b = int(cost.collective_bytes(op, nbytes, n, "ring"))
+    return {"bytes_sent": b, "bytes_recv": b, "bytes_modelled": True}
+
+
+def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None):
+    """torch.distributed.all_reduce, traced; bytes are what a ring would move."""
+    with trace.span("all_reduce", kind="comm", **_modelled("all_reduce", _nbytes(tensor), group)):
+        dist.all_reduce(tensor, op=op, group=group)
+    return tensor
+
+
+def all_gather(output, input, group=None):
+    """all_gather_into_tensor, traced; ``output`` is n times ``input``."""
+    with trace.span("all_gather", kind="comm", **_modelled("all_gather", _nbytes(output), group)):
+        dist.all_gather_into_tensor(output, input, group=group)
+    return output
+
+
+def reduce_scatter(output, input, op=dist.ReduceOp.SUM, group=None):
+    """reduce_scatter_tensor, traced; ``input`` is n times ``output``."""
+    with trace.span("reduce_scatter", kind="comm",
+                    **_modelled("reduce_scatter", _nbytes(input), group)):
+        dist.reduce_scatter_tensor(output, input, op=op, group=group)
+    return output
+
+
+def all_to_all(output, input, output_split_sizes=None, input_split_sizes=None, group=None):
+    """all_to_all_single, traced (uneven splits allowed, as in MoE dispatch)."""
+    with trace.span("all_to_all", kind="comm", **_modelled("all_to_all", _nbytes(input), group)):
+        dist.all_to_all_single(output, input, output_split_sizes, input_split_sizes, group=group)
+    return output
+
+
+def broadcast(tensor, src: int, group=None):
+    """torch.distributed.broadcast from global rank ``src``, traced."""
+    with trace.span("broadcast", kind="comm", **_modelled("broadcast", _nbytes(tensor), group)):
+        dist.broadcast(tensor, src=src, group=group)
+    return tensor
+
+
+def barrier(group=None) -> None:
+    """Traced barrier: the time a rank spends here is waiting, not communicating."""
+    with trace.span("barrier", kind="wait"):
+        dist.barrier(group=group)

@@ -1,0 +1,263 @@
+"""Analytic cost models: every formula the notebooks compare measurements against.
+
+Formulas live here once; notebooks and widgets call them, never retype them.
+Units: bytes, seconds, bytes/second, FLOP, FLOP/s.
+
+Communication: the alpha-beta model
+-----------------------------------
+Sending one message of ``S`` bytes between two ranks costs ``alpha + S / B``: a
+fixed latency ``alpha`` (software, synchronisation, wire) plus the bytes over the
+link bandwidth ``B`` (Hockney, "The communication challenge for MPP", Parallel
+Computing 20, 1994). A collective algorithm is a sequence of such steps, so its
+cost is (number of steps) x alpha + (bytes a rank must send, serialised) / B.
+The per-algorithm costs below are those of Thakur, Rabenseifner & Gropp,
+"Optimization of Collective Communication Operations in MPICH" (IJHPCA 2005),
+without their reduction-compute term; the ring all-reduce is the
+bandwidth-optimal algorithm of Patarasuk & Yuan, "Bandwidth optimal all-reduce
+algorithms for clusters of workstations" (JPDC 2009).
+
+Sizes follow nccl-tests (github.com/NVIDIA/nccl-tests, doc/PERFORMANCE.md): ``S``
+is the all-reduce / broadcast buffer, the *output* of an all-gather, the *input*
+of a reduce-scatter, and the buffer each rank holds in an all-to-all.
+
+Algorithms:
+  ``ring``  ranks in a ring; the data is cut into ``n`` chunks and each step every
+            rank sends one chunk to its right neighbour. Bandwidth-optimal, but
+            the number of steps grows linearly with ``n``.
+  ``tree``  binary trees, pipelined; NCCL uses two complementary trees so every
+            rank sends about as much as in a ring (Sanders, Speck & Traeff,
+            "Two-tree algorithms for full bandwidth broadcast, reduction and scan",
+            Parallel Computing 2009). Steps grow like log2(n).
+  ``naive`` everything goes through rank 0 (gather, reduce, send back): the root's
+            link carries (n-1) full copies each way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "p2p")
+ALGORITHMS = ("ring", "tree", "naive")
+
+# Which algorithms each collective has a model for here.
+_SUPPORTED = {
+    "all_reduce": ("ring", "tree", "naive"),
+    "all_gather": ("ring", "naive"),
+    "reduce_scatter": ("ring", "naive"),
+    "all_to_all": ("ring",),  # "ring" = pairwise exchange, n-1 steps
+    "broadcast": ("ring", "tree", "naive"),
+    "p2p": ("ring",),
+}
+
+
+def _check(op: str, n: int, algorithm: str, nbytes: float = 0) -> None:
+    if op not in _SUPPORTED:
+        raise ValueError(f"op={op!r} must be one of {COLLECTIVES}")
+    if algorithm not in _SUPPORTED[op]:
+        raise ValueError(f"algorithm={algorithm!r} is not modelled for {op}; "
+                         f"choose one of {_SUPPORTED[op]}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n={n!r} ranks must be an int >= 1")
+    if op == "p2p" and n != 2:
+        raise ValueError(f"p2p is between n=2 ranks, got n={n}")
+    if nbytes < 0:
+        raise ValueError(f"nbytes={nbytes} must be >= 0")
+
+
+def _log2(n: int) -> int:
+    return math.ceil(math.log2(n)) if n > 1 else 0
+
+
+def collective_steps(op: str, n: int, algorithm: str = "ring") -> int:
+    """Sequential message steps on the critical path (each costs one alpha)."""
+    _check(op, n, algorithm)
+    if n == 1:
+        return 0
+    if op == "p2p":
+        return 1
+    if algorithm == "ring":
+        return 2 * (n - 1) if op == "all_reduce" else n - 1
+    if algorithm == "tree":
+        return 2 * _log2(n) if op == "all_reduce" else _log2(n)
+    # naive: the root handles its n-1 peers one after another, in each phase
+    return {"all_reduce": 2 * (n - 1), "all_gather": 2 * (n - 1),
+            "reduce_scatter": 2 * (n - 1), "broadcast": n - 1}[op]
+
+
+def collective_bytes(op: str, nbytes: float, n: int, algorithm: str = "ring",
+                     rank: int = 0) -> float:
+    """Bytes ``rank`` sends in one collective.
+
+    Ring and tree are symmetric (every rank sends what it receives). ``naive``
+    is not: rank 0, the root, exchanges (n-1) copies with its peers, the others
+    one each.
+
+    Ring all-reduce: 2 (n-1)/n * S per rank -- reduce-scatter then all-gather,
+    each moving n-1 chunks of S/n. This tends to 2S: it stays (nearly) constant as
+    n grows, which is the precise sense of the "O(1)" claim; the step count does not.
+    """
+    _check(op, n, algorithm, nbytes)
+    S = float(nbytes)
+    if n == 1:
+        return 0.0
+    if op == "p2p":
+        return S
+    if algorithm == "ring":
+        if op == "all_reduce":
+            return 2 * (n - 1) / n * S
+        if op == "broadcast":  # pipelined: every rank but the last forwards all of it
+            return S
+        return (n - 1) / n * S
+    if algorithm == "tree":
+        # Two-tree all-reduce: each rank is interior in one tree and a leaf in the
+        # other, each tree carrying S/2 up and down: 2S sent per rank.
+        return 2 * S if op == "all_reduce" else S
+    root = rank == 0
+    if op == "all_reduce":  # root: receive n-1 buffers, send n-1 results
+        return (n - 1) * S if root else S
+    if op == "all_gather":  # peers send their S/n shard; root sends S to each
+        return (n - 1) * S if root else S / n
+    if op == "reduce_scatter":  # peers send all S; root sends each its S/n shard
+        return (n - 1) * S / n if root else S
+    return (n - 1) * S if root else 0.0  # broadcast
+
+
+def collective_time(op: str, nbytes: float, n: int, alpha: float, bandwidth: float,
+                    algorithm: str = "ring") -> float:
+    """Predicted seconds: steps * alpha + serialised bytes / bandwidth.
+
+    The bandwidth term uses the bytes of the busiest link; for ``naive`` that is
+    the root's, which receives and then sends (n-1) copies in sequence.
+    """
+    if alpha < 0 or not bandwidth > 0:
+        raise ValueError(f"need alpha >= 0 and bandwidth > 0, got alpha={alpha}, "
+                         f"bandwidth={bandwidth}")
+    steps = collective_steps(op, n, algorithm)
+    sent = collective_bytes(op, nbytes, n, algorithm)
+    if algorithm == "naive" and op in ("all_reduce", "all_gather", "reduce_scatter"):
+        # The root's gather phase is received, not sent, but serialises on the same link.
+        recv = {"all_reduce": (n - 1) * nbytes, "all_gather": (n - 1) * nbytes / n,
+                "reduce_scatter": (n - 1) * nbytes}[op]
+        return steps * alpha + (sent + recv) / bandwidth
+    return steps * alpha + sent / bandwidth
+
+
+def p2p_time(nbytes: float, alpha: float, bandwidth: float) -> float:
+    """One message of ``nbytes`` between two ranks: alpha + S / B (Hockney 1994)."""
+    return collective_time("p2p", nbytes, 2, alpha, bandwidth)
+
+
+def ring_tree_crossover(n: int, alpha: float, bandwidth: float) -> float:
+    """All-reduce size (bytes) below which the tree beats the ring in this model.
+
+    Equate 2(n-1) a + 2 (n-1)/n S/B (ring) with 2 log2(n) a + 2 S/B (tree):
+    S* = n (n - 1 - log2 n) a B. Small messages are latency-bound and prefer the
+    tree's log2(n) steps; large ones are bandwidth-bound and prefer the ring's
+    (n-1)/n factor. NCCL makes this choice per call from its own tuned model.
+    """
+    if n < 2:
+        return 0.0
+    return n * max(n - 1 - _log2(n), 0) * alpha * bandwidth
+
+
+# --- measuring bandwidth like nccl-tests ------------------------------------------
+
+def bus_bandwidth_factor(op: str, n: int) -> float:
+    """busbw = algbw * factor (nccl-tests doc/PERFORMANCE.md).
+
+    algbw = S / time. The factor turns it into the bandwidth each link actually
+    carried in a ring, so numbers are comparable across n and against the link's
+    peak: all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n;
+    broadcast and p2p 1.
+    """
+    _check(op, n, "ring")
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    return 1.0
+
+
+def bus_bandwidth(op: str, nbytes: float, n: int, seconds: float) -> float:
+    """Bus bandwidth in bytes/s of one measured collective (nccl-tests' busbw)."""
+    if not seconds > 0:
+        raise ValueError(f"seconds={seconds} must be > 0")
+    return nbytes / seconds * bus_bandwidth_factor(op, n)
+
+
+@dataclass
+class AlphaBetaFit:
+    alpha: float  # seconds per message
+    beta: float  # seconds per byte
+    r2: float  # coefficient of determination of the fit, on relative errors
+
+    @property
+    def bandwidth(self) -> float:
+        return 1.0 / self.beta if self.beta > 0 else float("inf")
+
+    def predict(self, nbytes: float) -> float:
+        return self.alpha + self.beta * nbytes
+
+
+def fit_alpha_beta(sizes, times) -> AlphaBetaFit:
+    """Least-squares fit of time = alpha + beta * size, weighted by 1/time^2.
+
+    Sizes of a sweep span many orders of magnitude; unweighted least squares
+    would let the largest messages decide everything and leave alpha noise (often
+    negative). Weighting by 1/time^2 minimises *relative* error, so the small
+    messages pin alpha and the large ones pin beta.
+    """
+    xs, ys = [float(s) for s in sizes], [float(t) for t in times]
+    if len(xs) != len(ys) or len(xs) < 2 or len(set(xs)) < 2:
+        raise ValueError("need at least two distinct sizes, with one time each")
+    if min(ys) <= 0 or min(xs) < 0:
+        raise ValueError("times must be > 0 and sizes >= 0")
+    w = [1.0 / y ** 2 for y in ys]
+    sw = sum(w)
+    mx = sum(wi * x for wi, x in zip(w, xs)) / sw
+    my = sum(wi * y for wi, y in zip(w, ys)) / sw
+    sxx = sum(wi * (x - mx) ** 2 for wi, x in zip(w, xs))
+    sxy = sum(wi * (x - mx) * (y - my) for wi, x, y in zip(w, xs, ys))
+    beta = sxy / sxx
+    alpha = my - beta * mx
+    ss_res = sum(wi * (y - alpha - beta * x) ** 2 for wi, x, y in zip(w, xs, ys))
+    ss_tot = sum(wi * (y - my) ** 2 for wi, y in zip(w, ys))
+    return AlphaBetaFit(alpha, beta, 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0)
+
+
+# --- compute: FLOPs per token and model FLOPs utilisation --------------------------
+
+def transformer_params(n_layers: int, d_model: int, d_ff: int | None = None) -> int:
+    """Non-embedding parameters of a GPT-style stack: L (4 d^2 + 2 d d_ff) weights
+    (attention qkv + proj, MLP in + out), i.e. 12 L d^2 for d_ff = 4d (Kaplan et
+    al., "Scaling Laws for Neural Language Models", 2020, Table 1). Biases and
+    LayerNorms are ignored, as there."""
+    d_ff = 4 * d_model if d_ff is None else d_ff
+    return n_layers * (4 * d_model * d_model + 2 * d_model * d_ff)
+
+
+def flops_per_token(n_params: int, n_layers: int, seq_len: int, d_model: int,
+                    training: bool = True) -> float:
+    """Matmul FLOPs per token: 6 N + 12 L T d for training (forward + backward).
+
+    6N: each weight does one multiply-add (2 FLOPs) per token forward and two in
+    backward (gradients w.r.t. input and weight). 12 L T d: the attention scores
+    QK^T and their product with V, 2 x 2 T d per layer forward, times 3. This is
+    PaLM's accounting (Chowdhery et al. 2022, Appendix B); Kaplan et al. 2020 count
+    one of the two attention matmuls (6 N + 6 L T d). ``training=False``: forward
+    only, one third. ``n_params``: non-embedding parameters (``transformer_params``
+    or ``GPT.num_params(include_embeddings=False)``).
+    """
+    total = 6 * n_params + 12 * n_layers * seq_len * d_model
+    return float(total if training else total / 3)
+
+
+def mfu(tokens_per_second: float, flops_per_token_: float, peak_flops: float) -> float:
+    """Model FLOPs utilisation: useful FLOP/s over the hardware's peak (PaLM, §4.1).
+
+    Recomputation (activation checkpointing) does not count as useful, so MFU is
+    at most the hardware FLOPs utilisation (HFU)."""
+    if not peak_flops > 0:
+        raise ValueError(f"peak_flops={peak_flops} must be > 0")
+    return tokens_per_second * flops_per_token_ / peak_flops
