@@ -132,3 +132,42 @@ def traced_torch_all_reduce(numel):
     trace.start()
     comm.all_reduce(x)
     return trace.stop()
+
+
+def make_subgroup_and_destroy():
+    sub = dist.new_group([0, 1])
+    t = torch.ones(1)
+    if dist.get_rank() in (0, 1):
+        dist.all_reduce(t, group=sub)  # unused afterwards: the launcher cleans it up
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    dist.destroy_process_group()
+    return t.item()
+
+
+def sync_clock_offset():
+    return trace.sync_clocks(rounds=5)
+
+
+def exchange_empty():
+    from parlab import comm
+    r = dist.get_rank()
+    other = 1 - r
+    trace.start()
+    comm.exchange(torch.empty(0), other, torch.empty(0), other)
+    comm.exchange(torch.full((3,), float(r)), other, buf := torch.zeros(3), other)
+    return buf.tolist(), trace.stop()
+
+
+def torch_wrappers():
+    """Each traced torch collective: result, and the event it recorded."""
+    from parlab import comm
+    r, n = dist.get_rank(), dist.get_world_size()
+    trace.start()
+    ar = comm.all_reduce(torch.full((4,), r + 1.0))
+    ag = comm.all_gather(torch.empty(2 * n), torch.full((2,), float(r)))
+    rs = comm.reduce_scatter(torch.empty(2), torch.arange(2.0 * n))
+    a2a = comm.all_to_all(torch.empty(n), torch.full((n,), float(r)))
+    bc = comm.broadcast(torch.full((3,), float(r)), src=n - 1)
+    comm.barrier()
+    return [ar.tolist(), ag.tolist(), rs.tolist(), a2a.tolist(), bc.tolist()], trace.stop()

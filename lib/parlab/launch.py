@@ -57,6 +57,7 @@ import types
 from contextlib import contextmanager
 from datetime import timedelta
 from multiprocessing import connection as mp_connection
+from multiprocessing import util as mp_util
 
 MAX_LOCAL_RANKS = int(os.environ.get("PARLAB_MAX_RANKS", "32"))
 MAX_POOLED_RANKS = int(os.environ.get("PARLAB_MAX_POOLED_RANKS", "16"))  # kept alive, all pools
@@ -102,7 +103,7 @@ def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
     backend = backend or _default_backend(world_size)
     payload = _pickle_job(fn, args, kwargs)
     pool = _get_pool(world_size, backend, _code_files(fn))
-    return pool.run(("run", payload, _main_script(fn)), timeout, label=_fn_name(fn))
+    return pool.run(("run", payload, _main_script(fn), sys.path), timeout, label=_fn_name(fn))
 
 
 def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None) -> list[dict]:
@@ -120,7 +121,7 @@ def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None
     compile(code, "<ranks>", "exec")  # a SyntaxError here, before any rank sees it
     backend = backend or _default_backend(world_size)
     pool = _get_pool(world_size, backend, _code_files(None))
-    return pool.run(("exec", code), timeout, label="%%ranks cell", cell=True)
+    return pool.run(("exec", code, None, sys.path), timeout, label="%%ranks cell", cell=True)
 
 
 def shutdown() -> None:
@@ -325,6 +326,10 @@ class _Pool:
                                    timeout=timedelta(seconds=START_TIMEOUT),
                                    master_listen_fd=sock.detach())
         lifeline_r, self.lifeline = ctx.Pipe(duplex=False)  # ranks exit when this closes
+        # multiprocessing keeps its fork-server socket in a temp dir that it removes at
+        # a clean exit; if this process is killed, rank 0 removes it instead.
+        leftovers = (os.getpid(), mp_util.get_temp_dir()) if ctx.get_start_method() == \
+            "forkserver" else None
         self.status = ctx.Array("c", _SLOT * world_size, lock=False)
         try:
             for rank in range(world_size):
@@ -332,7 +337,8 @@ class _Pool:
                 dump_r, dump_w = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_rank_main, name=f"parlab-rank{rank}",
                                    args=(rank, world_size, backend, self.port, child_end,
-                                         lifeline_r, dump_w, self.status))
+                                         lifeline_r, dump_w, self.status,
+                                         leftovers if rank == 0 else None))
                 with _bare_main():
                     proc.start()
                 child_end.close()
@@ -555,9 +561,9 @@ class _RankStream(io.TextIOBase):
             self._buf = ""
 
 
-def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status):
+def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, leftovers):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C means
-    threading.Thread(target=_die_with_caller, args=(lifeline,), daemon=True).start()
+    threading.Thread(target=_die_with_caller, args=(lifeline, leftovers), daemon=True).start()
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=dump_w, all_threads=True)
 
@@ -605,19 +611,19 @@ def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status):
             job = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             os._exit(0)
-        kind = job[0]
+        kind, body, main_script, sys.path[:] = job  # the caller's path, as it is now
         if kind == "run" and dirty:
             generation += 1
             init_group()
         sys.stdout = sys.stderr = _RankStream(send)
         try:
             if kind == "run":
-                if job[2]:
-                    _load_main(job[2])
-                fn, args, kwargs = pickle.loads(job[1])
+                if main_script:
+                    _load_main(main_script)
+                fn, args, kwargs = pickle.loads(body)
                 reply = ("ok", pickle.dumps(fn(*args, **kwargs)))
             else:
-                reply = ("ok", _exec_cell(job[1], namespace))
+                reply = ("ok", _exec_cell(body, namespace))
         except BaseException as e:  # the rank reports it; the caller decides what to do
             reply = ("err", "".join(traceback.format_exception(
                 type(e), e, e.__traceback__.tb_next)))  # tb_next: skip this loop's frame
@@ -657,10 +663,28 @@ def _exec_cell(code: str, namespace: dict) -> dict:
     return {"value": value}
 
 
-def _die_with_caller(lifeline) -> None:
-    # Only the caller holds the write end: EOF means it is gone (even after kill -9).
+def _die_with_caller(lifeline, leftovers) -> None:
+    # Only the caller holds the write end: EOF means it is gone (even after kill -9),
+    # or it closed the pool (and is killing us anyway).
     try:
         lifeline.recv_bytes()
     except (EOFError, OSError):
         pass
+    if leftovers is not None and not _alive(leftovers[0]):  # died without cleaning up
+        import shutil
+        shutil.rmtree(leftovers[1], ignore_errors=True)
     os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    try:  # a zombie (killed, not yet reaped by its parent) is dead
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True

@@ -1,0 +1,606 @@
+"""Figures for the notebooks: plain Python data in, a plotly ``Figure`` out.
+
+Every function here takes lists, dicts and floats (trace events as returned by
+``parlab.trace.stop()``, numbers from ``parlab.cost``) and returns a
+``plotly.graph_objects.Figure``. Nothing is shown or written: the notebook decides
+(``fig`` as the last line of a cell, or ``fig.show()``).
+
+Figures are kept small, because they are saved inside the notebooks: numbers are
+rounded to what the eye can see, hover text is built once per event, and no
+plotly.js is embedded.
+
+Colours are shared by the whole lab: ``KIND_COLORS`` for the three kinds of trace
+events, ``RANK_COLORS`` (via :func:`rank_color`) for data that belongs to one rank,
+``NEUTRAL_COLOR`` for data mixed from several ranks, ``ALGORITHM_COLORS`` for the
+collective algorithms of ``parlab.cost``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+
+TEMPLATE = "plotly_white"
+
+KIND_COLORS = {
+    "compute": "#4C78A8",  # blue: useful work
+    "comm": "#F58518",  # orange: bytes on the wire
+    "wait": "#B0B0B0",  # grey: idle, waiting for someone else
+}
+# One colour per rank; colour-blind-friendly (Okabe & Ito), mid-tones so both black
+# and white text stay readable. Ranks beyond 8 reuse the palette.
+RANK_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7",
+               "#56B4E9", "#D55E00", "#F0E442", "#8C6D9E"]
+NEUTRAL_COLOR = "#D9D9D9"  # a cell combining several ranks' data (a sum)
+EMPTY_COLOR = "#FFFFFF"
+ALGORITHM_COLORS = {"ring": "#54A24B", "tree": "#B279A2", "naive": "#E45756"}
+
+# Sequential scale for "how many contributions does this chunk hold" (light -> dark).
+CONTRIBUTION_SCALE = [[0.0, "#DEEBF7"], [0.5, "#6BAED6"], [1.0, "#08306B"]]
+
+_OTHER_COLOR = "#7F7F7F"
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def rank_color(rank: int) -> str:
+    """The lab's colour for ``rank`` (the palette repeats after 8 ranks)."""
+    return RANK_COLORS[int(rank) % len(RANK_COLORS)]
+
+
+# --- small helpers ----------------------------------------------------------------
+
+def _text_color(hex_color: str) -> str:
+    """Black or white, whichever reads better on ``hex_color`` ("#RRGGBB")."""
+    r, g, b = (int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "#000000" if lum > 0.45 else "#FFFFFF"
+
+
+def _fmt_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB' (binary units, as the notebooks use)."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} TiB"  # unreachable
+
+
+def _byte_unit(max_value: float) -> tuple[str, float]:
+    """The binary unit that makes ``max_value`` read as 1..1023, and its size."""
+    for unit, size in (("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20), ("KiB", 2.0 ** 10)):
+        if max_value >= size:
+            return unit, size
+    return "B", 1.0
+
+
+def _base_layout(fig: go.Figure, title: str, **kw) -> go.Figure:
+    fig.update_layout(template=TEMPLATE, title=dict(text=title, x=0.01, xanchor="left"),
+                      margin=dict(l=60, r=20, t=60 if title else 30, b=50), **kw)
+    return fig
+
+
+def _series_color(name: str) -> str | None:
+    """Algorithm colour when a series is named after one ('ring ...'), else None."""
+    first = name.strip().lower().split(" ")[0].rstrip(",:")
+    return ALGORITHM_COLORS.get(first)
+
+
+# --- 1. collectives explained --------------------------------------------------------
+
+_CAPTIONS = {
+    "all_reduce": "every rank ends with the element-wise sum of all buffers",
+    "all_gather": "every rank ends with every rank's shard",
+    "reduce_scatter": "rank r ends with chunk r, summed over all ranks",
+    "all_to_all": "rank r sends its chunk c to rank c: a transpose",
+    "broadcast": "rank 0's buffer is copied to every rank",
+    "send_recv": "rank 0 sends its buffer to rank 1; the others do nothing",
+}
+
+
+def _collective_cells(op: str, n: int):
+    """(before, after): [rank][cell] -> (text, colour key) with key a rank,
+    'mix' (several ranks' data combined) or None (nothing there)."""
+    letter = "abcdefgh"
+
+    def own(r, c):  # element c of rank r's original buffer
+        return (f"{letter[c]}{str(r).translate(_SUBSCRIPTS)}", r)
+
+    empty = ("", None)
+    rng = range(n)
+    if op == "all_reduce":
+        before = [[own(r, c) for c in rng] for r in rng]
+        after = [[(f"Σ{letter[c]}", "mix") for c in rng] for r in rng]
+    elif op == "all_gather":
+        before = [[own(r, c) if c == r else empty for c in rng] for r in rng]
+        after = [[own(c, c) for c in rng] for r in rng]
+    elif op == "reduce_scatter":
+        before = [[own(r, c) for c in rng] for r in rng]
+        after = [[(f"Σ{letter[c]}", "mix") if c == r else empty for c in rng] for r in rng]
+    elif op == "all_to_all":
+        before = [[(f"{r}→{c}", r) for c in rng] for r in rng]
+        after = [[(f"{c}→{r}", c) for c in rng] for r in rng]
+    elif op == "broadcast":
+        before = [[own(0, c) if r == 0 else empty for c in rng] for r in rng]
+        after = [[own(0, c) for c in rng] for r in rng]
+    else:  # send_recv
+        before = [[own(0, c) if r == 0 else empty for c in rng] for r in rng]
+        after = [[own(0, c) if r in (0, 1) else empty for c in rng] for r in rng]
+    return before, after
+
+
+def collective_diagram(op: str, n: int = 4) -> go.Figure:
+    """Before/after picture of one collective: one row per rank, its buffer as n
+    cells coloured by the rank the data came from (grey: summed over ranks, white:
+    nothing there). The reader should see where each piece of data ends up."""
+    if op not in _CAPTIONS:
+        raise ValueError(f"op={op!r} must be one of {sorted(_CAPTIONS)}")
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 8:
+        raise ValueError(f"n={n!r} must be an int between 2 and 8")
+    before, after = _collective_cells(op, n)
+    gap, pad = 2.6, 0.06  # gap between the panels (room for the arrow); cell padding
+    shapes, notes = [], []
+    for panel, (cells, x0) in enumerate(((before, 0.0), (after, n + gap))):
+        notes.append(dict(x=x0 + n / 2, y=-0.15, text=f"<b>{('before', 'after')[panel]}</b>",
+                          showarrow=False, yanchor="bottom", font=dict(size=14)))
+        for r in range(n):
+            for c in range(n):
+                text, key = cells[r][c]
+                fill = (EMPTY_COLOR if key is None else NEUTRAL_COLOR if key == "mix"
+                        else rank_color(key))
+                shapes.append(dict(
+                    type="rect", x0=x0 + c + pad, x1=x0 + c + 1 - pad, y0=r + pad,
+                    y1=r + 1 - pad, fillcolor=fill, layer="below",
+                    line=dict(color="#BBBBBB" if key is None else "#555555", width=1,
+                              dash="dot" if key is None else "solid")))
+                if text:
+                    notes.append(dict(x=x0 + c + 0.5, y=r + 0.5, text=text, showarrow=False,
+                                      font=dict(size=13, color=_text_color(fill))))
+    for r in range(n):
+        notes.append(dict(x=-0.15, y=r + 0.5, text=f"rank {r}", showarrow=False,
+                          xanchor="right", font=dict(size=12)))
+    mid = n / 2
+    notes.append(dict(x=n + gap - 0.25, y=mid, ax=n + 0.25, ay=mid, xref="x", yref="y",
+                      axref="x", ayref="y", text="", showarrow=True, arrowhead=2,
+                      arrowsize=1.2, arrowwidth=2, arrowcolor="#444444"))
+    notes.append(dict(x=n + gap / 2, y=mid - 0.1, text=op, showarrow=False,
+                      yanchor="bottom", font=dict(size=12, color="#444444")))
+    unit = 46  # pixels per cell
+    fig = go.Figure()
+    _base_layout(fig, f"<b>{op}</b>, {n} ranks", shapes=shapes, annotations=notes,
+                 width=int((2 * n + gap + 1.6) * unit + 40),
+                 height=int((n + 0.8) * unit + 110), showlegend=False)
+    fig.update_layout(title_subtitle_text=_CAPTIONS[op], margin=dict(l=20, r=20, t=80, b=20))
+    fig.update_xaxes(visible=False, range=[-1.4, 2 * n + gap + 0.2], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[n + 0.2, -0.6], fixedrange=True,
+                     scaleanchor="x", scaleratio=1)
+    return fig
+
+
+# --- 2. the ring all-reduce, step by step ---------------------------------------------
+
+def ring_allreduce_frames(n: int) -> list[dict]:
+    """The frames :func:`ring_animation` draws, for an ideal ring of ``n`` ranks
+    (the schedule of ``parlab.comm.ring_all_reduce``), computed in pure Python."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n={n!r} must be an int >= 2")
+    state = [[1 << r for _ in range(n)] for r in range(n)]
+    frames = [{"phase": "start", "step": 0, "state": [row[:] for row in state], "sends": []}]
+    for phase, offset in (("reduce_scatter", 1), ("all_gather", 0)):
+        for s in range(n - 1):
+            sends = [(r, (r + 1) % n, (r - s - offset) % n) for r in range(n)]
+            new = [row[:] for row in state]
+            for src, dst, c in sends:
+                if phase == "reduce_scatter":
+                    new[dst][c] |= state[src][c]
+                else:
+                    new[dst][c] = state[src][c]
+            state = new
+            frames.append({"phase": phase, "step": s, "state": [row[:] for row in state],
+                           "sends": sends})
+    return frames
+
+
+def _contributors(mask: int, n: int) -> str:
+    """Cell text: 'all', '0+1+3', or with runs folded for long lists ('0–4+6')."""
+    if mask == (1 << n) - 1:
+        return "all"
+    ranks = [k for k in range(n) if mask >> k & 1]
+    if len(ranks) <= 4:
+        return "+".join(map(str, ranks))
+    runs, start = [], ranks[0]
+    for a, b in zip(ranks, ranks[1:] + [None]):
+        if b != a + 1:
+            runs.append(str(start) if start == a else f"{start}–{a}" if a - start > 1
+                        else f"{start}+{a}")
+            start = b
+    return "+".join(runs)
+
+
+def _check_ring_frames(frames) -> tuple[int, int]:
+    if not frames:
+        raise ValueError("frames is empty")
+    n = len(frames[0]["state"])
+    chunks = len(frames[0]["state"][0]) if n else 0
+    if n < 2 or chunks < 1:
+        raise ValueError("state must have at least 2 ranks and 1 chunk")
+    for i, f in enumerate(frames):
+        if f["phase"] not in ("start", "reduce_scatter", "all_gather"):
+            raise ValueError(f"frame {i}: phase={f['phase']!r} must be 'start', "
+                             "'reduce_scatter' or 'all_gather'")
+        st = f["state"]
+        if len(st) != n or any(len(row) != chunks for row in st):
+            raise ValueError(f"frame {i}: state must be {n} ranks x {chunks} chunks")
+        if any(not 0 <= m < 1 << n for row in st for m in row):
+            raise ValueError(f"frame {i}: bitmasks must be in [0, 2**{n})")
+        for src, dst, c in f.get("sends", ()):
+            if not (0 <= src < n and 0 <= dst < n and 0 <= c < chunks):
+                raise ValueError(f"frame {i}: send {(src, dst, c)} out of range")
+    return n, chunks
+
+
+def _ring_step_title(f: dict, n: int) -> str:
+    if f["phase"] == "start":
+        return "start: every rank holds only its own data"
+    name = "reduce-scatter" if f["phase"] == "reduce_scatter" else "all-gather"
+    return f"{name} step {f.get('step', 0) + 1} of {n - 1}"
+
+
+def _ring_annotations(sends, n: int) -> list[dict]:
+    """Arrows from the sender's cell to the receiver's, in the chunk's column
+    (right edge of the cell, so the text stays readable), plus a text line."""
+    arrow = dict(xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
+                 arrowhead=2, arrowsize=1, arrowwidth=2, arrowcolor="#D62728")
+    out = []
+    for src, dst, c in sends:
+        x = c + 0.38
+        if dst == (src + 1) % n and dst == 0 and n > 2:  # the ring wraps: leave at the
+            out.append(dict(arrow, x=x, y=n - 0.5 + 0.45, ax=x, ay=src + 0.2))  # bottom,
+            out.append(dict(arrow, x=x, y=dst - 0.2, ax=x, ay=-0.5 - 0.45))  # re-enter on top
+        else:
+            down = 1 if dst > src else -1
+            out.append(dict(arrow, x=x, y=dst - 0.2 * down, ax=x, ay=src + 0.2 * down))
+    if sends:
+        items = [f"rank {s} → rank {d}: chunk {c}" for s, d, c in sends]
+        lines = ["    ".join(items[i:i + 4]) for i in range(0, len(items), 4)]
+        text = "<br>".join(lines)
+    else:
+        text = "no transfers yet"
+    out.append(dict(xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
+                    yshift=-8, align="left", showarrow=False, text=text,
+                    font=dict(size=11, color="#444444")))
+    return out
+
+
+def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
+    """Ring all-reduce as an animation: a grid of ranks (rows) by chunks (columns),
+    each cell darker the more ranks' contributions it holds, red arrows for the
+    step's transfers. The reader should see each chunk pick up one contribution
+    per hop in reduce-scatter, then the finished chunks travel round in all-gather.
+
+    ``frames``: one dict per step, ``{"phase", "step" (0-based within the phase),
+    "state" ([rank][chunk] bitmask of contributing ranks), "sends" ([(src, dst,
+    chunk)])}``; :func:`ring_allreduce_frames` builds the ideal ones.
+    """
+    n, chunks = _check_ring_frames(frames)
+    ranks, cols = list(range(n)), list(range(chunks))
+
+    def grid(state):
+        z = [[bin(m).count("1") or None for m in row] for row in state]
+        text = [[_contributors(m, n) if m else "" for m in row] for row in state]
+        return z, text
+
+    def full_title(f):
+        step = _ring_step_title(f, n)
+        return f"{title}: {step}" if title else step
+
+    z0, text0 = grid(frames[0]["state"])
+    heat = go.Heatmap(
+        x=cols, y=ranks, z=z0, text=text0, texttemplate="%{text}", zmin=1, zmax=n,
+        colorscale=CONTRIBUTION_SCALE, xgap=3, ygap=3, textfont=dict(size=12),
+        colorbar=dict(title=dict(text="contributions"), tickvals=list(range(1, n + 1)),
+                      thickness=14, len=0.8),
+        hovertemplate="rank %{y}, chunk %{x}<br>contributions: %{text} (%{z} of "
+                      f"{n})<extra></extra>")
+    fig = go.Figure(data=[heat])
+    anim_frames, steps = [], []
+    for i, f in enumerate(frames):
+        z, text = grid(f["state"])
+        anim_frames.append(go.Frame(
+            name=str(i), data=[go.Heatmap(z=z, text=text)],
+            layout=dict(annotations=_ring_annotations(f.get("sends", []), n),
+                        title=dict(text=full_title(f), x=0.01, xanchor="left"))))
+        label = ("start" if f["phase"] == "start" else
+                 f"{'RS' if f['phase'] == 'reduce_scatter' else 'AG'} {f.get('step', 0) + 1}")
+        steps.append(dict(method="animate", label=label, args=[
+            [str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
+                           transition=dict(duration=0))]))
+    fig.frames = anim_frames
+    n_lines = max(1, math.ceil(max(len(f.get("sends", [])) for f in frames) / 4))
+    _base_layout(fig, full_title(frames[0]), annotations=_ring_annotations(
+        frames[0].get("sends", []), n), width=max(480, 220 + 85 * chunks),
+        height=280 + 48 * n + 16 * n_lines)
+    fig.update_layout(
+        margin=dict(l=70, r=20, t=90, b=130 + 16 * n_lines),
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left",
+                          yanchor="top", pad=dict(t=60 + 16 * n_lines), showactive=False,
+                          buttons=[
+                              dict(label="▶ play", method="animate", args=[None, dict(
+                                  frame=dict(duration=900, redraw=True), fromcurrent=True,
+                                  transition=dict(duration=0))]),
+                              dict(label="❚❚ pause", method="animate", args=[[None], dict(
+                                  mode="immediate", frame=dict(duration=0, redraw=False),
+                                  transition=dict(duration=0))])])],
+        sliders=[dict(active=0, steps=steps, x=0.25, len=0.75, y=0, yanchor="top",
+                      pad=dict(t=50 + 16 * n_lines), currentvalue=dict(prefix="step: "))])
+    fig.update_xaxes(side="top", tickvals=cols, ticktext=[f"chunk {c}" for c in cols],
+                     range=[-0.5, chunks - 0.5], showgrid=False, zeroline=False,
+                     fixedrange=True)
+    fig.update_yaxes(tickvals=ranks, ticktext=[f"rank {r}" for r in ranks],
+                     range=[n - 0.5 + 0.6, -0.5 - 0.6], showgrid=False, zeroline=False,
+                     fixedrange=True)
+    return fig
+
+
+# --- 3. timelines of trace events -------------------------------------------------------
+
+_MAX_NAMES_PER_KIND = 30  # beyond this, one trace per kind carries the names itself
+
+
+def _hover_parts(e: dict) -> list[tuple[str, object]]:
+    """(field, value) pairs shown when hovering one event, in display order."""
+    sent, recv = int(e.get("bytes_sent") or 0), int(e.get("bytes_recv") or 0)
+    parts = [("name", str(e.get("name", ""))),
+             ("dur", round(max(e["end"] - e["start"], 0.0) * 1e3, 4))]
+    if sent or recv:
+        parts += [("sent", _fmt_bytes(sent)), ("recv", _fmt_bytes(recv)),
+                  ("modelled", " (modelled)" if e.get("bytes_modelled") else "")]
+    for k, v in (e.get("meta") or {}).items():
+        if isinstance(v, int) and not isinstance(v, bool):
+            parts.append((f"meta:{k}", v))  # a bare number is shorter in the saved JSON
+        else:
+            text = f"{v:.4g}" if isinstance(v, float) else str(v)
+            parts.append((f"meta:{k}", text if len(text) <= 40 else text[:37] + "..."))
+    return parts
+
+
+def _hover_template(events: list[dict], kind: str) -> tuple[str, list[list] | None]:
+    """One hover template for a group of events, and the per-event customdata.
+
+    Saved notebooks keep every number and string of a figure, so whatever is the
+    same for all events of the group (the name, often the byte counts, meta keys)
+    is written once into the template; only what varies goes per event.
+    """
+    rows = [dict(_hover_parts(e)) for e in events]
+    fields = list(dict.fromkeys(f for row in rows for f in row))
+    varying = [f for f in fields if f == "dur" or len({str(r.get(f, "")) for r in rows}) > 1]
+    slot = {f: i for i, f in enumerate(varying)}
+
+    def show(f, fmt=""):
+        if f in slot:
+            return f"%{{customdata[{slot[f]}]{fmt}}}"
+        return str(rows[0].get(f, "")).replace("%{", "% {")
+
+    lines = [f"<b>{show('name')}</b>", f"{show('dur', ':.3f')} ms"]
+    if "sent" in fields:
+        lines.append(f"sent {show('sent')}, recv {show('recv')}{show('modelled')}")
+    meta = [f"{f[5:]}={show(f)}" for f in fields if f.startswith("meta:")]
+    if meta:
+        lines.append(", ".join(meta))
+    custom = [[r.get(f, "") for f in varying] for r in rows]
+    return "<br>".join(lines) + f"<extra>{kind}</extra>", custom
+
+
+def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go.Figure:
+    """Gantt chart of trace events: one row per rank (rank 0 on top), time in ms
+    from ``t0`` (default: the earliest start), bars coloured by kind. The reader
+    should see who computes, who communicates and who sits waiting, and when.
+
+    Hovering a bar shows the event's name, duration, bytes and meta. To keep saved
+    notebooks small, each kind is drawn as a few bar traces, one per event name,
+    sharing one legend entry (``legendgroup`` = kind; every trace's ``name`` is the
+    kind); a kind with more than 30 distinct names is drawn as a single trace.
+    """
+    fig = go.Figure()
+    if not events:
+        _base_layout(fig, title, height=220)
+        fig.add_annotation(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
+                           showarrow=False, font=dict(size=16, color="#888888"))
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        return fig
+    if t0 is None:
+        t0 = min(e["start"] for e in events)
+    kinds = [k for k in KIND_COLORS if any(e["kind"] == k for e in events)]
+    kinds += sorted({e["kind"] for e in events} - set(KIND_COLORS))
+    for kind in kinds:
+        mine = [e for e in events if e["kind"] == kind]
+        names = list(dict.fromkeys(str(e.get("name", "")) for e in mine))
+        groups = ([[e for e in mine if str(e.get("name", "")) == nm] for nm in names]
+                  if len(names) <= _MAX_NAMES_PER_KIND else [mine])
+        for i, group in enumerate(groups):
+            template, custom = _hover_template(group, kind)
+            fig.add_trace(go.Bar(
+                name=kind, legendgroup=kind, showlegend=i == 0, orientation="h",
+                base=[round((e["start"] - t0) * 1e3, 3) for e in group],  # 1 us resolution
+                x=[round(max(e["end"] - e["start"], 0.0) * 1e3, 4) for e in group],
+                y=[int(e["rank"]) for e in group], customdata=custom,
+                hovertemplate=template, width=0.8,
+                marker=dict(color=KIND_COLORS.get(kind, _OTHER_COLOR), line=dict(width=0))))
+    ranks = sorted({int(e["rank"]) for e in events})
+    x0 = (min(e["start"] for e in events) - t0) * 1e3
+    x1 = (max(e["end"] for e in events) - t0) * 1e3
+    _base_layout(fig, title, barmode="overlay", bargap=0.2,
+                 height=max(220, 110 + 42 * (max(ranks) - min(ranks) + 1)),
+                 legend=dict(orientation="h", x=1, xanchor="right", y=1.02,
+                             yanchor="bottom"))
+    fig.update_xaxes(title_text="time (ms)", range=[x0, x1 if x1 > x0 else x0 + 1e-3],
+                     zeroline=False)
+    fig.update_yaxes(tickvals=ranks, ticktext=[f"rank {r}" for r in ranks],
+                     range=[max(ranks) + 0.6, min(ranks) - 0.6], showgrid=False,
+                     zeroline=False)
+    return fig
+
+
+# --- 4. measured bytes against the formula ----------------------------------------------
+
+def bytes_table_figure(rows: list[dict]) -> go.Figure:
+    """Bytes sent by the busiest rank, measured (bars) against the formula
+    (dashes), per world size n and algorithm. The reader should see the ring stay
+    near 2S while the naive root grows like (n-1) S."""
+    if not rows:
+        raise ValueError("rows is empty")
+    algos = list(dict.fromkeys(r["algorithm"] for r in rows))
+    ns = sorted({int(r["n"]) for r in rows})
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["algorithm"], int(r["n"])), []).append(r)
+    unit, size = _byte_unit(max(max(r["measured"], r["formula"]) for r in rows))
+    fig = go.Figure()
+    width = 0.8 / len(algos)
+    for j, alg in enumerate(algos):
+        xs, measured, formula, hover, busiest = [], [], [], [], set()
+        symmetric = True
+        for i, n in enumerate(ns):
+            rs = groups.get((alg, n))
+            if not rs:
+                continue
+            top = max(rs, key=lambda r: (r["measured"], -r["rank"]))
+            lo = min(r["measured"] for r in rs)
+            symmetric &= top["measured"] - lo <= 0.01 * top["measured"]  # within 1%
+            busiest.add(top["rank"])
+            xs.append(i + (j - (len(algos) - 1) / 2) * width)
+            measured.append(top["measured"] / size)
+            formula.append(top["formula"] / size)
+            ratio = top["measured"] / top["formula"] if top["formula"] else float("nan")
+            per_rank = ", ".join(f"{r['rank']}: {_fmt_bytes(r['measured'])}"
+                                 for r in sorted(rs, key=lambda r: r["rank"])[:8])
+            hover.append(f"<b>{alg}, n={n}</b><br>busiest: rank {top['rank']}<br>"
+                         f"measured {_fmt_bytes(top['measured'])}<br>"
+                         f"formula {_fmt_bytes(top['formula'])} (ratio {ratio:.2f})<br>"
+                         f"per rank: {per_rank}" + (", ..." if len(rs) > 8 else ""))
+        who = ("" if symmetric else f", rank {busiest.pop()}" if len(busiest) == 1
+               else ", busiest rank")
+        color = ALGORITHM_COLORS.get(alg, RANK_COLORS[j % len(RANK_COLORS)])
+        fig.add_trace(go.Bar(name=f"{alg}{who} (measured)", x=xs, y=measured, width=width,
+                             marker=dict(color=color), hovertext=hover,
+                             hovertemplate="%{hovertext}<extra></extra>",
+                             legendgroup=alg))
+        fig.add_trace(go.Scatter(
+            name=f"{alg}{who} (formula)", x=xs, y=formula, mode="lines+markers",
+            line=dict(color="#333333", width=1, dash="dot"), legendgroup=alg,
+            marker=dict(symbol="line-ew", size=24, line=dict(width=3, color="#333333")),
+            hovertemplate=f"{alg} formula: %{{y:.3g}} {unit}<extra></extra>"))
+    _base_layout(fig, "bytes sent per collective: busiest rank, measured vs formula",
+                 barmode="overlay")
+    fig.update_xaxes(title_text="world size n (ranks)", tickvals=list(range(len(ns))),
+                     ticktext=[f"n={n}" for n in ns], range=[-0.6, len(ns) - 0.4])
+    fig.update_yaxes(title_text=f"bytes sent by the busiest rank ({unit})", rangemode="tozero")
+    return fig
+
+
+# --- 5. the alpha-beta fit -----------------------------------------------------------------
+
+def _log_space(lo: float, hi: float, k: int = 64) -> list[float]:
+    a, b = math.log10(lo), math.log10(hi)
+    return [10 ** (a + (b - a) * i / (k - 1)) for i in range(k)]
+
+
+def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta: float,
+                      title: str = "", extra: dict[str, tuple[list, list]] | None = None
+                      ) -> go.Figure:
+    """Measured message time against size on log-log axes, with the fitted
+    alpha + beta*size. The reader should see a flat floor (latency, alpha) for
+    small messages and a slope-1 line (bandwidth, 1/beta) for large ones, meeting
+    near size = alpha/beta. Time is plotted in microseconds; inputs are seconds."""
+    if len(sizes) != len(times) or not sizes:
+        raise ValueError("sizes and times must be non-empty and of equal length")
+    series = {"measured": (list(sizes), list(times))}
+    for name, (xs, ys) in (extra or {}).items():
+        if len(xs) != len(ys):
+            raise ValueError(f"extra[{name!r}]: sizes and times differ in length")
+        series[name] = (list(xs), list(ys))
+    fig = go.Figure()
+    for i, (name, (xs, ys)) in enumerate(series.items()):
+        pts = [(x, y) for x, y in zip(xs, ys) if x > 0 and y > 0]  # log axes
+        fig.add_trace(go.Scatter(
+            name=name, x=[p[0] for p in pts], y=[round(p[1] * 1e6, 4) for p in pts],
+            mode="markers", marker=dict(size=8 if i == 0 else 7,
+                                        color="#222222" if i == 0 else rank_color(i - 1),
+                                        symbol="circle" if i == 0 else "diamond"),
+            hovertemplate=f"{name}<br>%{{x:.3s}}B: %{{y:.4g}} µs<extra></extra>"))
+    all_x = [x for xs, _ in series.values() for x in xs if x > 0]
+    lo, hi = (min(all_x), max(all_x)) if all_x else (1.0, 1e6)
+    hi = hi if hi > lo else lo * 10
+    fit_x = [x for x in _log_space(lo, hi) if alpha + beta * x > 0]
+    fig.add_trace(go.Scatter(
+        name="fit: α + β·size", x=[float(f"{x:.4g}") for x in fit_x],
+        y=[float(f"{(alpha + beta * x) * 1e6:.4g}") for x in fit_x], mode="lines",
+        line=dict(color=KIND_COLORS["comm"], width=2),
+        hovertemplate="fit<br>%{x:.3s}B: %{y:.4g} µs<extra></extra>"))
+    bw = f"{1 / beta / 1e9:.3g} GB/s" if beta > 0 else "∞"
+    fig.add_annotation(xref="paper", yref="paper", x=0.02, y=0.98, xanchor="left",
+                       yanchor="top", align="left", showarrow=False,
+                       bgcolor="rgba(255,255,255,0.8)",
+                       text=f"α = {alpha * 1e6:.3g} µs (latency)<br>1/β = {bw} (bandwidth)")
+    if alpha > 0 and beta > 0 and lo < alpha / beta < hi:
+        knee = alpha / beta
+        fig.add_shape(type="line", x0=knee, x1=knee, y0=0, y1=1, yref="paper",
+                      line=dict(color="#888888", dash="dot", width=1))
+        fig.add_annotation(x=math.log10(knee), y=0.02, yref="paper", xanchor="left",
+                           yanchor="bottom", showarrow=False, font=dict(size=11, color="#666"),
+                           text=f" α = β·size at {_fmt_bytes(knee)}")
+    _base_layout(fig, title, legend=dict(x=1, xanchor="right", y=0.02, yanchor="bottom"))
+    fig.update_xaxes(type="log", title_text="message size (bytes)", exponentformat="SI")
+    fig.update_yaxes(type="log", title_text="time (µs)")
+    return fig
+
+
+# --- 6, 7. generic helpers --------------------------------------------------------------------
+
+def cost_curves(curves: dict[str, tuple[list[float], list[float]]], title: str = "",
+                x_title: str = "message size (bytes)", y_title: str = "time (s)",
+                log_x: bool = True, log_y: bool = True,
+                vlines: dict[str, float] | None = None) -> go.Figure:
+    """Predicted costs as lines (one per curve), optionally with labelled dashed
+    vertical lines. The reader should see which curve is lowest where, and where
+    they cross. Curves named after an algorithm ('ring ...') get its colour."""
+    fig = go.Figure()
+    for name, (xs, ys) in curves.items():
+        if len(xs) != len(ys):
+            raise ValueError(f"curve {name!r}: x and y differ in length")
+        fig.add_trace(go.Scatter(
+            name=name, x=[float(f"{x:.5g}") for x in xs], y=[float(f"{y:.5g}") for y in ys],
+            mode="lines", line=dict(width=2, color=_series_color(name)),
+            hovertemplate=f"{name}<br>x=%{{x:.4g}}<br>y=%{{y:.4g}}<extra></extra>"))
+    for label, x in (vlines or {}).items():
+        if log_x and not x > 0:
+            raise ValueError(f"vline {label!r} at x={x} cannot go on a log axis")
+        fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, yref="paper",
+                      line=dict(color="#666666", dash="dash", width=1.5))
+        fig.add_annotation(x=math.log10(x) if log_x else x, y=1, yref="paper", yanchor="bottom",
+                           text=label, showarrow=False, font=dict(size=11, color="#444444"))
+    _base_layout(fig, title)
+    fig.update_layout(margin=dict(t=80 if title else 50))
+    fig.update_xaxes(type="log" if log_x else "linear", title_text=x_title,
+                     exponentformat="SI" if log_x else "B")
+    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title)
+    return fig
+
+
+def bars(categories: list[str], series: dict[str, list[float]], title: str = "",
+         y_title: str = "") -> go.Figure:
+    """Grouped bars: one group per category, one bar per series. The reader
+    should compare the series within each group."""
+    fig = go.Figure()
+    for name, values in series.items():
+        if len(values) != len(categories):
+            raise ValueError(f"series {name!r} has {len(values)} values for "
+                             f"{len(categories)} categories")
+        fig.add_trace(go.Bar(name=name, x=list(categories), y=list(values),
+                             marker=dict(color=_series_color(name)),
+                             hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>"))
+    _base_layout(fig, title, barmode="group")
+    fig.update_yaxes(title_text=y_title)
+    return fig

@@ -1,0 +1,5 @@
+import parlab
+
+
+def pytest_sessionfinish(session, exitstatus):
+    parlab.shutdown()

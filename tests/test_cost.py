@@ -1,0 +1,131 @@
+"""Cost formulas on hand-computed cases."""
+
+import math
+
+import pytest
+
+from parlab import cost
+
+A, B = 1e-5, 1e9  # 10 us latency, 1 GB/s
+
+
+def test_ring_all_reduce_by_hand():
+    # n=4, S=1000: 2*3 = 6 steps, each rank sends 2*3/4*1000 = 1500 bytes
+    assert cost.collective_steps("all_reduce", 4) == 6
+    assert cost.collective_bytes("all_reduce", 1000, 4) == 1500
+    assert cost.collective_time("all_reduce", 1000, 4, A, B) == pytest.approx(6e-5 + 1.5e-6)
+
+
+def test_ring_bytes_tend_to_2S_while_steps_grow():
+    S = 1e6
+    per_rank = [cost.collective_bytes("all_reduce", S, n) for n in (2, 4, 8, 64, 1024)]
+    assert per_rank == [1e6, 1.5e6, 1.75e6, 2 * 63 / 64 * 1e6, 2 * 1023 / 1024 * 1e6]
+    assert all(b < 2 * S for b in per_rank)
+    assert [cost.collective_steps("all_reduce", n) for n in (2, 4, 8)] == [2, 6, 14]
+
+
+def test_naive_root_carries_n_minus_1_copies():
+    assert cost.collective_bytes("all_reduce", 1000, 4, "naive", rank=0) == 3000
+    assert cost.collective_bytes("all_reduce", 1000, 4, "naive", rank=2) == 1000
+    # root receives 3000 then sends 3000, one peer at a time: 6 steps
+    assert cost.collective_time("all_reduce", 1000, 4, A, B, "naive") == \
+        pytest.approx(6 * A + 6000 / B)
+
+
+def test_tree_all_reduce():
+    assert cost.collective_steps("all_reduce", 8, "tree") == 6  # 2 log2 8
+    assert cost.collective_steps("all_reduce", 5, "tree") == 6  # ceil(log2 5) = 3
+    assert cost.collective_bytes("all_reduce", 1000, 8, "tree") == 2000
+    assert cost.collective_time("all_reduce", 1000, 8, A, B, "tree") == \
+        pytest.approx(6 * A + 2000 / B)
+
+
+def test_gather_scatter_all_to_all_p2p():
+    assert cost.collective_steps("all_gather", 4) == 3
+    assert cost.collective_bytes("all_gather", 1000, 4) == 750
+    assert cost.collective_bytes("reduce_scatter", 1000, 4) == 750
+    assert cost.collective_bytes("all_to_all", 1000, 4) == 750
+    assert cost.collective_bytes("all_gather", 1000, 4, "naive", rank=0) == 3000
+    assert cost.collective_bytes("all_gather", 1000, 4, "naive", rank=1) == 250
+    assert cost.collective_bytes("reduce_scatter", 1000, 4, "naive", rank=0) == 750
+    assert cost.p2p_time(1e6, A, B) == pytest.approx(A + 1e-3)
+    assert cost.collective_time("broadcast", 1000, 8, A, B, "tree") == pytest.approx(3 * A + 1e-6)
+
+
+def test_one_rank_costs_nothing():
+    for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"):
+        assert cost.collective_steps(op, 1) == 0
+        assert cost.collective_bytes(op, 1000, 1) == 0
+        assert cost.collective_time(op, 1000, 1, A, B) == 0
+
+
+def test_bus_bandwidth_factors_as_nccl_tests():
+    assert cost.bus_bandwidth_factor("all_reduce", 8) == 1.75
+    assert cost.bus_bandwidth_factor("all_gather", 8) == 0.875
+    assert cost.bus_bandwidth_factor("reduce_scatter", 8) == 0.875
+    assert cost.bus_bandwidth_factor("all_to_all", 8) == 0.875
+    assert cost.bus_bandwidth_factor("broadcast", 8) == 1
+    assert cost.bus_bandwidth("all_reduce", 1e9, 8, 1.0) == 1.75e9
+    # a ring all-reduce at link speed has busbw == link bandwidth for large S
+    S, n = 1e9, 8
+    t = cost.collective_time("all_reduce", S, n, 0.0, B)
+    assert cost.bus_bandwidth("all_reduce", S, n, t) == pytest.approx(B)
+
+
+def test_ring_tree_crossover_is_where_times_meet():
+    n, a, b = 8, 1e-5, 1e10
+    s = cost.ring_tree_crossover(n, a, b)
+    assert s == pytest.approx(8 * (8 - 1 - 3) * a * b) and s == pytest.approx(3.2e6)
+    ring = cost.collective_time("all_reduce", s, n, a, b, "ring")
+    tree = cost.collective_time("all_reduce", s, n, a, b, "tree")
+    assert ring == pytest.approx(tree)
+    assert cost.collective_time("all_reduce", s / 10, n, a, b, "tree") < \
+        cost.collective_time("all_reduce", s / 10, n, a, b, "ring")
+    assert cost.collective_time("all_reduce", s * 10, n, a, b, "ring") < \
+        cost.collective_time("all_reduce", s * 10, n, a, b, "tree")
+    assert cost.ring_tree_crossover(2, a, b) == 0  # same steps: the ring always wins
+
+
+def test_fit_alpha_beta_recovers_parameters():
+    sizes = [2 ** k for k in range(2, 25)]
+    fit = cost.fit_alpha_beta(sizes, [3e-5 + s / 2e9 for s in sizes])
+    assert fit.alpha == pytest.approx(3e-5)
+    assert fit.bandwidth == pytest.approx(2e9)
+    assert fit.r2 == pytest.approx(1.0)
+    assert fit.predict(1e6) == pytest.approx(3e-5 + 5e-4)
+    # multiplicative noise: still close, because the fit weighs relative error
+    noisy = [(3e-5 + s / 2e9) * (1.1 if i % 2 else 0.9) for i, s in enumerate(sizes)]
+    fit = cost.fit_alpha_beta(sizes, noisy)
+    assert 2e-5 < fit.alpha < 4e-5 and 1.5e9 < fit.bandwidth < 2.5e9
+
+
+def test_flops_and_mfu():
+    assert cost.transformer_params(12, 768) == 12 * 12 * 768 ** 2 == 84_934_656  # GPT-2 small
+    n, L, T, d = 1_000_000_000, 24, 2048, 2048
+    assert cost.flops_per_token(n, L, T, d) == 6 * n + 12 * L * T * d
+    assert cost.flops_per_token(n, L, T, d, training=False) == pytest.approx(
+        (6 * n + 12 * L * T * d) / 3)
+    assert cost.mfu(1e4, 6e9, 312e12) == pytest.approx(6e13 / 312e12)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: cost.collective_bytes("allreduce", 1, 2), "op="),
+    (lambda: cost.collective_bytes("all_to_all", 1, 2, "tree"), "not modelled"),
+    (lambda: cost.collective_steps("all_reduce", 0), "n="),
+    (lambda: cost.collective_steps("all_reduce", 2.0), "n="),
+    (lambda: cost.collective_bytes("p2p", 1, 3), "p2p"),
+    (lambda: cost.collective_bytes("all_reduce", -1, 2), "nbytes"),
+    (lambda: cost.collective_time("all_reduce", 1, 2, 1e-5, 0), "bandwidth"),
+    (lambda: cost.fit_alpha_beta([1, 1], [1, 2]), "distinct"),
+    (lambda: cost.fit_alpha_beta([1, 2], [1, 0]), "times"),
+    (lambda: cost.mfu(1, 1, 0), "peak"),
+    (lambda: cost.bus_bandwidth("all_reduce", 1, 2, 0), "seconds"),
+])
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_log2_helper_is_ceil():
+    assert [cost._log2(n) for n in (1, 2, 3, 4, 5, 8, 9)] == [0, 1, 2, 2, 3, 3, 4]
+    assert math.isclose(cost.collective_time("all_reduce", 0, 3, A, B, "tree"), 4 * A)

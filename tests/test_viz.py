@@ -1,0 +1,419 @@
+"""parlab.viz: every figure builds from plain data, shows what it should, stays small."""
+
+import ast
+import math
+import random
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+
+from parlab import cost, viz
+
+MAX_JSON = 100_000  # bytes of figure JSON saved in a notebook
+
+
+def small(fig: go.Figure) -> int:
+    size = len(fig.to_json())
+    assert size < MAX_JSON, size
+    return size
+
+
+def test_viz_does_not_import_torch():
+    tree = ast.parse(Path(viz.__file__).read_text())
+    imported = {a.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, (ast.Import, ast.ImportFrom))
+                for a in (node.names if isinstance(node, ast.Import)
+                          else [ast.alias(node.module or "")])}
+    assert "torch" not in imported and "plotly" in imported
+
+
+def test_palettes():
+    assert set(viz.KIND_COLORS) == {"compute", "comm", "wait"}
+    assert len(set(viz.KIND_COLORS.values())) == 3
+    assert len(set(viz.RANK_COLORS)) >= 8
+    assert viz.rank_color(0) == viz.rank_color(len(viz.RANK_COLORS))
+    assert viz.NEUTRAL_COLOR not in viz.RANK_COLORS
+
+
+# --- collective_diagram ----------------------------------------------------------------
+
+OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"]
+
+
+def cells(fig, n):
+    """{(panel, rank, cell): (fill colour, text)} read back from shapes and annotations."""
+    pad = min(s.x0 for s in fig.layout.shapes)  # cell 0 of the before panel
+    after = min(s.x0 for s in fig.layout.shapes if s.x0 > n) - pad  # the after panel's x
+    texts = {(round(a.x, 3), round(a.y, 3)): a.text for a in fig.layout.annotations}
+    out = {}
+    for s in fig.layout.shapes:
+        panel = 0 if s.x0 < n else 1
+        c = round(s.x0 - pad - panel * after)
+        r = round(s.y0 - pad)
+        out[panel, r, c] = (s.fillcolor, texts.get((round(panel * after + c + 0.5, 3),
+                                                    round(r + 0.5, 3)), ""))
+    return out
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_collective_diagram_builds(op, n):
+    fig = viz.collective_diagram(op, n)
+    assert isinstance(fig, go.Figure)
+    assert len(fig.data) == 0  # shapes and annotations only
+    assert len(fig.layout.shapes) == 2 * n * n  # before and after, n ranks x n cells
+    assert op in fig.layout.title.text
+    labels = [a.text for a in fig.layout.annotations]
+    assert all(f"rank {r}" in labels for r in range(n))
+    assert "<b>before</b>" in labels and "<b>after</b>" in labels
+    small(fig)
+
+
+def test_all_reduce_diagram_sums_everywhere():
+    n = 4
+    c = cells(viz.collective_diagram("all_reduce", n), n)
+    for r in range(n):
+        for k in range(n):
+            assert c[0, r, k] == (viz.rank_color(r), "abcd"[k] + "₀₁₂₃"[r])
+            assert c[1, r, k] == (viz.NEUTRAL_COLOR, "Σ" + "abcd"[k])
+
+
+def test_cell_text_reads_on_its_colour():
+    n = 8
+    c = cells(viz.collective_diagram("all_to_all", n), n)
+    fig = viz.collective_diagram("all_to_all", n)
+    colour_of = {a.text: a.font.color for a in fig.layout.annotations if "→" in a.text}
+    assert colour_of["6→0"] == "#000000"  # rank 6 is yellow: black text
+    assert colour_of["0→6"] == "#FFFFFF"  # rank 0 is dark blue: white text
+    assert c[0, 6, 0][0] == viz.rank_color(6)
+
+
+def test_gather_and_reduce_scatter_diagrams():
+    n = 3
+    g = cells(viz.collective_diagram("all_gather", n), n)
+    rs = cells(viz.collective_diagram("reduce_scatter", n), n)
+    for r in range(n):
+        for k in range(n):
+            # all-gather: rank r starts with its shard only, ends with everyone's
+            assert g[0, r, k][0] == (viz.rank_color(r) if k == r else viz.EMPTY_COLOR)
+            assert g[1, r, k][0] == viz.rank_color(k)
+            # reduce-scatter: full buffers in, rank r ends with the sum of chunk r
+            assert rs[0, r, k][0] == viz.rank_color(r)
+            assert rs[1, r, k] == ((viz.NEUTRAL_COLOR, "Σ" + "abc"[k]) if k == r
+                                   else (viz.EMPTY_COLOR, ""))
+
+
+def test_all_to_all_diagram_is_a_transpose():
+    n = 4
+    c = cells(viz.collective_diagram("all_to_all", n), n)
+    for r in range(n):
+        for k in range(n):
+            assert c[0, r, k] == (viz.rank_color(r), f"{r}→{k}")
+            assert c[1, r, k] == (viz.rank_color(k), f"{k}→{r}")
+
+
+def test_broadcast_and_send_recv_diagrams():
+    n = 4
+    b = cells(viz.collective_diagram("broadcast", n), n)
+    p = cells(viz.collective_diagram("send_recv", n), n)
+    for r in range(n):
+        assert b[1, r, 0][0] == viz.rank_color(0)
+        assert b[0, r, 0][0] == (viz.rank_color(0) if r == 0 else viz.EMPTY_COLOR)
+        assert p[1, r, 0][0] == (viz.rank_color(0) if r in (0, 1) else viz.EMPTY_COLOR)
+
+
+@pytest.mark.parametrize("op,n", [("gather", 4), ("all_reduce", 1), ("all_reduce", 9),
+                                  ("broadcast", 0), ("all_reduce", 2.0)])
+def test_collective_diagram_rejects(op, n):
+    with pytest.raises(ValueError):
+        viz.collective_diagram(op, n)
+
+
+# --- ring_animation ------------------------------------------------------------------------
+
+def simulate_ring(n):
+    """The ring all-reduce by hand: bitmask of contributions per (rank, chunk)."""
+    state = [[1 << r] * n for r in range(n)]
+    frames = [{"phase": "start", "step": 0, "state": [row[:] for row in state], "sends": []}]
+    for s in range(n - 1):  # reduce-scatter: send chunk r-s-1, receiver ORs it in
+        sends = [(r, (r + 1) % n, (r - s - 1) % n) for r in range(n)]
+        old = [row[:] for row in state]
+        for src, dst, c in sends:
+            state[dst][c] |= old[src][c]
+        frames.append({"phase": "reduce_scatter", "step": s,
+                       "state": [row[:] for row in state], "sends": sends})
+    for s in range(n - 1):  # all-gather: send chunk r-s, receiver overwrites
+        sends = [(r, (r + 1) % n, (r - s) % n) for r in range(n)]
+        old = [row[:] for row in state]
+        for src, dst, c in sends:
+            state[dst][c] = old[src][c]
+        frames.append({"phase": "all_gather", "step": s,
+                       "state": [row[:] for row in state], "sends": sends})
+    return frames
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_ring_animation_frames_and_slider(n):
+    frames = simulate_ring(n)
+    fig = viz.ring_animation(frames, title="ring all-reduce")
+    assert len(fig.frames) == len(frames) == 2 * n - 1
+    assert len(fig.layout.sliders) == 1 and len(fig.layout.sliders[0].steps) == len(frames)
+    assert [s.args[0][0] for s in fig.layout.sliders[0].steps] == [f.name for f in fig.frames]
+    labels = [b.label for b in fig.layout.updatemenus[0].buttons]
+    assert any("play" in label for label in labels)
+    assert len(fig.data) == 1 and fig.data[0].type == "heatmap"
+    assert fig.data[0].colorbar.title.text == "contributions"
+    first, last = fig.frames[0].data[0], fig.frames[-1].data[0]
+    assert [list(row) for row in first.text] == [[str(r)] * n for r in range(n)]
+    assert [list(row) for row in first.z] == [[1] * n for _ in range(n)]
+    assert all(t == "all" for row in last.text for t in row)
+    assert all(z == n for row in last.z for z in row)
+    # after reduce-scatter, rank r holds chunk r complete (as parlab.comm does)
+    mid = fig.frames[n - 1].data[0]
+    assert [mid.text[r][r] for r in range(n)] == ["all"] * n
+    assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # rank 0 on top
+
+
+def test_ring_animation_n4_cells_titles_and_transfers():
+    fig = viz.ring_animation(simulate_ring(4))
+    step1 = fig.frames[1]
+    # step 1: rank r sent chunk r-1 to rank r+1, which now holds r and r+1 there
+    assert step1.data[0].text[1][3] == "0+1"
+    assert step1.data[0].text[0][2] == "0+3"
+    assert step1.data[0].text[2][0] == "1+2"
+    assert step1.data[0].text[2][2] == "2"
+    assert [f.layout.title.text for f in fig.frames[1:4]] == [
+        f"reduce-scatter step {s} of 3" for s in (1, 2, 3)]
+    assert fig.frames[4].layout.title.text == "all-gather step 1 of 3"
+    notes = step1.layout.annotations
+    line = notes[-1].text
+    assert "rank 0 → rank 1: chunk 3" in line and "rank 3 → rank 0: chunk 2" in line
+    arrows = [a for a in notes if a.showarrow]
+    assert len(arrows) == 4 + 1  # one per send, the wrap-around one drawn in two halves
+    assert all(a.x == a.ax for a in arrows)  # vertical, inside the chunk's column
+    assert not [a for a in fig.frames[0].layout.annotations if a.showarrow]
+
+
+def test_ring_allreduce_frames_matches_hand_simulation():
+    for n in (2, 3, 4, 8):
+        assert viz.ring_allreduce_frames(n) == simulate_ring(n)
+
+
+def test_ring_animation_text_for_many_ranks():
+    fig = viz.ring_animation(viz.ring_allreduce_frames(8))
+    texts = {t for f in fig.frames for row in f.data[0].text for t in row}
+    assert "0–4" in texts and "all" in texts  # long runs folded, so cells stay narrow
+    assert max(len(t) for t in texts) <= 9
+
+
+def test_ring_animation_json_small():
+    assert small(viz.ring_animation(viz.ring_allreduce_frames(8), "n=8")) < 80_000
+
+
+@pytest.mark.parametrize("frames", [
+    [],
+    [{"phase": "warmup", "step": 0, "state": [[1, 1], [2, 2]], "sends": []}],
+    [{"phase": "start", "step": 0, "state": [[1, 1], [2]], "sends": []}],
+    [{"phase": "start", "step": 0, "state": [[1, 4], [2, 2]], "sends": []}],
+    [{"phase": "start", "step": 0, "state": [[1, 1], [2, 2]], "sends": [(0, 2, 0)]}],
+])
+def test_ring_animation_rejects(frames):
+    with pytest.raises(ValueError):
+        viz.ring_animation(frames)
+
+
+# --- timeline ---------------------------------------------------------------------------------
+
+def ev(rank, kind, name, start, end, sent=0, recv=0, modelled=False, **meta):
+    return dict(rank=rank, kind=kind, name=name, start=start, end=end, bytes_sent=sent,
+                bytes_recv=recv, bytes_modelled=modelled, meta=meta)
+
+
+def legend_kinds(fig):
+    return [t.name for t in fig.data if t.showlegend is not False]
+
+
+def test_timeline_traces_extent_and_hover():
+    events = [ev(0, "compute", "forward", 10.000, 10.004, step=0),
+              ev(1, "compute", "forward", 10.001, 10.006, step=0),
+              ev(0, "comm", "all_reduce", 10.004, 10.007, 4096, 4096, True),
+              ev(1, "comm", "all_reduce", 10.006, 10.008, 4096, 4096, True),
+              ev(1, "compute", "backward", 10.008, 10.010)]
+    fig = viz.timeline(events, title="two ranks")
+    assert legend_kinds(fig) == ["compute", "comm"]  # each kind once, no "wait"
+    assert {t.name for t in fig.data} == {"compute", "comm"}
+    assert all(t.type == "bar" and t.orientation == "h" for t in fig.data)
+    assert all(t.marker.color == viz.KIND_COLORS[t.name] for t in fig.data)
+    assert sum(len(t.x) for t in fig.data) == len(events)
+    assert fig.layout.xaxis.range == pytest.approx((0.0, 10.0))
+    starts = [b for t in fig.data for b in t.base]
+    ends = [b + w for t in fig.data for b, w in zip(t.base, t.x)]
+    assert min(starts) == pytest.approx(0.0) and max(ends) == pytest.approx(10.0)
+    assert "ms" in fig.layout.xaxis.title.text
+    assert list(fig.layout.yaxis.ticktext) == ["rank 0", "rank 1"]
+    assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # rank 0 on top
+    assert fig.layout.barmode == "overlay"
+    comm = next(t for t in fig.data if t.name == "comm")
+    assert "all_reduce" in comm.hovertemplate and "(modelled)" in comm.hovertemplate
+    assert "4 KiB" in comm.hovertemplate
+    fwd = next(t for t in fig.data if "forward" in t.hovertemplate)
+    assert "step=0" in fwd.hovertemplate and "sent" not in fwd.hovertemplate
+    small(fig)
+
+
+def test_timeline_t0_and_varying_hover_fields():
+    events = [ev(r, "comm", "sendrecv", 5.0 + s * 0.001, 5.0 + s * 0.001 + 0.0005,
+                 1024 * (s + 1), 1024, False, step=s) for r in range(3) for s in range(3)]
+    events.append(ev(2, "wait", "barrier", 5.003, 5.004))
+    fig = viz.timeline(events, t0=4.999)
+    assert fig.layout.xaxis.range == pytest.approx((1.0, 5.0))
+    assert legend_kinds(fig) == ["comm", "wait"]
+    comm = fig.data[0]
+    # what varies per event travels in customdata, named in the template
+    assert "step=%{customdata" in comm.hovertemplate
+    assert "sent %{customdata" in comm.hovertemplate
+    row = list(comm.customdata[-1])
+    assert row[0] == pytest.approx(0.5) and "3 KiB" in row and 2 in row
+
+
+def test_timeline_many_names_fall_back_to_one_trace_per_kind():
+    events = [ev(0, "compute", f"layer{i}", i * 1e-3, (i + 1) * 1e-3) for i in range(50)]
+    fig = viz.timeline(events)
+    assert len(fig.data) == 1 and "%{customdata" in fig.data[0].hovertemplate
+
+
+def test_timeline_empty():
+    fig = viz.timeline([])
+    assert len(fig.data) == 0
+    assert any(a.text == "no events" for a in fig.layout.annotations)
+    fig.to_json()
+
+
+def test_timeline_2000_events_is_small():
+    rng = random.Random(0)
+    events, t = [], 0.0
+    while len(events) < 2000:
+        for phase in ("reduce_scatter", "all_gather"):
+            for s in range(7):
+                for r in range(8):
+                    a = t + rng.random() * 1e-5
+                    b = a + 2e-4 + rng.random() * 1e-4
+                    events.append(ev(r, "comm", f"ring_{phase}", a, b, 131072, 131072,
+                                     phase=phase, step=s, chunk=(r - s - 1) % 8))
+                    if phase == "reduce_scatter":
+                        events.append(ev(r, "compute", "reduce", b, b + 3e-5, step=s))
+                t += 4e-4
+    fig = viz.timeline(events[:2000])
+    assert sum(len(t.x) for t in fig.data) == 2000
+    assert len(fig.data) <= 4
+    small(fig)
+
+
+# --- bytes_table_figure ------------------------------------------------------------------------
+
+def byte_rows(S=2 ** 20):
+    rows = []
+    for n in (2, 4, 8):
+        for alg in ("ring", "naive"):
+            for r in range(n):
+                f = cost.collective_bytes("all_reduce", S, n, alg, rank=r)
+                rows.append(dict(n=n, algorithm=alg, rank=r, measured=f * 1.01, formula=f))
+    return rows
+
+
+def test_bytes_table_figure():
+    rows = byte_rows()
+    fig = viz.bytes_table_figure(rows)
+    names = [t.name for t in fig.data]
+    assert names == ["ring (measured)", "ring (formula)",
+                     "naive, rank 0 (measured)", "naive, rank 0 (formula)"]
+    assert "MiB" in fig.layout.yaxis.title.text
+    ring_formula = [2 * (n - 1) / n for n in (2, 4, 8)]  # in MiB, for S = 1 MiB
+    assert list(fig.data[1].y) == pytest.approx(ring_formula)
+    assert list(fig.data[3].y) == pytest.approx([n - 1 for n in (2, 4, 8)])  # naive root
+    assert list(fig.data[2].y) == pytest.approx([1.01 * (n - 1) for n in (2, 4, 8)])
+    assert fig.data[0].type == "bar" and fig.data[1].type == "scatter"
+    assert list(fig.data[0].x) == list(fig.data[1].x)  # formula marks sit on their bars
+    assert list(fig.layout.xaxis.ticktext) == ["n=2", "n=4", "n=8"]
+    small(fig)
+
+
+def test_bytes_table_figure_small_values_in_bytes():
+    rows = [dict(n=2, algorithm="ring", rank=r, measured=100.0, formula=100.0) for r in (0, 1)]
+    fig = viz.bytes_table_figure(rows)
+    assert fig.layout.yaxis.title.text.endswith("(B)")
+    assert len(fig.data) == 2
+    with pytest.raises(ValueError):
+        viz.bytes_table_figure([])
+
+
+# --- alpha_beta_figure, cost_curves, bars --------------------------------------------------------
+
+def test_alpha_beta_figure():
+    alpha, beta = 20e-6, 1 / 5e9
+    sizes = [2 ** k for k in range(4, 25, 2)]
+    times = [alpha + beta * s for s in sizes]
+    extra = {"all_reduce n=4": (sizes, [2 * t for t in times])}
+    fig = viz.alpha_beta_figure(sizes, times, alpha, beta, title="p2p", extra=extra)
+    assert len(fig.data) == 3
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "bytes" in fig.layout.xaxis.title.text and "µs" in fig.layout.yaxis.title.text
+    fit = next(t for t in fig.data if t.mode == "lines")
+    assert fit.x[0] == pytest.approx(sizes[0]) and fit.x[-1] == pytest.approx(sizes[-1], 1e-3)
+    assert fit.y[0] == pytest.approx((alpha + beta * sizes[0]) * 1e6, 1e-3)
+    assert fig.data[0].y[0] == pytest.approx(times[0] * 1e6)
+    text = " ".join(a.text for a in fig.layout.annotations)
+    assert "20 µs" in text and "5 GB/s" in text
+    knee = alpha / beta  # latency = transfer time: marked, at log10 on the log axis
+    assert any(s.x0 == pytest.approx(knee) for s in fig.layout.shapes)
+    assert any(a.x == pytest.approx(math.log10(knee)) for a in fig.layout.annotations)
+    small(fig)
+    assert len(viz.alpha_beta_figure(sizes, times, alpha, beta).data) == 2
+    with pytest.raises(ValueError):
+        viz.alpha_beta_figure(sizes, times[:-1], alpha, beta)
+
+
+def test_cost_curves():
+    sizes = [2.0 ** k for k in range(10, 31)]
+    curves = {alg: (sizes, [cost.collective_time("all_reduce", s, 8, 5e-6, 10e9, alg)
+                            for s in sizes]) for alg in ("ring", "tree", "naive")}
+    x = cost.ring_tree_crossover(8, 5e-6, 10e9)
+    fig = viz.cost_curves(curves, title="all-reduce, n=8", vlines={"ring/tree crossover": x})
+    assert [t.name for t in fig.data] == ["ring", "tree", "naive"]
+    assert fig.data[0].line.color == viz.ALGORITHM_COLORS["ring"]
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].x0 == pytest.approx(x)
+    label = next(a for a in fig.layout.annotations if a.text == "ring/tree crossover")
+    assert label.x == pytest.approx(math.log10(x))  # annotations on log axes take log10
+    assert fig.layout.yaxis.title.text == "time (s)"
+    small(fig)
+    lin = viz.cost_curves({"a": ([0, 1, 2], [0, 1, 4])}, log_x=False, log_y=False,
+                          vlines={"one": 1.0})
+    assert lin.layout.xaxis.type == "linear" and lin.layout.annotations[0].x == 1.0
+    with pytest.raises(ValueError):
+        viz.cost_curves({"a": ([1, 2], [1])})
+    with pytest.raises(ValueError):
+        viz.cost_curves({"a": ([1, 2], [1, 2])}, vlines={"zero": 0.0})
+
+
+def test_bars():
+    fig = viz.bars(["spawn", "fork"], {"first launch": [1.5, 0.4], "warm pool": [0.2, 0.1]},
+                   title="launch time", y_title="time (s)")
+    assert len(fig.data) == 2 and fig.layout.barmode == "group"
+    assert list(fig.data[1].y) == [0.2, 0.1] and list(fig.data[0].x) == ["spawn", "fork"]
+    assert fig.layout.yaxis.title.text == "time (s)"
+    small(fig)
+    with pytest.raises(ValueError):
+        viz.bars(["a", "b"], {"s": [1.0]})
+
+
+def test_every_figure_uses_the_lab_template():
+    figs = [viz.collective_diagram("all_reduce"), viz.ring_animation(simulate_ring(3)),
+            viz.timeline([ev(0, "compute", "x", 0, 1)]), viz.bytes_table_figure(byte_rows()),
+            viz.alpha_beta_figure([1, 10], [1e-6, 2e-6], 1e-6, 1e-7),
+            viz.cost_curves({"a": ([1, 2], [1, 2])}), viz.bars(["a"], {"s": [1]})]
+    white = go.Figure(layout=dict(template="plotly_white")).layout.template
+    for fig in figs:
+        assert fig.layout.template == white
+        fig.to_json()
