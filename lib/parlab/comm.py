@@ -250,18 +250,23 @@ def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None):
     return tensor
 
 
+# torch 2.13 renamed the flat-tensor forms; older releases have only the old names.
+_all_gather_flat = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+_reduce_scatter_flat = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+
 def all_gather(output, input, group=None):
-    """all_gather_into_tensor, traced; ``output`` is n times ``input``."""
+    """All-gather into one flat tensor, traced; ``output`` is n times ``input``."""
     with trace.span("all_gather", kind="comm", **_modelled("all_gather", _nbytes(output), group)):
-        dist.all_gather_into_tensor(output, input, group=group)
+        _all_gather_flat(output, input, group=group)
     return output
 
 
 def reduce_scatter(output, input, op=dist.ReduceOp.SUM, group=None):
-    """reduce_scatter_tensor, traced; ``input`` is n times ``output``."""
+    """Reduce-scatter of one flat tensor, traced; ``input`` is n times ``output``."""
     with trace.span("reduce_scatter", kind="comm",
                     **_modelled("reduce_scatter", _nbytes(input), group)):
-        dist.reduce_scatter_tensor(output, input, op=op, group=group)
+        _reduce_scatter_flat(output, input, op=op, group=group)
     return output
 
 

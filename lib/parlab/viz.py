@@ -180,28 +180,6 @@ def collective_diagram(op: str, n: int = 4) -> go.Figure:
 
 # --- 2. the ring all-reduce, step by step ---------------------------------------------
 
-def ring_allreduce_frames(n: int) -> list[dict]:
-    """The frames :func:`ring_animation` draws, for an ideal ring of ``n`` ranks
-    (the schedule of ``parlab.comm.ring_all_reduce``), computed in pure Python."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n={n!r} must be an int >= 2")
-    state = [[1 << r for _ in range(n)] for r in range(n)]
-    frames = [{"phase": "start", "step": 0, "state": [row[:] for row in state], "sends": []}]
-    for phase, offset in (("reduce_scatter", 1), ("all_gather", 0)):
-        for s in range(n - 1):
-            sends = [(r, (r + 1) % n, (r - s - offset) % n) for r in range(n)]
-            new = [row[:] for row in state]
-            for src, dst, c in sends:
-                if phase == "reduce_scatter":
-                    new[dst][c] |= state[src][c]
-                else:
-                    new[dst][c] = state[src][c]
-            state = new
-            frames.append({"phase": phase, "step": s, "state": [row[:] for row in state],
-                           "sends": sends})
-    return frames
-
-
 def _contributors(mask: int, n: int) -> str:
     """Cell text: 'all', '0+1+3', or with runs folded for long lists ('0–4+6')."""
     if mask == (1 << n) - 1:
@@ -281,7 +259,7 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
 
     ``frames``: one dict per step, ``{"phase", "step" (0-based within the phase),
     "state" ([rank][chunk] bitmask of contributing ranks), "sends" ([(src, dst,
-    chunk)])}``; :func:`ring_allreduce_frames` builds the ideal ones.
+    chunk)])}``; ``parlab.collective_demos.ring_frames`` records them from a real run.
     """
     n, chunks = _check_ring_frames(frames)
     ranks, cols = list(range(n)), list(range(chunks))

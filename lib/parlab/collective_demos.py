@@ -1,0 +1,232 @@
+"""The experiments of notebook 00 (collectives): rank workers and the pure functions
+that turn their results into tables and figures.
+
+Workers (``*_worker``) run on every rank via ``parlab.launch``; the functions
+without that suffix run in the notebook, call ``launch`` themselves where needed,
+and return plain data that ``parlab.viz`` draws. Tests call them directly.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+from . import comm, cost, trace
+from .launch import launch
+
+
+# --- 1. every collective once, on tiny tensors --------------------------------------
+
+def collectives_worker() -> dict:
+    """Before/after of each collective on this rank, as lists of numbers.
+
+    Rank r starts from values 10r + 0, 10r + 1, ...: the tens digit says whose data
+    a number was, the units digit which element, so each result can be read off.
+    """
+    r, n = dist.get_rank(), dist.get_world_size()
+    mine = torch.arange(n, dtype=torch.float32) + 10 * r
+    out = {}
+
+    x = mine.clone()
+    comm.all_reduce(x)
+    out["all_reduce"] = (mine.tolist(), x.tolist())
+
+    gathered = torch.empty(n, dtype=torch.float32)
+    comm.all_gather(gathered, mine[r:r + 1].clone())
+    out["all_gather"] = (mine[r:r + 1].tolist(), gathered.tolist())
+
+    shard = torch.empty(1, dtype=torch.float32)
+    comm.reduce_scatter(shard, mine.clone())
+    out["reduce_scatter"] = (mine.tolist(), shard.tolist())
+
+    received = torch.empty(n, dtype=torch.float32)
+    comm.all_to_all(received, mine.clone())  # element j goes to rank j
+    out["all_to_all"] = (mine.tolist(), received.tolist())
+
+    x = mine.clone()
+    comm.broadcast(x, src=0)
+    out["broadcast"] = (mine.tolist(), x.tolist())
+
+    x = mine.clone()
+    if n > 1 and r == 0:
+        comm.send(x, dst=1)
+    elif n > 1 and r == 1:
+        comm.recv(x, src=0)
+    out["send_recv"] = (mine.tolist(), x.tolist())
+    return out
+
+
+def collectives_table(world_size: int = 4) -> list[dict]:
+    """Run every collective on ``world_size`` ranks; one row per (op, rank)."""
+    results = launch(collectives_worker, world_size)
+    return [{"op": op, "rank": r, "before": res[op][0], "after": res[op][1]}
+            for op in results[0] for r, res in enumerate(results)]
+
+
+# --- 2. the ring all-reduce, step by step --------------------------------------------
+
+def ring_steps_worker() -> tuple[list, list]:
+    """Ring all-reduce of n one-element chunks where rank r contributes 2**r.
+
+    A sum of distinct powers of two is a bitmask: the value of a chunk says exactly
+    which ranks' contributions it holds. Returns this rank's chunk values after
+    every step, and the traced exchanges (to know who sent which chunk when).
+    """
+    r, n = dist.get_rank(), dist.get_world_size()
+    x = torch.full((n,), float(2 ** r), dtype=torch.float64)
+    snapshots = [[int(v) for v in x.tolist()]]
+    trace.start()
+    comm.ring_all_reduce(x, on_step=lambda phase, step, flat: snapshots.append(
+        [int(v) for v in flat.tolist()]))
+    exchanges = [e for e in trace.stop() if e["kind"] == "comm"]
+    return snapshots, exchanges
+
+
+def ring_frames(world_size: int = 4) -> list[dict]:
+    """Frames for ``viz.ring_animation``: per step, every rank's chunk bitmasks and
+    the transfers that produced them (from the trace: rank r received chunk c from
+    its left neighbour)."""
+    results = launch(ring_steps_worker, world_size)
+    n = world_size
+    frames = [{"phase": "start", "step": 0, "state": [res[0][0] for res in results],
+               "sends": []}]
+    for k in range(1, len(results[0][0])):
+        sends, phase, step = [], None, None
+        for r, (_, exchanges) in enumerate(results):
+            meta = exchanges[k - 1]["meta"]
+            phase, step = meta["phase"], meta["step"]
+            sends.append(((r - 1) % n, r, meta["chunk"]))
+        frames.append({"phase": phase, "step": step, "sends": sorted(sends),
+                       "state": [res[0][k] for res in results]})
+    return frames
+
+
+# --- 3. bytes per rank: measured (counted) vs formula --------------------------------
+
+def bytes_worker(numel: int) -> dict:
+    """Bytes this rank sent and received in one ring and one naive all-reduce."""
+    out = {}
+    for name, algo in (("ring", comm.ring_all_reduce), ("naive", comm.naive_all_reduce)):
+        x = torch.ones(numel, dtype=torch.float32)
+        trace.start()
+        algo(x)
+        events = trace.stop()
+        out[name] = (sum(e["bytes_sent"] for e in events), sum(e["bytes_recv"] for e in events))
+    return out
+
+
+def bytes_table(world_sizes=(2, 4, 8), numel: int = 1 << 18) -> list[dict]:
+    """One row per (n, algorithm, rank): bytes sent measured by the trace, and the
+    formula of ``cost.collective_bytes`` (ring: 2(n-1)/n S; naive: (n-1) S at rank 0)."""
+    S = 4 * numel
+    rows = []
+    for n in world_sizes:
+        for r, res in enumerate(launch(bytes_worker, n, numel)):
+            for algo in ("ring", "naive"):
+                rows.append({"n": n, "algorithm": algo, "rank": r, "S": S,
+                             "measured": res[algo][0], "received": res[algo][1],
+                             "formula": cost.collective_bytes("all_reduce", S, n, algo, rank=r)})
+    return rows
+
+
+# --- 4. latency and bandwidth of this machine ----------------------------------------
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def pingpong_worker(sizes: list[int], repeats: int = 20) -> dict | None:
+    """One-way message time between ranks 0 and 1: half the median round trip."""
+    r = dist.get_rank()
+    if r > 1:
+        return None
+    peer = 1 - r
+    out = {}
+    for nbytes in sizes:
+        buf = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32)
+
+        def round_trip():  # with the same traced send/recv the ring is built from
+            if r == 0:
+                comm.send(buf, peer)
+                comm.recv(buf, peer)
+            else:
+                comm.recv(buf, peer)
+                comm.send(buf, peer)
+
+        round_trip()  # warm-up: first message on a pair sets up buffers
+        out[buf.numel() * 4] = _median_time(round_trip, repeats) / 2
+    return out if r == 0 else None
+
+
+def all_reduce_timing_worker(sizes: list[int], repeats: int = 10) -> dict:
+    """Median time of one all-reduce per size, for our ring, our naive and torch's.
+
+    Each repetition starts after a barrier and counts as long as its slowest rank.
+    """
+    algos = {"ring (ours)": comm.ring_all_reduce, "naive (ours)": comm.naive_all_reduce,
+             "torch": dist.all_reduce}
+    out = {name: {} for name in algos}
+    for nbytes in sizes:
+        x = torch.ones(max(nbytes // 4, 1), dtype=torch.float32)
+        for name, fn in algos.items():
+            fn(x)  # warm-up
+            times = []
+            for _ in range(repeats):
+                dist.barrier()
+                t0 = time.perf_counter()
+                fn(x)
+                dt = torch.tensor([time.perf_counter() - t0])
+                dist.all_reduce(dt, op=dist.ReduceOp.MAX)
+                times.append(dt.item())
+            out[name][x.numel() * 4] = statistics.median(times)
+    return out
+
+
+def measure_alpha_beta(sizes=None, repeats: int = 20) -> dict:
+    """Ping-pong between two ranks, fitted to time = alpha + size / bandwidth."""
+    sizes = sizes or [4 << k for k in range(0, 23, 2)]  # 4 B .. 16 MiB
+    times = launch(pingpong_worker, 2, sizes, repeats)[0]
+    xs = sorted(times)
+    fit = cost.fit_alpha_beta(xs, [times[s] for s in xs])
+    return {"sizes": xs, "times": [times[s] for s in xs], "alpha": fit.alpha,
+            "beta": fit.beta, "bandwidth": fit.bandwidth, "r2": fit.r2}
+
+
+def all_reduce_vs_model(world_size: int, alpha: float, bandwidth: float, sizes=None,
+                        repeats: int = 10) -> list[dict]:
+    """Measured all-reduce times next to the alpha-beta prediction for ring and naive."""
+    sizes = sizes or [4 << k for k in range(0, 21, 4)]
+    measured = launch(all_reduce_timing_worker, world_size, sizes, repeats)[0]
+    model = {"ring (ours)": "ring", "naive (ours)": "naive", "torch": "ring"}
+    return [{"algorithm": name, "n": world_size, "bytes": s, "measured": t,
+             "predicted": cost.collective_time("all_reduce", s, world_size, alpha, bandwidth,
+                                               model[name])}
+            for name, by_size in measured.items() for s, t in sorted(by_size.items())]
+
+
+def predicted_curves(n: int, alpha: float, bandwidth: float, sizes=None) -> dict:
+    """Predicted all-reduce time vs size for ring, tree and naive (for viz.cost_curves),
+    and the ring/tree crossover size."""
+    sizes = sizes or [2 ** k for k in range(2, 31)]
+    curves = {algo: (sizes, [cost.collective_time("all_reduce", s, n, alpha, bandwidth, algo)
+                             for s in sizes]) for algo in ("ring", "tree", "naive")}
+    return {"curves": curves, "crossover": cost.ring_tree_crossover(n, alpha, bandwidth)}
+
+
+# --- 5. a traced ring on a real buffer: the timeline ----------------------------------
+
+def ring_timeline_worker(numel: int) -> list[dict]:
+    """Trace one ring all-reduce of ``numel`` floats: its exchanges and reductions."""
+    x = torch.randn(numel)
+    dist.barrier()
+    trace.start()
+    comm.ring_all_reduce(x)
+    return trace.stop()

@@ -1,0 +1,47 @@
+"""Notebook 00's experiments, run small."""
+
+import pytest
+
+from parlab import collective_demos as demos
+from parlab import cost
+from ring_reference import simulate_ring
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_recorded_ring_follows_the_textbook_schedule(n):
+    # the frames come from a real run (bitmask values + traced exchanges)
+    assert demos.ring_frames(n) == simulate_ring(n)
+
+
+def test_collectives_table_reads_like_the_pictures():
+    rows = {(r["op"], r["rank"]): r for r in demos.collectives_table(3)}
+    assert rows[("all_reduce", 2)]["after"] == [30.0, 33.0, 36.0]  # 0+10+20, 1+11+21, ...
+    assert rows[("all_gather", 1)]["after"] == [0.0, 11.0, 22.0]  # rank r gave element r
+    assert rows[("reduce_scatter", 1)]["after"] == [33.0]  # sum of element 1
+    assert rows[("all_to_all", 1)]["after"] == [1.0, 11.0, 21.0]  # element 1 of each rank
+    assert rows[("broadcast", 2)]["after"] == [0.0, 1.0, 2.0]
+    assert rows[("send_recv", 1)]["after"] == [0.0, 1.0, 2.0]
+    assert rows[("send_recv", 2)]["after"] == [20.0, 21.0, 22.0]
+
+
+def test_bytes_table_measured_equals_formula():
+    rows = demos.bytes_table((2, 4), numel=1024)
+    assert len(rows) == 2 * (2 + 4)
+    for row in rows:
+        assert row["measured"] == row["received"] == row["formula"], row
+
+
+def test_alpha_beta_and_model_comparison_run():
+    ab = demos.measure_alpha_beta(sizes=[4, 4096, 1 << 20], repeats=3)
+    assert ab["alpha"] > 0 and ab["bandwidth"] > 0 and len(ab["times"]) == 3
+    rows = demos.all_reduce_vs_model(2, ab["alpha"], ab["bandwidth"], sizes=[4, 4096], repeats=2)
+    assert {r["algorithm"] for r in rows} == {"ring (ours)", "naive (ours)", "torch"}
+    assert all(r["measured"] > 0 and r["predicted"] > 0 for r in rows)
+
+
+def test_predicted_curves():
+    out = demos.predicted_curves(8, 1e-5, 1e10, sizes=[1e3, 1e6, 1e9])
+    assert set(out["curves"]) == {"ring", "tree", "naive"}
+    assert out["crossover"] == cost.ring_tree_crossover(8, 1e-5, 1e10)
+    ring, tree = out["curves"]["ring"][1], out["curves"]["tree"][1]
+    assert tree[0] < ring[0] and ring[-1] < tree[-1]
