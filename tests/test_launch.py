@@ -123,6 +123,15 @@ def test_hang_times_out_naming_ranks_and_blocking_op():
     assert parlab.launch(workers.all_reduce_sum, 3) == [6.0] * 3
 
 
+def test_collective_skipped_by_one_rank_times_out_with_a_hint():
+    with pytest.raises(parlab.LaunchTimeout) as info:
+        parlab.launch(workers.forget_collective_on_rank0, 3, timeout=2.0)
+    assert info.value.ranks == [1, 2]
+    assert "ranks [0] had already finished" in str(info.value)
+    assert "forget_collective_on_rank0" in info.value.blocked_in[1]
+    assert parlab.launch(workers.all_reduce_sum, 3) == [6.0] * 3
+
+
 def workers_line(where: str) -> str:
     """The source line that a 'File ..., line N in fn' frame points to."""
     import re

@@ -171,3 +171,10 @@ def torch_wrappers():
     bc = comm.broadcast(torch.full((3,), float(r)), src=n - 1)
     comm.barrier()
     return [ar.tolist(), ag.tolist(), rs.tolist(), a2a.tolist(), bc.tolist()], trace.stop()
+
+
+def forget_collective_on_rank0():
+    t = torch.ones(1)
+    if dist.get_rank() != 0:
+        dist.all_reduce(t)  # rank 0 returns at once; the others wait for it in vain
+    return t.item()

@@ -190,10 +190,11 @@ def all_reduce_timing_worker(sizes: list[int], repeats: int = 10) -> dict:
     return out
 
 
-def measure_alpha_beta(sizes=None, repeats: int = 20) -> dict:
-    """Ping-pong between two ranks, fitted to time = alpha + size / bandwidth."""
+def measure_alpha_beta(sizes=None, repeats: int = 20, world_size: int = 2) -> dict:
+    """Ping-pong between ranks 0 and 1, fitted to time = alpha + size / bandwidth.
+    (``world_size`` > 2 only under torchrun, where the job has a fixed size.)"""
     sizes = sizes or [4 << k for k in range(0, 23, 2)]  # 4 B .. 16 MiB
-    times = launch(pingpong_worker, 2, sizes, repeats)[0]
+    times = launch(pingpong_worker, world_size, sizes, repeats)[0]
     xs = sorted(times)
     fit = cost.fit_alpha_beta(xs, [times[s] for s in xs])
     return {"sizes": xs, "times": [times[s] for s in xs], "alpha": fit.alpha,
@@ -230,3 +231,68 @@ def ring_timeline_worker(numel: int) -> list[dict]:
     trace.start()
     comm.ring_all_reduce(x)
     return trace.stop()
+
+
+# --- 6. how the lab runs ranks --------------------------------------------------------
+
+def one_all_reduce_worker() -> float:
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    return t.item()
+
+
+def time_launches(world_size: int = 4, repeats: int = 5, pause: float = 0.2) -> dict:
+    """Seconds for a cold launch (ranks started from nothing) and for warm re-runs
+    of a one-all-reduce job on the same ranks, with a short pause before each (as
+    between two slider moves)."""
+    from .launch import shutdown
+    shutdown()
+    t0 = time.perf_counter()
+    launch(one_all_reduce_worker, world_size)
+    cold = time.perf_counter() - t0
+    warm = []
+    for _ in range(repeats):
+        time.sleep(pause)
+        t0 = time.perf_counter()
+        launch(one_all_reduce_worker, world_size)
+        warm.append(time.perf_counter() - t0)
+    return {"cold": cold, "warm": warm, "warm_median": statistics.median(warm)}
+
+
+def buggy_worker(bug: str):
+    """Two classic mistakes, on purpose: ``"raise"`` (rank 1 fails) and ``"hang"``
+    (rank 0 skips a collective the others wait in)."""
+    r = dist.get_rank()
+    x = torch.ones(1)
+    if bug == "raise" and r == 1:
+        raise ValueError("rank 1 found a bug")
+    if bug == "hang" and r == 0:
+        return x.item()  # forgot the all-reduce: the other ranks wait for it forever
+    comm.all_reduce(x)
+    return x.item()
+
+
+def ring_vs_torch_worker(numel: int) -> float:
+    """Largest difference between our ring all-reduce and torch's on random data."""
+    x = torch.randn(numel, generator=torch.Generator().manual_seed(dist.get_rank()))
+    expected = x.clone()
+    dist.all_reduce(expected)
+    comm.ring_all_reduce(x)
+    return (x - expected).abs().max().item()
+
+
+def nccl_bus_bandwidth_worker(sizes: list[int], repeats: int = 20) -> dict:
+    """On GPUs: nccl-tests style bus bandwidth (bytes/s) of torch's all-reduce per size."""
+    n = dist.get_world_size()
+    out = {}
+    for nbytes in sizes:
+        x = torch.ones(nbytes // 4, device="cuda")
+        dist.all_reduce(x)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            dist.all_reduce(x)
+        torch.cuda.synchronize()
+        out[nbytes] = cost.bus_bandwidth("all_reduce", nbytes, n,
+                                         (time.perf_counter() - t0) / repeats)
+    return out

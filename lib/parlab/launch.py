@@ -29,10 +29,11 @@ What never happens (each one is a test in tests/test_launch.py):
   of 127.0.0.1 that the OS picks; gloo is told to use the loopback interface; no
   file is written.
 
-Isolation between jobs. After each job the ranks destroy and re-create their
-process group, so a job never sees groups, pending messages or sequence numbers
-left by the previous one. The ranks do this right after replying, while the caller
-is busy looking at the result, so it rarely costs the next launch anything.
+Isolation between jobs. Once every rank has finished a job, the ranks destroy and
+re-create their process group, so a job never sees groups, pending messages or
+sequence numbers left by the previous one. They do it while the caller is busy
+with the result, so it costs a launch nothing unless launches come back to back
+(then ~25 ms per 2 ranks on a 2-core laptop; bench/launcher.py "b2b").
 
 Stale code. Ranks import your function's module once. If that file or any
 ``parlab`` source changes after the pool started, the next launch restarts the
@@ -328,8 +329,7 @@ class _Pool:
         lifeline_r, self.lifeline = ctx.Pipe(duplex=False)  # ranks exit when this closes
         # multiprocessing keeps its fork-server socket in a temp dir that it removes at
         # a clean exit; if this process is killed, rank 0 removes it instead.
-        leftovers = (os.getpid(), mp_util.get_temp_dir()) if ctx.get_start_method() == \
-            "forkserver" else None
+        temp_dir = mp_util.get_temp_dir() if ctx.get_start_method() == "forkserver" else None
         self.status = ctx.Array("c", _SLOT * world_size, lock=False)
         try:
             for rank in range(world_size):
@@ -338,7 +338,7 @@ class _Pool:
                 proc = ctx.Process(target=_rank_main, name=f"parlab-rank{rank}",
                                    args=(rank, world_size, backend, self.port, child_end,
                                          lifeline_r, dump_w, self.status,
-                                         leftovers if rank == 0 else None))
+                                         os.getpid(), temp_dir if rank == 0 else None))
                 with _bare_main():
                     proc.start()
                 child_end.close()
@@ -446,6 +446,11 @@ class _Pool:
         if cell:
             return [{"output": "".join(outputs[r]), "value": (results[r] or {}).get("value"),
                      "error": errors.get(r)} for r in range(self.world_size)]
+        # Every rank is done: let them renew their process group while we return. (Not
+        # earlier: a rank renewing its group would break peers still inside a collective.)
+        regroup = pickle.dumps(("regroup",))
+        for conn in self.conns:
+            conn.send_bytes(regroup)
         return results
 
     def _poll(self, pending: set, deadline: float, on_message, label: str) -> None:
@@ -490,6 +495,10 @@ class _Pool:
             blocked[r] = ", ".join(x for x in (f"traced op '{op}'" if op else "", line) if x) \
                 or "unknown"
         detail = "\n".join(f"  rank {r}: blocked in {blocked[r]}" for r in ranks)
+        finished = sorted(set(range(self.world_size)) - set(ranks))
+        if finished:
+            detail += (f"\n  ranks {finished} had already finished: did only some ranks call "
+                       "a collective?")
         return LaunchTimeout(f"{label} did not finish within its timeout on "
                              f"{self.world_size} ranks; still running: {ranks} (all ranks "
                              f"were stopped).\n{detail}", ranks, blocked)
@@ -561,12 +570,25 @@ class _RankStream(io.TextIOBase):
             self._buf = ""
 
 
-def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, leftovers):
+def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, caller,
+               temp_dir):
+    """Entry point of a rank: set up, serve jobs until the caller goes, clean up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C means
-    threading.Thread(target=_die_with_caller, args=(lifeline, leftovers), daemon=True).start()
+    threading.Thread(target=_die_with_caller, args=(lifeline, caller, temp_dir),
+                     daemon=True).start()
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=dump_w, all_threads=True)
+    try:
+        _serve(rank, world_size, backend, port, conn, status)
+    except BaseException:
+        # e.g. the caller died while we were renewing the group ("Broken pipe" from
+        # its store); report anything else while someone can still read it.
+        if _alive(caller):
+            traceback.print_exc()
+    _exit_after_caller(caller, temp_dir)
 
+
+def _serve(rank, world_size, backend, port, conn, status) -> None:
     import torch
     import torch.distributed as dist
     from . import trace
@@ -605,16 +627,22 @@ def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, 
     send(("ready",))
     stdout, stderr = sys.stdout, sys.stderr
     namespace = {"torch": torch, "dist": dist, "rank": rank, "world_size": world_size}
-    dirty = False  # the group was used by a %%ranks cell and not renewed since
+    fresh = True  # the process group has not been used since it was made
     while True:
         try:
             job = pickle.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            os._exit(0)
-        kind, body, main_script, sys.path[:] = job  # the caller's path, as it is now
-        if kind == "run" and dirty:
+        except (EOFError, OSError):  # the caller is gone
+            return
+        if job[0] == "regroup" or (job[0] == "run" and not fresh):
+            # "regroup": the caller saw every rank finish a job. A job after %%ranks
+            # cells (which keep their group) regroups before it starts.
             generation += 1
             init_group()
+            fresh = True
+            if job[0] == "regroup":
+                continue
+        kind, body, main_script, sys.path[:] = job  # the caller's path, as it is now
+        fresh = False
         sys.stdout = sys.stderr = _RankStream(send)
         try:
             if kind == "run":
@@ -631,12 +659,6 @@ def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, 
             sys.stdout.flush()
             sys.stdout, sys.stderr = stdout, stderr
         send(reply)
-        if kind == "run":
-            generation += 1
-            init_group()  # while the caller reads the result
-            dirty = False
-        else:
-            dirty = True
 
 
 def _load_main(path: str) -> None:
@@ -663,16 +685,26 @@ def _exec_cell(code: str, namespace: dict) -> dict:
     return {"value": value}
 
 
-def _die_with_caller(lifeline, leftovers) -> None:
+def _die_with_caller(lifeline, caller: int, temp_dir: str | None) -> None:
     # Only the caller holds the write end: EOF means it is gone (even after kill -9),
     # or it closed the pool (and is killing us anyway).
     try:
         lifeline.recv_bytes()
     except (EOFError, OSError):
         pass
-    if leftovers is not None and not _alive(leftovers[0]):  # died without cleaning up
-        import shutil
-        shutil.rmtree(leftovers[1], ignore_errors=True)
+    _exit_after_caller(caller, temp_dir)
+
+
+def _exit_after_caller(caller: int, temp_dir: str | None) -> None:
+    """Exit; rank 0 first removes the caller's multiprocessing temp dir if the caller
+    died without doing it (its fork-server socket lives there)."""
+    if temp_dir is not None:
+        for _ in range(40):  # a dying process closes its files a moment before it is gone
+            if not _alive(caller):
+                import shutil
+                shutil.rmtree(temp_dir, ignore_errors=True)
+                break
+            time.sleep(0.05)
     os._exit(1)
 
 

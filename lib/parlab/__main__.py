@@ -1,0 +1,127 @@
+"""Every demo from a terminal, locally or under torchrun.
+
+    python -m parlab info                      what is here
+    python -m parlab collectives --ranks 4     each collective, before/after per rank
+    python -m parlab ring --ranks 4            the ring all-reduce, step by step
+    python -m parlab bytes --sizes 2 4 8       bytes per rank: ring vs naive vs formula
+    python -m parlab alpha-beta --ranks 4      latency/bandwidth fit, all-reduce vs model
+    python -m parlab train --steps 50          the single-device reference model
+
+Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
+(``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
+``--nnodes`` and a rendezvous endpoint) this process is one rank: the number of
+ranks is torchrun's, and rank 0 prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _world(args) -> int:
+    return int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else args.ranks
+
+
+def _printer():
+    quiet = os.environ.get("RANK", "0") != "0"
+    return (lambda *a, **k: None) if quiet else print
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+
+
+def cmd_info(args, out):
+    from . import hardware
+    out(hardware.describe(_world(args)))
+
+
+def cmd_collectives(args, out):
+    from .collective_demos import collectives_table
+    rows = collectives_table(_world(args))
+    for op in dict.fromkeys(r["op"] for r in rows):
+        out(f"\n{op}")
+        for r in (r for r in rows if r["op"] == op):
+            out(f"  rank {r['rank']}: {r['before']} -> {r['after']}")
+
+
+def cmd_ring(args, out):
+    from .collective_demos import ring_frames
+    n = _world(args)
+    for f in ring_frames(n):
+        label = "start" if f["phase"] == "start" else f"{f['phase']} step {f['step'] + 1}"
+        out(f"\n{label}" + ("  " + ", ".join(f"{s}->{d}: chunk {c}" for s, d, c in f["sends"])
+                           if f["sends"] else ""))
+        for r, row in enumerate(f["state"]):
+            cells = ["+".join(str(k) for k in range(n) if m >> k & 1) for m in row]
+            out(f"  rank {r}: " + " | ".join(c.ljust(2 * n - 1) for c in cells))
+
+
+def cmd_bytes(args, out):
+    from .collective_demos import bytes_table
+    sizes = [_world(args)] if "WORLD_SIZE" in os.environ else args.sizes
+    rows = bytes_table(sizes, args.numel)
+    out(f"all-reduce of S = {_bytes(4 * args.numel)}; bytes sent per rank (traced) vs formula")
+    out(f"{'n':>3} {'algorithm':<8} {'rank':>4} {'measured':>12} {'formula':>12}")
+    for r in rows:
+        out(f"{r['n']:>3} {r['algorithm']:<8} {r['rank']:>4} {_bytes(r['measured']):>12} "
+            f"{_bytes(r['formula']):>12}")
+
+
+def cmd_alpha_beta(args, out):
+    from .collective_demos import all_reduce_vs_model, measure_alpha_beta
+    n = _world(args)
+    ab = measure_alpha_beta(world_size=max(2, n) if "WORLD_SIZE" in os.environ else 2)
+    out(f"ping-pong rank 0 <-> 1: alpha = {ab['alpha'] * 1e6:.1f} us, "
+        f"bandwidth = {ab['bandwidth'] / 1e9:.2f} GB/s (weighted fit r2 = {ab['r2']:.3f})")
+    out(f"\nall-reduce on {n} ranks: measured vs alpha-beta prediction")
+    out(f"{'algorithm':<14} {'size':>10} {'measured':>12} {'predicted':>12}")
+    for r in all_reduce_vs_model(n, ab["alpha"], ab["bandwidth"]):
+        out(f"{r['algorithm']:<14} {_bytes(r['bytes']):>10} {r['measured'] * 1e6:>10.0f}us "
+            f"{r['predicted'] * 1e6:>10.0f}us")
+
+
+def cmd_train(args, out):
+    import time
+    from .data import MarkovData
+    from .model import GPTConfig, reference_train
+    config = GPTConfig()
+    t0 = time.perf_counter()
+    res = reference_train(config, args.steps, args.batch_size, lr=args.lr)
+    dt = time.perf_counter() - t0
+    floor = MarkovData(config.vocab_size).entropy_rate()
+    for i in range(0, args.steps, max(1, args.steps // 10)):
+        out(f"step {i:>4}  loss {res['losses'][i]:.4f}")
+    out(f"final loss {res['losses'][-1]:.4f}; floor (entropy rate of the data) {floor:.4f} "
+        f"nats; {args.steps} steps in {dt:.2f} s")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
+                     ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train)]:
+        p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
+        p.set_defaults(fn=fn)
+        p.add_argument("--ranks", type=int, default=4, help="local ranks (ignored under torchrun)")
+        if name == "bytes":
+            p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
+            p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
+        if name == "train":
+            p.add_argument("--steps", type=int, default=50)
+            p.add_argument("--batch-size", type=int, default=8)
+            p.add_argument("--lr", type=float, default=3e-3)
+    args = ap.parse_args(argv)
+    try:
+        args.fn(args, _printer())
+    except ValueError as e:
+        sys.exit(f"error: {e}")
+
+
+if __name__ == "__main__":
+    main()

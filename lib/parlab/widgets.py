@@ -1,0 +1,64 @@
+"""ipywidgets front-ends. Each is a thin shell: controls in, one pure function of
+``parlab`` called with their values, one figure out. Tests call those functions
+directly; the widgets only wire them up."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+from IPython.display import display
+
+from . import collective_demos, hardware, viz
+
+_LAYOUT = {"width": "420px"}
+_STYLE = {"description_width": "140px"}
+
+
+def _show(fig) -> None:
+    display(fig)
+
+
+def collective_picker(n: int = 4):
+    """Pick a collective and a number of ranks: its before/after picture."""
+    op = w.Dropdown(options=["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                             "broadcast", "send_recv"], value="all_reduce",
+                    description="collective", layout=_LAYOUT, style=_STYLE)
+    ranks = w.IntSlider(value=n, min=2, max=8, description="ranks", layout=_LAYOUT,
+                        style=_STYLE)
+    out = w.interactive_output(lambda op, n: _show(viz.collective_diagram(op, n)),
+                               {"op": op, "n": ranks})
+    return w.VBox([w.HBox([op, ranks]), out])
+
+
+def ring_runner(n: int = 4):
+    """Run the hand-written ring all-reduce on N real ranks and animate what happened."""
+    ranks = w.IntSlider(value=n, min=2, max=8, description="ranks", layout=_LAYOUT,
+                        style=_STYLE, continuous_update=False)
+    out = w.interactive_output(
+        lambda n: _show(viz.ring_animation(collective_demos.ring_frames(n),
+                                           f"ring all-reduce on {n} ranks (measured)")),
+        {"n": ranks})
+    return w.VBox([ranks, out])
+
+
+def allreduce_cost_explorer(measured_alpha: float | None = None,
+                            measured_bandwidth: float | None = None):
+    """Predicted all-reduce time vs size for ring, tree and naive, for a chosen link
+    and number of ranks, with the ring/tree crossover marked."""
+    links = {f"{name} ({spec.gb_per_s_per_direction:g} GB/s, ~{spec.latency_us:g} us)":
+             (spec.latency_us * 1e-6, spec.gb_per_s_per_direction * 1e9)
+             for name, spec in hardware.LINK_PRESETS.items()}
+    if measured_alpha and measured_bandwidth:
+        links = {"this machine, measured": (measured_alpha, measured_bandwidth), **links}
+    link = w.Dropdown(options=list(links), description="link", layout=_LAYOUT, style=_STYLE)
+    ranks = w.SelectionSlider(options=[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], value=8,
+                              description="ranks", layout=_LAYOUT, style=_STYLE)
+
+    def draw(link, n):
+        alpha, bandwidth = links[link]
+        pred = collective_demos.predicted_curves(n, alpha, bandwidth)
+        vlines = {"ring = tree": pred["crossover"]} if pred["crossover"] > 0 else None
+        _show(viz.cost_curves(pred["curves"], f"all-reduce on {n} ranks over {link}",
+                              vlines=vlines))
+
+    return w.VBox([w.HBox([link, ranks]),
+                   w.interactive_output(draw, {"link": link, "n": ranks})])
