@@ -32,9 +32,13 @@ def test_bytes_table_measured_equals_formula():
 
 
 def test_alpha_beta_and_model_comparison_run():
-    ab = demos.measure_alpha_beta(sizes=[4, 4096, 1 << 20], repeats=3)
-    assert ab["alpha"] > 0 and ab["bandwidth"] > 0 and len(ab["times"]) == 3
-    rows = demos.all_reduce_vs_model(2, ab["alpha"], ab["bandwidth"], sizes=[4, 4096], repeats=2)
+    oneway = demos.measure_alpha_beta(sizes=[4, 4096, 1 << 20], repeats=3)
+    duplex = demos.measure_alpha_beta(sizes=[4, 4096, 1 << 20], repeats=3, duplex=True)
+    for ab in (oneway, duplex):
+        assert ab["alpha"] > 0 and ab["bandwidth"] > 0 and len(ab["times"]) == 3
+    gamma = demos.measure_gamma()
+    assert 0 < gamma < 1e-6  # more than 1 MB/s of additions
+    rows = demos.all_reduce_vs_model(2, duplex, oneway, gamma, sizes=[4, 4096], repeats=2)
     assert {r["algorithm"] for r in rows} == {"ring (ours)", "naive (ours)", "torch"}
     assert all(r["measured"] > 0 and r["predicted"] > 0 for r in rows)
 

@@ -40,6 +40,22 @@ def test_tree_all_reduce():
         pytest.approx(6 * A + 2000 / B)
 
 
+def test_two_ranks_tree_is_the_ring():
+    assert cost.collective_time("all_reduce", 1e6, 2, A, B, "tree") == \
+        cost.collective_time("all_reduce", 1e6, 2, A, B, "ring")
+
+
+def test_gamma_term():
+    g = 1e-10  # 10 GB/s of additions
+    assert cost.reduced_bytes("all_reduce", 1000, 4) == 750
+    assert cost.reduced_bytes("all_reduce", 1000, 4, "naive") == 3000
+    assert cost.reduced_bytes("all_gather", 1000, 4) == 0
+    assert cost.collective_time("all_reduce", 1000, 4, A, B, gamma=g) == \
+        pytest.approx(6e-5 + 1.5e-6 + 750 * g)
+    assert cost.collective_time("all_reduce", 1000, 4, A, B, "naive", gamma=g) == \
+        pytest.approx(6 * A + 6000 / B + 3000 * g)
+
+
 def test_gather_scatter_all_to_all_p2p():
     assert cost.collective_steps("all_gather", 4) == 3
     assert cost.collective_bytes("all_gather", 1000, 4) == 750

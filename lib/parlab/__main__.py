@@ -74,16 +74,19 @@ def cmd_bytes(args, out):
 
 
 def cmd_alpha_beta(args, out):
-    from .collective_demos import all_reduce_vs_model, measure_alpha_beta
+    from .collective_demos import all_reduce_vs_model, measure_alpha_beta, measure_gamma
     n = _world(args)
-    ab = measure_alpha_beta(world_size=max(2, n) if "WORLD_SIZE" in os.environ else 2)
-    out(f"ping-pong rank 0 <-> 1: alpha = {ab['alpha'] * 1e6:.1f} us, "
-        f"bandwidth = {ab['bandwidth'] / 1e9:.2f} GB/s (weighted fit r2 = {ab['r2']:.3f})")
+    pair = max(2, n) if "WORLD_SIZE" in os.environ else 2
+    fits = {d: measure_alpha_beta(duplex=d, world_size=pair) for d in (False, True)}
+    for d, ab in fits.items():
+        out(f"{'exchange (both ways at once)' if d else 'ping-pong (one way)':<29} rank 0 <-> 1: "
+            f"alpha = {ab['alpha'] * 1e6:.1f} us, bandwidth = {ab['bandwidth'] / 1e9:.2f} GB/s "
+            f"(r2 = {ab['r2']:.3f})")
     out(f"\nall-reduce on {n} ranks: measured vs alpha-beta prediction")
-    out(f"{'algorithm':<14} {'size':>10} {'measured':>12} {'predicted':>12}")
-    for r in all_reduce_vs_model(n, ab["alpha"], ab["bandwidth"]):
-        out(f"{r['algorithm']:<14} {_bytes(r['bytes']):>10} {r['measured'] * 1e6:>10.0f}us "
-            f"{r['predicted'] * 1e6:>10.0f}us")
+    out(f"{'algorithm':<14} {'size':>10} {'median':>10} {'best':>10} {'predicted':>10}")
+    for r in all_reduce_vs_model(n, fits[True], fits[False], measure_gamma()):
+        out(f"{r['algorithm']:<14} {_bytes(r['bytes']):>10} {r['measured'] * 1e6:>8.0f}us "
+            f"{r['best'] * 1e6:>8.0f}us {r['predicted'] * 1e6:>8.0f}us")
 
 
 def cmd_train(args, out):

@@ -143,8 +143,14 @@ def _median_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def pingpong_worker(sizes: list[int], repeats: int = 20) -> dict | None:
-    """One-way message time between ranks 0 and 1: half the median round trip."""
+def pingpong_worker(sizes: list[int], repeats: int = 20, duplex: bool = False) -> dict | None:
+    """Message time between ranks 0 and 1, per size, with the traced send/recv the ring
+    is built from.
+
+    ``duplex=False``: ping-pong, one direction at a time; one-way time is half the
+    median round trip. ``duplex=True``: both ranks send S to each other at once
+    (one ``comm.exchange``, exactly a ring step); the time of one exchange.
+    """
     r = dist.get_rank()
     if r > 1:
         return None
@@ -152,65 +158,96 @@ def pingpong_worker(sizes: list[int], repeats: int = 20) -> dict | None:
     out = {}
     for nbytes in sizes:
         buf = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32)
+        incoming = torch.empty_like(buf)
 
-        def round_trip():  # with the same traced send/recv the ring is built from
-            if r == 0:
+        def once():
+            if duplex:
+                comm.exchange(buf, peer, incoming, peer)
+            elif r == 0:
                 comm.send(buf, peer)
                 comm.recv(buf, peer)
             else:
                 comm.recv(buf, peer)
                 comm.send(buf, peer)
 
-        round_trip()  # warm-up: first message on a pair sets up buffers
-        out[buf.numel() * 4] = _median_time(round_trip, repeats) / 2
+        once()  # warm-up: the first message on a pair sets up buffers
+        out[buf.numel() * 4] = _median_time(once, repeats) / (1 if duplex else 2)
     return out if r == 0 else None
 
 
-def all_reduce_timing_worker(sizes: list[int], repeats: int = 10) -> dict:
-    """Median time of one all-reduce per size, for our ring, our naive and torch's.
+def reduce_gamma_worker(nbytes: int = 4 << 20, repeats: int = 20) -> float:
+    """Seconds per byte of a local element-wise add (one thread): the gamma term."""
+    a, b = torch.ones(nbytes // 4), torch.ones(nbytes // 4)
+    a.add_(b)
+    return _median_time(lambda: a.add_(b), repeats) / nbytes
 
-    Each repetition starts after a barrier and counts as long as its slowest rank.
+
+def all_reduce_timing_worker(sizes: list[int], repeats: int = 15) -> dict:
+    """Median and best time of one all-reduce per size: our ring, our naive, torch's.
+
+    The three are interleaved repetition by repetition, so that a noisy moment on
+    a shared machine hits all of them alike. Each repetition starts after a barrier
+    and counts as long as its slowest rank.
     """
     algos = {"ring (ours)": comm.ring_all_reduce, "naive (ours)": comm.naive_all_reduce,
              "torch": dist.all_reduce}
-    out = {name: {} for name in algos}
+    times = {name: {} for name in algos}
     for nbytes in sizes:
         x = torch.ones(max(nbytes // 4, 1), dtype=torch.float32)
-        for name, fn in algos.items():
+        for fn in algos.values():
             fn(x)  # warm-up
-            times = []
-            for _ in range(repeats):
+        for _ in range(repeats):
+            for name, fn in algos.items():
                 dist.barrier()
                 t0 = time.perf_counter()
                 fn(x)
                 dt = torch.tensor([time.perf_counter() - t0])
                 dist.all_reduce(dt, op=dist.ReduceOp.MAX)
-                times.append(dt.item())
-            out[name][x.numel() * 4] = statistics.median(times)
-    return out
+                times[name].setdefault(x.numel() * 4, []).append(dt.item())
+    return {name: {s: (statistics.median(ts), min(ts)) for s, ts in by_size.items()}
+            for name, by_size in times.items()}
 
 
-def measure_alpha_beta(sizes=None, repeats: int = 20, world_size: int = 2) -> dict:
-    """Ping-pong between ranks 0 and 1, fitted to time = alpha + size / bandwidth.
-    (``world_size`` > 2 only under torchrun, where the job has a fixed size.)"""
+def measure_alpha_beta(sizes=None, repeats: int = 20, duplex: bool = False,
+                       world_size: int = 2) -> dict:
+    """Messages between ranks 0 and 1 (see ``pingpong_worker``), fitted to
+    time = alpha + size / bandwidth. ``world_size`` > 2 only under torchrun."""
     sizes = sizes or [4 << k for k in range(0, 23, 2)]  # 4 B .. 16 MiB
-    times = launch(pingpong_worker, world_size, sizes, repeats)[0]
+    times = launch(pingpong_worker, world_size, sizes, repeats, duplex)[0]
     xs = sorted(times)
     fit = cost.fit_alpha_beta(xs, [times[s] for s in xs])
     return {"sizes": xs, "times": [times[s] for s in xs], "alpha": fit.alpha,
-            "beta": fit.beta, "bandwidth": fit.bandwidth, "r2": fit.r2}
+            "beta": fit.beta, "bandwidth": fit.bandwidth, "r2": fit.r2, "duplex": duplex}
 
 
-def all_reduce_vs_model(world_size: int, alpha: float, bandwidth: float, sizes=None,
-                        repeats: int = 10) -> list[dict]:
-    """Measured all-reduce times next to the alpha-beta prediction for ring and naive."""
+def measure_gamma() -> float:
+    """Seconds per byte of local reduction, on one rank with one thread."""
+    return launch(reduce_gamma_worker, 1)[0]
+
+
+def all_reduce_vs_model(world_size: int, duplex: dict, oneway: dict, gamma: float = 0.0,
+                        sizes=None, repeats: int = 15) -> list[dict]:
+    """Measured all-reduce times (median and best of ``repeats``) next to the
+    alpha-beta(-gamma) prediction.
+
+    Ring steps are exchanges (every rank sends and receives at once), so the ring
+    is predicted with the ``duplex`` fit; the naive root's messages go one way at a
+    time, so it is predicted with the ``oneway`` fit (both from measure_alpha_beta).
+    torch's gloo all-reduce is measured for comparison and predicted as a ring.
+    """
     sizes = sizes or [4 << k for k in range(0, 21, 4)]
     measured = launch(all_reduce_timing_worker, world_size, sizes, repeats)[0]
-    model = {"ring (ours)": "ring", "naive (ours)": "naive", "torch": "ring"}
-    return [{"algorithm": name, "n": world_size, "bytes": s, "measured": t,
-             "predicted": cost.collective_time("all_reduce", s, world_size, alpha, bandwidth,
-                                               model[name])}
-            for name, by_size in measured.items() for s, t in sorted(by_size.items())]
+    model = {"ring (ours)": ("ring", duplex), "naive (ours)": ("naive", oneway),
+             "torch": ("ring", duplex)}
+    rows = []
+    for name, by_size in measured.items():
+        algo, fit = model[name]
+        for s, (median, best) in sorted(by_size.items()):
+            rows.append({"algorithm": name, "n": world_size, "bytes": s, "measured": median,
+                         "best": best, "predicted": cost.collective_time("all_reduce", s, world_size,
+                                                           fit["alpha"], fit["bandwidth"],
+                                                           algo, gamma)})
+    return rows
 
 
 def predicted_curves(n: int, alpha: float, bandwidth: float, sizes=None) -> dict:

@@ -126,10 +126,11 @@ def _reduce_scatter_phase(flat, bounds, op, group, on_step=None) -> None:
     r, n, ranks = _ring(group)
     right, left = ranks[(r + 1) % n], ranks[(r - 1) % n]
     reduce = _REDUCE[op]
+    scratch = flat.new_empty(max(e - b for b, e in bounds))  # one receive buffer, reused
     for s in range(n - 1):
         send_c, recv_c = (r - s - 1) % n, (r - s - 2) % n
         (a, b), (c, d) = bounds[send_c], bounds[recv_c]
-        incoming = torch.empty_like(flat[c:d])
+        incoming = scratch[:d - c]
         exchange(flat[a:b], right, incoming, left, group, name="ring_reduce_scatter",
                  phase="reduce_scatter", step=s, chunk=recv_c)
         with trace.span("reduce", kind="compute", step=s, chunk=recv_c):

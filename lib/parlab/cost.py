@@ -111,8 +111,9 @@ def collective_bytes(op: str, nbytes: float, n: int, algorithm: str = "ring",
         return (n - 1) / n * S
     if algorithm == "tree":
         # Two-tree all-reduce: each rank is interior in one tree and a leaf in the
-        # other, each tree carrying S/2 up and down: 2S sent per rank.
-        return 2 * S if op == "all_reduce" else S
+        # other, each tree carrying S/2 up and down: 2S sent per rank. With n = 2 the
+        # trees are a single edge each and a rank sends S, like the ring.
+        return (2 * S if n > 2 else S) if op == "all_reduce" else S
     root = rank == 0
     if op == "all_reduce":  # root: receive n-1 buffers, send n-1 results
         return (n - 1) * S if root else S
@@ -123,24 +124,39 @@ def collective_bytes(op: str, nbytes: float, n: int, algorithm: str = "ring",
     return (n - 1) * S if root else 0.0  # broadcast
 
 
+def reduced_bytes(op: str, nbytes: float, n: int, algorithm: str = "ring") -> float:
+    """Bytes the busiest rank must add up locally (the gamma term of Thakur et al.)."""
+    _check(op, n, algorithm, nbytes)
+    if n == 1 or op not in ("all_reduce", "reduce_scatter"):
+        return 0.0
+    if algorithm == "naive":
+        return (n - 1) * float(nbytes)  # the root adds every peer's full buffer
+    if algorithm == "tree":
+        return float(nbytes)  # two children's halves into each of two trees
+    return (n - 1) / n * nbytes  # ring: one chunk per reduce-scatter step
+
+
 def collective_time(op: str, nbytes: float, n: int, alpha: float, bandwidth: float,
-                    algorithm: str = "ring") -> float:
-    """Predicted seconds: steps * alpha + serialised bytes / bandwidth.
+                    algorithm: str = "ring", gamma: float = 0.0) -> float:
+    """Predicted seconds: steps * alpha + serialised bytes / bandwidth [+ reduced bytes * gamma].
 
     The bandwidth term uses the bytes of the busiest link; for ``naive`` that is
-    the root's, which receives and then sends (n-1) copies in sequence.
+    the root's, which receives and then sends (n-1) copies in sequence. ``gamma``
+    (seconds per byte added up locally) is Thakur et al.'s computation term; 0 by
+    default, since on GPUs the additions hide behind the transfers.
     """
-    if alpha < 0 or not bandwidth > 0:
-        raise ValueError(f"need alpha >= 0 and bandwidth > 0, got alpha={alpha}, "
-                         f"bandwidth={bandwidth}")
+    if alpha < 0 or not bandwidth > 0 or gamma < 0:
+        raise ValueError(f"need alpha >= 0, bandwidth > 0 and gamma >= 0, got alpha={alpha}, "
+                         f"bandwidth={bandwidth}, gamma={gamma}")
     steps = collective_steps(op, n, algorithm)
     sent = collective_bytes(op, nbytes, n, algorithm)
+    compute = gamma * reduced_bytes(op, nbytes, n, algorithm)
     if algorithm == "naive" and op in ("all_reduce", "all_gather", "reduce_scatter"):
         # The root's gather phase is received, not sent, but serialises on the same link.
         recv = {"all_reduce": (n - 1) * nbytes, "all_gather": (n - 1) * nbytes / n,
                 "reduce_scatter": (n - 1) * nbytes}[op]
-        return steps * alpha + (sent + recv) / bandwidth
-    return steps * alpha + sent / bandwidth
+        return steps * alpha + (sent + recv) / bandwidth + compute
+    return steps * alpha + sent / bandwidth + compute
 
 
 def p2p_time(nbytes: float, alpha: float, bandwidth: float) -> float:

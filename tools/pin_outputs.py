@@ -1,0 +1,39 @@
+"""Execute notebooks and keep only the outputs nbval should check.
+
+    .venv/bin/python tools/pin_outputs.py notebooks/00_collectives.ipynb [...]
+
+Cells marked ``# NBVAL_CHECK_OUTPUT`` keep their text output (nbval compares it on
+every run); every other output is dropped, so the committed notebooks stay small and
+free of machine-specific timings. Run it after editing a notebook's pinned cells.
+"""
+
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+
+MARK = "NBVAL_CHECK_OUTPUT"
+
+
+def pin(path: str) -> None:
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": "notebooks"}}).execute()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        keep = MARK in cell.source
+        cell.outputs = [o for o in cell.outputs if keep and o.output_type == "stream"]
+        if not keep:  # nbval only compares cells that look run: keep their counts
+            cell.execution_count = None
+        for o in cell.outputs:
+            o.pop("execution_count", None)
+        cell.metadata.pop("execution", None)
+    nb.metadata.pop("widgets", None)  # widget state saved by the run: large, not wanted
+    nbformat.write(nb, path)
+    print(f"pinned {sum(MARK in c.source for c in nb.cells if c.cell_type == 'code')} cells of {path}")
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        pin(p)
