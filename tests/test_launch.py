@@ -141,6 +141,23 @@ def workers_line(where: str) -> str:
         return f.readlines()[int(m.group(2)) - 1]
 
 
+def test_caller_environment_reaches_the_ranks(monkeypatch):
+    parlab.launch(workers.rank_and_size, 2)  # ranks (and the fork server) already running
+    monkeypatch.setenv("PARLAB_TEST_VALUE", "set after start")
+    assert parlab.launch(workers.getenv, 2, "PARLAB_TEST_VALUE") == ["set after start"] * 2
+    assert parlab.launch(workers.getenv, 2, "RANK") == ["0", "1"]  # never the caller's
+
+
+def test_rank_that_cannot_start_is_reported(monkeypatch):
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "no-such-interface0")
+    parlab.shutdown()
+    with pytest.raises(parlab.LaunchError, match="failed to start") as info:
+        parlab.launch(workers.rank_and_size, 2, timeout=30)
+    assert "no-such-interface0" in str(info.value) or "interface" in str(info.value).lower()
+    monkeypatch.delenv("GLOO_SOCKET_IFNAME")
+    assert [r for r, _, _ in parlab.launch(workers.rank_and_size, 2)] == [0, 1]
+
+
 # --- bad arguments: ValueError before any process starts -------------------------
 
 def _closure():

@@ -178,3 +178,7 @@ def forget_collective_on_rank0():
     if dist.get_rank() != 0:
         dist.all_reduce(t)  # rank 0 returns at once; the others wait for it in vain
     return t.item()
+
+
+def getenv(name):
+    return os.environ.get(name)

@@ -65,6 +65,8 @@ MAX_POOLED_RANKS = int(os.environ.get("PARLAB_MAX_POOLED_RANKS", "16"))  # kept 
 START_TIMEOUT = float(os.environ.get("PARLAB_START_TIMEOUT", "120"))
 KILL_GRACE = 2.0  # seconds to wait for a killed rank to be reaped
 _SLOT = 160  # bytes of the per-rank status slot (current traced op)
+_RANK_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+             "MASTER_PORT", "GLOO_SOCKET_IFNAME")  # set per rank; the caller's never override
 
 
 class LaunchError(RuntimeError):
@@ -104,7 +106,8 @@ def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
     backend = backend or _default_backend(world_size)
     payload = _pickle_job(fn, args, kwargs)
     pool = _get_pool(world_size, backend, _code_files(fn))
-    return pool.run(("run", payload, _main_script(fn), sys.path), timeout, label=_fn_name(fn))
+    return pool.run(("run", payload, _main_script(fn), sys.path, dict(os.environ)), timeout,
+                    label=_fn_name(fn))
 
 
 def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None) -> list[dict]:
@@ -122,7 +125,8 @@ def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None
     compile(code, "<ranks>", "exec")  # a SyntaxError here, before any rank sees it
     backend = backend or _default_backend(world_size)
     pool = _get_pool(world_size, backend, _code_files(None))
-    return pool.run(("exec", code, None, sys.path), timeout, label="%%ranks cell", cell=True)
+    return pool.run(("exec", code, None, sys.path, dict(os.environ)), timeout,
+                    label="%%ranks cell", cell=True)
 
 
 def shutdown() -> None:
@@ -337,7 +341,7 @@ class _Pool:
                 dump_r, dump_w = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_rank_main, name=f"parlab-rank{rank}",
                                    args=(rank, world_size, backend, self.port, child_end,
-                                         lifeline_r, dump_w, self.status,
+                                         lifeline_r, dump_w, self.status, dict(os.environ),
                                          os.getpid(), temp_dir if rank == 0 else None))
                 with _bare_main():
                     proc.start()
@@ -570,7 +574,7 @@ class _RankStream(io.TextIOBase):
             self._buf = ""
 
 
-def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, caller,
+def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, env, caller,
                temp_dir):
     """Entry point of a rank: set up, serve jobs until the caller goes, clean up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C means
@@ -579,7 +583,7 @@ def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, 
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=dump_w, all_threads=True)
     try:
-        _serve(rank, world_size, backend, port, conn, status)
+        _serve(rank, world_size, backend, port, conn, status, env)
     except BaseException:
         # e.g. the caller died while we were renewing the group ("Broken pipe" from
         # its store); report anything else while someone can still read it.
@@ -588,22 +592,10 @@ def _rank_main(rank, world_size, backend, port, conn, lifeline, dump_w, status, 
     _exit_after_caller(caller, temp_dir)
 
 
-def _serve(rank, world_size, backend, port, conn, status) -> None:
+def _serve(rank, world_size, backend, port, conn, status, env) -> None:
     import torch
     import torch.distributed as dist
     from . import trace
-
-    torch.set_num_threads(1)  # ranks share the cores: one thread each avoids 5-10x slowdowns
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
-                      LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
-    lo = _loopback_ifname()
-    if backend == "gloo" and lo and "GLOO_SOCKET_IFNAME" not in os.environ:
-        os.environ["GLOO_SOCKET_IFNAME"] = lo  # never listen beyond this machine
-    if backend == "nccl":
-        torch.cuda.set_device(rank)
-    trace.set_rank(rank)
-    trace.install_status_slot(status, rank * _SLOT, _SLOT)
 
     lock = threading.Lock()
 
@@ -612,8 +604,16 @@ def _serve(rank, world_size, backend, port, conn, status) -> None:
         with lock:
             conn.send_bytes(data)
 
-    store = dist.TCPStore("127.0.0.1", port, world_size, False,
-                          timeout=timedelta(seconds=START_TIMEOUT))
+    torch.set_num_threads(1)  # ranks share the cores: one thread each avoids 5-10x slowdowns
+    os.environ.update(env)
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
+                      LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port))
+    lo = _loopback_ifname()
+    if backend == "gloo" and lo and "GLOO_SOCKET_IFNAME" not in os.environ:
+        os.environ["GLOO_SOCKET_IFNAME"] = lo  # never listen beyond this machine
+    trace.set_rank(rank)
+    trace.install_status_slot(status, rank * _SLOT, _SLOT)
     generation = 0
 
     def init_group():
@@ -623,7 +623,15 @@ def _serve(rank, world_size, backend, port, conn, status) -> None:
         dist.init_process_group(backend, store=dist.PrefixStore(f"gen{generation}", store),
                                 rank=rank, world_size=world_size)
 
-    init_group()
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+        store = dist.TCPStore("127.0.0.1", port, world_size, False,
+                              timeout=timedelta(seconds=START_TIMEOUT))
+        init_group()
+    except BaseException:
+        send(("err", traceback.format_exc()))  # the caller shows it as LaunchError
+        raise
     send(("ready",))
     stdout, stderr = sys.stdout, sys.stderr
     namespace = {"torch": torch, "dist": dist, "rank": rank, "world_size": world_size}
@@ -641,7 +649,10 @@ def _serve(rank, world_size, backend, port, conn, status) -> None:
             fresh = True
             if job[0] == "regroup":
                 continue
-        kind, body, main_script, sys.path[:] = job  # the caller's path, as it is now
+        # The caller's sys.path and environment as they are now (ranks forked from the
+        # fork server would otherwise see them as they were when it started).
+        kind, body, main_script, sys.path[:], env = job
+        os.environ.update({k: v for k, v in env.items() if k not in _RANK_ENV})
         fresh = False
         sys.stdout = sys.stderr = _RankStream(send)
         try:
