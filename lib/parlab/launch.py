@@ -314,6 +314,7 @@ def _loopback_ifname() -> str | None:
 
 class _Pool:
     def __init__(self, world_size: int, backend: str):
+        import torch
         import torch.distributed as dist
 
         self.world_size, self.backend = world_size, backend
@@ -327,9 +328,12 @@ class _Pool:
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
         self.port = sock.getsockname()[1]
+        # Before torch 2.8 the libuv store server ignored a passed-in socket (pytorch#150215).
+        old_torch = tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 8)
         self.store = dist.TCPStore("127.0.0.1", self.port, None, True, wait_for_workers=False,
                                    timeout=timedelta(seconds=START_TIMEOUT),
-                                   master_listen_fd=sock.detach())
+                                   master_listen_fd=sock.detach(),
+                                   **({"use_libuv": False} if old_torch else {}))
         lifeline_r, self.lifeline = ctx.Pipe(duplex=False)  # ranks exit when this closes
         # multiprocessing keeps its fork-server socket in a temp dir that it removes at
         # a clean exit; if this process is killed, rank 0 removes it instead.
