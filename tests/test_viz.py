@@ -392,3 +392,27 @@ def test_every_figure_uses_the_lab_template():
     for fig in figs:
         assert fig.layout.template == white
         fig.to_json()
+
+
+def test_ring_animation_frames_replace_all_annotations():
+    fig = viz.ring_animation(simulate_ring(4))
+    counts = {len(f.layout.annotations) for f in fig.frames}
+    assert len(counts) == 1  # same count in every frame: going back clears old arrows
+    start = fig.frames[0].layout.annotations
+    assert not [a for a in start if a.showarrow and a.visible is not False]
+
+
+def test_measured_vs_predicted_styles():
+    rows = [{"algorithm": a, "bytes": b, "measured": 2e-4 * b, "best": 1e-4 * b,
+             "predicted": None if a == "torch" else 1.1e-4 * b}
+            for a in ("ring (ours)", "naive (ours)", "torch") for b in (4, 64, 1024)]
+    fig = viz.measured_vs_predicted(rows, "t")
+    names = [t.name for t in fig.data]
+    assert "torch (predicted)" not in names and len(names) == 8
+    by_name = {t.name: t for t in fig.data}
+    assert by_name["ring (ours) (best)"].line.dash == "solid"
+    assert by_name["ring (ours) (median)"].line.dash == "dot"
+    assert by_name["ring (ours) (predicted)"].line.dash == "dash"
+    assert by_name["ring (ours) (best)"].line.color == by_name["ring (ours) (predicted)"].line.color
+    assert by_name["ring (ours) (best)"].line.color != by_name["naive (ours) (best)"].line.color
+    assert fig.layout.yaxis.ticksuffix == "s"

@@ -134,13 +134,13 @@ def bytes_table(world_sizes=(2, 4, 8), numel: int = 1 << 18) -> list[dict]:
 
 # --- 4. latency and bandwidth of this machine ----------------------------------------
 
-def _median_time(fn, repeats: int) -> float:
+def _times(fn, repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
 
 
 def pingpong_worker(sizes: list[int], repeats: int = 20, duplex: bool = False) -> dict | None:
@@ -148,8 +148,9 @@ def pingpong_worker(sizes: list[int], repeats: int = 20, duplex: bool = False) -
     is built from.
 
     ``duplex=False``: ping-pong, one direction at a time; one-way time is half the
-    median round trip. ``duplex=True``: both ranks send S to each other at once
-    (one ``comm.exchange``, exactly a ring step); the time of one exchange.
+    round trip. ``duplex=True``: both ranks send S to each other at once (one
+    ``comm.exchange``, exactly a ring step); the time of one exchange. Returns
+    size -> (best, median) over ``repeats``.
     """
     r = dist.get_rank()
     if r > 1:
@@ -171,7 +172,8 @@ def pingpong_worker(sizes: list[int], repeats: int = 20, duplex: bool = False) -
                 comm.send(buf, peer)
 
         once()  # warm-up: the first message on a pair sets up buffers
-        out[buf.numel() * 4] = _median_time(once, repeats) / (1 if duplex else 2)
+        times = [t / (1 if duplex else 2) for t in _times(once, repeats)]
+        out[buf.numel() * 4] = (min(times), statistics.median(times))
     return out if r == 0 else None
 
 
@@ -179,7 +181,7 @@ def reduce_gamma_worker(nbytes: int = 4 << 20, repeats: int = 20) -> float:
     """Seconds per byte of a local element-wise add (one thread): the gamma term."""
     a, b = torch.ones(nbytes // 4), torch.ones(nbytes // 4)
     a.add_(b)
-    return _median_time(lambda: a.add_(b), repeats) / nbytes
+    return statistics.median(_times(lambda: a.add_(b), repeats)) / nbytes
 
 
 def all_reduce_timing_worker(sizes: list[int], repeats: int = 15) -> dict:
@@ -211,13 +213,21 @@ def all_reduce_timing_worker(sizes: list[int], repeats: int = 15) -> dict:
 def measure_alpha_beta(sizes=None, repeats: int = 20, duplex: bool = False,
                        world_size: int = 2) -> dict:
     """Messages between ranks 0 and 1 (see ``pingpong_worker``), fitted to
-    time = alpha + size / bandwidth. ``world_size`` > 2 only under torchrun."""
+    time = alpha + size / bandwidth.
+
+    The fit uses the best of ``repeats`` per size: what the link costs when nothing
+    else gets in the way, which is what the alpha-beta model describes. On a
+    shared machine the median also contains the scheduler's delays; it is returned
+    too (``medians``). ``world_size`` > 2 only under torchrun.
+    """
     sizes = sizes or [4 << k for k in range(0, 23, 2)]  # 4 B .. 16 MiB
     times = launch(pingpong_worker, world_size, sizes, repeats, duplex)[0]
     xs = sorted(times)
-    fit = cost.fit_alpha_beta(xs, [times[s] for s in xs])
-    return {"sizes": xs, "times": [times[s] for s in xs], "alpha": fit.alpha,
-            "beta": fit.beta, "bandwidth": fit.bandwidth, "r2": fit.r2, "duplex": duplex}
+    best = [times[s][0] for s in xs]
+    fit = cost.fit_alpha_beta(xs, best)
+    return {"sizes": xs, "times": best, "medians": [times[s][1] for s in xs],
+            "alpha": fit.alpha, "beta": fit.beta, "bandwidth": fit.bandwidth, "r2": fit.r2,
+            "duplex": duplex}
 
 
 def measure_gamma() -> float:

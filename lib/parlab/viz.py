@@ -241,7 +241,7 @@ def _ring_annotations(sends, n: int) -> list[dict]:
             out.append(dict(arrow, x=x, y=dst - 0.2 * down, ax=x, ay=src + 0.2 * down))
     if sends:
         items = [f"rank {s} → rank {d}: chunk {c}" for s, d, c in sends]
-        lines = ["    ".join(items[i:i + 4]) for i in range(0, len(items), 4)]
+        lines = ["    ".join(items[i:i + 3]) for i in range(0, len(items), 3)]
         text = "<br>".join(lines)
     else:
         text = "no transfers yet"
@@ -282,12 +282,19 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
         hovertemplate="rank %{y}, chunk %{x}<br>contributions: %{text} (%{z} of "
                       f"{n})<extra></extra>")
     fig = go.Figure(data=[heat])
+    # Plotly merges a frame's annotations into the current ones by position, so every
+    # frame carries the same number (padded with invisible ones): otherwise arrows of
+    # a later step would stay on screen when the slider goes back.
+    notes = [_ring_annotations(f.get("sends", []), n) for f in frames]
+    width = max(len(a) for a in notes)
+    notes = [a + [dict(text="", showarrow=False, visible=False)] * (width - len(a))
+             for a in notes]
     anim_frames, steps = [], []
     for i, f in enumerate(frames):
         z, text = grid(f["state"])
         anim_frames.append(go.Frame(
             name=str(i), data=[go.Heatmap(z=z, text=text)],
-            layout=dict(annotations=_ring_annotations(f.get("sends", []), n),
+            layout=dict(annotations=notes[i],
                         title=dict(text=full_title(f), x=0.01, xanchor="left"))))
         label = ("start" if f["phase"] == "start" else
                  f"{'RS' if f['phase'] == 'reduce_scatter' else 'AG'} {f.get('step', 0) + 1}")
@@ -295,10 +302,9 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
             [str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
                            transition=dict(duration=0))]))
     fig.frames = anim_frames
-    n_lines = max(1, math.ceil(max(len(f.get("sends", [])) for f in frames) / 4))
-    _base_layout(fig, full_title(frames[0]), annotations=_ring_annotations(
-        frames[0].get("sends", []), n), width=max(480, 220 + 85 * chunks),
-        height=280 + 48 * n + 16 * n_lines)
+    n_lines = max(1, math.ceil(max(len(f.get("sends", [])) for f in frames) / 3))
+    _base_layout(fig, full_title(frames[0]), annotations=notes[0],
+                 width=max(760, 220 + 85 * chunks), height=280 + 48 * n + 16 * n_lines)
     fig.update_layout(
         margin=dict(l=70, r=20, t=90, b=130 + 16 * n_lines),
         updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left",
@@ -310,7 +316,7 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
                               dict(label="❚❚ pause", method="animate", args=[[None], dict(
                                   mode="immediate", frame=dict(duration=0, redraw=False),
                                   transition=dict(duration=0))])])],
-        sliders=[dict(active=0, steps=steps, x=0.25, len=0.75, y=0, yanchor="top",
+        sliders=[dict(active=0, steps=steps, x=0.3, len=0.7, y=0, yanchor="top",
                       pad=dict(t=50 + 16 * n_lines), currentvalue=dict(prefix="step: "))])
     fig.update_xaxes(side="top", tickvals=cols, ticktext=[f"chunk {c}" for c in cols],
                      range=[-0.5, chunks - 0.5], showgrid=False, zeroline=False,
@@ -550,7 +556,7 @@ def cost_curves(curves: dict[str, tuple[list[float], list[float]]], title: str =
             raise ValueError(f"curve {name!r}: x and y differ in length")
         fig.add_trace(go.Scatter(
             name=name, x=[float(f"{x:.5g}") for x in xs], y=[float(f"{y:.5g}") for y in ys],
-            mode="lines", line=dict(width=2, color=_series_color(name)),
+            mode="lines", line=dict(width=2, color=_series_color(name), dash=_series_dash(name)),
             hovertemplate=f"{name}<br>x=%{{x:.4g}}<br>y=%{{y:.4g}}<extra></extra>"))
     for label, x in (vlines or {}).items():
         if log_x and not x > 0:
@@ -563,7 +569,48 @@ def cost_curves(curves: dict[str, tuple[list[float], list[float]]], title: str =
     fig.update_layout(margin=dict(t=80 if title else 50))
     fig.update_xaxes(type="log" if log_x else "linear", title_text=x_title,
                      exponentformat="SI" if log_x else "B")
-    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title)
+    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title,
+                     **_SECONDS_AXIS if y_title.endswith("(s)") else {})
+    return fig
+
+
+# Seconds on a log axis: SI prefixes throughout ("100µs", "1ms") rather than a mix.
+_SECONDS_AXIS = dict(tickformat="~s", ticksuffix="s")
+
+
+def _series_dash(name: str) -> str:
+    """Line style from a series name: tree dashed (so it shows where it lies on the
+    ring), '(predicted)' dashed, '(median)' dotted, everything else solid."""
+    lowered = name.lower()
+    if "(median)" in lowered:
+        return "dot"
+    return "dash" if "(predicted)" in lowered or lowered.startswith("tree") else "solid"
+
+
+def measured_vs_predicted(rows: list[dict], title: str = "") -> go.Figure:
+    """Measured (best and median) and predicted collective times against message size,
+    one colour per algorithm: solid = best, dotted = median, dashed = predicted. The
+    reader should see where the model holds (best close to dashed) and how far the
+    typical run (median) strays. ``rows``: dicts with ``algorithm``, ``bytes``,
+    ``measured`` (median), ``best`` and, optionally, ``predicted`` (seconds)."""
+    palette = ["#54A24B", "#E45756", "#4C78A8", "#F58518", "#B279A2"]
+    algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
+    fig = go.Figure()
+    for k, algo in enumerate(algorithms):
+        mine = sorted((r for r in rows if r["algorithm"] == algo), key=lambda r: r["bytes"])
+        color = _series_color(algo) or palette[k % len(palette)]
+        for key, label in (("best", "best"), ("measured", "median"), ("predicted", "predicted")):
+            if any(r.get(key) is None for r in mine):
+                continue
+            fig.add_trace(go.Scatter(
+                name=f"{algo} ({label})", legendgroup=algo, x=[r["bytes"] for r in mine],
+                y=[r[key] for r in mine], mode="lines+markers" if key == "best" else "lines",
+                line=dict(color=color, width=2, dash=_series_dash(f"({label})")),
+                hovertemplate=f"{algo} ({label})<br>%{{x}} B: %{{y:.3s}}s<extra></extra>"))
+    _base_layout(fig, title)
+    fig.update_layout(margin=dict(t=80 if title else 50))
+    fig.update_xaxes(type="log", title_text="message size (bytes)", exponentformat="SI")
+    fig.update_yaxes(type="log", title_text="time (s)", **_SECONDS_AXIS)
     return fig
 
 

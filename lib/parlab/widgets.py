@@ -56,9 +56,14 @@ def allreduce_cost_explorer(measured_alpha: float | None = None,
     def draw(link, n):
         alpha, bandwidth = links[link]
         pred = collective_demos.predicted_curves(n, alpha, bandwidth)
-        vlines = {"ring = tree": pred["crossover"]} if pred["crossover"] > 0 else None
-        _show(viz.cost_curves(pred["curves"], f"all-reduce on {n} ranks over {link}",
-                              vlines=vlines))
+        sizes = pred["curves"]["ring"][0]
+        s = pred["crossover"]
+        inside = sizes[0] < s < sizes[-1]
+        note = ("tree and ring take the same number of steps: the ring is never slower"
+                if s <= 0 else "" if inside else f"tree faster below {s / 1e9:,.0f} GB")
+        _show(viz.cost_curves(pred["curves"], f"all-reduce on {n} ranks over {link}"
+                              + (f"<br><sub>{note}</sub>" if note else ""),
+                              vlines={"ring = tree": s} if inside else None))
 
     return w.VBox([w.HBox([link, ranks]),
                    w.interactive_output(draw, {"link": link, "n": ranks})])
