@@ -167,7 +167,7 @@ def test_ring_animation_n4_cells_titles_and_transfers():
         f"reduce-scatter step {s} of 3" for s in (1, 2, 3)]
     assert fig.frames[4].layout.title.text == "all-gather step 1 of 3"
     notes = step1.layout.annotations
-    line = notes[-1].text
+    line = notes[0].text
     assert "rank 0 → rank 1: chunk 3" in line and "rank 3 → rank 0: chunk 2" in line
     arrows = [a for a in notes if a.showarrow]
     assert len(arrows) == 4 + 1  # one per send, the wrap-around one drawn in two halves
@@ -400,6 +400,10 @@ def test_ring_animation_frames_replace_all_annotations():
     assert len(counts) == 1  # same count in every frame: going back clears old arrows
     start = fig.frames[0].layout.annotations
     assert not [a for a in start if a.showarrow and a.visible is not False]
+    for f in fig.frames[1:]:  # later frames must re-show what "start" hid
+        arrows = [a for a in f.layout.annotations if a.showarrow]
+        assert arrows and all(a.visible is True for a in arrows)
+        assert f.layout.annotations[0].visible is True and "rank" in f.layout.annotations[0].text
 
 
 def test_measured_vs_predicted_styles():

@@ -229,7 +229,7 @@ def _ring_annotations(sends, n: int) -> list[dict]:
     """Arrows from the sender's cell to the receiver's, in the chunk's column
     (right edge of the cell, so the text stays readable), plus a text line."""
     arrow = dict(xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
-                 arrowhead=2, arrowsize=1, arrowwidth=2, arrowcolor="#D62728")
+                 arrowhead=2, arrowsize=1, arrowwidth=2, arrowcolor="#D62728", visible=True)
     out = []
     for src, dst, c in sends:
         x = c + 0.38
@@ -245,10 +245,10 @@ def _ring_annotations(sends, n: int) -> list[dict]:
         text = "<br>".join(lines)
     else:
         text = "no transfers yet"
-    out.append(dict(xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
-                    yshift=-8, align="left", showarrow=False, text=text,
-                    font=dict(size=11, color="#444444")))
-    return out
+    # The text line goes first, so it keeps its place (and style) in every frame.
+    return [dict(xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
+                 yshift=-8, align="left", showarrow=False, text=text, visible=True,
+                 font=dict(size=11, color="#444444"))] + out
 
 
 def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
@@ -283,8 +283,9 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
                       f"{n})<extra></extra>")
     fig = go.Figure(data=[heat])
     # Plotly merges a frame's annotations into the current ones by position, so every
-    # frame carries the same number (padded with invisible ones): otherwise arrows of
-    # a later step would stay on screen when the slider goes back.
+    # frame carries the same number (padded with invisible ones, and every real one
+    # says visible=True): otherwise arrows of one step would linger, or stay hidden,
+    # in another.
     notes = [_ring_annotations(f.get("sends", []), n) for f in frames]
     width = max(len(a) for a in notes)
     notes = [a + [dict(text="", showarrow=False, visible=False)] * (width - len(a))
@@ -536,8 +537,8 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
                            yanchor="bottom", showarrow=False, font=dict(size=11, color="#666"),
                            text=f" α = β·size at {_fmt_bytes(knee)}")
     _base_layout(fig, title, legend=dict(x=1, xanchor="right", y=0.02, yanchor="bottom"))
-    fig.update_xaxes(type="log", title_text="message size (bytes)", exponentformat="SI")
-    fig.update_yaxes(type="log", title_text="time (µs)")
+    fig.update_xaxes(type="log", title_text="message size (bytes)", **_BYTES_AXIS)
+    fig.update_yaxes(type="log", title_text="time (µs)", dtick=1)
     return fig
 
 
@@ -568,14 +569,18 @@ def cost_curves(curves: dict[str, tuple[list[float], list[float]]], title: str =
     _base_layout(fig, title)
     fig.update_layout(margin=dict(t=80 if title else 50))
     fig.update_xaxes(type="log" if log_x else "linear", title_text=x_title,
-                     exponentformat="SI" if log_x else "B")
-    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title,
-                     **_SECONDS_AXIS if y_title.endswith("(s)") else {})
+                     **(_BYTES_AXIS if log_x else {}))
+    y_format = dict(_SECONDS_AXIS) if y_title.endswith("(s)") else {"dtick": 1}
+    if not log_y:
+        y_format.pop("dtick")  # one tick per decade only makes sense on a log axis
+    fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title, **y_format)
     return fig
 
 
-# Seconds on a log axis: SI prefixes throughout ("100µs", "1ms") rather than a mix.
-_SECONDS_AXIS = dict(tickformat="~s", ticksuffix="s")
+# Log axes: one labelled tick per decade (dtick=1), with SI prefixes throughout
+# ("100µs", "1ms"; "1k", "1M") rather than plotly's mix of prefixed and bare minor labels.
+_SECONDS_AXIS = dict(tickformat="~s", ticksuffix="s", dtick=1)
+_BYTES_AXIS = dict(tickformat="~s", dtick=1)
 
 
 def _series_dash(name: str) -> str:
@@ -609,7 +614,7 @@ def measured_vs_predicted(rows: list[dict], title: str = "") -> go.Figure:
                 hovertemplate=f"{algo} ({label})<br>%{{x}} B: %{{y:.3s}}s<extra></extra>"))
     _base_layout(fig, title)
     fig.update_layout(margin=dict(t=80 if title else 50))
-    fig.update_xaxes(type="log", title_text="message size (bytes)", exponentformat="SI")
+    fig.update_xaxes(type="log", title_text="message size (bytes)", **_BYTES_AXIS)
     fig.update_yaxes(type="log", title_text="time (s)", **_SECONDS_AXIS)
     return fig
 
