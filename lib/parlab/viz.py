@@ -498,7 +498,7 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
     """Measured message time against size on log-log axes, with the fitted
     alpha + beta*size. The reader should see a flat floor (latency, alpha) for
     small messages and a slope-1 line (bandwidth, 1/beta) for large ones, meeting
-    near size = alpha/beta. Time is plotted in microseconds; inputs are seconds."""
+    near size = alpha/beta. Times are in seconds (axis labels with SI prefixes)."""
     if len(sizes) != len(times) or not sizes:
         raise ValueError("sizes and times must be non-empty and of equal length")
     series = {"measured": (list(sizes), list(times))}
@@ -510,20 +510,20 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
     for i, (name, (xs, ys)) in enumerate(series.items()):
         pts = [(x, y) for x, y in zip(xs, ys) if x > 0 and y > 0]  # log axes
         fig.add_trace(go.Scatter(
-            name=name, x=[p[0] for p in pts], y=[round(p[1] * 1e6, 4) for p in pts],
+            name=name, x=[p[0] for p in pts], y=[float(f"{p[1]:.4g}") for p in pts],
             mode="markers", marker=dict(size=8 if i == 0 else 7,
                                         color="#222222" if i == 0 else rank_color(i - 1),
                                         symbol="circle" if i == 0 else "diamond"),
-            hovertemplate=f"{name}<br>%{{x:.3s}}B: %{{y:.4g}} µs<extra></extra>"))
+            hovertemplate=f"{name}<br>%{{x:.3s}}B: %{{y:.3s}}s<extra></extra>"))
     all_x = [x for xs, _ in series.values() for x in xs if x > 0]
     lo, hi = (min(all_x), max(all_x)) if all_x else (1.0, 1e6)
     hi = hi if hi > lo else lo * 10
     fit_x = [x for x in _log_space(lo, hi) if alpha + beta * x > 0]
     fig.add_trace(go.Scatter(
         name="fit: α + β·size", x=[float(f"{x:.4g}") for x in fit_x],
-        y=[float(f"{(alpha + beta * x) * 1e6:.4g}") for x in fit_x], mode="lines",
+        y=[float(f"{alpha + beta * x:.4g}") for x in fit_x], mode="lines",
         line=dict(color=KIND_COLORS["comm"], width=2),
-        hovertemplate="fit<br>%{x:.3s}B: %{y:.4g} µs<extra></extra>"))
+        hovertemplate="fit<br>%{x:.3s}B: %{y:.3s}s<extra></extra>"))
     bw = f"{1 / beta / 1e9:.3g} GB/s" if beta > 0 else "∞"
     fig.add_annotation(xref="paper", yref="paper", x=0.02, y=0.98, xanchor="left",
                        yanchor="top", align="left", showarrow=False,
@@ -538,7 +538,7 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
                            text=f" α = β·size at {_fmt_bytes(knee)}")
     _base_layout(fig, title, legend=dict(x=1, xanchor="right", y=0.02, yanchor="bottom"))
     fig.update_xaxes(type="log", title_text="message size (bytes)", **_BYTES_AXIS)
-    fig.update_yaxes(type="log", title_text="time (µs)", dtick=1)
+    fig.update_yaxes(type="log", title_text="time (s)", **_SECONDS_AXIS)
     return fig
 
 
