@@ -214,6 +214,9 @@ def _launch_in_process(fn, world_size, args, kwargs, timeout, backend):
         if backend == "nccl":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout))
+        # Tear it down before the interpreter does: exiting with a live gloo group
+        # aborts the process ("terminate called without an active exception").
+        atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())
     result = fn(*args, **kwargs)
     gathered = [None] * env_world
     dist.all_gather_object(gathered, result)
