@@ -243,8 +243,7 @@ def _get_pool(world_size: int, backend: str, code_files: list[str]) -> "_Pool":
         while _pools and sum(k[0] for k in _pools) + world_size > MAX_POOLED_RANKS:
             _pools.pop(next(iter(_pools))).close()
         pool = _Pool(world_size, backend)
-        pool.watch(_code_files(None))
-    pool.watch(code_files)
+    pool.watch(code_files)  # parlab's sources and fn's module, as the ranks will see them
     _pools[key] = pool  # most recently used last
     return pool
 
@@ -321,7 +320,7 @@ class _Pool:
         import torch.distributed as dist
 
         self.world_size, self.backend = world_size, backend
-        self.jobs, self.broken, self.closed = 0, False, False
+        self.jobs, self.closed = 0, False
         self.watched: dict[str, float] = {}
         self.procs, self.conns, self.dumps, self.lifeline = [], [], [], None
         ctx = _mp_context()
@@ -381,7 +380,7 @@ class _Pool:
             self._poll(waiting, deadline, on_message, label="starting the ranks")
 
     def healthy(self) -> bool:
-        return not self.broken and all(p.is_alive() for p in self.procs)
+        return not self.closed and all(p.is_alive() for p in self.procs)
 
     def watch(self, files: list[str]) -> None:
         """Remember these sources as the ranks see them (first sight counts)."""
@@ -394,7 +393,7 @@ class _Pool:
     def close(self) -> None:
         if self.closed:
             return
-        self.closed, self.broken = True, True
+        self.closed = True
         for p in self.procs:
             if p.is_alive():
                 p.kill()
