@@ -49,3 +49,12 @@ def test_predicted_curves():
     assert out["crossover"] == cost.ring_tree_crossover(8, 1e-5, 1e10)
     ring, tree = out["curves"]["ring"][1], out["curves"]["tree"][1]
     assert tree[0] < ring[0] and ring[-1] < tree[-1]
+
+
+def test_model_agreement():
+    rows = [{"algorithm": a, "bytes": b, "measured": m, "best": 1.0, "predicted": p}
+            for a, b, m, p in [("ring (ours)", 4, 3.0, 0.5), ("ring (ours)", 64, 1.0, 1.0),
+                               ("naive (ours)", 4, 2.0, 0.25), ("torch", 4, 99.0, 0.01)]]
+    agree = demos.model_agreement(rows)
+    assert agree["best_over_predicted"] == (1.0, 2.0, 4.0)  # torch's row is left out
+    assert agree["median_over_best_max"] == 3.0

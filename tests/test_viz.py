@@ -421,3 +421,10 @@ def test_measured_vs_predicted_styles():
     assert by_name["ring (ours) (best)"].line.color == by_name["ring (ours) (predicted)"].line.color
     assert by_name["ring (ours) (best)"].line.color != by_name["naive (ours) (best)"].line.color
     assert fig.layout.yaxis.ticksuffix == "s"
+
+
+def test_measured_vs_predicted_only_for_chosen_algorithms():
+    rows = [{"algorithm": a, "bytes": b, "measured": 2.0, "best": 1.0, "predicted": 1.5}
+            for a in ("ring (ours)", "torch") for b in (4, 64)]
+    names = [t.name for t in viz.measured_vs_predicted(rows, predicted_for={"ring (ours)"}).data]
+    assert "ring (ours) (predicted)" in names and "torch (predicted)" not in names

@@ -260,6 +260,16 @@ def all_reduce_vs_model(world_size: int, duplex: dict, oneway: dict, gamma: floa
     return rows
 
 
+def model_agreement(rows: list[dict], algorithms=("ring (ours)", "naive (ours)")) -> dict:
+    """How well the model held in ``all_reduce_vs_model`` rows: the spread of best /
+    predicted, and how far the median strays from the best, over ``algorithms``
+    (torch's gloo all-reduce is not one of the modelled algorithms)."""
+    mine = [r for r in rows if r["algorithm"] in algorithms]
+    ratios = sorted(r["best"] / r["predicted"] for r in mine)
+    return {"best_over_predicted": (ratios[0], ratios[len(ratios) // 2], ratios[-1]),
+            "median_over_best_max": max(r["measured"] / r["best"] for r in mine)}
+
+
 def predicted_curves(n: int, alpha: float, bandwidth: float, sizes=None) -> dict:
     """Predicted all-reduce time vs size for ring, tree and naive (for viz.cost_curves),
     and the ring/tree crossover size."""

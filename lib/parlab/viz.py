@@ -592,12 +592,14 @@ def _series_dash(name: str) -> str:
     return "dash" if "(predicted)" in lowered or lowered.startswith("tree") else "solid"
 
 
-def measured_vs_predicted(rows: list[dict], title: str = "") -> go.Figure:
+def measured_vs_predicted(rows: list[dict], title: str = "",
+                          predicted_for: set | None = None) -> go.Figure:
     """Measured (best and median) and predicted collective times against message size,
     one colour per algorithm: solid = best, dotted = median, dashed = predicted. The
     reader should see where the model holds (best close to dashed) and how far the
     typical run (median) strays. ``rows``: dicts with ``algorithm``, ``bytes``,
-    ``measured`` (median), ``best`` and, optionally, ``predicted`` (seconds)."""
+    ``measured`` (median), ``best`` and, optionally, ``predicted`` (seconds).
+    ``predicted_for``: the algorithms whose prediction is drawn (default: all)."""
     palette = ["#54A24B", "#E45756", "#4C78A8", "#F58518", "#B279A2"]
     algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
     fig = go.Figure()
@@ -605,7 +607,8 @@ def measured_vs_predicted(rows: list[dict], title: str = "") -> go.Figure:
         mine = sorted((r for r in rows if r["algorithm"] == algo), key=lambda r: r["bytes"])
         color = _series_color(algo) or palette[k % len(palette)]
         for key, label in (("best", "best"), ("measured", "median"), ("predicted", "predicted")):
-            if any(r.get(key) is None for r in mine):
+            if any(r.get(key) is None for r in mine) or (
+                    key == "predicted" and predicted_for is not None and algo not in predicted_for):
                 continue
             fig.add_trace(go.Scatter(
                 name=f"{algo} ({label})", legendgroup=algo, x=[r["bytes"] for r in mine],
