@@ -209,8 +209,8 @@ def _launch_in_process(fn, world_size, args, kwargs, timeout, backend):
         raise ValueError(f"world_size={world_size} but this job was started with "
                          f"WORLD_SIZE={env_world} (torchrun --nproc-per-node/--nnodes)")
     if not dist.is_initialized():
-        backend = backend or ("nccl" if torch.cuda.is_available() and
-                              dist.is_nccl_available() else "gloo")
+        # one GPU per rank of this node, as torchrun places them
+        backend = backend or _default_backend(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
         if backend == "nccl":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout))
