@@ -145,3 +145,65 @@ def test_bad_input(call, match):
 def test_log2_helper_is_ceil():
     assert [cost._log2(n) for n in (1, 2, 3, 4, 5, 8, 9)] == [0, 1, 2, 2, 3, 3, 4]
     assert math.isclose(cost.collective_time("all_reduce", 0, 3, A, B, "tree"), 4 * A)
+
+
+# --- pipeline bubble, ZeRO memory / traffic, activation memory ---------------------------
+
+def test_bubble_fraction_and_ratio():
+    assert cost.bubble_fraction(1, 8) == 0.0
+    assert cost.bubble_fraction(4, 8) == pytest.approx(3 / 11)      # 27.3 %
+    assert cost.bubble_ratio(4, 8) == pytest.approx(3 / 8)          # 37.5 %: same bubble, other unit
+    assert cost.bubble_fraction(4, 8, v=2) == pytest.approx(3 / 19)
+    f = cost.bubble_fraction(4, 2)
+    assert cost.bubble_ratio(4, 2) == pytest.approx(f / (1 - f))
+    for bad in [(0, 4), (4, 0), (4, 4, 0), (2.5, 4), (True, 4)]:
+        with pytest.raises(ValueError):
+            cost.bubble_fraction(*bad)
+
+
+def test_pipeline_peak_activations():
+    assert cost.pipeline_peak_activations("gpipe", 4, 8) == 8
+    assert [cost.pipeline_peak_activations("1f1b", 4, 8, s) for s in range(4)] == [4, 3, 2, 1]
+    assert cost.pipeline_peak_activations("1f1b", 4, 2, 0) == 2
+    with pytest.raises(ValueError):
+        cost.pipeline_peak_activations("interleaved", 4, 8)
+    with pytest.raises(ValueError):
+        cost.pipeline_peak_activations("1f1b", 4, 8, stage=4)
+
+
+def test_zero_memory_matches_paper_figure_1():
+    # ZeRO paper Fig. 1: Psi = 7.5B, N_d = 64, K = 12 -> 120 / 31.4 / 16.6 / 1.88 GB
+    expect = {0: 120e9, 1: 31.4e9, 2: 16.6e9, 3: 1.88e9}
+    for stage, total in expect.items():
+        m = cost.zero_memory(7.5e9, 64, stage)
+        assert m["total"] == pytest.approx(total, rel=0.01)
+        assert m["total"] == m["params"] + m["grads"] + m["optimizer"]
+    assert cost.zero_memory(10, 1, 3) == cost.zero_memory(10, 1, 0)   # dp=1: nothing to shard
+    for bad in [dict(stage=4), dict(stage=-1), dict(dp=0), dict(param_bytes=-1)]:
+        kw = dict(n_params=10, dp=2, stage=1) | bad
+        with pytest.raises(ValueError):
+            cost.zero_memory(**kw)
+
+
+def test_zero_comm_volume():
+    psi = 1e9 * 2
+    assert cost.zero_comm_volume(1e9, 2, 0) == pytest.approx(psi)          # 2 Psi (n-1)/n
+    assert cost.zero_comm_volume(1e9, 2, 1) == cost.zero_comm_volume(1e9, 2, 2) == pytest.approx(psi)
+    assert cost.zero_comm_volume(1e9, 2, 3) == pytest.approx(1.5 * psi)
+    assert cost.zero_comm_volume(1e9, 1, 3) == 0
+    with pytest.raises(ValueError):
+        cost.zero_comm_volume(1e9, 2, 5)
+
+
+def test_activation_memory_korthikanti():
+    s, b, h, a, L = 2048, 1, 4096, 32, 1
+    sbh = s * b * h
+    assert cost.activation_memory(s, b, h, a, L) == sbh * (34 + 5 * a * s / h)
+    assert cost.activation_memory(s, b, h, a, L, "selective") == sbh * 34
+    assert cost.activation_memory(s, b, h, a, L, "full") == 2 * sbh
+    assert cost.activation_memory(s, b, h, a, L, tp=8) == sbh * (10 + 24 / 8 + 5 * a * s / (h * 8))
+    assert cost.activation_memory(s, b, h, a, L, tp=8, sequence_parallel=True) == \
+        pytest.approx(sbh * (34 + 5 * a * s / h) / 8)
+    assert cost.activation_memory(s, b, h, a, 3, bytes_per_value=4) == 2 * 3 * sbh * (34 + 5 * a * s / h)
+    with pytest.raises(ValueError):
+        cost.activation_memory(s, b, h, a, L, recompute="some")

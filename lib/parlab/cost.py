@@ -277,3 +277,153 @@ def mfu(tokens_per_second: float, flops_per_token_: float, peak_flops: float) ->
     if not peak_flops > 0:
         raise ValueError(f"peak_flops={peak_flops} must be > 0")
     return tokens_per_second * flops_per_token_ / peak_flops
+
+
+# --- pipeline parallelism: the bubble -------------------------------------------------
+
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} must be an integer >= 1")
+    return value
+
+
+def bubble_fraction(p: int, m: int, v: int = 1) -> float:
+    """Idle share of a pipeline step's total time, equal stages, no communication.
+
+    Each of the ``p`` ranks is busy for ``m`` micro-batches x (t_f + t_b) of work;
+    the step lasts ``(m + (p-1)/v) (t_f + t_b)``: the pipeline takes ``p-1`` stage
+    slots to fill and ``p-1`` to drain, and with ``v`` model chunks per rank
+    (interleaved 1F1B) each slot is ``v`` times shorter. So
+
+        idle / total = ((p-1)/v) / (m + (p-1)/v) = (p-1) / (v m + p - 1).
+
+    GPipe (Huang et al. 2019, §2.2) and 1F1B / PipeDream-Flush (Narayanan et al.
+    2021, "Efficient Large-Scale Language Model Training on GPU Clusters using
+    Megatron-LM", §2.2.1) have the *same* bubble: 1F1B changes how many
+    micro-batches' activations are held (p instead of m), not the idle time.
+    Narayanan et al. quote the bubble relative to the ideal time instead,
+    ``(p-1)/(v m)`` (see ``bubble_ratio``); it exceeds 1 when m < p - 1.
+    """
+    p, m, v = _positive_int("p", p), _positive_int("m", m), _positive_int("v", v)
+    return (p - 1) / (v * m + p - 1)
+
+
+def bubble_ratio(p: int, m: int, v: int = 1) -> float:
+    """Bubble time over ideal (bubble-free) time: (p-1) / (v m) -- the normalisation
+    of Narayanan et al. 2021, §2.2.1. Relation: ratio = fraction / (1 - fraction)."""
+    p, m, v = _positive_int("p", p), _positive_int("m", m), _positive_int("v", v)
+    return (p - 1) / (v * m)
+
+
+def pipeline_peak_activations(schedule: str, p: int, m: int, stage: int = 0) -> int:
+    """Micro-batches whose activations stage ``stage`` (0 = first) holds at its peak.
+
+    GPipe runs all m forwards before any backward: m. 1F1B (PipeDream-Flush) lets
+    stage s run at most p - s forwards ahead of its backwards: min(m, p - s)
+    (Narayanan et al. 2021, §2.2.1). Interleaved and zero-bubble schedules depend
+    on the exact schedule; simulate them (``pipeline_parallel.simulate``)."""
+    p, m = _positive_int("p", p), _positive_int("m", m)
+    if not 0 <= stage < p:
+        raise ValueError(f"stage={stage} must be in [0, p={p})")
+    if schedule == "gpipe":
+        return m
+    if schedule == "1f1b":
+        return min(m, p - stage)
+    raise ValueError(f"schedule={schedule!r}: closed form only for 'gpipe' and '1f1b'")
+
+
+# --- data parallelism and ZeRO: memory and traffic --------------------------------------
+
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+def zero_memory(n_params: float, dp: int, stage: int, param_bytes: float = 2,
+                grad_bytes: float = 2, optimizer_bytes: float = 12) -> dict:
+    """Per-GPU bytes of model states under ZeRO (Rajbhandari et al., "ZeRO: Memory
+    Optimizations Toward Training Trillion Parameter Models", SC 2020, §5, Fig. 1).
+
+    Defaults are mixed-precision Adam as in the paper: fp16 parameters (2 B) and
+    gradients (2 B), and K = 12 B of optimizer state per parameter (fp32 master
+    copy, momentum and variance). ``stage`` 0 is plain data parallelism (everything
+    replicated), 1 shards the optimizer states over ``dp`` ranks (P_os), 2 also the
+    gradients (P_os+g), 3 also the parameters (P_os+g+p). Activations, buffers and
+    fragmentation are not included (see ``activation_memory``).
+    Returns {"params", "grads", "optimizer", "total"} in bytes.
+    """
+    dp = _positive_int("dp", dp)
+    if stage not in ZERO_STAGES:
+        raise ValueError(f"stage={stage!r} must be one of {ZERO_STAGES} (0 = plain DP)")
+    if n_params < 0:
+        raise ValueError(f"n_params={n_params} must be >= 0")
+    for name, b in (("param_bytes", param_bytes), ("grad_bytes", grad_bytes),
+                    ("optimizer_bytes", optimizer_bytes)):
+        if b < 0:
+            raise ValueError(f"{name}={b} must be >= 0")
+    out = {
+        "params": n_params * param_bytes / (dp if stage >= 3 else 1),
+        "grads": n_params * grad_bytes / (dp if stage >= 2 else 1),
+        "optimizer": n_params * optimizer_bytes / (dp if stage >= 1 else 1),
+    }
+    out["total"] = out["params"] + out["grads"] + out["optimizer"]
+    return out
+
+
+def zero_comm_volume(n_params: float, dp: int, stage: int, grad_bytes: float = 2,
+                     param_bytes: float | None = None) -> float:
+    """Bytes each rank sends per training step for the model states, ring algorithms.
+
+    Plain DP and ZeRO-1/2 move 2 Psi: one all-reduce of the gradients, or a
+    reduce-scatter of gradients plus an all-gather of updated parameters, each
+    Psi (dp-1)/dp. ZeRO-3 moves 3 Psi: parameters are all-gathered again in the
+    forward and in the backward pass, plus the gradient reduce-scatter (ZeRO
+    paper, §7.2-7.3). Psi = n_params x bytes per element; returns the exact
+    (dp-1)/dp-scaled figure (-> 2 Psi or 3 Psi for large dp).
+    """
+    dp = _positive_int("dp", dp)
+    if stage not in ZERO_STAGES:
+        raise ValueError(f"stage={stage!r} must be one of {ZERO_STAGES} (0 = plain DP)")
+    param_bytes = grad_bytes if param_bytes is None else param_bytes
+    scale = (dp - 1) / dp
+    grads = n_params * grad_bytes * scale                 # all-reduce = RS + AG of grads
+    if stage == 0:
+        return 2 * grads
+    if stage in (1, 2):
+        return grads + n_params * param_bytes * scale     # RS grads + AG params
+    return grads + 2 * n_params * param_bytes * scale     # RS grads + AG params twice
+
+
+def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
+                      n_layers: int, recompute: str = "none", tp: int = 1,
+                      sequence_parallel: bool = False, bytes_per_value: int = 2) -> float:
+    """Activation bytes a GPT layer stack keeps for backward, per GPU.
+
+    Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+    Models" (MLSys 2023), §4, Eq. (1)-(4), 16-bit activations, 1-byte dropout
+    masks: per layer ``s b h (34 + 5 a s / h)`` bytes, with s = seq_len,
+    b = micro_batch, h = d_model, a = n_heads. Tensor parallelism divides the
+    parts inside attention and MLP: ``s b h (10 + 24/t + 5 a s / (h t))``;
+    with sequence parallelism everything is divided: ``s b h (34 + 5 a s / h) / t``.
+
+    ``recompute``: "none"; "selective" (recompute only softmax/dropout inside
+    attention; the 5 a s / h term disappears, §5); "full" (store only each
+    layer's input, 2 s b h bytes, and re-run the forward in backward).
+    ``bytes_per_value`` rescales from the paper's 16-bit numbers (4 for fp32).
+    Embeddings and the output layer are left out, as in the paper's per-layer count.
+    """
+    for name, val in (("seq_len", seq_len), ("micro_batch", micro_batch), ("d_model", d_model),
+                      ("n_heads", n_heads), ("n_layers", n_layers), ("tp", tp)):
+        _positive_int(name, val)
+    if recompute not in ("none", "selective", "full"):
+        raise ValueError(f"recompute={recompute!r} must be 'none', 'selective' or 'full'")
+    s, b, h, a, t = seq_len, micro_batch, d_model, n_heads, tp
+    attn_scores = 0.0 if recompute == "selective" else 5 * a * s / h
+    if recompute == "full":
+        per_layer = 2 * s * b * h / (t if sequence_parallel else 1)
+    elif sequence_parallel:
+        per_layer = s * b * h * (34 + attn_scores) / t
+    else:
+        per_layer = s * b * h * (10 + 24 / t + attn_scores / t)
+    return per_layer * n_layers * bytes_per_value / 2
