@@ -207,3 +207,63 @@ def test_activation_memory_korthikanti():
     assert cost.activation_memory(s, b, h, a, 3, bytes_per_value=4) == 2 * 3 * sbh * (34 + 5 * a * s / h)
     with pytest.raises(ValueError):
         cost.activation_memory(s, b, h, a, L, recompute="some")
+
+
+def test_model_presets_counts_follow_from_the_shapes():
+    def llama(L, d, d_ff, kv_heads, heads, V=32000):
+        d_kv = d // heads * kv_heads  # grouped-query attention: fewer K and V heads
+        return L * (2 * d * d + 2 * d * d_kv + 3 * d * d_ff + 2 * d) + 2 * V * d + d
+    P = cost.MODEL_PRESETS
+    assert P["7B"].n_params == llama(32, 4096, 11008, 32, 32)
+    assert P["13B"].n_params == llama(40, 5120, 13824, 40, 40)
+    assert P["70B"].n_params == llama(80, 8192, 28672, 8, 64)
+    assert P["1.3B"].n_params == cost.transformer_params(24, 2048) + 50257 * 2048 + 2048 * 2048
+    for p in P.values():
+        assert p.d_model % p.n_heads == 0 and p.source
+
+
+def test_memory_plan_7b_on_four_a100():
+    # The seed's "7B fits easily on one 80 GB card, just use DDP": with mixed-precision
+    # Adam the model states alone are 16 bytes x 6.74e9 = 108 GB per GPU.
+    dp = cost.memory_plan("7B", 4, 80, stage=0)
+    assert dp["params"] + dp["grads"] + dp["optimizer"] == 16 * 6_738_415_616
+    assert not dp["fits"] and "does NOT fit" in dp["verdict"]
+    z3 = cost.memory_plan("7B", 4, 80, stage=3, recompute="full")
+    assert z3["fits"] and "fits" in z3["verdict"]
+    assert z3["params"] == pytest.approx(2 * 6_738_415_616 / 4)
+    assert z3["total"] == z3["params"] + z3["grads"] + z3["optimizer"] + z3["activations"]
+    assert z3["activations"] == cost.activation_memory(2048, 1, 4096, 32, 32, "full")
+    # stages only ever lower the total; recomputation only lowers activations
+    totals = [cost.memory_plan("7B", 4, 80, s)["total"] for s in range(4)]
+    assert totals == sorted(totals, reverse=True)
+    acts = [cost.memory_plan("7B", 4, 80, 1, r)["activations"] for r in ("none", "selective", "full")]
+    assert acts == sorted(acts, reverse=True)
+    with pytest.raises(ValueError):
+        cost.memory_plan("8B")
+    with pytest.raises(ValueError):
+        cost.memory_plan("7B", gpu_memory_gb=0)
+    with pytest.raises(ValueError):
+        cost.memory_plan("7B", stage=4)
+
+
+def test_max_micro_batch():
+    for stage, rc in [(1, "none"), (2, "selective"), (3, "full")]:
+        b = cost.max_micro_batch("7B", 4, 80, stage, rc)
+        assert b >= 1
+        assert cost.memory_plan("7B", 4, 80, stage, rc, b)["fits"]
+        assert not cost.memory_plan("7B", 4, 80, stage, rc, b + 1)["fits"]
+    assert cost.max_micro_batch("7B", 4, 80, 0, "full") == 0  # model states alone overflow
+
+
+def test_dp_step_time_and_speedup():
+    # no overlap: everything in sequence; overlap: comm hides behind backward up to t_b
+    assert cost.dp_step_time(1.0, 2.0, 0.5, overlap=False) == 3.5
+    assert cost.dp_step_time(1.0, 2.0, 0.5) == 3.0
+    assert cost.dp_step_time(1.0, 2.0, 5.0) == 6.0  # comm longer than backward: it shows
+    assert cost.dp_speedup(4, 1.0, 2.0, 0.5) == 4.0
+    assert cost.dp_speedup(4, 1.0, 2.0, 0.5, overlap=False) == pytest.approx(4 * 3 / 3.5)
+    assert cost.dp_speedup(1, 1.0, 2.0, 0.0) == 1.0
+    with pytest.raises(ValueError):
+        cost.dp_step_time(1.0, -1.0, 0.0)
+    with pytest.raises(ValueError):
+        cost.dp_speedup(0, 1.0, 1.0, 0.0)

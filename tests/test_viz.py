@@ -428,3 +428,87 @@ def test_measured_vs_predicted_only_for_chosen_algorithms():
             for a in ("ring (ours)", "torch") for b in (4, 64)]
     names = [t.name for t in viz.measured_vs_predicted(rows, predicted_for={"ring (ours)"}).data]
     assert "ring (ours) (predicted)" in names and "torch (predicted)" not in names
+
+
+def test_memory_bars_stack_parts_against_the_device_line():
+    plans = [dict(cost.memory_plan("7B", 4, 80, s), label=f"stage {s}") for s in range(4)]
+    fig = viz.memory_bars(plans, "7B", limit=80e9, unit="GB")
+    assert fig.layout.barmode == "stack"
+    assert [t.name for t in fig.data] == ["params", "grads", "optimizer", "activations"]
+    stacked = [sum(t.y[i] for t in fig.data) for i in range(4)]
+    assert stacked == pytest.approx([p["total"] / 1e9 for p in plans], rel=1e-4)
+    verdicts = [a.text for a in fig.layout.annotations if a.text in ("fits", "does not fit")]
+    assert verdicts == ["does not fit" if not p["fits"] else "fits" for p in plans]
+    assert verdicts[0] == "does not fit" and verdicts[3] == "fits"
+    assert fig.layout.shapes[0].y0 == 80.0  # the device line, in GB
+
+
+def test_memory_bars_measured_with_formula_markers():
+    rows = [{"label": "ZeRO-1", "params": 4096, "grads": 4096, "optimizer": 4096, "predicted": 12000},
+            {"label": "ZeRO-3", "params": 1024, "grads": 1024, "optimizer": 4096,
+             "gathered_peak": 512, "predicted": 6000}]
+    fig = viz.memory_bars(rows)
+    names = [t.name for t in fig.data]
+    assert names == ["params", "grads", "optimizer", "gathered peak", "formula"]
+    assert fig.layout.yaxis.title.text == "per GPU (KiB)"
+    assert list(fig.data[-1].y) == pytest.approx([12000 / 1024, 6000 / 1024])
+    assert not [a for a in fig.layout.annotations or [] if a.text == "fits"]  # no limit given
+    with pytest.raises(ValueError):
+        viz.memory_bars([])
+
+
+# --- data parallelism (notebook 01) ------------------------------------------------------
+
+def _dp_events():
+    ev = lambda r, kind, name, s, e, **meta: {"rank": r, "kind": kind, "name": name,  # noqa: E731
+                                              "start": s, "end": e, "bytes_sent": 0,
+                                              "bytes_recv": 0, "meta": meta}
+    out = []
+    for r in (0, 1):
+        out += [ev(r, "compute", "forward", 0.0, 0.01, step=0),
+                ev(r, "compute", "backward", 0.01, 0.03, step=0),
+                ev(r, "comm", "bucket all_reduce", 0.02, 0.035, step=0, bucket=0),
+                ev(r, "wait", "wait for buckets", 0.03, 0.035, step=0),
+                ev(r, "compute", "optimizer", 0.035, 0.04, step=0)]
+    return out
+
+
+def test_dp_timeline_has_a_compute_and_a_comm_lane_per_rank():
+    fig = viz.dp_timeline(_dp_events(), "t")
+    assert list(fig.layout.yaxis.ticktext) == ["rank 0 compute", "rank 0 comm",
+                                               "rank 1 compute", "rank 1 comm"]
+    lanes = {t.legendgroup: set(t.y) for t in fig.data}
+    assert lanes["compute"] == {0, 2} and lanes["comm"] == {1, 3} and lanes["wait"] == {1, 3}
+    small(fig)
+    assert len(viz.dp_timeline([]).data) == 0
+
+
+def test_bucket_sweep_figure():
+    rows = [{"bucket_bytes": None, "median": 0.05, "overlap": 0.0},
+            {"bucket_bytes": 4096, "median": 0.03, "overlap": 0.5},
+            {"bucket_bytes": 1024, "median": 0.04, "overlap": 0.6}]
+    fig = viz.bucket_sweep_figure(rows, "sweep")
+    step, overlap, naive = fig.data
+    assert list(step.x) == [1024, 4096] and list(step.y) == [40.0, 30.0]
+    assert list(overlap.y) == [60.0, 50.0] and overlap.yaxis == "y2"
+    assert list(naive.y) == [50.0, 50.0]
+    small(fig)
+    with pytest.raises(ValueError):
+        viz.bucket_sweep_figure(rows[:1])
+
+
+def test_loss_curves():
+    fig = viz.loss_curves({"exact": [4.0, 3.0], "sign, no EF": [4.0, 3.5]}, "c", floor=1.07)
+    assert [t.name for t in fig.data] == ["exact", "sign, no EF", "entropy floor 1.070"]
+    assert fig.data[1].line.dash == "dot" and list(fig.data[2].y) == [1.07, 1.07]
+    small(fig)
+
+
+def test_dp_widgets_build():
+    pytest.importorskip("ipywidgets")
+    from parlab import widgets
+    sweep = {"naive": {"bucket_bytes": None}, "bucketed 4 KiB":
+             {"bucket_bytes": 4096, "events": _dp_events(), "median": 0.04, "overlap": 0.5,
+              "exposed": 0.005, "buckets": 3}}
+    assert widgets.dp_bucket_explorer(sweep) is not None
+    assert widgets.compression_payoff_explorer({"sign": 1e-8}) is not None

@@ -427,3 +427,114 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int
     else:
         per_layer = s * b * h * (10 + 24 / t + attn_scores / t)
     return per_layer * n_layers * bytes_per_value / 2
+
+
+# --- "does it fit?": model presets and a per-GPU memory plan ----------------------------
+
+@dataclass(frozen=True)
+class ModelPreset:
+    name: str
+    n_params: int  # all parameters, embeddings included
+    n_layers: int
+    d_model: int
+    n_heads: int
+    seq_len: int  # the context length the model was trained with
+    source: str
+
+
+# n_params: exact counts of the released LLaMA checkpoints, which follow from the shapes
+# (tests/test_cost.py recomputes them): per layer 4 d^2 attention (2 d^2 + 2 d d_kv with
+# grouped-query attention, 70B) + 3 d d_ff SwiGLU MLP + 2 d RMSNorm; plus untied input and
+# output embeddings 2 V d (V = 32000) and a final norm. GPT-3 XL: 12 L d^2 + V d (tied) +
+# T d positions, biases and LayerNorms left out (the paper quotes "1.3B").
+# Activation memory uses Korthikanti et al.'s GPT layer (4d MLP, dropout) for all of
+# them: an approximation for LLaMA's SwiGLU MLP without dropout.
+MODEL_PRESETS = {p.name: p for p in [
+    ModelPreset("1.3B", 1_315_080_192, 24, 2048, 16, 2048,
+                "GPT-3 XL: Brown et al., 'Language Models are Few-Shot Learners', 2020, Table 2.1"),
+    ModelPreset("7B", 6_738_415_616, 32, 4096, 32, 2048,
+                "LLaMA-7B: Touvron et al., 'LLaMA: Open and Efficient Foundation Language "
+                "Models', 2023, Table 2 (d_ff 11008)"),
+    ModelPreset("13B", 13_015_864_320, 40, 5120, 40, 2048,
+                "LLaMA-13B: Touvron et al. 2023, Table 2 (d_ff 13824)"),
+    ModelPreset("70B", 68_976_648_192, 80, 8192, 64, 4096,
+                "Llama 2 70B: Touvron et al., 'Llama 2: Open Foundation and Fine-Tuned Chat "
+                "Models', 2023, Table 1 (grouped-query attention, 8 KV heads; d_ff 28672)"),
+]}
+
+_STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+
+
+def memory_plan(model="7B", n_gpus: int = 4, gpu_memory_gb: float = 80.0, stage: int = 0,
+                recompute: str = "none", micro_batch: int = 1, seq_len: int | None = None,
+                param_bytes: float = 2, grad_bytes: float = 2, optimizer_bytes: float = 12) -> dict:
+    """Per-GPU memory of data-parallel training over ``n_gpus`` GPUs with ZeRO ``stage``:
+    model states (``zero_memory``, mixed-precision Adam by default) plus activations
+    (``activation_memory``, 16-bit, ``recompute`` "none" / "selective" / "full"), against
+    ``gpu_memory_gb`` (decimal GB, as GPUs are marketed).
+
+    ``model``: a key of MODEL_PRESETS or a ModelPreset. Left out, so "fits" is optimistic:
+    temporary buffers (communication buckets; under ZeRO-3 the gathered parameters of
+    the layer running), the allocator's fragmentation, the CUDA context (~1 GB), and the
+    logits (b x s x vocab). Returns bytes under "params", "grads", "optimizer",
+    "activations", "total" and "gpu", with "fits" (bool) and a one-line "verdict".
+    """
+    if isinstance(model, str):
+        if model not in MODEL_PRESETS:
+            raise ValueError(f"model={model!r} must be one of {sorted(MODEL_PRESETS)} or a ModelPreset")
+        model = MODEL_PRESETS[model]
+    if not gpu_memory_gb > 0:
+        raise ValueError(f"gpu_memory_gb={gpu_memory_gb} must be > 0")
+    seq_len = model.seq_len if seq_len is None else seq_len
+    states = zero_memory(model.n_params, n_gpus, stage, param_bytes, grad_bytes, optimizer_bytes)
+    act = activation_memory(seq_len, micro_batch, model.d_model, model.n_heads, model.n_layers,
+                            recompute)
+    plan = {"model": model.name, "n_gpus": n_gpus, "stage": stage, "recompute": recompute,
+            "micro_batch": micro_batch, "seq_len": seq_len, "params": states["params"],
+            "grads": states["grads"], "optimizer": states["optimizer"], "activations": act,
+            "gpu": gpu_memory_gb * 1e9}
+    plan["total"] = states["total"] + act
+    plan["fits"] = plan["total"] <= plan["gpu"]
+    gb = lambda b: f"{b / 1e9:.1f} GB"  # noqa: E731
+    margin = (f"fits, {gb(plan['gpu'] - plan['total'])} spare" if plan["fits"]
+              else f"does NOT fit, {gb(plan['total'] - plan['gpu'])} short")
+    plan["verdict"] = (f"{model.name}, {_STAGE_NAMES[stage]} on {n_gpus} GPUs, micro-batch "
+                       f"{micro_batch} x {seq_len} tokens, recompute={recompute}: "
+                       f"{gb(states['total'])} model states + {gb(act)} activations = "
+                       f"{gb(plan['total'])} of {gb(plan['gpu'])} per GPU: {margin}")
+    return plan
+
+
+def max_micro_batch(model="7B", n_gpus: int = 4, gpu_memory_gb: float = 80.0, stage: int = 0,
+                    recompute: str = "none", seq_len: int | None = None, **bytes_kw) -> int:
+    """Largest micro-batch per GPU for which ``memory_plan`` fits (0: not even one
+    sequence). Activations grow linearly with the micro-batch; model states do not."""
+    one = memory_plan(model, n_gpus, gpu_memory_gb, stage, recompute, 1, seq_len, **bytes_kw)
+    spare = one["gpu"] - (one["total"] - one["activations"])
+    return max(0, math.floor(spare / one["activations"]))
+
+
+# --- data parallelism: step time and scaling --------------------------------------------
+
+def dp_step_time(forward_s: float, backward_s: float, comm_s: float,
+                 overlap: bool = True) -> float:
+    """One data-parallel step: forward, backward, and the gradient all-reduce (``comm_s``,
+    e.g. from ``collective_time``). Without overlap the all-reduce follows backward:
+    t_f + t_b + t_c. With DDP's bucketing (Li et al., "PyTorch Distributed: Experiences
+    on Accelerating Data Parallel Training", VLDB 2020, §3.2.3) it runs during backward,
+    so at best only the part that does not fit behind backward shows: t_f + max(t_b, t_c).
+    That is a bound: the last bucket is launched when backward ends, so some
+    communication is always exposed."""
+    if min(forward_s, backward_s, comm_s) < 0:
+        raise ValueError(f"times must be >= 0, got forward_s={forward_s}, "
+                         f"backward_s={backward_s}, comm_s={comm_s}")
+    return forward_s + (max(backward_s, comm_s) if overlap else backward_s + comm_s)
+
+
+def dp_speedup(n: int, forward_s: float, backward_s: float, comm_s: float,
+               overlap: bool = True) -> float:
+    """Throughput of ``n`` data-parallel ranks over one rank, each with the same per-rank
+    batch (weak scaling): n (t_f + t_b) / dp_step_time(...), with ``comm_s`` the
+    all-reduce time on n ranks. Equals n when communication is free or fully hidden."""
+    n = _positive_int("n", n)
+    return n * (forward_s + backward_s) / dp_step_time(forward_s, backward_s, comm_s, overlap)

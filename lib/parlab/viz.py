@@ -637,3 +637,127 @@ def bars(categories: list[str], series: dict[str, list[float]], title: str = "",
     _base_layout(fig, title, barmode="group")
     fig.update_yaxes(title_text=y_title)
     return fig
+
+
+# --- memory per GPU: stacked bars against the device's memory --------------------------
+
+MEMORY_PARTS = {  # what a rank holds, bottom to top, and its colour
+    "params": "#4C78A8", "grads": "#F58518", "optimizer": "#54A24B",
+    "gathered_peak": "#9ECAE9", "activations": "#B279A2",
+}
+
+
+def memory_bars(plans: list[dict], title: str = "", limit: float | None = None,
+                unit: str | None = None) -> go.Figure:
+    """Per-GPU memory as stacked bars, one bar per plan (a dict with a ``label`` and
+    bytes under any of MEMORY_PARTS, e.g. ``cost.memory_plan`` or a ZeRO rank's
+    measured ``memory``). Optional per plan: ``predicted`` total bytes, drawn as a
+    black marker (formula next to measurement). ``limit``: the device's memory in
+    bytes, drawn as a dashed line, with "fits" / "does not fit" written over each bar.
+    The reader should see which part dominates and how far each bar is from the line.
+    ``unit``: "GB" (1e9, as GPUs are sold) or None for binary units (KiB, MiB, GiB)."""
+    if not plans:
+        raise ValueError("plans must not be empty")
+    labels = [p["label"] for p in plans]
+    tops = [sum(p.get(k, 0) for k in MEMORY_PARTS) for p in plans]
+    biggest = max(tops + [limit or 0] + [p.get("predicted", 0) for p in plans])
+    name, size = ("GB", 1e9) if unit == "GB" else _byte_unit(biggest)
+    fig = go.Figure()
+    for part, color in MEMORY_PARTS.items():
+        if not any(p.get(part) for p in plans):
+            continue
+        fig.add_trace(go.Bar(
+            name=part.replace("_", " "), x=labels, y=[round(p.get(part, 0) / size, 4) for p in plans],
+            marker=dict(color=color),
+            hovertemplate=f"{part}: %{{y:.3g}} {name}<extra>%{{x}}</extra>"))
+    if any("predicted" in p for p in plans):
+        fig.add_trace(go.Scatter(
+            name="formula", x=labels, y=[p.get("predicted", 0) / size for p in plans],
+            mode="markers", marker=dict(symbol="line-ew", size=28, color="#000000",
+                                        line=dict(width=3, color="#000000")),
+            hovertemplate=f"formula: %{{y:.3g}} {name}<extra>%{{x}}</extra>"))
+    if limit:
+        fig.add_hline(y=limit / size, line=dict(color="#E45756", dash="dash", width=2),
+                      annotation_text=f"device memory {limit / size:.4g} {name}",
+                      annotation_position="top left")
+        for label, top in zip(labels, tops):
+            fits = top <= limit
+            fig.add_annotation(x=label, y=top / size, yanchor="bottom", showarrow=False,
+                               text="fits" if fits else "does not fit",
+                               font=dict(color="#2E7D32" if fits else "#C62828", size=13))
+    _base_layout(fig, title, barmode="stack")
+    fig.update_yaxes(title_text=f"per GPU ({name})", rangemode="tozero")
+    return fig
+
+
+# --- data parallelism (notebook 01) --------------------------------------------------------
+
+def dp_timeline(events: list[dict], title: str = "", t0: float | None = None) -> go.Figure:
+    """``timeline`` with two lanes per rank: its compute (forward, backward, optimizer) and
+    its communication (all-reduce bars, and grey waits for them). The reader should see
+    whether the orange bars run under the backward bar (overlap) or after it (exposed)."""
+    lanes = [dict(e, rank=2 * int(e["rank"]) + (e["kind"] != "compute")) for e in events]
+    fig = timeline(lanes, title, t0)
+    if lanes:
+        ys = sorted({e["rank"] for e in lanes})
+        fig.update_yaxes(tickvals=ys, ticktext=[f"rank {y // 2} {'comm' if y % 2 else 'compute'}"
+                                                for y in ys])
+    return fig
+
+
+def bucket_sweep_figure(rows: list[dict], title: str = "") -> go.Figure:
+    """Step time (left axis) and overlap fraction (right axis) against the bucket size;
+    the naive variant (no buckets) as a dashed level. ``rows``: dicts with
+    ``bucket_bytes`` (None for naive), ``median`` (s) and ``overlap`` (0..1). The reader
+    should see the trade-off: small buckets overlap more but pay one latency each."""
+    bucketed = sorted((r for r in rows if r.get("bucket_bytes")), key=lambda r: r["bucket_bytes"])
+    if not bucketed:
+        raise ValueError("rows has no bucketed entry")
+    xs = [r["bucket_bytes"] for r in bucketed]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(name="step time (median)", x=xs,
+                             y=[round(r["median"] * 1e3, 3) for r in bucketed],
+                             mode="lines+markers", line=dict(color=KIND_COLORS["compute"]),
+                             hovertemplate="bucket %{x:.3s}B: %{y:.2f} ms<extra></extra>"))
+    fig.add_trace(go.Scatter(name="overlap fraction", x=xs, yaxis="y2",
+                             y=[round(100 * (r["overlap"] or 0.0), 1) for r in bucketed],
+                             mode="lines+markers", line=dict(color=KIND_COLORS["comm"], dash="dot"),
+                             hovertemplate="bucket %{x:.3s}B: %{y:.0f}% overlapped<extra></extra>"))
+    for r in rows:
+        if not r.get("bucket_bytes"):
+            fig.add_trace(go.Scatter(name=f"{r.get('label', 'naive')} step time",
+                                     x=[xs[0], xs[-1]], y=[round(r["median"] * 1e3, 3)] * 2,
+                                     mode="lines", line=dict(color="#E45756", dash="dash"),
+                                     hovertemplate="%{y:.2f} ms<extra>naive</extra>"))
+    _base_layout(fig, title, legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0))
+    fig.update_layout(margin=dict(t=90 if title else 50, r=60),
+                      yaxis2=dict(title="overlap with backward (%)", overlaying="y",
+                                  side="right", range=[0, 100], showgrid=False))
+    fig.update_xaxes(type="log", title_text="bucket size (bytes)", **_BYTES_AXIS)
+    fig.update_layout(yaxis=dict(title="step time (ms)", rangemode="tozero"))
+    return fig
+
+
+def loss_curves(curves: dict[str, list[float]], title: str = "",
+                floor: float | None = None) -> go.Figure:
+    """Training loss per step, one line per run, with the data's entropy floor (the best
+    any model can reach) as a dashed level. The reader should see which runs track the
+    exact one and which lag behind."""
+    fig = go.Figure()
+    palette = ["#222222", "#4C78A8", "#F58518", "#E45756", "#54A24B", "#B279A2", "#9D755D"]
+    for i, (name, ys) in enumerate(curves.items()):
+        fig.add_trace(go.Scatter(name=name, x=list(range(len(ys))),
+                                 y=[round(float(y), 4) for y in ys], mode="lines",
+                                 line=dict(color=palette[i % len(palette)], width=2,
+                                           dash="dot" if "no EF" in name else "solid"),
+                                 hovertemplate=f"{name}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"))
+    if floor is not None and curves:
+        n = max(len(ys) for ys in curves.values())
+        fig.add_trace(go.Scatter(name=f"entropy floor {floor:.3f}", x=[0, max(n - 1, 1)],
+                                 y=[floor, floor], mode="lines",
+                                 line=dict(color="#888888", dash="dash", width=1),
+                                 hoverinfo="skip"))
+    _base_layout(fig, title)
+    fig.update_xaxes(title_text="optimizer step")
+    fig.update_yaxes(title_text="training loss (nats/token)")
+    return fig

@@ -67,3 +67,90 @@ def allreduce_cost_explorer(measured_alpha: float | None = None,
 
     return w.VBox([w.HBox([link, ranks]),
                    w.interactive_output(draw, {"link": link, "n": ranks})])
+
+
+def memory_calculator(model: str = "7B", n_gpus: int = 4, gpu: str = "A100-SXM4-80GB"):
+    """Does it fit? Per-GPU memory of data-parallel training for a preset model, with
+    every ZeRO stage side by side (``cost.memory_plan``) against the chosen GPU's memory,
+    and the verdict for the chosen stage in words."""
+    from . import cost
+    gpus = {f"{name} ({spec.memory_gb:g} GB)": spec.memory_gb
+            for name, spec in hardware.GPU_PRESETS.items()}
+    models = w.Dropdown(options=list(cost.MODEL_PRESETS), value=model, description="model",
+                        layout=_LAYOUT, style=_STYLE)
+    count = w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], value=n_gpus,
+                              description="GPUs (dp)", layout=_LAYOUT, style=_STYLE)
+    memory = w.Dropdown(options=list(gpus), value=next(k for k in gpus if k.startswith(gpu)),
+                        description="GPU", layout=_LAYOUT, style=_STYLE)
+    stage = w.Dropdown(options=[("plain DP (DDP)", 0), ("ZeRO-1", 1), ("ZeRO-2", 2), ("ZeRO-3", 3)],
+                       value=3, description="ZeRO stage", layout=_LAYOUT, style=_STYLE)
+    recompute = w.ToggleButtons(options=["none", "selective", "full"], value="none",
+                                description="recomputation", style=_STYLE)
+    batch = w.IntSlider(value=1, min=1, max=32, description="micro-batch / GPU", layout=_LAYOUT,
+                        style=_STYLE, continuous_update=False)
+
+    def draw(model, n, gpu, stage, recompute, b):
+        plans = [cost.memory_plan(model, n, gpus[gpu], s, recompute, b) for s in range(4)]
+        for s, p in enumerate(plans):
+            p["label"] = ("<b>%s</b>" if s == stage else "%s") % ["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"][s]
+        print(plans[stage]["verdict"])
+        _show(viz.memory_bars(plans, f"{model} on {n} x {gpu}, micro-batch {b}, "
+                              f"recompute={recompute}", limit=plans[0]["gpu"], unit="GB"))
+
+    out = w.interactive_output(draw, {"model": models, "n": count, "gpu": memory, "stage": stage,
+                                      "recompute": recompute, "b": batch})
+    return w.VBox([w.HBox([models, count]), w.HBox([memory, stage]), w.HBox([recompute, batch]),
+                   out])
+
+
+# --- data parallelism (notebook 01) ------------------------------------------------------
+
+def dp_bucket_explorer(sweep: dict):
+    """Pick a bucket size from a measured ``dp_demos.bucket_sweep``: the timeline of one
+    typical step, with its step time, overlap fraction and exposed communication."""
+    from . import dp_demos
+    labels = [k for k in sweep if sweep[k].get("bucket_bytes")]
+    size = w.SelectionSlider(options=labels, value=labels[len(labels) // 2],
+                             description="bucket size", layout=_LAYOUT, style=_STYLE)
+
+    def draw(label):
+        r = sweep[label]
+        _show(viz.dp_timeline(dp_demos.one_step(r["events"]), dp_demos.sweep_caption(label, r)))
+
+    return w.VBox([size, w.interactive_output(draw, {"label": size})])
+
+
+def compression_payoff_explorer(codec_s_per_param: dict | None = None, alpha: float = 5e-6):
+    """Predicted step time with and without gradient compression against link bandwidth
+    (``dp_demos.compression_payoff``), for a chosen model size, compute time per step and
+    number of ranks; the chosen bandwidth marked. ``codec_s_per_param``: measured
+    compress + decompress cost per parameter, {kind: seconds}, included on request."""
+    from . import dp_demos
+    params = w.SelectionSlider(options=[("1M", 10 ** 6), ("10M", 10 ** 7), ("100M", 10 ** 8),
+                                        ("1B", 10 ** 9), ("7B", 7 * 10 ** 9)], value=10 ** 8,
+                               description="parameters", layout=_LAYOUT, style=_STYLE)
+    compute = w.FloatLogSlider(value=0.1, base=10, min=-3, max=1, step=0.25,
+                               description="compute / step (s)", layout=_LAYOUT, style=_STYLE)
+    ranks = w.SelectionSlider(options=[2, 4, 8, 16, 64, 256], value=8, description="ranks",
+                              layout=_LAYOUT, style=_STYLE)
+    bandwidth = w.FloatLogSlider(value=10e9, base=10, min=8, max=11.5, step=0.25,
+                                 description="bandwidth (B/s)", layout=_LAYOUT, style=_STYLE)
+    codec = w.Checkbox(value=False, description="add codec cost measured on this CPU",
+                       disabled=not codec_s_per_param, style=_STYLE)
+    grid = [10 ** (8 + 0.1 * i) for i in range(36)]
+
+    def draw(n_params, compute_s, n, bw, with_codec):
+        curves = dp_demos.compression_payoff(n_params, n, alpha, compute_s, grid + [bw],
+                                             codec_s_per_param=codec_s_per_param if with_codec
+                                             else None)
+        at_bw = {k: ys[-1] for k, (_, ys) in curves.items()}
+        best = min(at_bw, key=at_bw.get)
+        curves = {k: (xs[:-1], ys[:-1]) for k, (xs, ys) in curves.items()}
+        _show(viz.cost_curves(curves, f"predicted step time, {n} ranks<br><sub>at {bw / 1e9:.3g} GB/s"
+                              f": fastest {best}, {at_bw['exact fp32'] / at_bw[best]:.2f}x exact"
+                              "</sub>", x_title="link bandwidth per direction (bytes/s)",
+                              y_title="step time (s)", vlines={"chosen": bw}))
+
+    out = w.interactive_output(draw, {"n_params": params, "compute_s": compute, "n": ranks,
+                                      "bw": bandwidth, "with_codec": codec})
+    return w.VBox([w.HBox([params, compute]), w.HBox([ranks, bandwidth]), codec, out])
