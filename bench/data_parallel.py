@@ -1,0 +1,100 @@
+"""Our data-parallel variants against torch's DistributedDataParallel, step time.
+
+For each number of ranks and each repeat, ONE launch trains identical model copies with
+DDP and with our BucketedDP at each bucket size (DDP given the same ``bucket_cap_mb``),
+plus NaiveDP once; the variants take turns one step at a time, the order rotating every
+round, with a barrier before each step (``dp_demos.ab_step_times_worker``). A step's
+time is its slowest rank's; each variant's figure is the median over steps; ratios are
+ours / DDP at the same bucket size (naive: / DDP at the first bucket size). Repeats are
+separate launches: the table shows the median ratio and its range over them.
+
+    python -m bench.data_parallel                   # 2 and 4 ranks, 3 bucket sizes, 3 repeats
+    python -m bench.data_parallel --quick           # smoke run, a few seconds
+    python -m bench.data_parallel --ranks 2 --steps 100 --json dp.json
+
+Model: the lab's default GPT (4 layers, d=64, 0.2 M parameters, 0.8 MiB of fp32
+gradients), 8 sequences x 64 tokens per rank, AdamW, one intra-op thread per rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from parlab import dp_demos, hardware
+from parlab.model import GPTConfig
+
+
+def _kib(n: int) -> str:
+    return f"{n / 2 ** 20:g} MiB" if n >= 2 ** 20 else f"{n / 1024:g} KiB"
+
+
+def measure(ranks: int, buckets: list[int], steps: int, warmup: int, repeats: int,
+            per_rank_batch: int, naive: bool) -> list[dict]:
+    specs = {}
+    for b in buckets:
+        specs[f"ddp {b}"] = {"variant": "ddp", "bucket_bytes": b}
+        specs[f"bucketed {b}"] = {"variant": "bucketed", "bucket_bytes": b}
+    if naive:
+        specs["naive"] = {"variant": "naive"}
+    runs = [dp_demos.compare_step_times(ranks, specs, GPTConfig(), per_rank_batch, steps, warmup)
+            for _ in range(repeats)]
+    rows = []
+    for b in buckets:
+        rows.append(_row(ranks, f"bucketed (ours), {_kib(b)}", runs, f"bucketed {b}", f"ddp {b}"))
+    if naive:
+        rows.append(_row(ranks, f"naive (ours) vs DDP {_kib(buckets[0])}", runs, "naive",
+                         f"ddp {buckets[0]}"))
+    return rows
+
+
+def _row(ranks, name, runs, ours, theirs) -> dict:
+    ratios = [r[ours]["median"] / r[theirs]["median"] for r in runs]
+    return {"ranks": ranks, "variant": name,
+            "ours_ms": statistics.median(r[ours]["median"] for r in runs) * 1e3,
+            "ddp_ms": statistics.median(r[theirs]["median"] for r in runs) * 1e3,
+            "ratio": statistics.median(ratios), "ratio_min": min(ratios),
+            "ratio_max": max(ratios), "repeats": len(runs), "steps": len(runs[0][ours]["steps"])}
+
+
+def main(argv=None) -> list[dict]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    p.add_argument("--buckets", type=int, nargs="+", default=[64 << 10, 256 << 10, 25 << 20],
+                   help="bucket sizes in bytes (default 64 KiB, 256 KiB, 25 MiB = DDP's default)")
+    p.add_argument("--steps", type=int, default=40, help="timed steps per variant per launch")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=3, help="separate launches")
+    p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
+    p.add_argument("--no-naive", action="store_true", help="leave NaiveDP out (it is slow)")
+    p.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 1 bucket size, 5 steps")
+    p.add_argument("--json", help="also write the rows to this file")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.ranks, a.buckets, a.steps, a.warmup, a.repeats = [2], [256 << 10], 5, 1, 1
+    hw = hardware.detect()
+    print(f"# data parallel step time, ours vs torch DDP\n\n{hardware.describe()}\n"
+          f"{a.steps} timed steps per variant per launch (+{a.warmup} warm-up), interleaved; "
+          f"{a.repeats} launch(es) per rank count; {a.batch} x 64 tokens per rank\n")
+    rows, t0 = [], time.perf_counter()
+    for n in a.ranks:
+        if hw.usable_cpus and n > hw.usable_cpus:
+            print(f"note: {n} ranks on {hw.usable_cpus} cores (oversubscribed)")
+        rows += measure(n, a.buckets, a.steps, a.warmup, a.repeats, a.batch, not a.no_naive)
+    print("\n| ranks | ours | ours step (ms) | DDP step (ms) | ours / DDP (median) | range over launches |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['ranks']} | {r['variant']} | {r['ours_ms']:.1f} | {r['ddp_ms']:.1f} | "
+              f"{r['ratio']:.3f} | {r['ratio_min']:.3f} - {r['ratio_max']:.3f} |")
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return rows
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
