@@ -6,6 +6,8 @@
     python -m parlab bytes --sizes 2 4 8       bytes per rank: ring vs naive vs formula
     python -m parlab alpha-beta --ranks 4      latency/bandwidth fit, all-reduce vs model
     python -m parlab train --steps 50          the single-device reference model
+    python -m parlab dp --ranks 4              data parallelism vs the single-device run
+    python -m parlab zero --ranks 4 --stage 3  ZeRO: losses, bytes held, bytes moved
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
 (``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
@@ -104,21 +106,68 @@ def cmd_train(args, out):
         f"nats; {args.steps} steps in {dt:.2f} s")
 
 
+def _check_against_reference(out, losses, steps, batch_size, lr):
+    from .model import GPTConfig, reference_train
+    ref = reference_train(GPTConfig(), steps, batch_size, lr=lr)["losses"]
+    for i, (a, b) in enumerate(zip(losses, ref)):
+        out(f"step {i:>3}  loss {a:.6f}  single device {b:.6f}  |diff| {abs(a - b):.1e}")
+
+
+def cmd_dp(args, out):
+    """data parallelism (naive, bucketed, torch DDP; optional compression) vs one device"""
+    from .data_parallel import DPRun, run_data_parallel
+    run = DPRun(steps=args.steps, batch_size=args.batch_size, lr=args.lr, variant=args.variant,
+                bucket_bytes=args.bucket_kib * 1024, accumulation_steps=args.accumulation,
+                compression=args.compression)
+    res = run_data_parallel(run, _world(args))
+    _check_against_reference(out, res["losses"], args.steps, args.batch_size, args.lr)
+    sent = [r["bytes_sent"] / args.steps for r in res["ranks"]]
+    out(f"{args.variant} DP on {_world(args)} ranks; bytes sent per rank per step: "
+        + ", ".join(_bytes(b) for b in sent))
+
+
+def cmd_zero(args, out):
+    """ZeRO stage 0-3 (or torch's ddp / fsdp2): losses, bytes held and moved per rank"""
+    from . import cost, zero
+    from .model import GPT, GPTConfig
+    stage = int(args.stage) if args.stage.isdigit() else args.stage
+    n = _world(args)
+    res = zero.run(stage, n, steps=args.steps, batch_size=args.batch_size, lr=args.lr)
+    _check_against_reference(out, res["losses"], args.steps, args.batch_size, args.lr)
+    if isinstance(stage, int):
+        psi = GPT(GPTConfig()).num_params()
+        want = cost.zero_memory(psi, n, stage, param_bytes=4, grad_bytes=4, optimizer_bytes=8)
+        out(f"rank 0 holds (measured / ZeRO formula, fp32 AdamW): " + ", ".join(
+            f"{k} {_bytes(res['memory'][0][k])} / {_bytes(want[k])}"
+            for k in ("params", "grads", "optimizer")))
+        out(f"bytes sent per rank per step: {_bytes(res['comm_bytes'][0][-1])} traced, "
+            f"{_bytes(cost.zero_comm_volume(psi, n, stage, grad_bytes=4))} formula")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
-                     ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train)]:
+                     ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
+                     ("dp", cmd_dp), ("zero", cmd_zero)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
         p.set_defaults(fn=fn)
         p.add_argument("--ranks", type=int, default=4, help="local ranks (ignored under torchrun)")
         if name == "bytes":
             p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
             p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
-        if name == "train":
-            p.add_argument("--steps", type=int, default=50)
+        if name in ("train", "dp", "zero"):
+            steps = 50 if name == "train" else 5
+            p.add_argument("--steps", type=int, default=steps)
             p.add_argument("--batch-size", type=int, default=8)
             p.add_argument("--lr", type=float, default=3e-3)
+        if name == "dp":
+            p.add_argument("--variant", default="bucketed", help="naive, bucketed or ddp")
+            p.add_argument("--bucket-kib", type=int, default=64)
+            p.add_argument("--accumulation", type=int, default=1)
+            p.add_argument("--compression", default=None, help="fp16, topk or sign (naive only)")
+        if name == "zero":
+            p.add_argument("--stage", default="3", help="0, 1, 2, 3, ddp or fsdp2")
     args = ap.parse_args(argv)
     try:
         args.fn(args, _printer())

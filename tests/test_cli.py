@@ -1,0 +1,35 @@
+"""`python -m parlab ...`: the strategy commands run and agree with the single device."""
+import re
+
+import pytest
+
+from parlab.__main__ import main
+
+
+def _diffs(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"\|diff\| (\S+)", text)]
+
+
+@pytest.mark.parametrize("argv", [
+    ["dp", "--ranks", "2", "--steps", "2"],
+    ["dp", "--ranks", "2", "--steps", "2", "--variant", "naive", "--accumulation", "2"],
+    ["zero", "--ranks", "2", "--steps", "2", "--stage", "3"],
+])
+def test_strategy_commands_match_the_single_device(argv, capsys):
+    main(argv)
+    out = capsys.readouterr().out
+    diffs = _diffs(out)
+    assert len(diffs) == 2 and max(diffs) < 1e-5, out
+
+
+def test_zero_command_reports_memory_and_traffic(capsys):
+    main(["zero", "--ranks", "2", "--steps", "1", "--stage", "2"])
+    out = capsys.readouterr().out
+    assert "holds (measured / ZeRO formula" in out and "bytes sent per rank per step" in out
+
+
+@pytest.mark.parametrize("argv", [["dp", "--ranks", "3"], ["zero", "--stage", "7"],
+                                  ["dp", "--variant", "ring"]])
+def test_bad_input_exits_with_the_constraint(argv):
+    with pytest.raises(SystemExit, match="error: .*must"):
+        main(argv)
