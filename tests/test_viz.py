@@ -457,6 +457,58 @@ def test_memory_bars_measured_with_formula_markers():
         viz.memory_bars([])
 
 
+# --- pipeline figures (notebook 03) ---------------------------------------------------------
+
+def _pipeline_events(p=2, m=3):
+    ev = []
+    for r in range(p):
+        for i in range(m):
+            ev.append(dict(rank=r, kind="compute", name="F", start=r + i, end=r + i + 1,
+                           meta=dict(mb=i, chunk=0)))
+            ev.append(dict(rank=r, kind="compute", name="B", start=10 + i, end=12 + i,
+                           meta=dict(mb=i, chunk=1)))
+        ev.append(dict(rank=r, kind="wait", name="recv act", start=0, end=1, meta={}))
+    return ev
+
+
+def test_pipeline_timeline_bars_colours_and_rows():
+    fig = viz.pipeline_timeline(_pipeline_events(), "t", unit="units")
+    assert [t.name for t in fig.data] == ["F", "B"]  # the wait is not an op: not drawn
+    f, b = fig.data
+    assert list(f.text) == ["F0", "F1", "F2"] * 2 and list(b.text) == ["B0.1", "B1.1", "B2.1"] * 2
+    assert list(f.base[:3]) == [0, 1, 2] and list(b.x) == [2] * 6
+    assert f.marker.color[0] == viz.op_color("F", 0) != b.marker.color[0] == viz.op_color("B", 0)
+    assert viz.op_color("F", 0) != viz.op_color("F", 1)
+    assert viz.op_color("B", 10) == viz.op_color("B", 0)  # the palette repeats
+    assert list(fig.layout.yaxis.categoryarray) == ["rank 1", "rank 0"]  # rank 0 on top
+    small(fig)
+
+
+def test_pipeline_timeline_overlay_gets_two_rows_per_rank():
+    sim = _pipeline_events()
+    meas = [dict(e, start=e["start"] * 1e-3 + 5, end=e["end"] * 1e-3 + 5) for e in sim]
+    fig = viz.pipeline_timeline(sim, overlay=meas, labels=("sim", "run"), unit="units")
+    assert len(fig.data) == 4
+    assert list(fig.layout.yaxis.categoryarray) == ["rank 1 · run", "rank 1 · sim",
+                                                   "rank 0 · run", "rank 0 · sim"]
+    run_f = next(t for t in fig.data if t.name == "F (run)")
+    assert min(run_f.base) == 0  # each set starts at its own first op
+    ms = viz.pipeline_timeline(meas, unit="ms")
+    assert ms.data[0].x[0] == pytest.approx(1.0)  # 1e-3 s shown as 1 ms
+
+
+def test_bubble_sweep_figure():
+    rows = [dict(p=p, m=m, schedule=s, measured=cost.bubble_fraction(p, m) + 0.01,
+                 formula=cost.bubble_fraction(p, m))
+            for p in (2, 4) for m in (1, 2, 4) for s in ("gpipe", "1f1b")]
+    fig = viz.bubble_sweep_figure(rows, "bubble")
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert [t.name for t in lines] == ["p=2: (p-1)/(m+p-1)", "p=4: (p-1)/(m+p-1)"]
+    assert list(lines[1].y) == [75.0, 60.0, pytest.approx(42.857, abs=1e-3)]
+    assert len(fig.data) == 6
+    small(fig)
+
+
 # --- data parallelism (notebook 01) ------------------------------------------------------
 
 def _dp_events():
@@ -512,3 +564,21 @@ def test_dp_widgets_build():
               "exposed": 0.005, "buckets": 3}}
     assert widgets.dp_bucket_explorer(sweep) is not None
     assert widgets.compression_payoff_explorer({"sign": 1e-8}) is not None
+
+
+def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch, capsys):
+    import sys
+
+    from parlab import widgets
+
+    def no_launch(*a, **k):
+        raise AssertionError("the explorer must simulate, not launch, until 'run live'")
+    monkeypatch.setattr(sys.modules["parlab.launch"], "launch", no_launch)
+    box = widgets.pipeline_explorer(schedule="interleaved", p=4, m=8, v=2)
+    sched, p = box.children[0].children
+    p.value = 3  # m=8 not divisible by 3: a message, no exception
+    sched.value = "zb-h1"
+    # outside a kernel the Output widget lets prints through
+    printed = capsys.readouterr().out
+    assert "interleaved 1F1B needs m divisible by p: m=8, p=3" in printed
+    assert "zb-h1, p=3, m=8: simulated bubble" in printed

@@ -761,3 +761,105 @@ def loss_curves(curves: dict[str, list[float]], title: str = "",
     fig.update_xaxes(title_text="optimizer step")
     fig.update_yaxes(title_text="training loss (nats/token)")
     return fig
+
+
+# --- pipeline parallelism (notebook 03) -----------------------------------------------------
+
+# One hue per micro-batch (Tableau 10, repeating); F drawn as a light tint, B in the full
+# colour, W (zero-bubble weight gradients) dark: read a column of one colour as one
+# micro-batch travelling down the pipeline and back.
+MICROBATCH_COLORS = ["#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F",
+                     "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#BAB0AC"]
+_OP_SHADE = {"F": 0.55, "B": 0.0, "W": -0.35}  # > 0: towards white, < 0: towards black
+
+
+def _shade(hex_color: str, amount: float) -> str:
+    rgb = [int(hex_color[i:i + 2], 16) for i in (1, 3, 5)]
+    target = 255 if amount > 0 else 0
+    rgb = [round(c + (target - c) * abs(amount)) for c in rgb]
+    return "#" + "".join(f"{c:02X}" for c in rgb)
+
+
+def op_color(op: str, mb: int) -> str:
+    """Colour of pipeline op ``op`` ("F", "B", "W") of micro-batch ``mb``."""
+    return _shade(MICROBATCH_COLORS[int(mb) % len(MICROBATCH_COLORS)], _OP_SHADE[op])
+
+
+def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] | None = None,
+                      labels: tuple[str, str] = ("simulated", "measured"),
+                      unit: str = "ms") -> go.Figure:
+    """One row per rank (rank 0 on top), one bar per F / B / W op coloured by its
+    micro-batch and labelled F3, B3.1 (micro-batch 3, chunk 1)... The reader should
+    see the fill and drain triangles (the bubble) and, across rows, each micro-batch
+    go down the pipeline and back. With ``overlay``, each rank gets two rows: the
+    ``events`` (labels[0]) above the ``overlay`` (labels[1]), on the same time axis.
+
+    Events are trace-style dicts (rank, name, start, end, meta with mb and chunk);
+    only F/B/W ops are drawn. Times start at 0 for each set; ``unit="ms"`` shows
+    seconds as ms, anything else draws the times as they are (simulator units)."""
+    sets = [(labels[0], events)] + ([(labels[1], overlay)] if overlay is not None else [])
+    scale = 1e3 if unit == "ms" else 1.0
+    ranks = sorted({int(e["rank"]) for _, evs in sets for e in evs})
+    rows = {(r, name): f"rank {r}" + (f" · {name}" if overlay is not None else "")
+            for r in ranks for name, _ in sets}
+    fig = go.Figure()
+    for name, evs in sets:
+        ops = [e for e in evs if e.get("name") in _OP_SHADE]
+        if not ops:
+            continue
+        t0 = min(e["start"] for e in ops)
+        for op in "FBW":
+            mine = [e for e in ops if e["name"] == op]
+            if not mine:
+                continue
+            text = [f"{op}{e['meta']['mb']}" + (f".{e['meta']['chunk']}" if e["meta"].get("chunk")
+                                                else "") for e in mine]
+            fig.add_trace(go.Bar(
+                name=f"{op} ({name})" if overlay is not None else op, orientation="h",
+                base=[round((e["start"] - t0) * scale, 4) for e in mine],
+                x=[round((e["end"] - e["start"]) * scale, 4) for e in mine],
+                y=[rows[int(e["rank"]), name] for e in mine], text=text,
+                textposition="inside", insidetextanchor="middle", width=0.8,
+                marker=dict(color=[op_color(op, e["meta"]["mb"]) for e in mine],
+                            line=dict(width=0.5, color="#FFFFFF")),
+                textfont=dict(color=[_text_color(op_color(op, e["meta"]["mb"])) for e in mine]),
+                customdata=[round((e["start"] - t0) * scale, 4) for e in mine],
+                hovertemplate=f"%{{text}} ({name})<br>start %{{customdata:.4g}} {unit}, "
+                              f"lasts %{{x:.4g}} {unit}<extra></extra>"))
+    order = [rows[r, name] for r in ranks for name, _ in sets]
+    _base_layout(fig, title, barmode="overlay", showlegend=False,
+                 height=max(200, 90 + 34 * len(order)), uniformtext=dict(minsize=8, mode="hide"))
+    fig.update_xaxes(title_text=f"time ({unit})", zeroline=False)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=order[::-1],
+                     showgrid=False)
+    return fig
+
+
+def bubble_sweep_figure(rows: list[dict], title: str = "") -> go.Figure:
+    """Measured bubble (markers, one symbol per schedule) against the formula (a line
+    per pipeline depth p), versus the number of micro-batches m. ``rows``: dicts
+    with p, m, schedule, measured and formula (fractions). The reader should see
+    the markers of every schedule on their p's line."""
+    fig = go.Figure()
+    symbols = ["circle", "diamond", "square", "x"]
+    for i, p in enumerate(sorted({r["p"] for r in rows})):
+        mine = sorted((r for r in rows if r["p"] == p), key=lambda r: r["m"])
+        ms = sorted({r["m"] for r in mine})
+        formula = {r["m"]: r["formula"] for r in mine}
+        fig.add_trace(go.Scatter(name=f"p={p}: (p-1)/(m+p-1)", x=ms,
+                                 y=[round(100 * formula[m], 3) for m in ms], mode="lines",
+                                 line=dict(color=rank_color(i), width=2),
+                                 hovertemplate="m=%{x}: %{y:.1f}%<extra>formula</extra>"))
+        for j, sched in enumerate(dict.fromkeys(r["schedule"] for r in mine)):
+            pts = [r for r in mine if r["schedule"] == sched]
+            fig.add_trace(go.Scatter(
+                name=f"p={p}: {sched}, measured", x=[r["m"] for r in pts],
+                y=[round(100 * r["measured"], 3) for r in pts], mode="markers",
+                marker=dict(color=rank_color(i), size=9, symbol=symbols[j % len(symbols)],
+                            line=dict(width=1, color="#FFFFFF")),
+                hovertemplate=f"{sched}, m=%{{x}}: %{{y:.1f}}%<extra>measured</extra>"))
+    _base_layout(fig, title)
+    fig.update_xaxes(type="log", title_text="micro-batches m",
+                     tickvals=sorted({r["m"] for r in rows}))
+    fig.update_yaxes(title_text="bubble: idle / total time (%)", rangemode="tozero")
+    return fig

@@ -154,3 +154,39 @@ def compression_payoff_explorer(codec_s_per_param: dict | None = None, alpha: fl
     out = w.interactive_output(draw, {"n_params": params, "compute_s": compute, "n": ranks,
                                       "bw": bandwidth, "with_codec": codec})
     return w.VBox([w.HBox([params, compute]), w.HBox([ranks, bandwidth]), codec, out])
+
+
+def pipeline_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2):
+    """Choose a schedule, P, M (and v for interleaved): the simulated timeline redraws
+    at once; "run live" runs the schedule on P real ranks (emulated compute) and
+    overlays the measured timeline (``pipeline_demos.explore``)."""
+    from . import pipeline_demos
+
+    sched = w.Dropdown(options=["gpipe", "1f1b", "interleaved", "zb-h1"], value=schedule,
+                       description="schedule", layout=_LAYOUT, style=_STYLE)
+    ps = w.IntSlider(value=p, min=1, max=8, description="stages P", layout=_LAYOUT,
+                     style=_STYLE, continuous_update=False)
+    ms = w.IntSlider(value=m, min=1, max=16, description="micro-batches M", layout=_LAYOUT,
+                     style=_STYLE, continuous_update=False)
+    vs = w.IntSlider(value=v, min=2, max=4, description="chunks v (interleaved)",
+                     layout=_LAYOUT, style=_STYLE, continuous_update=False)
+    button = w.Button(description="run live (emulated)", icon="play")
+    out = w.Output()
+
+    def draw(live=False):
+        res = pipeline_demos.explore(sched.value, ps.value, ms.value, vs.value, live=live)
+        out.clear_output(wait=True)
+        with out:
+            if "error" in res:
+                print(res["error"])
+                return
+            print(res["text"])
+            run = res["run"].events if res["run"] is not None else None
+            _show(viz.pipeline_timeline(res["sim"].events, overlay=run, labels=(
+                "simulated", "measured")))
+
+    for control in (sched, ps, ms, vs):
+        control.observe(lambda _: draw(), names="value")
+    button.on_click(lambda _: draw(live=True))
+    draw()
+    return w.VBox([w.HBox([sched, ps]), w.HBox([ms, vs]), button, out])
