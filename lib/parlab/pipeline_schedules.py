@@ -1,0 +1,254 @@
+"""Pipeline schedules as data, and a simulator that replays them instantly.
+
+A *schedule* says, for every rank, the order of the compute ops it runs:
+``Action(op, mb, chunk)`` with op "F" (forward), "B" (backward) and, for the
+zero-bubble schedule, "W" (weight gradients; "B" then computes the input gradient
+only). ``chunk`` is the rank's local model chunk: with ``v`` chunks per rank,
+chunk c of rank r is *virtual stage* c * p + r (Narayanan et al. 2021a, §2.2.2).
+
+References: Huang et al., "GPipe", NeurIPS 2019; Narayanan et al. 2021a,
+"Efficient Large-Scale Language Model Training on GPU Clusters Using
+Megatron-LM", SC 2021; Narayanan et al. 2021b, "Memory-Efficient Pipeline-Parallel
+DNN Training" (PipeDream-Flush), ICML 2021; Qi et al., "Zero Bubble Pipeline
+Parallelism", ICLR 2024.
+
+The data dependencies are the same for every schedule (``dependency``): F of a
+micro-batch on stage s needs F on stage s - 1; B on stage s needs B on stage s + 1
+(the last stage: its own F, through the loss); W needs its own B. ``replay``
+starts every op as soon as its rank is free and its input has arrived, so it
+gives the timeline a schedule implies for given op durations, or reports that it
+deadlocks. ``parlab.pipeline_parallel`` runs the same lists on real ranks.
+
+Pure Python: no torch needed.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass, field
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+
+
+class Action(namedtuple("Action", "op mb chunk")):
+    """One compute op of a schedule: op in "F", "B", "W"; micro-batch; local chunk."""
+
+    def __repr__(self):
+        return f"{self.op}{self.mb}" + (f".{self.chunk}" if self.chunk else "")
+
+
+# ----------------------------------------------------------------------------- checks
+
+def _int(name, value, low=1):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
+    return value
+
+
+def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = None,
+             batch_size: int | None = None) -> None:
+    """Raise ValueError naming the broken constraint, before any process starts."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule={schedule!r} must be one of {SCHEDULES}")
+    p, m, v = _int("p", p), _int("m", m), _int("v", v)
+    if schedule == "interleaved":
+        if v < 2:
+            raise ValueError(f"interleaved needs v >= 2 model chunks per rank, got v={v}")
+        if m % p:  # Megatron-LM's requirement: micro-batches go round in groups of p
+            raise ValueError(f"interleaved 1F1B needs m divisible by p: m={m}, p={p}")
+    elif v != 1:
+        raise ValueError(f"v={v} model chunks per rank only exist for 'interleaved', "
+                         f"not {schedule!r} (use v=1)")
+    if n_layers is not None and p * v > n_layers:
+        raise ValueError(f"p*v = {p}*{v} = {p * v} stages need at least one layer each, "
+                         f"but n_layers={n_layers}")
+    if batch_size is not None and batch_size % m:
+        raise ValueError(f"batch_size={batch_size} must be divisible by m={m} micro-batches")
+
+
+# ----------------------------------------------------------------------------- schedules
+
+def _gpipe(p, m):
+    """All forwards, then all backwards (Huang et al. 2019, §2.2). Each rank holds
+    the activations of all m micro-batches at its peak."""
+    return [[Action("F", i, 0) for i in range(m)] + [Action("B", i, 0) for i in range(m)]
+            for _ in range(p)]
+
+
+def _1f1b(p, m):
+    """1F1B, i.e. PipeDream-Flush (Narayanan et al. 2021b; 2021a §2.2.1): rank r runs p - r - 1
+    warm-up forwards, then alternates one forward and one backward, then drains.
+    Same bubble as GPipe; at most p - r micro-batches in flight instead of m."""
+    out = []
+    for r in range(p):
+        warmup = min(p - r - 1, m)
+        acts = [Action("F", i, 0) for i in range(warmup)]
+        for i in range(m - warmup):                     # steady state: 1F, 1B
+            acts += [Action("F", warmup + i, 0), Action("B", i, 0)]
+        acts += [Action("B", i, 0) for i in range(m - warmup, m)]  # cool-down
+        out.append(acts)
+    return out
+
+
+def _interleaved(p, m, v):
+    """Interleaved 1F1B (Narayanan et al. 2021a, §2.2.2), in Megatron-LM's order:
+    micro-batches go through the v chunks in groups of p. The k-th forward of a
+    rank is micro-batch (k // (p v)) p + k % p on chunk (k // p) % v; backwards
+    visit the chunks in reverse. Warm-up: 2 (p - r - 1) + (v - 1) p forwards.
+    (Megatron runs all forwards first when m == p; it posts blocking send/recv
+    pairs. Our sends never block, so the general rule is safe there too.)"""
+    total = m * v
+
+    def nth(k, backward):
+        chunk = (k // p) % v
+        return (k // (p * v)) * p + k % p, (v - 1 - chunk if backward else chunk)
+
+    out = []
+    for r in range(p):
+        warmup = min(2 * (p - r - 1) + (v - 1) * p, total)
+        acts = [Action("F", *nth(k, False)) for k in range(warmup)]
+        for k in range(total - warmup):
+            acts += [Action("F", *nth(warmup + k, False)), Action("B", *nth(k, True))]
+        acts += [Action("B", *nth(k, True)) for k in range(total - warmup, total)]
+        out.append(acts)
+    return out
+
+
+def _zb_h1(p, m):
+    """ZB-H1 (Qi et al. 2024, §3.1). Backward is split: B computes the input
+    gradient (the previous stage is waiting for it), W the weight gradients
+    (nobody waits). The F/B order is 1F1B's; rank r
+    starts its W passes r slots late, so every rank holds at most p micro-batches
+    (1F1B's peak, on rank 0) and the late W's fill the cool-down. With equal
+    T_F = T_B = T_W the bubble is (p-1)(T_F + T_B - T_W): a third of 1F1B's."""
+    out = []
+    for r in range(p):
+        warmup = min(p - r - 1, m)
+        acts, n_w = [Action("F", i, 0) for i in range(warmup)], 0
+        for i in range(m - warmup):
+            acts += [Action("F", warmup + i, 0), Action("B", i, 0)]
+            if i >= r:
+                acts.append(Action("W", n_w, 0))
+                n_w += 1
+        for i in range(m - warmup, m):
+            acts.append(Action("B", i, 0))
+            if n_w <= i:  # a W to run while the next gradient is on its way
+                acts.append(Action("W", n_w, 0))
+                n_w += 1
+        acts += [Action("W", i, 0) for i in range(n_w, m)]
+        out.append(acts)
+    return out
+
+
+def make_schedule(schedule: str, p: int, m: int, v: int = 1) -> list[list[Action]]:
+    """Per-rank ordered action lists for ``schedule`` in SCHEDULES."""
+    validate(schedule, p, m, v)
+    if schedule == "gpipe":
+        return _gpipe(p, m)
+    if schedule == "1f1b":
+        return _1f1b(p, m)
+    if schedule == "interleaved":
+        return _interleaved(p, m, v)
+    return _zb_h1(p, m)
+
+
+def dependency(a: Action, rank: int, p: int, n_stages: int):
+    """(op, micro-batch, virtual stage) whose result ``a`` on ``rank`` must wait for,
+    or None. F waits for the previous stage's F; B for the next stage's B (the last
+    stage for its own F: the loss); W for its own B."""
+    s = a.chunk * p + rank
+    if a.op == "F":
+        return ("F", a.mb, s - 1) if s > 0 else None
+    if a.op == "B":
+        return ("B", a.mb, s + 1) if s < n_stages - 1 else ("F", a.mb, s)
+    return ("B", a.mb, s)
+
+
+# ----------------------------------------------------------------------------- simulator
+
+@dataclass
+class Timeline:
+    """A pipeline step as events (simulated or measured) and what they imply."""
+    events: list[dict]            # trace-style dicts: rank, kind, name (F/B/W), start, end, meta
+    p: int
+    bubble_fraction: float        # idle / (p x makespan), all ranks together
+    bubble_ratio: float           # idle / busy: the bubble over the ideal (bubble-free) time
+    makespan: float
+    peak_activations: list[int] = field(default_factory=list)  # per rank, see simulate()
+
+
+def bubble(events: list[dict], p: int) -> tuple[float, float, float]:
+    """(idle / total, idle / busy, makespan) of one step's compute events.
+
+    makespan = last op end - first op start over all ranks; busy = the summed
+    duration of the F/B/W ops; idle = p x makespan - busy. The same definition
+    serves the simulator and the measured runs."""
+    ops = [e for e in events if e["name"] in ("F", "B", "W")]
+    makespan = max(e["end"] for e in ops) - min(e["start"] for e in ops)
+    busy = sum(e["end"] - e["start"] for e in ops)
+    idle = p * makespan - busy
+    return idle / (p * makespan), idle / busy, makespan
+
+
+def peak_in_flight(actions: list[Action]) -> int:
+    """Most (micro-batch, chunk) pairs whose activations a rank holds at once: from
+    the start of their F to the end of their last backward op (W if any, else B)."""
+    frees = "W" if any(a.op == "W" for a in actions) else "B"
+    held = peak = 0
+    for a in actions:
+        held += 1 if a.op == "F" else -1 if a.op == frees else 0
+        peak = max(peak, held)
+    return peak
+
+
+def replay(actions: list[list[Action]], p: int, v: int, durations: dict,
+           t_comm: float = 0.0) -> list[dict]:
+    """Start every op as soon as its rank is free and its input has arrived
+    (``t_comm`` after the producer ended, when that is on another rank)."""
+    n_stages, done, events = p * v, {}, []
+    pos, free = [0] * p, [0.0] * p
+    progress = True
+    while progress:
+        progress = False
+        for r in range(p):
+            while pos[r] < len(actions[r]):
+                a = actions[r][pos[r]]
+                dep = dependency(a, r, p, n_stages)
+                if dep is not None and dep not in done:
+                    break  # another rank must get further first
+                ready = 0.0 if dep is None else done[dep] + (t_comm if dep[2] % p != r else 0)
+                start = max(free[r], ready)
+                free[r] = done[(a.op, a.mb, a.chunk * p + r)] = start + durations[a.op]
+                events.append(dict(rank=r, kind="compute", name=a.op, start=start, end=free[r],
+                                   bytes_sent=0, bytes_recv=0, bytes_modelled=False,
+                                   meta=dict(mb=a.mb, chunk=a.chunk, stage=a.chunk * p + r)))
+                pos[r] += 1
+                progress = True
+    if any(pos[r] < len(actions[r]) for r in range(p)):
+        stuck = {r: actions[r][pos[r]] for r in range(p) if pos[r] < len(actions[r])}
+        raise RuntimeError(f"schedule deadlocks: ranks wait forever at {stuck}")
+    return events
+
+
+def op_durations(schedule: str, v: int, t_fwd: float, t_bwd: float) -> dict:
+    """Per-op durations: t_fwd / t_bwd are one micro-batch through all of a rank's
+    layers, so a chunk takes 1/v of them; ZB-H1 splits t_bwd equally into B and W
+    (the paper's T_B = T_W)."""
+    if schedule == "zb-h1":
+        return {"F": t_fwd / v, "B": t_bwd / 2 / v, "W": t_bwd / 2 / v}
+    return {"F": t_fwd / v, "B": t_bwd / v}
+
+
+def simulate(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 1.0,
+             t_bwd: float = 2.0, t_comm: float = 0.0) -> Timeline:
+    """Replay ``schedule`` instantly (see ``op_durations`` for what t_fwd, t_bwd mean).
+
+    ``.bubble_fraction``: idle share of p x makespan (``bubble``); for GPipe, 1F1B
+    and interleaved it equals ``cost.bubble_fraction(p, m, v)`` when t_comm = 0.
+    ``.peak_activations[r]``: the most micro-batches (for interleaved: micro-batch x
+    chunk pairs, each 1/v of the rank's layers) whose activations rank r holds at
+    once. ``.events``: the timeline, in the units of t_fwd."""
+    actions = make_schedule(schedule, p, m, v)
+    events = replay(actions, p, v, op_durations(schedule, v, t_fwd, t_bwd), t_comm)
+    fraction, ratio, makespan = bubble(events, p)
+    return Timeline(events, p, fraction, ratio, makespan, [peak_in_flight(a) for a in actions])
