@@ -1,0 +1,117 @@
+"""Pipeline parallelism on CPU ranks: our executor vs torch.distributed.pipelining,
+and the measured bubble vs the formula.
+
+Default mode (step time, real compute). For each schedule (gpipe, 1f1b,
+interleaved v=2) and p in --ps: the same model split, data and AdamW step run by
+``parlab.pipeline_parallel.run`` (ours) and by torch's ``ScheduleGPipe`` /
+``Schedule1F1B`` / ``ScheduleInterleaved1F1B`` on the same ``Stage`` modules
+(theirs). Launches alternate ours/theirs (A/B interleaved, --repeats rounds of
+--steps steps each; the first step of every launch is dropped as warm-up); a
+step is timed from the barrier before it to the last rank's optimizer step. The
+table gives the medians and ours/theirs.
+
+--bubble mode (emulated compute). For p in {2, 4}, m in {1, 2, 4, 8, 16}, gpipe
+and 1f1b: each op sleeps t_f / t_b (default 20 / 40 ms) while real activation-sized
+messages still flow; the measured bubble is 1 - busy / (p x makespan) of a step
+(best and median of --repeats steps after a dropped first one: other processes
+can only add idle time, so the best step is the schedule's own cost), next to
+``cost.bubble_fraction``.
+
+    python -m bench.pipeline [--quick] [--ps 2 4] [--repeats 5]
+    python -m bench.pipeline --bubble [--quick] [--t-fwd 0.02 --t-bwd 0.04]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+from parlab import hardware
+from parlab import pipeline_demos as demos
+from parlab import pipeline_parallel as pp
+from parlab.model import GPTConfig
+
+
+def step_time_table(ps, schedules, config, batch_size, m, steps, repeats) -> list[dict]:
+    rows = []
+    for p in ps:
+        for schedule in schedules:
+            v = 2 if schedule == "interleaved" else 1
+            if schedule == "interleaved" and m % p:
+                continue
+            kw = dict(config=config, steps=steps, batch_size=batch_size, timeout=300)
+            ours, theirs = [], []
+            for _ in range(repeats):  # A/B interleaved: noise hits both alike
+                ours += pp.run(schedule, p, m, v, **kw).step_times[1:]
+                theirs += demos.torch_run(schedule, p, m, v, **kw)["step_times"][1:]
+            o, t = statistics.median(ours), statistics.median(theirs)
+            rows.append(dict(schedule=schedule, p=p, m=m, v=v, ours=o, theirs=t, ratio=o / t,
+                             n=len(ours)))
+            print(f"  {schedule:<12} p={p}: ours {o * 1e3:7.1f} ms, torch {t * 1e3:7.1f} ms",
+                  file=sys.stderr, flush=True)
+    return rows
+
+
+def bubble_table(ps, ms, schedules, t_fwd, t_bwd, repeats) -> list[dict]:
+    rows = demos.bubble_sweep(ps, ms, schedules, t_fwd, t_bwd, repeats)
+    for r in rows:
+        print(f"  {r['schedule']:<6} p={r['p']} m={r['m']:>2}: best {100 * r['measured']:5.1f}% "
+              f"(formula {100 * r['formula']:5.1f}%)", file=sys.stderr, flush=True)
+    return rows
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bubble", action="store_true", help="emulated-mode bubble table")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: small and short")
+    ap.add_argument("--ps", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--ms", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=4, help="steps per launch (step time mode)")
+    ap.add_argument("--m", type=int, default=8, help="micro-batches (step time mode)")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--n-layers", type=int, default=8)
+    ap.add_argument("--d-model", type=int, default=128)
+    ap.add_argument("--t-fwd", type=float, default=0.02)
+    ap.add_argument("--t-bwd", type=float, default=0.04)
+    a = ap.parse_args(argv)
+    cores = hardware.detect().usable_cpus
+    if a.bubble:
+        ms, repeats = ([1, 4, 16], 1) if a.quick else (a.ms, a.repeats)
+        rows = bubble_table(a.ps, ms, ("gpipe", "1f1b"), a.t_fwd, a.t_bwd, repeats)
+        print(f"\nMeasured bubble, emulated compute (t_f = {a.t_fwd * 1e3:g} ms, t_b = "
+              f"{a.t_bwd * 1e3:g} ms per op): 1 - busy / (p x makespan) of one step; best and "
+              f"median of {repeats} steps after a dropped first one; {cores} cores.\n")
+        print("| p | m | formula (p-1)/(m+p-1) | GPipe best | GPipe median | 1F1B best "
+              "| 1F1B median | max abs(best - formula) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for p in a.ps:
+            for m in ms:
+                g, f = (next(r for r in rows if (r["p"], r["m"], r["schedule"]) == (p, m, s))
+                        for s in ("gpipe", "1f1b"))
+                diff = max(abs(g["measured"] - g["formula"]), abs(f["measured"] - f["formula"]))
+                print(f"| {p} | {m} | {100 * g['formula']:.1f}% | {100 * g['measured']:.1f}% "
+                      f"| {100 * g['median']:.1f}% | {100 * f['measured']:.1f}% "
+                      f"| {100 * f['median']:.1f}% | {100 * diff:.1f} pp |")
+        return
+    if a.quick:
+        config, steps, repeats, batch, m = GPTConfig(n_layers=8, d_model=32), 2, 1, 8, 4
+    else:
+        config = GPTConfig(n_layers=a.n_layers, d_model=a.d_model, n_heads=4)
+        steps, repeats, batch, m = a.steps, a.repeats, a.batch_size, a.m
+    rows = step_time_table(a.ps, ("gpipe", "1f1b", "interleaved"), config, batch, m, steps,
+                           repeats)
+    print(f"\nStep time, real compute, {config.n_layers} layers, d_model={config.d_model}, "
+          f"seq={config.seq_len}, batch {batch} in m={m} micro-batches; median of {rows[0]['n']} "
+          f"steps per cell, ours/torch launches alternated; {cores} cores, 1 thread per rank.\n")
+    print("| schedule | p | ours (ms) | torch.distributed.pipelining (ms) | ours / torch |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        name = r["schedule"] + (f" (v={r['v']})" if r["v"] > 1 else "")
+        print(f"| {name} | {r['p']} | {r['ours'] * 1e3:.1f} | {r['theirs'] * 1e3:.1f} "
+              f"| {r['ratio']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
