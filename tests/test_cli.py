@@ -33,3 +33,13 @@ def test_zero_command_reports_memory_and_traffic(capsys):
 def test_bad_input_exits_with_the_constraint(argv):
     with pytest.raises(SystemExit, match="error: .*must"):
         main(argv)
+
+
+def test_pipeline_command(capsys):
+    main(["pipeline", "--ranks", "2", "--m", "2", "--steps", "2", "--schedule", "gpipe"])
+    out = capsys.readouterr().out
+    diffs = _diffs(out)
+    assert len(diffs) == 2 and max(diffs) < 1e-5, out
+    assert "simulated [2, 2]" in out and "(P-1)/(vM+P-1) = 33.3%" in out
+    with pytest.raises(SystemExit, match="error: interleaved 1F1B needs m divisible by p"):
+        main(["pipeline", "--ranks", "4", "--m", "6", "--schedule", "interleaved", "--v", "2"])

@@ -8,6 +8,7 @@
     python -m parlab train --steps 50          the single-device reference model
     python -m parlab dp --ranks 4              data parallelism vs the single-device run
     python -m parlab zero --ranks 4 --stage 3  ZeRO: losses, bytes held, bytes moved
+    python -m parlab pipeline --ranks 4 --m 8  a pipeline schedule: losses, bubble, memory
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
 (``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
@@ -144,28 +145,54 @@ def cmd_zero(args, out):
             f"{_bytes(cost.zero_comm_volume(psi, n, stage, grad_bytes=4))} formula")
 
 
+def cmd_pipeline(args, out):
+    """a pipeline schedule on P = ranks stages: losses, measured vs predicted bubble, stash"""
+    from . import cost
+    from . import pipeline_parallel as pp
+    p = _world(args)
+    res = pp.run(args.schedule, p, args.m, args.v, steps=args.steps, batch_size=args.batch_size,
+                 lr=args.lr, compute=args.compute)
+    if args.compute == "real":
+        _check_against_reference(out, res.losses, args.steps, args.batch_size or args.m, args.lr)
+    sim = pp.simulate(args.schedule, p, args.m, args.v)
+    out(f"{args.schedule}, P={p}, M={args.m}, v={args.v}: bubble (idle / total) measured "
+        f"{res.bubble_fraction:.1%}, simulated {sim.bubble_fraction:.1%}, "
+        f"(P-1)/(vM+P-1) = {cost.bubble_fraction(p, args.m, args.v):.1%}")
+    out("micro-batches of activations held at the peak, per rank: measured "
+        f"{res.stash_peak}, simulated {sim.peak_activations}")
+    if args.compute == "real":
+        out("(real compute: the stages are not equal -- embeddings, head and loss, messages -- "
+            "and more ranks than cores wait for a core; --compute emulated shows the schedule alone)")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
                      ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
-                     ("dp", cmd_dp), ("zero", cmd_zero)]:
+                     ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
         p.set_defaults(fn=fn)
         p.add_argument("--ranks", type=int, default=4, help="local ranks (ignored under torchrun)")
         if name == "bytes":
             p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
             p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
-        if name in ("train", "dp", "zero"):
-            steps = 50 if name == "train" else 5
+        if name in ("train", "dp", "zero", "pipeline"):
+            steps = 50 if name == "train" else 5 if name != "pipeline" else 3
             p.add_argument("--steps", type=int, default=steps)
-            p.add_argument("--batch-size", type=int, default=8)
+            p.add_argument("--batch-size", type=int, default=None if name == "pipeline" else 8,
+                           help="global batch" + (" (default: M)" if name == "pipeline" else ""))
             p.add_argument("--lr", type=float, default=3e-3)
         if name == "dp":
             p.add_argument("--variant", default="bucketed", help="naive, bucketed or ddp")
             p.add_argument("--bucket-kib", type=int, default=64)
             p.add_argument("--accumulation", type=int, default=1)
             p.add_argument("--compression", default=None, help="fp16, topk or sign (naive only)")
+        if name == "pipeline":
+            p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved or zb-h1")
+            p.add_argument("--m", type=int, default=8, help="micro-batches per step")
+            p.add_argument("--v", type=int, default=1, help="model chunks per rank (interleaved)")
+            p.add_argument("--compute", default="real", help="real or emulated (sleeps)")
         if name == "zero":
             p.add_argument("--stage", default="3", help="0, 1, 2, 3, ddp or fsdp2")
     args = ap.parse_args(argv)
