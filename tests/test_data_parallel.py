@@ -11,6 +11,7 @@ import torch.distributed as dist
 
 import parlab
 from parlab import dp_demos
+from parlab import compression
 from parlab import data_parallel as dp
 from parlab.data_parallel import DPRun, run_data_parallel
 from parlab.model import GPT, GPTConfig, reference_train
@@ -212,9 +213,9 @@ def test_assign_buckets():
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 64, 1001])
 def test_pack_bits_roundtrip(n):
     bits = torch.rand(n, generator=torch.Generator().manual_seed(n)) > 0.5
-    packed = dp.pack_bits(bits)
+    packed = compression.pack_bits(bits)
     assert packed.dtype == torch.uint8 and packed.numel() == math.ceil(n / 8)
-    assert torch.equal(dp.unpack_bits(packed, n), bits)
+    assert torch.equal(compression.unpack_bits(packed, n), bits)
     np = pytest.importorskip("numpy")
     assert packed.tolist() == np.packbits(bits.numpy()).tolist()
 
@@ -223,14 +224,14 @@ def test_pack_bits_roundtrip(n):
 @pytest.mark.parametrize("numel", [1, 10, 1000])
 def test_compressors(kind, numel):
     x = torch.randn(numel, generator=torch.Generator().manual_seed(numel))
-    payload = dp.compress(x, kind, topk_ratio=0.1)
-    assert payload.dtype == torch.uint8 and payload.numel() == dp.payload_bytes(numel, kind, 0.1)
-    y = dp.decompress(payload, kind, numel, topk_ratio=0.1)
+    payload = compression.compress(x, kind, topk_ratio=0.1)
+    assert payload.dtype == torch.uint8 and payload.numel() == compression.payload_bytes(numel, kind, 0.1)
+    y = compression.decompress(payload, kind, numel, topk_ratio=0.1)
     assert y.shape == (numel,) and y.dtype == torch.float32
     if kind == "fp16":
         assert torch.equal(y, x.half().float())
     elif kind == "topk":
-        k = dp.topk_count(numel, 0.1)
+        k = compression.topk_count(numel, 0.1)
         kept = y != 0
         assert kept.sum() == k and torch.equal(y[kept], x[kept])
         assert x[~kept].abs().max().item() <= x[kept].abs().min().item() if k < numel else True
@@ -240,12 +241,12 @@ def test_compressors(kind, numel):
 
 
 def test_payload_bytes_and_errors():
-    assert dp.payload_bytes(1000, None) == 4000
-    assert dp.payload_bytes(1000, "fp16") == 2000
-    assert dp.payload_bytes(1000, "topk", 0.01) == 80  # 10 x (fp32 value + int32 index)
-    assert dp.payload_bytes(1000, "sign") == 125 + 4
-    for bad in (lambda: dp.payload_bytes(10, "int8"), lambda: dp.compress(torch.ones(3), "int8"),
-                lambda: dp.decompress(torch.ones(3, dtype=torch.uint8), "int8", 3)):
+    assert compression.payload_bytes(1000, None) == 4000
+    assert compression.payload_bytes(1000, "fp16") == 2000
+    assert compression.payload_bytes(1000, "topk", 0.01) == 80  # 10 x (fp32 value + int32 index)
+    assert compression.payload_bytes(1000, "sign") == 125 + 4
+    for bad in (lambda: compression.payload_bytes(10, "int8"), lambda: compression.compress(torch.ones(3), "int8"),
+                lambda: compression.decompress(torch.ones(3, dtype=torch.uint8), "int8", 3)):
         with pytest.raises(ValueError, match="compression"):
             bad()
 
@@ -254,7 +255,7 @@ def error_feedback_step(kind):
     """One CompressedDP exchange on one rank: what was sent, what is kept back."""
     torch.manual_seed(0)
     model = torch.nn.Linear(50, 20)
-    sync = dp.CompressedDP(model, kind, topk_ratio=0.1)
+    sync = compression.CompressedDP(model, kind, topk_ratio=0.1)
     grads = [torch.randn_like(p) for p in sync.params]
     for p, g in zip(sync.params, grads):
         p.grad = g.clone()
@@ -266,7 +267,7 @@ def error_feedback_step(kind):
 def test_error_feedback_residual(kind):
     grads, sent, residual = parlab.launch(error_feedback_step, 1, kind)[0]
     for g, s, e in zip(grads, sent, residual):
-        expected = dp.decompress(dp.compress(g, kind, 0.1), kind, g.numel(), 0.1).view_as(g)
+        expected = compression.decompress(compression.compress(g, kind, 0.1), kind, g.numel(), 0.1).view_as(g)
         assert torch.equal(s, expected)  # one rank: the average is its own message
         assert torch.allclose(e, g - s, atol=0)  # residual = input - decompressed
         assert e.abs().max() > 0

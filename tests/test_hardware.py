@@ -7,7 +7,7 @@ import torch
 import torch.distributed as dist
 
 from parlab import hardware as hw
-from parlab.hardware import (GPU_PRESETS, LINK_PRESETS, GPUSpec, Hardware, default_backend, describe,
+from parlab.hardware import (GPU_PRESETS, LINK_PRESETS, Hardware, default_backend, describe,
                              detect, match_gpu, measure_matmul_flops, peak_flops)
 
 

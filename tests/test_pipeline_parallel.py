@@ -4,7 +4,6 @@ import sys
 from collections import Counter
 
 import pytest
-import torch
 
 from parlab import cost
 from parlab import pipeline_demos as demos

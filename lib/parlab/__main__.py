@@ -138,7 +138,7 @@ def cmd_zero(args, out):
     if isinstance(stage, int):
         psi = GPT(GPTConfig()).num_params()
         want = cost.zero_memory(psi, n, stage, param_bytes=4, grad_bytes=4, optimizer_bytes=8)
-        out(f"rank 0 holds (measured / ZeRO formula, fp32 AdamW): " + ", ".join(
+        out("rank 0 holds (measured / ZeRO formula, fp32 AdamW): " + ", ".join(
             f"{k} {_bytes(res['memory'][0][k])} / {_bytes(want[k])}"
             for k in ("params", "grads", "optimizer")))
         out(f"bytes sent per rank per step: {_bytes(res['comm_bytes'][0][-1])} traced, "

@@ -16,8 +16,9 @@ import torch.distributed as dist
 
 from . import cost, trace
 from .data import get_batch
+from .compression import payload_bytes
 from .data_parallel import (COMPRESSORS, DPRun, assign_buckets, make_dp, overlap_fraction,
-                            payload_bytes, rank_device, run_data_parallel)
+                            rank_device, run_data_parallel)
 from .launch import launch
 from .model import GPT, GPTConfig
 
