@@ -221,7 +221,8 @@ def test_timeline_traces_extent_and_hover():
     assert all(t.type == "bar" and t.orientation == "h" for t in fig.data)
     assert all(t.marker.color == viz.KIND_COLORS[t.name] for t in fig.data)
     assert sum(len(t.x) for t in fig.data) == len(events)
-    assert fig.layout.xaxis.range == pytest.approx((0.0, 10.0))
+    # the axis runs a little past the last bar's end, so that bar is not seen as cut off
+    assert fig.layout.xaxis.range == pytest.approx((0.0, 10.2))
     starts = [b for t in fig.data for b in t.base]
     ends = [b + w for t in fig.data for b, w in zip(t.base, t.x)]
     assert min(starts) == pytest.approx(0.0) and max(ends) == pytest.approx(10.0)
@@ -242,7 +243,7 @@ def test_timeline_t0_and_varying_hover_fields():
                  1024 * (s + 1), 1024, False, step=s) for r in range(3) for s in range(3)]
     events.append(ev(2, "wait", "barrier", 5.003, 5.004))
     fig = viz.timeline(events, t0=4.999)
-    assert fig.layout.xaxis.range == pytest.approx((1.0, 5.0))
+    assert fig.layout.xaxis.range == pytest.approx((1.0, 5.08))
     assert legend_kinds(fig) == ["comm", "wait"]
     comm = fig.data[0]
     # what varies per event travels in customdata, named in the template
@@ -250,6 +251,25 @@ def test_timeline_t0_and_varying_hover_fields():
     assert "sent %{customdata" in comm.hovertemplate
     row = list(comm.customdata[-1])
     assert row[0] == pytest.approx(0.5) and "3 KiB" in row and 2 in row
+
+
+def test_timeline_colours_comm_by_collective_when_it_mixes_them():
+    events = [ev(0, "compute", "forward block0", 0.0, 1.0),
+              ev(0, "comm", "all_gather block0 params (forward)", 1.0, 2.0, 8, 8, True,
+                 op="all_gather"),
+              ev(0, "comm", "all_gather block0 params (backward)", 3.0, 4.0, 8, 8, True,
+                 op="all_gather"),
+              ev(0, "comm", "reduce_scatter block0 grads", 4.0, 5.0, 8, 8, True,
+                 op="reduce_scatter")]
+    fig = viz.timeline(events)
+    assert legend_kinds(fig) == ["compute", "comm: all_gather", "comm: reduce_scatter"]
+    color = {t.name: t.marker.color for t in fig.data}
+    assert color["comm: all_gather"] != color["comm: reduce_scatter"] != color["compute"]
+    assert color["comm: all_gather"] == viz.COMM_OP_COLORS["all_gather"]
+    # one collective only (or none named): comm keeps its one colour and name
+    one = viz.timeline(events[:3])
+    assert legend_kinds(one) == ["compute", "comm"]
+    assert {t.marker.color for t in one.data if t.name == "comm"} == {viz.KIND_COLORS["comm"]}
 
 
 def test_timeline_many_names_fall_back_to_one_trace_per_kind():
@@ -367,6 +387,12 @@ def test_cost_curves():
     lin = viz.cost_curves({"a": ([0, 1, 2], [0, 1, 4])}, log_x=False, log_y=False,
                           vlines={"one": 1.0})
     assert lin.layout.xaxis.type == "linear" and lin.layout.annotations[0].x == 1.0
+    # a log y axis gets at least 3 labels, however few decades the curves span
+    assert fig.layout.yaxis.dtick == 1  # ~5 decades: one tick per decade
+    narrow = viz.cost_curves({"a": ([1e8, 1e11], [0.12, 1.5])}, y_title="step time (s)")
+    assert narrow.layout.yaxis.dtick == "D2"  # 1, 2, 5 per decade: 0.2, 0.5, 1
+    assert narrow.layout.yaxis.tickformat == "~s"  # labels like "200ms", not bare digits
+    assert viz.cost_curves({"a": ([1, 10], [0.12, 0.3])}).layout.yaxis.dtick == "D1"
     with pytest.raises(ValueError):
         viz.cost_curves({"a": ([1, 2], [1])})
     with pytest.raises(ValueError):
@@ -382,6 +408,18 @@ def test_bars():
     small(fig)
     with pytest.raises(ValueError):
         viz.bars(["a", "b"], {"s": [1.0]})
+
+
+def test_bars_series_colours_are_distinct():
+    fig = viz.bars(["1 rank", "2 ranks", "4 ranks"],
+                   {"naive": [1, 2, 3], "bucketed": [1, 2, 4], "ddp": [1, 2, 4]})
+    colors = [t.marker.color for t in fig.data]
+    assert colors == [viz.VARIANT_COLORS[v] for v in ("naive", "bucketed", "ddp")]
+    assert len(set(colors)) == 3
+    # series without a colour of their own never repeat one, nor take naive's red
+    fig = viz.bars(["a"], {"naive": [1], "x": [1], "y": [1], "ring": [1], "z": [1]})
+    colors = [t.marker.color for t in fig.data]
+    assert len(set(colors)) == 5 and colors[3] == viz.ALGORITHM_COLORS["ring"]
 
 
 def test_every_figure_uses_the_lab_template():
@@ -441,6 +479,10 @@ def test_memory_bars_stack_parts_against_the_device_line():
     assert verdicts == ["does not fit" if not p["fits"] else "fits" for p in plans]
     assert verdicts[0] == "does not fit" and verdicts[3] == "fits"
     assert fig.layout.shapes[0].y0 == 80.0  # the device line, in GB
+    # its label sits in the right margin, level with the line: not over any bar
+    label = next(a for a in fig.layout.annotations if "device" in a.text)
+    assert (label.xref, label.x, label.xanchor, label.y) == ("paper", 1, "left", 80.0)
+    assert "80&nbsp;GB" in label.text and fig.layout.margin.r >= 80
 
 
 def test_memory_bars_measured_with_formula_markers():
@@ -475,13 +517,40 @@ def test_pipeline_timeline_bars_colours_and_rows():
     fig = viz.pipeline_timeline(_pipeline_events(), "t", unit="units")
     assert [t.name for t in fig.data] == ["F", "B"]  # the wait is not an op: not drawn
     f, b = fig.data
-    assert list(f.text) == ["F0", "F1", "F2"] * 2 and list(b.text) == ["B0.1", "B1.1", "B2.1"] * 2
+    assert list(f.text) == ["F0", "F1", "F2"] * 2
+    assert list(b.text) == ["B0·c1", "B1·c1", "B2·c1"] * 2
     assert list(f.base[:3]) == [0, 1, 2] and list(b.x) == [2] * 6
     assert f.marker.color[0] == viz.op_color("F", 0) != b.marker.color[0] == viz.op_color("B", 0)
     assert viz.op_color("F", 0) != viz.op_color("F", 1)
     assert viz.op_color("B", 10) == viz.op_color("B", 0)  # the palette repeats
     assert list(fig.layout.yaxis.categoryarray) == ["rank 1", "rank 0"]  # rank 0 on top
+    # labels read horizontally; one that does not fit is hidden, not shrunk or rotated
+    assert f.textangle == 0 and f.textposition == "inside"
+    assert fig.layout.uniformtext.mode == "hide"
+    # chunk 1 is hatched, chunk 0 plain; the key under the axis says what shades mean
+    assert set(b.marker.pattern.shape) == {"/"} and set(f.marker.pattern.shape or [""]) == {""}
+    key = fig.layout.annotations[0].text
+    assert "F forward (light)" in key and "B backward (full colour)" in key
+    assert "chunk 1 hatched" in key and "W weight" not in key
     small(fig)
+
+
+def test_pipeline_timeline_interleaved_and_zero_bubble_labels():
+    from parlab import pipeline_parallel as pp
+    fig = viz.pipeline_timeline(pp.simulate("interleaved", 4, 8, 2, 0.01, 0.02).events)
+    f = next(t for t in fig.data if t.name == "F")
+    chunk = [int(s == "/") for s in f.marker.pattern.shape]
+    assert 0 in chunk and 1 in chunk  # the two chunks look different
+    # short bars carry the short label; the hover shows the chunk
+    mbs = [c[1][1:].split("·")[0] for c in f.customdata]
+    assert all(t in (f"F{mb}", f"F{mb}·c1") for t, mb in zip(f.text, mbs))
+    assert {c[1] for c, k in zip(f.customdata, chunk) if k} == {f"F{i}·c1" for i in range(8)}
+    assert "customdata[1]" in f.hovertemplate
+    zb = viz.pipeline_timeline(pp.simulate("zb-h1", 4, 8, t_fwd=0.01, t_bwd=0.02).events)
+    assert [t.name for t in zb.data] == ["F", "B", "W"]
+    assert all(t.textangle == 0 for t in zb.data)
+    assert "W weight gradients (dark)" in zb.layout.annotations[0].text
+    assert "chunk" not in zb.layout.annotations[0].text
 
 
 def test_pipeline_timeline_overlay_gets_two_rows_per_rank():
@@ -503,7 +572,9 @@ def test_bubble_sweep_figure():
             for p in (2, 4) for m in (1, 2, 4) for s in ("gpipe", "1f1b")]
     fig = viz.bubble_sweep_figure(rows, "bubble")
     lines = [t for t in fig.data if t.mode == "lines"]
-    assert [t.name for t in lines] == ["p=2: (p-1)/(m+p-1)", "p=4: (p-1)/(m+p-1)"]
+    assert [t.name for t in lines] == ["P=2: (P-1)/(M+P-1)", "P=4: (P-1)/(M+P-1)"]
+    assert all(t.name.startswith("P=") for t in fig.data)
+    assert fig.layout.xaxis.title.text == "micro-batches M"
     assert list(lines[1].y) == [75.0, 60.0, pytest.approx(42.857, abs=1e-3)]
     assert len(fig.data) == 6
     small(fig)
@@ -544,6 +615,10 @@ def test_bucket_sweep_figure():
     assert list(step.x) == [1024, 4096] and list(step.y) == [40.0, 30.0]
     assert list(overlap.y) == [60.0, 50.0] and overlap.yaxis == "y2"
     assert list(naive.y) == [50.0, 50.0]
+    # the overlap axis has its own round ticks, not the step-time axis' grid lines
+    y2 = fig.layout.yaxis2
+    assert tuple(y2.range) == (0, 100) and y2.tickmode == "linear" and y2.dtick == 20
+    assert y2.showgrid is False
     small(fig)
     with pytest.raises(ValueError):
         viz.bucket_sweep_figure(rows[:1])
@@ -563,7 +638,31 @@ def test_dp_widgets_build():
              {"bucket_bytes": 4096, "events": _dp_events(), "median": 0.04, "overlap": 0.5,
               "exposed": 0.005, "buckets": 3}}
     assert widgets.dp_bucket_explorer(sweep) is not None
-    assert widgets.compression_payoff_explorer({"sign": 1e-8}) is not None
+    box = widgets.compression_payoff_explorer({"sign": 1e-8})
+    bandwidth = box.children[1].children[1]
+    assert bandwidth.label == "10 GB/s" and bandwidth.value == 10e9  # readable readout
+    codec = box.children[2]
+    assert codec.indent is False and codec.style.description_width == "initial"
+
+
+def test_sweep_caption_plural():
+    from parlab import dp_demos
+    r = {"median": 0.01, "overlap": 0.5, "exposed": 0.001}
+    assert "1 all-reduce per step" in dp_demos.sweep_caption("b", {**r, "buckets": 1})
+    assert "3 all-reduces per step" in dp_demos.sweep_caption("b", {**r, "buckets": 3})
+
+
+def test_memory_calculator_status_wraps_between_items_only():
+    pytest.importorskip("ipywidgets")
+    from parlab import cost, widgets
+    verdict = cost.memory_plan("70B", 4, 80, 0)["verdict"]
+    html = widgets._nowrap_html(verdict)
+    spans = [s.split("</span>")[0] for s in html.split('<span style="white-space:nowrap">')[1:]]
+    assert len(spans) >= 5
+    # a line may break only between spans; none ends in a number cut from its unit
+    assert not [s for s in spans if s[-1].isdigit()]
+    assert any(s.startswith("= ") and s.split()[2] == "GB" for s in spans)
+    assert widgets.memory_calculator() is not None
 
 
 def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch, capsys):
@@ -581,4 +680,22 @@ def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch, capsys):
     # outside a kernel the Output widget lets prints through
     printed = capsys.readouterr().out
     assert "interleaved 1F1B needs m divisible by p: m=8, p=3" in printed
-    assert "zb-h1, p=3, m=8: simulated bubble" in printed
+    assert "zb-h1, P=3, M=8: simulated bubble" in printed
+
+
+def test_pipeline_explorer_v_slider_only_for_interleaved(monkeypatch):
+    import sys
+
+    from parlab import widgets
+    monkeypatch.setattr(sys.modules["parlab.launch"], "launch", None)
+    box = widgets.pipeline_explorer(schedule="1f1b")
+    sched = box.children[0].children[0]
+    v = box.children[1].children[1]
+    assert v.disabled and v.description == "chunks v"
+    sched.value = "interleaved"
+    assert not v.disabled
+    sched.value = "gpipe"
+    assert v.disabled
+    controls = [c for row in box.children[:2] for c in row.children]
+    assert all(len(c.description) <= 16 for c in controls)  # fits the 140 px label column
+    assert box.children[2].layout.width == "auto"  # the button shows its whole label

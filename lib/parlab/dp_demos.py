@@ -324,5 +324,7 @@ def compression_payoff(n_params: int, n: int, alpha: float, compute_s: float,
 def sweep_caption(label: str, r: dict) -> str:
     """Title of one bucket-sweep entry's timeline: what was measured, in one line."""
     overlap = "n/a" if r.get("overlap") is None else f"{r['overlap']:.0%}"
-    return (f"{label}: {r['buckets']} all-reduces per step, step {r['median'] * 1e3:.1f} ms "
+    n = r["buckets"]
+    return (f"{label}: {n} all-reduce{'' if n == 1 else 's'} per step, "
+            f"step {r['median'] * 1e3:.1f} ms "
             f"(median), overlap {overlap}, exposed comm {r['exposed'] * 1e3:.1f} ms")

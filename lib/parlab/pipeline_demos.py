@@ -208,7 +208,7 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
     except ValueError as e:
         return dict(error=str(e))
     sim = pp.simulate(schedule, p, m, v, t_fwd, t_bwd)
-    text = (f"{schedule}, p={p}, m={m}" + (f", v={v}" if v > 1 else "") +
+    text = (f"{schedule}, P={p}, M={m}" + (f", v={v}" if v > 1 else "") +
             f": simulated bubble {sim.bubble_fraction:.1%} of the step")
     if schedule != "zb-h1":
         text += f" (formula {cost.bubble_fraction(p, m, v):.1%})"

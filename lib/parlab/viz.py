@@ -35,6 +35,18 @@ RANK_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7",
 NEUTRAL_COLOR = "#D9D9D9"  # a cell combining several ranks' data (a sum)
 EMPTY_COLOR = "#FFFFFF"
 ALGORITHM_COLORS = {"ring": "#54A24B", "tree": "#B279A2", "naive": "#E45756"}
+# Data-parallel variants (notebook 01): "naive" keeps the algorithm red; the other two
+# differ from it, and from each other, in hue and lightness (colour-blind safe).
+VARIANT_COLORS = {"naive": ALGORITHM_COLORS["naive"], "bucketed": "#4E79A7", "ddp": "#59A14F"}
+# Timelines that mix collectives colour comm bars by op (``meta["op"]``): gathers stay
+# the comm orange, reductions of gradients purple.
+COMM_OP_COLORS = {"all_reduce": "#F58518", "all_gather": "#F58518",
+                  "reduce_scatter": "#8E6BB5", "all_to_all": "#9D755D",
+                  "broadcast": "#72B7B2", "send_recv": "#72B7B2"}
+# Series without a colour of their own (bars, curves): Tableau 10 without its red, so
+# that none of them can be mistaken for "naive".
+FALLBACK_COLORS = ["#4E79A7", "#F28E2B", "#59A14F", "#B07AA1", "#76B7B2", "#EDC948",
+                   "#9C755F", "#FF9DA7", "#BAB0AC"]
 
 # Sequential scale for "how many contributions does this chunk hold" (light -> dark).
 CONTRIBUTION_SCALE = [[0.0, "#DEEBF7"], [0.5, "#6BAED6"], [1.0, "#08306B"]]
@@ -82,9 +94,24 @@ def _base_layout(fig: go.Figure, title: str, **kw) -> go.Figure:
 
 
 def _series_color(name: str) -> str | None:
-    """Algorithm colour when a series is named after one ('ring ...'), else None."""
+    """Algorithm colour when a series is named after one ('ring ...'), the variant's when
+    named after a data-parallel variant ('bucketed', 'ddp'), else None."""
     first = name.strip().lower().split(" ")[0].rstrip(",:")
-    return ALGORITHM_COLORS.get(first)
+    return ALGORITHM_COLORS.get(first) or VARIANT_COLORS.get(first)
+
+
+def _series_colors(names) -> list[str]:
+    """One colour per series: its own (``_series_color``) where it has one, else the next
+    of FALLBACK_COLORS not already taken -- never two series in the same colour while
+    the palette lasts."""
+    own = [_series_color(n) for n in names]
+    free = [c for c in FALLBACK_COLORS if c not in own]
+    out = []
+    for c in own:
+        if c is None:
+            c = free.pop(0) if free else FALLBACK_COLORS[len(out) % len(FALLBACK_COLORS)]
+        out.append(c)
+    return out
 
 
 # --- 1. collectives explained --------------------------------------------------------
@@ -377,6 +404,21 @@ def _hover_template(events: list[dict], kind: str) -> tuple[str, list[list] | No
     return "<br>".join(lines) + f"<extra>{kind}</extra>", custom
 
 
+def _timeline_groups(events: list[dict], kinds: list[str]):
+    """(legend name, colour, events) per kind; comm split by collective (``meta["op"]``,
+    e.g. "comm: all_gather") when the events use more than one."""
+    for kind in kinds:
+        mine = [e for e in events if e["kind"] == kind]
+        ops = list(dict.fromkeys((e.get("meta") or {}).get("op") for e in mine))
+        if kind != "comm" or len(ops) < 2:
+            yield kind, KIND_COLORS.get(kind, _OTHER_COLOR), mine
+            continue
+        for op in ops:
+            name = f"comm: {op}" if op else kind
+            yield name, COMM_OP_COLORS.get(op, KIND_COLORS["comm"]), [
+                e for e in mine if (e.get("meta") or {}).get("op") == op]
+
+
 def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go.Figure:
     """Gantt chart of trace events: one row per rank (rank 0 on top), time in ms
     from ``t0`` (default: the earliest start), bars coloured by kind. The reader
@@ -386,6 +428,9 @@ def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go
     notebooks small, each kind is drawn as a few bar traces, one per event name,
     sharing one legend entry (``legendgroup`` = kind; every trace's ``name`` is the
     kind); a kind with more than 30 distinct names is drawn as a single trace.
+    Communication that mixes collectives (``meta["op"]``: all-gathers and
+    reduce-scatters under ZeRO) gets one legend entry and colour per collective
+    (``COMM_OP_COLORS``), named e.g. "comm: all_gather".
     """
     fig = go.Figure()
     if not events:
@@ -399,8 +444,7 @@ def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go
         t0 = min(e["start"] for e in events)
     kinds = [k for k in KIND_COLORS if any(e["kind"] == k for e in events)]
     kinds += sorted({e["kind"] for e in events} - set(KIND_COLORS))
-    for kind in kinds:
-        mine = [e for e in events if e["kind"] == kind]
+    for kind, color, mine in _timeline_groups(events, kinds):
         names = list(dict.fromkeys(str(e.get("name", "")) for e in mine))
         groups = ([[e for e in mine if str(e.get("name", "")) == nm] for nm in names]
                   if len(names) <= _MAX_NAMES_PER_KIND else [mine])
@@ -412,10 +456,11 @@ def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go
                 x=[round(max(e["end"] - e["start"], 0.0) * 1e3, 4) for e in group],
                 y=[int(e["rank"]) for e in group], customdata=custom,
                 hovertemplate=template, width=0.8,
-                marker=dict(color=KIND_COLORS.get(kind, _OTHER_COLOR), line=dict(width=0))))
+                marker=dict(color=color, line=dict(width=0))))
     ranks = sorted({int(e["rank"]) for e in events})
     x0 = (min(e["start"] for e in events) - t0) * 1e3
     x1 = (max(e["end"] for e in events) - t0) * 1e3
+    x1 += 0.02 * (x1 - x0)  # a margin after the last bar: it ends, it is not cut off
     _base_layout(fig, title, barmode="overlay", bargap=0.2,
                  height=max(220, 110 + 42 * (max(ranks) - min(ranks) + 1)),
                  legend=dict(orientation="h", x=1, xanchor="right", y=1.02,
@@ -573,8 +618,18 @@ def cost_curves(curves: dict[str, tuple[list[float], list[float]]], title: str =
     y_format = dict(_SECONDS_AXIS) if y_title.endswith("(s)") else {"dtick": 1}
     if not log_y:
         y_format.pop("dtick")  # one tick per decade only makes sense on a log axis
+    else:
+        ys = [y for _, cys in curves.values() for y in cys if y > 0]
+        y_format["dtick"] = _log_dtick(min(ys), max(ys)) if ys else 1
     fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title, **y_format)
     return fig
+
+
+def _log_dtick(lo: float, hi: float):
+    """Ticks for a log axis spanning lo..hi: one per decade (1) over 3 decades or more,
+    else 1-2-5 ("D2"), or every digit ("D1") within one decade -- at least 3 labels."""
+    decades = math.log10(hi / lo) if lo > 0 and hi > lo else 0.0
+    return 1 if decades >= 3 else "D2" if decades >= 0.8 else "D1"
 
 
 # Log axes: one labelled tick per decade (dtick=1), with SI prefixes throughout
@@ -625,14 +680,15 @@ def measured_vs_predicted(rows: list[dict], title: str = "",
 def bars(categories: list[str], series: dict[str, list[float]], title: str = "",
          y_title: str = "") -> go.Figure:
     """Grouped bars: one group per category, one bar per series. The reader
-    should compare the series within each group."""
+    should compare the series within each group. Series named after an algorithm or a
+    data-parallel variant get its colour, the others distinct ones (``_series_colors``)."""
     fig = go.Figure()
-    for name, values in series.items():
+    for (name, values), color in zip(series.items(), _series_colors(series)):
         if len(values) != len(categories):
             raise ValueError(f"series {name!r} has {len(values)} values for "
                              f"{len(categories)} categories")
         fig.add_trace(go.Bar(name=name, x=list(categories), y=list(values),
-                             marker=dict(color=_series_color(name)),
+                             marker=dict(color=color),
                              hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>"))
     _base_layout(fig, title, barmode="group")
     fig.update_yaxes(title_text=y_title)
@@ -677,15 +733,21 @@ def memory_bars(plans: list[dict], title: str = "", limit: float | None = None,
                                         line=dict(width=3, color="#000000")),
             hovertemplate=f"formula: %{{y:.3g}} {name}<extra>%{{x}}</extra>"))
     if limit:
-        fig.add_hline(y=limit / size, line=dict(color="#E45756", dash="dash", width=2),
-                      annotation_text=f"device memory {limit / size:.4g} {name}",
-                      annotation_position="top left")
+        # the line's label goes in the right margin, level with the line: never on a bar
+        fig.add_hline(y=limit / size, line=dict(color="#E45756", dash="dash", width=2))
+        fig.add_annotation(x=1, xref="paper", xanchor="left", xshift=6, y=limit / size,
+                           yanchor="middle", showarrow=False, align="left",
+                           text=f"device<br>memory<br>{limit / size:.4g}&nbsp;{name}",
+                           font=dict(color="#C62828", size=12))
         for label, top in zip(labels, tops):
             fits = top <= limit
             fig.add_annotation(x=label, y=top / size, yanchor="bottom", showarrow=False,
                                text="fits" if fits else "does not fit",
                                font=dict(color="#2E7D32" if fits else "#C62828", size=13))
     _base_layout(fig, title, barmode="stack")
+    if limit:  # the legend below the bars, the right margin for the line's label
+        fig.update_layout(margin=dict(r=90, b=80),
+                          legend=dict(orientation="h", x=0, y=-0.08, yanchor="top"))
     fig.update_yaxes(title_text=f"per GPU ({name})", rangemode="tozero")
     return fig
 
@@ -732,7 +794,8 @@ def bucket_sweep_figure(rows: list[dict], title: str = "") -> go.Figure:
     _base_layout(fig, title, legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0))
     fig.update_layout(margin=dict(t=90 if title else 50, r=60),
                       yaxis2=dict(title="overlap with backward (%)", overlaying="y",
-                                  side="right", range=[0, 100], showgrid=False))
+                                  side="right", range=[0, 100], showgrid=False,
+                                  tickmode="linear", tick0=0, dtick=20, zeroline=False))
     fig.update_xaxes(type="log", title_text="bucket size (bytes)", **_BYTES_AXIS)
     fig.update_layout(yaxis=dict(title="step time (ms)", rangemode="tozero"))
     return fig
@@ -771,6 +834,11 @@ def loss_curves(curves: dict[str, list[float]], title: str = "",
 MICROBATCH_COLORS = ["#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F",
                      "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#BAB0AC"]
 _OP_SHADE = {"F": 0.55, "B": 0.0, "W": -0.35}  # > 0: towards white, < 0: towards black
+_OP_WORDS = {"F": "F forward (light)", "B": "B backward (full colour)",
+             "W": "W weight gradients (dark)"}
+# Interleaved schedules: a rank's model chunks 0, 1, 2, 3 -- plain, hatched, crossed, dotted.
+CHUNK_PATTERNS = ["", "/", "x", "."]
+_CHUNK_WORDS = ["plain", "hatched /", "crossed x", "dotted"]
 
 
 def _shade(hex_color: str, amount: float) -> str:
@@ -785,11 +853,19 @@ def op_color(op: str, mb: int) -> str:
     return _shade(MICROBATCH_COLORS[int(mb) % len(MICROBATCH_COLORS)], _OP_SHADE[op])
 
 
+def _op_label(op: str, meta: dict) -> str:
+    """F3 (micro-batch 3), F3·c1 (micro-batch 3, model chunk 1 of an interleaved rank)."""
+    chunk = meta.get("chunk") or 0
+    return f"{op}{meta['mb']}" + (f"·c{chunk}" if chunk else "")
+
+
 def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] | None = None,
                       labels: tuple[str, str] = ("simulated", "measured"),
                       unit: str = "ms") -> go.Figure:
     """One row per rank (rank 0 on top), one bar per F / B / W op coloured by its
-    micro-batch and labelled F3, B3.1 (micro-batch 3, chunk 1)... The reader should
+    micro-batch, shaded by op (F light, B full, W dark: a key under the axis), hatched
+    by model chunk (interleaved: chunk 1 "/"), labelled F3, B3·c1 (micro-batch 3,
+    chunk 1) where the label fits (horizontal, else hidden; hover shows it). The reader should
     see the fill and drain triangles (the bubble) and, across rows, each micro-batch
     go down the pipeline and back. With ``overlay``, each rank gets two rows: the
     ``events`` (labels[0]) above the ``overlay`` (labels[1]), on the same time axis.
@@ -798,6 +874,7 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
     only F/B/W ops are drawn. Times start at 0 for each set; ``unit="ms"`` shows
     seconds as ms, anything else draws the times as they are (simulator units)."""
     sets = [(labels[0], events)] + ([(labels[1], overlay)] if overlay is not None else [])
+    used_ops, used_chunks = set(), set()
     scale = 1e3 if unit == "ms" else 1.0
     ranks = sorted({int(e["rank"]) for _, evs in sets for e in evs})
     rows = {(r, name): f"rank {r}" + (f" · {name}" if overlay is not None else "")
@@ -808,27 +885,47 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
         if not ops:
             continue
         t0 = min(e["start"] for e in ops)
+        span = max(max(e["end"] for e in ops) - t0, 1e-12)
         for op in "FBW":
             mine = [e for e in ops if e["name"] == op]
             if not mine:
                 continue
-            text = [f"{op}{e['meta']['mb']}" + (f".{e['meta']['chunk']}" if e["meta"].get("chunk")
-                                                else "") for e in mine]
+            full = [_op_label(op, e["meta"]) for e in mine]
+            # a bar too narrow for "F3·c1" (at ~7 px a character on a ~760 px wide plot)
+            # says "F3": its hatching tells the chunk, its hover the full label
+            text = [f if (e["end"] - e["start"]) / span * 760 >= 7 * len(f) + 4
+                    else f"{op}{e['meta']['mb']}" for f, e in zip(full, mine)]
+            chunks = [int(e["meta"].get("chunk") or 0) for e in mine]
+            colors = [op_color(op, e["meta"]["mb"]) for e in mine]
+            marker = dict(color=colors, line=dict(width=0.5, color="#FFFFFF"))
+            if any(chunks):
+                used_chunks.update(chunks)
+                marker["pattern"] = dict(
+                    shape=[CHUNK_PATTERNS[c % len(CHUNK_PATTERNS)] for c in chunks],
+                    fgcolor=[_text_color(c) for c in colors], fgopacity=0.45, size=6)
             fig.add_trace(go.Bar(
                 name=f"{op} ({name})" if overlay is not None else op, orientation="h",
                 base=[round((e["start"] - t0) * scale, 4) for e in mine],
                 x=[round((e["end"] - e["start"]) * scale, 4) for e in mine],
                 y=[rows[int(e["rank"]), name] for e in mine], text=text,
-                textposition="inside", insidetextanchor="middle", width=0.8,
-                marker=dict(color=[op_color(op, e["meta"]["mb"]) for e in mine],
-                            line=dict(width=0.5, color="#FFFFFF")),
-                textfont=dict(color=[_text_color(op_color(op, e["meta"]["mb"])) for e in mine]),
-                customdata=[round((e["start"] - t0) * scale, 4) for e in mine],
-                hovertemplate=f"%{{text}} ({name})<br>start %{{customdata:.4g}} {unit}, "
-                              f"lasts %{{x:.4g}} {unit}<extra></extra>"))
+                textposition="inside", insidetextanchor="middle", textangle=0,
+                constraintext="inside", width=0.8, marker=marker,
+                textfont=dict(color=[_text_color(c) for c in colors]),
+                customdata=[[round((e["start"] - t0) * scale, 4), f] for e, f in zip(mine, full)],
+                hovertemplate=f"%{{customdata[1]}} ({name})<br>start %{{customdata[0]:.4g}} "
+                              f"{unit}, lasts %{{x:.4g}} {unit}<extra></extra>"))
+            used_ops.add(op)
     order = [rows[r, name] for r in ranks for name, _ in sets]
     _base_layout(fig, title, barmode="overlay", showlegend=False,
-                 height=max(200, 90 + 34 * len(order)), uniformtext=dict(minsize=8, mode="hide"))
+                 height=max(200, 120 + 34 * len(order)), uniformtext=dict(minsize=8, mode="hide"))
+    fig.update_layout(margin=dict(b=80))
+    # the key: what the shades (and the hatching) mean, under the time axis
+    key = [_OP_WORDS[op] for op in "FBW" if op in used_ops]
+    key += [f"chunk {c} {_CHUNK_WORDS[c % len(_CHUNK_WORDS)]}" for c in sorted(used_chunks)]
+    if key:
+        fig.add_annotation(text="key: " + " · ".join(key) + " · one hue per micro-batch",
+                           xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
+                           yshift=-42, showarrow=False, font=dict(size=11, color="#555555"))
     fig.update_xaxes(title_text=f"time ({unit})", zeroline=False)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=order[::-1],
                      showgrid=False)
@@ -837,29 +934,29 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
 
 def bubble_sweep_figure(rows: list[dict], title: str = "") -> go.Figure:
     """Measured bubble (markers, one symbol per schedule) against the formula (a line
-    per pipeline depth p), versus the number of micro-batches m. ``rows``: dicts
+    per pipeline depth P), versus the number of micro-batches M. ``rows``: dicts
     with p, m, schedule, measured and formula (fractions). The reader should see
-    the markers of every schedule on their p's line."""
+    the markers of every schedule on their P's line."""
     fig = go.Figure()
     symbols = ["circle", "diamond", "square", "x"]
     for i, p in enumerate(sorted({r["p"] for r in rows})):
         mine = sorted((r for r in rows if r["p"] == p), key=lambda r: r["m"])
         ms = sorted({r["m"] for r in mine})
         formula = {r["m"]: r["formula"] for r in mine}
-        fig.add_trace(go.Scatter(name=f"p={p}: (p-1)/(m+p-1)", x=ms,
+        fig.add_trace(go.Scatter(name=f"P={p}: (P-1)/(M+P-1)", x=ms,
                                  y=[round(100 * formula[m], 3) for m in ms], mode="lines",
                                  line=dict(color=rank_color(i), width=2),
-                                 hovertemplate="m=%{x}: %{y:.1f}%<extra>formula</extra>"))
+                                 hovertemplate="M=%{x}: %{y:.1f}%<extra>formula</extra>"))
         for j, sched in enumerate(dict.fromkeys(r["schedule"] for r in mine)):
             pts = [r for r in mine if r["schedule"] == sched]
             fig.add_trace(go.Scatter(
-                name=f"p={p}: {sched}, measured", x=[r["m"] for r in pts],
+                name=f"P={p}: {sched}, measured", x=[r["m"] for r in pts],
                 y=[round(100 * r["measured"], 3) for r in pts], mode="markers",
                 marker=dict(color=rank_color(i), size=9, symbol=symbols[j % len(symbols)],
                             line=dict(width=1, color="#FFFFFF")),
-                hovertemplate=f"{sched}, m=%{{x}}: %{{y:.1f}}%<extra>measured</extra>"))
+                hovertemplate=f"{sched}, M=%{{x}}: %{{y:.1f}}%<extra>measured</extra>"))
     _base_layout(fig, title)
-    fig.update_xaxes(type="log", title_text="micro-batches m",
+    fig.update_xaxes(type="log", title_text="micro-batches M",
                      tickvals=sorted({r["m"] for r in rows}))
     fig.update_yaxes(title_text="bubble: idle / total time (%)", rangemode="tozero")
     return fig

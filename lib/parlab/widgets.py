@@ -4,8 +4,11 @@ directly; the widgets only wire them up."""
 
 from __future__ import annotations
 
+import html
+import re
+
 import ipywidgets as w
-from IPython.display import display
+from IPython.display import HTML, display
 
 from . import collective_demos, hardware, viz
 
@@ -15,6 +18,21 @@ _STYLE = {"description_width": "140px"}
 
 def _show(fig) -> None:
     display(fig)
+
+
+def _nowrap_html(text: str) -> str:
+    """``text`` as HTML that wraps only between its items (split after ", " and ": ",
+    before " + " and " = "), never inside one: "472.1 GB" stays on one line.
+    (Printed text in a notebook output may break anywhere, even inside a number.)"""
+    parts = re.split(r"(?<=[,:]) |(?= [+=] )", text)
+    return ('<div style="line-height:1.5">' + " ".join(
+        f'<span style="white-space:nowrap">{html.escape(p.strip())}</span>'
+        for p in parts if p.strip()) + "</div>")
+
+
+def _bandwidth_label(bytes_per_s: float) -> str:
+    """1e10 -> '10 GB/s', 2e8 -> '0.2 GB/s' (GB = 1e9 bytes, as links are sold)."""
+    return f"{bytes_per_s / 1e9:g} GB/s"
 
 
 def collective_picker(n: int = 4):
@@ -93,7 +111,7 @@ def memory_calculator(model: str = "7B", n_gpus: int = 4, gpu: str = "A100-SXM4-
         plans = [cost.memory_plan(model, n, gpus[gpu], s, recompute, b) for s in range(4)]
         for s, p in enumerate(plans):
             p["label"] = ("<b>%s</b>" if s == stage else "%s") % ["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"][s]
-        print(plans[stage]["verdict"])
+        display(HTML(_nowrap_html(plans[stage]["verdict"])))
         _show(viz.memory_bars(plans, f"{model} on {n} x {gpu}, micro-batch {b}, "
                               f"recompute={recompute}", limit=plans[0]["gpu"], unit="GB"))
 
@@ -133,10 +151,14 @@ def compression_payoff_explorer(codec_s_per_param: dict | None = None, alpha: fl
                                description="compute / step (s)", layout=_LAYOUT, style=_STYLE)
     ranks = w.SelectionSlider(options=[2, 4, 8, 16, 64, 256], value=8, description="ranks",
                               layout=_LAYOUT, style=_STYLE)
-    bandwidth = w.FloatLogSlider(value=10e9, base=10, min=8, max=11.5, step=0.25,
-                                 description="bandwidth (B/s)", layout=_LAYOUT, style=_STYLE)
-    codec = w.Checkbox(value=False, description="add codec cost measured on this CPU",
-                       disabled=not codec_s_per_param, style=_STYLE)
+    bandwidth = w.SelectionSlider(
+        options=[(_bandwidth_label(g * 1e9), g * 1e9)
+                 for g in (0.1, 0.2, 0.5, 1, 2, 5, 10, 25, 50, 100, 200, 300)],
+        value=10e9, description="link bandwidth", layout=_LAYOUT, style=_STYLE,
+        tooltip="per direction; GB = 1e9 bytes")
+    codec = w.Checkbox(value=False, description="add the codec cost (measured on this CPU)",
+                       disabled=not codec_s_per_param, indent=False,
+                       layout={"width": "auto"}, style={"description_width": "initial"})
     grid = [10 ** (8 + 0.1 * i) for i in range(36)]
 
     def draw(n_params, compute_s, n, bw, with_codec):
@@ -168,10 +190,19 @@ def pipeline_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2
                      style=_STYLE, continuous_update=False)
     ms = w.IntSlider(value=m, min=1, max=16, description="micro-batches M", layout=_LAYOUT,
                      style=_STYLE, continuous_update=False)
-    vs = w.IntSlider(value=v, min=2, max=4, description="chunks v (interleaved)",
-                     layout=_LAYOUT, style=_STYLE, continuous_update=False)
-    button = w.Button(description="run live (emulated)", icon="play")
+    vs = w.IntSlider(value=v, min=2, max=4, description="chunks v", layout=_LAYOUT,
+                     style=_STYLE, continuous_update=False,
+                     tooltip="model chunks per rank: interleaved schedule only")
+    button = w.Button(description="run live (emulated compute)", icon="play",
+                      layout={"width": "auto"},
+                      tooltip="run the schedule on P real ranks and overlay the measured timeline")
     out = w.Output()
+
+    def only_interleaved(_=None):  # v means something for the interleaved schedule only
+        vs.disabled = sched.value != "interleaved"
+
+    only_interleaved()
+    sched.observe(only_interleaved, names="value")
 
     def draw(live=False):
         res = pipeline_demos.explore(sched.value, ps.value, ms.value, vs.value, live=live)
