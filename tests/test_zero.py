@@ -103,6 +103,31 @@ def test_traced_bytes_per_step_equal_formula(dp):
         assert ops == ({"all_reduce"} if stage == 0 else {"reduce_scatter", "all_gather"})
 
 
+def test_trace_shows_compute_between_the_collectives():
+    # the timeline of a step: each unit's forward and backward compute and the optimizer
+    # step as compute spans (no bytes), none overlapping a collective on its rank
+    for stage in (3, 2, 0):
+        res = zero.run(stage, 2, CFG, 1, 8)
+        for events in res["events"]:
+            compute = [e for e in events if e["kind"] == "compute"]
+            comm = [e for e in events if e["kind"] == "comm"]
+            names = {e["name"] for e in compute}
+            units = ["embed"] + [f"block{i}" for i in range(CFG.n_layers)] + ["head"]
+            assert {f"forward {u}" for u in units} <= names, (stage, names)
+            assert {f"backward {u}" for u in units} - {"backward embed"} <= names
+            assert {"forward loss", "backward loss", "optimizer"} <= names
+            assert all(e["bytes_sent"] == e["bytes_recv"] == 0 for e in compute)
+            assert not [(a["name"], b["name"]) for a in compute for b in comm
+                        if a["start"] < b["end"] - 1e-7 and b["start"] < a["end"] - 1e-7]
+            if stage == 3:  # a block's backward runs between its all-gather and reduce-scatter
+                at = {e["name"]: e for e in events}
+                bwd = [e for e in compute if e["name"] == "backward block1"]
+                gather = at["all_gather block1 params (backward)"]
+                scatter = at["reduce_scatter block1 grads"]
+                assert any(gather["end"] <= e["start"] and e["end"] <= scatter["start"]
+                           for e in bwd)
+
+
 # --- stage 3 really frees what it gathers (workers run on the ranks) ---------------------
 
 def _wait_freed(trainer, seconds=2.0):

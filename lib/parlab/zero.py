@@ -53,13 +53,42 @@ _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_t
 _reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
-def _traced(op: str, label: str, nbytes: int, call, group) -> None:
+def _traced(op: str, label: str, nbytes: int, call, group, log: list | None = None) -> None:
     """Run one collective as a traced comm event. Bytes are what a ring moves
-    (cost.collective_bytes; gloo/NCCL do not tell us), as in parlab.comm."""
+    (cost.collective_bytes; gloo/NCCL do not tell us), as in parlab.comm.
+    ``log``: where to append the collective's (start, end), taken just outside its span."""
     b = int(cost.collective_bytes(op, nbytes, dist.get_world_size(group)))
+    t0 = trace.now()
     with trace.span(f"{op} {label}", kind="comm", bytes_sent=b, bytes_recv=b,
                     bytes_modelled=True, op=op):
         call()
+    if log is not None:
+        log.append((t0, trace.now()))
+
+
+def _backward_segments(t0: float, t1: float, comms, marks, min_s: float = 1e-6):
+    """Split the backward pass [t0, t1] into compute segments: cut out the collectives
+    (``comms``: (start, end)) and cut where a unit's backward begins (``marks``: (time,
+    unit label), from a hook on the unit's output). Returns [(start, end, label)], the
+    part before the first mark labelled "loss" (the loss function's own backward)."""
+    cuts = sorted([(t, 1, label) for t, label in marks] + [(s, 0, e) for s, e in comms])
+    out, cursor, label = [], t0, "loss"
+
+    def emit(end):
+        if end - cursor >= min_s:
+            out.append((cursor, end, label))
+
+    for t, is_mark, x in cuts:
+        if is_mark:
+            if t > cursor:
+                emit(t)
+                cursor = t
+            label = x
+        else:
+            emit(t)
+            cursor = max(cursor, x)
+    emit(t1)
+    return out
 
 
 def _device(group=None) -> torch.device:
@@ -146,6 +175,9 @@ class ZeroDP:
         self.optimizer = torch.optim.AdamW([u.shard for u in self.units], lr=lr,
                                            betas=(0.9, 0.95), weight_decay=weight_decay)
         self.memory = {}
+        # While tracing: (start, end) of every collective, and (time, unit) where each
+        # unit's backward begins -- to trace the compute between the collectives.
+        self._comm_log, self._bwd_marks = [], []
 
     # --- one step ---------------------------------------------------------------------
 
@@ -156,11 +188,20 @@ class ZeroDP:
             else:
                 u.shard.grad, u.ready = None, 0
         self._peak = 0
-        loss = loss_fn(self.forward(x), y.to(self.device))
+        logits = self.forward(x)
+        with trace.span("forward loss"):
+            loss = loss_fn(logits, y.to(self.device))
+        self._comm_log.clear()
+        t0 = trace.now()
         loss.backward()  # stages 2 and 3 reduce-scatter during backward
+        if trace.is_recording():  # compute spans between the collectives, per unit
+            for start, end, label in _backward_segments(t0, trace.now(), self._comm_log,
+                                                        self._bwd_marks):
+                trace.record("compute", f"backward {label}", start, end)
         for u in self.units if self.stage <= 1 else []:
             self._reduce_after_backward(u)
-        self.optimizer.step()
+        with trace.span("optimizer"):
+            self.optimizer.step()
         for u in self.units if self.stage in (1, 2) else []:
             # in place: this rank's shard is already where it belongs in the output
             _traced("all_gather", f"{u.label} params", u.flat.nbytes,
@@ -170,8 +211,15 @@ class ZeroDP:
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x.to(self.device)
+        self._bwd_marks = []
         for u in self.units:
-            h = self._run_unit(u, h) if self.stage == 3 else u.fn(h)
+            if self.stage == 3:
+                h = self._run_unit(u, h)
+            else:
+                with trace.span(f"forward {u.label}"):
+                    h = u.fn(h)
+            if trace.is_recording() and h.requires_grad:  # when u's backward begins
+                h.register_hook(lambda g, u=u: self._bwd_marks.append((trace.now(), u.label)))
         return h
 
     def _reduce_after_backward(self, u: Unit) -> None:
@@ -181,11 +229,12 @@ class ZeroDP:
         g = u.flat_grad
         if self.stage == 0:
             _traced("all_reduce", f"{u.label} grads", g.nbytes,
-                    lambda: dist.all_reduce(g, group=self.group), self.group)
+                    lambda: dist.all_reduce(g, group=self.group), self.group, self._comm_log)
         else:
             g = g[u.lo:u.hi]  # in place: output = input + rank * shard (NCCL allows it too)
             _traced("reduce_scatter", f"{u.label} grads", u.flat_grad.nbytes,
-                    lambda: _reduce_scatter(g, u.flat_grad, group=self.group), self.group)
+                    lambda: _reduce_scatter(g, u.flat_grad, group=self.group), self.group,
+                    self._comm_log)
         u.shard.grad = g.div_(self.dp)  # sum of per-rank mean losses -> mean over the batch
 
     def _grad_ready(self, u: Unit) -> None:
@@ -206,7 +255,8 @@ class ZeroDP:
                    for g, n in zip(grads, u.sizes)], out=flat[:u.numel])
         shard = torch.empty(u.hi - u.lo, device=self.device)
         _traced("reduce_scatter", f"{u.label} grads", flat.nbytes,
-                lambda: _reduce_scatter(shard, flat, group=self.group), self.group)
+                lambda: _reduce_scatter(shard, flat, group=self.group), self.group,
+                self._comm_log)
         return shard.div_(self.dp)
 
     # --- stage 3: parameters that exist only while their unit runs ----------------------
@@ -214,7 +264,8 @@ class ZeroDP:
     def _all_gather_unit(self, u: Unit, why: str) -> torch.Tensor:
         full = torch.empty(u.padded, device=self.device)
         _traced("all_gather", f"{u.label} params ({why})", full.nbytes,
-                lambda: _all_gather(full, u.shard.detach(), group=self.group), self.group)
+                lambda: _all_gather(full, u.shard.detach(), group=self.group), self.group,
+                self._comm_log)
         self._live += full.nbytes
         self._peak = max(self._peak, self._live)
         self._gathered = [r for r in self._gathered if r() is not None] + [weakref.ref(full)]
@@ -235,8 +286,9 @@ class ZeroDP:
         # Autograd would keep the weights it needs for backward (e.g. a Linear's
         # weight, for the input's gradient) and with them the gathered buffer. These
         # hooks store a (offset, shape, stride) note instead; backward re-gathers.
-        with torch.autograd.graph.saved_tensors_hooks(lambda t: self._pack(u, t),
-                                                      lambda s: self._unpack(u, s)):
+        hooks = torch.autograd.graph.saved_tensors_hooks(lambda t: self._pack(u, t),
+                                                         lambda s: self._unpack(u, s))
+        with hooks, trace.span(f"forward {u.label}"):
             out = u.fn(h)
         u.bind([None] * len(u.names))  # no reference left: the full parameters are freed
         u.forward_ptr = None
