@@ -390,9 +390,13 @@ def test_cost_curves():
     # a log y axis gets at least 3 labels, however few decades the curves span
     assert fig.layout.yaxis.dtick == 1  # ~5 decades: one tick per decade
     narrow = viz.cost_curves({"a": ([1e8, 1e11], [0.12, 1.5])}, y_title="step time (s)")
-    assert narrow.layout.yaxis.dtick == "D2"  # 1, 2, 5 per decade: 0.2, 0.5, 1
-    assert narrow.layout.yaxis.tickformat == "~s"  # labels like "200ms", not bare digits
-    assert viz.cost_curves({"a": ([1, 10], [0.12, 0.3])}).layout.yaxis.dtick == "D1"
+    y = narrow.layout.yaxis  # 1, 2, 5 per decade, every label with its SI prefix and unit
+    assert list(y.tickvals) == [0.1, 0.2, 0.5, 1.0] and y.tickmode == "array"
+    assert list(y.ticktext) == ["100ms", "200ms", "500ms", "1s"]
+    digits = viz.cost_curves({"a": ([1, 10], [0.12, 0.3])}).layout.yaxis
+    assert [v for v in digits.tickvals if 0.12 <= v <= 0.3] == [0.15, 0.2, 0.25, 0.3]
+    assert list(digits.ticktext)[:2] == ["100ms", "150ms"]
+    assert [viz._si(v) for v in (2e-4, 1500, 3e9, 1)] == ["200µ", "1.5k", "3G", "1"]
     with pytest.raises(ValueError):
         viz.cost_curves({"a": ([1, 2], [1])})
     with pytest.raises(ValueError):

@@ -615,21 +615,37 @@ def cost_curves(curves: dict[str, tuple[list[float], list[float]]], title: str =
     fig.update_layout(margin=dict(t=80 if title else 50))
     fig.update_xaxes(type="log" if log_x else "linear", title_text=x_title,
                      **(_BYTES_AXIS if log_x else {}))
-    y_format = dict(_SECONDS_AXIS) if y_title.endswith("(s)") else {"dtick": 1}
+    suffix = "s" if y_title.endswith("(s)") else ""
+    y_format = dict(_SECONDS_AXIS) if suffix else {"dtick": 1}
     if not log_y:
         y_format.pop("dtick")  # one tick per decade only makes sense on a log axis
     else:
         ys = [y for _, cys in curves.values() for y in cys if y > 0]
-        y_format["dtick"] = _log_dtick(min(ys), max(ys)) if ys else 1
+        if ys and math.log10(max(ys) / min(ys)) < 3:  # few decades: label 1-2-5 (or every digit)
+            vals = _log_ticks(min(ys), max(ys))
+            y_format = dict(tickmode="array", tickvals=vals,
+                            ticktext=[_si(v) + suffix for v in vals])
     fig.update_yaxes(type="log" if log_y else "linear", title_text=y_title, **y_format)
     return fig
 
 
-def _log_dtick(lo: float, hi: float):
-    """Ticks for a log axis spanning lo..hi: one per decade (1) over 3 decades or more,
-    else 1-2-5 ("D2"), or every digit ("D1") within one decade -- at least 3 labels."""
-    decades = math.log10(hi / lo) if lo > 0 and hi > lo else 0.0
-    return 1 if decades >= 3 else "D2" if decades >= 0.8 else "D1"
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values for a log axis spanning lo..hi over less than 3 decades: 1-2-5 per
+    decade, or every half digit within one decade -- at least 3 of them. (plotly's own
+    "D1"/"D2" ticks label the minor ones with bare digits, whatever tickformat says.)"""
+    steps = (1, 2, 5) if math.log10(hi / lo) >= 0.8 else [h / 2 for h in range(2, 20)]
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    vals = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in steps]
+    inside = [v for v in vals if lo / 1.3 <= v <= hi * 1.3]
+    return [float(f"{v:.3g}") for v in inside]
+
+
+def _si(v: float) -> str:
+    """0.0002 -> '200µ', 1500 -> '1.5k': SI prefixes, as plotly's "~s" format writes them."""
+    for exp, prefix in ((9, "G"), (6, "M"), (3, "k"), (0, ""), (-3, "m"), (-6, "µ"), (-9, "n")):
+        if abs(v) >= 10.0 ** exp or exp == -9:
+            return f"{v / 10.0 ** exp:.3g}{prefix}"
+    return f"{v:.3g}"
 
 
 # Log axes: one labelled tick per decade (dtick=1), with SI prefixes throughout
