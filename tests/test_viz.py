@@ -632,6 +632,9 @@ def test_loss_curves():
     fig = viz.loss_curves({"exact": [4.0, 3.0], "sign, no EF": [4.0, 3.5]}, "c", floor=1.07)
     assert [t.name for t in fig.data] == ["exact", "sign, no EF", "entropy floor 1.070"]
     assert fig.data[1].line.dash == "dot" and list(fig.data[2].y) == [1.07, 1.07]
+    pair = viz.loss_curves({"exact": [4.0], "sign + EF": [4.0], "sign, no EF": [4.1], "top-1%": [4.2]})
+    assert pair.data[1].line.color == pair.data[2].line.color != pair.data[3].line.color
+    assert pair.data[0].line.width > pair.data[1].line.width
     small(fig)
 
 

@@ -824,10 +824,16 @@ def loss_curves(curves: dict[str, list[float]], title: str = "",
     exact one and which lag behind."""
     fig = go.Figure()
     palette = ["#222222", "#4C78A8", "#F58518", "#E45756", "#54A24B", "#B279A2", "#9D755D"]
+    # one hue per method ("sign + EF" and "sign, no EF" share it; no EF dotted); the first
+    # run (the exact one) is drawn wide and pale, so a run that tracks it stays visible on top
+    hues = {}
     for i, (name, ys) in enumerate(curves.items()):
+        method = name.replace(", no EF", "").replace(" + EF", "").strip()
+        color = hues.setdefault(method, palette[len(hues) % len(palette)])
         fig.add_trace(go.Scatter(name=name, x=list(range(len(ys))),
                                  y=[round(float(y), 4) for y in ys], mode="lines",
-                                 line=dict(color=palette[i % len(palette)], width=2,
+                                 opacity=0.45 if i == 0 else 1.0,
+                                 line=dict(color=color, width=5 if i == 0 else 2,
                                            dash="dot" if "no EF" in name else "solid"),
                                  hovertemplate=f"{name}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"))
     if floor is not None and curves:
