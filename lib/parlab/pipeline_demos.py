@@ -212,7 +212,7 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
             f": simulated bubble {sim.bubble_fraction:.1%} of the step")
     if schedule != "zb-h1":
         text += f" (formula {cost.bubble_fraction(p, m, v):.1%})"
-    text += f"; peak micro-batches held per rank {sim.peak_activations}"
+    text += "; peak micro-batches held per rank [" + ",\u00a0".join(map(str, sim.peak_activations)) + "]"
     run = None
     if live:
         res = measured_bubble(schedule, p, m, v, t_fwd, t_bwd, repeats=1)
