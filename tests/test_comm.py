@@ -104,6 +104,8 @@ def test_torch_wrappers_compute_and_model_bytes():
             e = by_name[name]
             assert e["bytes_modelled"] and e["kind"] == "comm"
             assert e["bytes_sent"] == int(cost.collective_bytes(name, S, n, "ring"))
+            assert e["meta"]["op"] == name
+        assert by_name["all_reduce labelled"]["meta"]["op"] == "all_reduce"
 
 
 def test_chunk_bounds():

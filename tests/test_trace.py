@@ -52,3 +52,13 @@ def test_clocks_on_one_host_need_no_correction():
     offsets = parlab.launch(workers.sync_clock_offset, 3)
     assert offsets[0] == 0.0
     assert all(abs(o) < 2e-3 for o in offsets), offsets  # one monotonic clock per host
+
+
+def test_recorded_peeks_without_clearing():
+    trace.start()
+    trace.record("compute", "a", 1.0, 2.0)
+    trace.record("comm", "b", 3.0, 4.0)
+    trace.record("comm", "c", 5.0, 6.0)
+    assert [e["name"] for e in trace.recorded(since=2.5, kind="comm")] == ["b", "c"]
+    assert [e["name"] for e in trace.recorded()] == ["a", "b", "c"]
+    assert len(trace.stop()) == 3  # still there

@@ -169,6 +169,7 @@ def torch_wrappers():
     rs = comm.reduce_scatter(torch.empty(2), torch.arange(2.0 * n))
     a2a = comm.all_to_all(torch.empty(n), torch.full((n,), float(r)))
     bc = comm.broadcast(torch.full((3,), float(r)), src=n - 1)
+    comm.all_reduce(torch.ones(2), label="labelled")
     comm.barrier()
     return [ar.tolist(), ag.tolist(), rs.tolist(), a2a.tolist(), bc.tolist()], trace.stop()
 

@@ -238,15 +238,22 @@ def naive_all_reduce(tensor: torch.Tensor, group=None, op="sum") -> torch.Tensor
 
 # --- torch's own collectives, traced (bytes modelled) ------------------------------
 
-def _modelled(op: str, nbytes: int, group) -> dict:
-    n = dist.get_world_size(group)
-    b = int(cost.collective_bytes(op, nbytes, n, "ring"))
-    return {"bytes_sent": b, "bytes_recv": b, "bytes_modelled": True}
+def modelled_bytes(op: str, nbytes: int, group=None) -> dict:
+    """Trace fields for a torch collective on ``nbytes``: the bytes a ring would move
+    (we cannot see the backend's wire), flagged as modelled, and ``op`` for timelines."""
+    b = int(cost.collective_bytes(op, nbytes, dist.get_world_size(group), "ring"))
+    return {"bytes_sent": b, "bytes_recv": b, "bytes_modelled": True, "op": op}
 
 
-def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None):
+def _traced(op: str, nbytes: int, group, label: str | None):
+    """The comm span of one torch collective, named ``op`` (or "op label")."""
+    return trace.span(f"{op} {label}" if label else op, kind="comm",
+                      **modelled_bytes(op, nbytes, group))
+
+
+def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, label: str | None = None):
     """torch.distributed.all_reduce, traced; bytes are what a ring would move."""
-    with trace.span("all_reduce", kind="comm", **_modelled("all_reduce", _nbytes(tensor), group)):
+    with _traced("all_reduce", _nbytes(tensor), group, label):
         dist.all_reduce(tensor, op=op, group=group)
     return tensor
 
@@ -256,33 +263,42 @@ _all_gather_flat = getattr(dist, "all_gather_single", None) or dist.all_gather_i
 _reduce_scatter_flat = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
-def all_gather(output, input, group=None):
-    """All-gather into one flat tensor, traced; ``output`` is n times ``input``."""
-    with trace.span("all_gather", kind="comm", **_modelled("all_gather", _nbytes(output), group)):
+def all_gather(output, input, group=None, label: str | None = None):
+    """All-gather into one flat tensor, traced; ``output`` is n times ``input`` (``input``
+    may be this rank's slice of ``output``: in place)."""
+    with _traced("all_gather", _nbytes(output), group, label):
         _all_gather_flat(output, input, group=group)
     return output
 
 
-def reduce_scatter(output, input, op=dist.ReduceOp.SUM, group=None):
+def reduce_scatter(output, input, op=dist.ReduceOp.SUM, group=None, label: str | None = None):
     """Reduce-scatter of one flat tensor, traced; ``input`` is n times ``output``."""
-    with trace.span("reduce_scatter", kind="comm",
-                    **_modelled("reduce_scatter", _nbytes(input), group)):
+    with _traced("reduce_scatter", _nbytes(input), group, label):
         _reduce_scatter_flat(output, input, op=op, group=group)
     return output
 
 
-def all_to_all(output, input, output_split_sizes=None, input_split_sizes=None, group=None):
+def all_to_all(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
+               label: str | None = None):
     """all_to_all_single, traced (uneven splits allowed, as in MoE dispatch)."""
-    with trace.span("all_to_all", kind="comm", **_modelled("all_to_all", _nbytes(input), group)):
+    with _traced("all_to_all", _nbytes(input), group, label):
         dist.all_to_all_single(output, input, output_split_sizes, input_split_sizes, group=group)
     return output
 
 
-def broadcast(tensor, src: int, group=None):
+def broadcast(tensor, src: int, group=None, label: str | None = None):
     """torch.distributed.broadcast from global rank ``src``, traced."""
-    with trace.span("broadcast", kind="comm", **_modelled("broadcast", _nbytes(tensor), group)):
+    with _traced("broadcast", _nbytes(tensor), group, label):
         dist.broadcast(tensor, src=src, group=group)
     return tensor
+
+
+def device(group=None) -> torch.device:
+    """Where this rank's tensors live for collectives on ``group``: its GPU under NCCL
+    (the launcher has set the current device), else the CPU."""
+    if dist.get_backend(group) == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def barrier(group=None) -> None:

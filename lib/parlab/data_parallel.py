@@ -200,7 +200,7 @@ class BucketedDP:
         for i, b in enumerate(self.buckets):
             nbytes = b.buffer.numel() * b.buffer.element_size()
             trace.record("comm", "bucket all_reduce", b.launched, b.done or b.launched,
-                         **comm._modelled("all_reduce", nbytes, self.group), bucket=i)
+                         **comm.modelled_bytes("all_reduce", nbytes, self.group), bucket=i)
             b.buffer.div_(self.world)
             for p, view in zip(b.params, b.views):
                 p.grad.copy_(view)
@@ -230,13 +230,6 @@ class TorchDDP:
 
 # --- 5. one training run on every rank ------------------------------------------------
 
-def rank_device() -> torch.device:
-    """This rank's GPU under NCCL (the launcher has set it), else the CPU."""
-    if dist.get_backend() == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
-
-
 def make_dp(model: torch.nn.Module, run: DPRun, group=None):
     if run.compression is not None:
         from .compression import CompressedDP  # it builds on NaiveDP, defined above
@@ -254,7 +247,7 @@ def train_worker(run: DPRun) -> dict:
     torch.set_num_threads(1)
     rank, world = dist.get_rank(), dist.get_world_size()
     cfg, A = run.config, run.accumulation_steps
-    device = rank_device()
+    device = comm.device()
     model = GPT(cfg, run.seed).to(device)
     dp = make_dp(model, run)
     opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=(0.9, 0.95),

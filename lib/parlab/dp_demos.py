@@ -14,11 +14,11 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import cost, trace
+from . import comm, cost, trace
 from .data import get_batch
 from .compression import payload_bytes
 from .data_parallel import (COMPRESSORS, DPRun, assign_buckets, make_dp, overlap_fraction,
-                            rank_device, run_data_parallel)
+                            run_data_parallel)
 from .launch import launch
 from .model import GPT, GPTConfig
 
@@ -48,7 +48,7 @@ def ab_step_times_worker(specs: dict, config: GPTConfig, per_rank_batch: int, st
     Returns {"times": {label: [seconds per step]}, "events": {label: [trace events]}}
     (warm-up steps left out; events only if ``record``, each tagged with its step)."""
     torch.set_num_threads(1)
-    rank, world, device = dist.get_rank(), dist.get_world_size(), rank_device()
+    rank, world, device = dist.get_rank(), dist.get_world_size(), comm.device()
     x, y = get_batch(0, per_rank_batch * world, config.seq_len, config.vocab_size)
     mine = slice(rank * per_rank_batch, (rank + 1) * per_rank_batch)
     x, y = x[mine].to(device), y[mine].to(device)

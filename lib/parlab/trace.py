@@ -88,6 +88,12 @@ def is_recording() -> bool:
     return _recording
 
 
+def recorded(since: float = float("-inf"), kind: str | None = None) -> list[dict]:
+    """The events recorded so far (not cleared) that start at or after ``since``,
+    optionally of one ``kind``: for code that lays out spans around earlier ones."""
+    return [asdict(e) for e in _events if e.start >= since and kind in (None, e.kind)]
+
+
 def record(kind: str, name: str, start: float, end: float, bytes_sent: int = 0,
            bytes_recv: int = 0, bytes_modelled: bool = False, **meta) -> None:
     """Record an event measured by the caller (times from :func:`now`)."""

@@ -41,30 +41,12 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from . import cost, trace
+from . import comm, trace
 from .data import get_batch
 from .model import GPT, GPTConfig, loss_fn
 
 STAGES = (0, 1, 2, 3)
 PEERS = ("ddp", "fsdp2")  # torch's own implementations, for comparison
-
-# torch 2.13 renamed the flat-tensor collectives; older releases have only the old names.
-_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-_reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-
-
-def _traced(op: str, label: str, nbytes: int, call, group, log: list | None = None) -> None:
-    """Run one collective as a traced comm event. Bytes are what a ring moves
-    (cost.collective_bytes; gloo/NCCL do not tell us), as in parlab.comm.
-    ``log``: where to append the collective's (start, end), taken just outside its span."""
-    b = int(cost.collective_bytes(op, nbytes, dist.get_world_size(group)))
-    t0 = trace.now()
-    with trace.span(f"{op} {label}", kind="comm", bytes_sent=b, bytes_recv=b,
-                    bytes_modelled=True, op=op):
-        call()
-    if log is not None:
-        log.append((t0, trace.now()))
-
 
 def _backward_segments(t0: float, t1: float, comms, marks, min_s: float = 1e-6):
     """Split the backward pass [t0, t1] into compute segments: cut out the collectives
@@ -89,13 +71,6 @@ def _backward_segments(t0: float, t1: float, comms, marks, min_s: float = 1e-6):
             cursor = max(cursor, x)
     emit(t1)
     return out
-
-
-def _device(group=None) -> torch.device:
-    """Where this rank computes: its GPU under NCCL, else the CPU."""
-    if dist.get_backend(group) == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
 
 
 class Unit:
@@ -142,7 +117,7 @@ class ZeroDP:
             raise ValueError(f"stage={stage!r} must be one of {STAGES} (0 = plain DP)")
         self.stage, self.group = stage, group
         self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
-        self.device = _device(group)
+        self.device = comm.device(group)
         # Initialise the full model from the seed, then shard it: the numbers do not
         # depend on dp (DESIGN.md). At scale one would initialise shard by shard.
         model = self.model = GPT(config, seed).to(self.device)
@@ -175,9 +150,9 @@ class ZeroDP:
         self.optimizer = torch.optim.AdamW([u.shard for u in self.units], lr=lr,
                                            betas=(0.9, 0.95), weight_decay=weight_decay)
         self.memory = {}
-        # While tracing: (start, end) of every collective, and (time, unit) where each
-        # unit's backward begins -- to trace the compute between the collectives.
-        self._comm_log, self._bwd_marks = [], []
+        # While tracing: (time, unit) where each unit's backward begins -- to trace the
+        # compute between the collectives.
+        self._bwd_marks = []
 
     # --- one step ---------------------------------------------------------------------
 
@@ -191,11 +166,11 @@ class ZeroDP:
         logits = self.forward(x)
         with trace.span("forward loss"):
             loss = loss_fn(logits, y.to(self.device))
-        self._comm_log.clear()
         t0 = trace.now()
         loss.backward()  # stages 2 and 3 reduce-scatter during backward
         if trace.is_recording():  # compute spans between the collectives, per unit
-            for start, end, label in _backward_segments(t0, trace.now(), self._comm_log,
+            comms = [(e["start"], e["end"]) for e in trace.recorded(since=t0, kind="comm")]
+            for start, end, label in _backward_segments(t0, trace.now(), comms,
                                                         self._bwd_marks):
                 trace.record("compute", f"backward {label}", start, end)
         for u in self.units if self.stage <= 1 else []:
@@ -204,8 +179,7 @@ class ZeroDP:
             self.optimizer.step()
         for u in self.units if self.stage in (1, 2) else []:
             # in place: this rank's shard is already where it belongs in the output
-            _traced("all_gather", f"{u.label} params", u.flat.nbytes,
-                    lambda: _all_gather(u.flat, u.flat[u.lo:u.hi], group=self.group), self.group)
+            comm.all_gather(u.flat, u.flat[u.lo:u.hi], self.group, label=f"{u.label} params")
         self.memory = self._held_bytes()
         return loss.item()
 
@@ -228,13 +202,10 @@ class ZeroDP:
         step with the all-gather, not the 3 Psi of all-reduce + all-gather)."""
         g = u.flat_grad
         if self.stage == 0:
-            _traced("all_reduce", f"{u.label} grads", g.nbytes,
-                    lambda: dist.all_reduce(g, group=self.group), self.group, self._comm_log)
+            comm.all_reduce(g, group=self.group, label=f"{u.label} grads")
         else:
             g = g[u.lo:u.hi]  # in place: output = input + rank * shard (NCCL allows it too)
-            _traced("reduce_scatter", f"{u.label} grads", u.flat_grad.nbytes,
-                    lambda: _reduce_scatter(g, u.flat_grad, group=self.group), self.group,
-                    self._comm_log)
+            comm.reduce_scatter(g, u.flat_grad, group=self.group, label=f"{u.label} grads")
         u.shard.grad = g.div_(self.dp)  # sum of per-rank mean losses -> mean over the batch
 
     def _grad_ready(self, u: Unit) -> None:
@@ -254,18 +225,14 @@ class ZeroDP:
         torch.cat([g.flatten() if g is not None else torch.zeros(n, device=self.device)
                    for g, n in zip(grads, u.sizes)], out=flat[:u.numel])
         shard = torch.empty(u.hi - u.lo, device=self.device)
-        _traced("reduce_scatter", f"{u.label} grads", flat.nbytes,
-                lambda: _reduce_scatter(shard, flat, group=self.group), self.group,
-                self._comm_log)
+        comm.reduce_scatter(shard, flat, group=self.group, label=f"{u.label} grads")
         return shard.div_(self.dp)
 
     # --- stage 3: parameters that exist only while their unit runs ----------------------
 
     def _all_gather_unit(self, u: Unit, why: str) -> torch.Tensor:
         full = torch.empty(u.padded, device=self.device)
-        _traced("all_gather", f"{u.label} params ({why})", full.nbytes,
-                lambda: _all_gather(full, u.shard.detach(), group=self.group), self.group,
-                self._comm_log)
+        comm.all_gather(full, u.shard.detach(), self.group, label=f"{u.label} params ({why})")
         self._live += full.nbytes
         self._peak = max(self._peak, self._live)
         self._gathered = [r for r in self._gathered if r() is not None] + [weakref.ref(full)]
@@ -327,14 +294,14 @@ class ZeroDP:
 
     def full_state(self) -> tuple[dict, dict]:
         """Full parameters and (averaged) gradients of the last step, by name, on
-        every rank: an untraced all-gather of the shards."""
+        every rank: an all-gather of the shards (call it outside a traced step)."""
         params, grads = {}, {}
         for u in self.units:
             for out, shard in ((params, u.shard.detach()), (grads, u.shard.grad)):
                 flat = shard
                 if self.stage != 0:
                     flat = torch.empty(u.padded, device=self.device)
-                    _all_gather(flat, shard.contiguous(), group=self.group)
+                    comm.all_gather(flat, shard.contiguous(), self.group, label="full state")
                 out.update({u.prefix + n: v.cpu().clone() for n, v in zip(u.names, u.views(flat))})
         return params, grads
 

@@ -14,8 +14,9 @@ import time
 import torch
 import torch.distributed as dist
 
+from . import comm
 from .model import GPT, GPTConfig
-from .zero import PEERS, STAGES, _check, _device, _local_batch, make
+from .zero import PEERS, STAGES, _check, _local_batch, make
 
 
 class TorchPeer:
@@ -27,7 +28,7 @@ class TorchPeer:
     def __init__(self, kind: str, config: GPTConfig, lr: float = 1e-3, seed: int = 0,
                  weight_decay: float = 0.0):
         from torch.distributed.device_mesh import init_device_mesh
-        self.kind, self.device = kind, _device()
+        self.kind, self.device = kind, comm.device()
         model = GPT(config, seed).to(self.device)
         if kind == "fsdp2":
             try:
