@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from parlab.data import MarkovData, get_batch
+from parlab.data import MarkovData, get_batch, local_batch
 from parlab.model import (GPT, Block, GPTConfig, init_module_, init_tensor, loss_fn,
                           reference_train)
 
@@ -352,3 +352,12 @@ def test_data_errors():
         get_batch(0, 4, 0)
     with pytest.raises(ValueError, match="step=-1"):
         get_batch(-1, 4, 8)
+
+
+def test_local_batch_slices_the_global_batch_in_rank_order():
+    x, y = get_batch(3, 8, 16, seed=1)
+    parts = [local_batch(3, 8, 16, 64, r, 4, seed=1) for r in range(4)]
+    assert torch.equal(torch.cat([p[0] for p in parts]), x)
+    assert torch.equal(torch.cat([p[1] for p in parts]), y)
+    with pytest.raises(ValueError, match="world_size=3 must divide batch_size=8"):
+        local_batch(0, 8, 16, 64, 0, 3)

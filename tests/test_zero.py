@@ -9,6 +9,7 @@ import torch.distributed as dist
 
 import parlab
 from parlab import cost, zero, zero_peers
+from parlab.data import local_batch
 from parlab.model import GPT, GPTConfig, reference_train
 
 CFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)
@@ -169,7 +170,7 @@ class _NoReduceScatter(zero.ZeroDP):
 
 def wrong_zero3_grads():
     z = _NoReduceScatter(CFG, 3)
-    x, y = zero._local_batch(0, 8, CFG, 0)
+    x, y = local_batch(0, 8, CFG.seq_len, CFG.vocab_size, dist.get_rank(), dist.get_world_size())
     z.train_step(x, y)
     return z.full_state()[1]
 

@@ -148,3 +148,15 @@ def get_batch(step: int, batch_size: int, seq_len: int, vocab_size: int = 64,
     """`MarkovData(vocab_size, seed, branching).batch(step, batch_size, seq_len)`,
     reusing the chain between calls.  Returns the *global* batch (see module doc)."""
     return _markov(vocab_size, seed, branching).batch(step, batch_size, seq_len)
+
+
+def local_batch(step: int, batch_size: int, seq_len: int, vocab_size: int, rank: int,
+                world_size: int, seed: int = 0):
+    """Rank ``rank``'s contiguous slice of the global batch of ``step``: rows
+    [rank B/W, (rank+1) B/W). Data parallelism (and ZeRO) split the batch this way, so
+    the mean of the slice losses is the global mean loss."""
+    if batch_size % world_size:
+        raise ValueError(f"world_size={world_size} must divide batch_size={batch_size}")
+    x, y = get_batch(step, batch_size, seq_len, vocab_size, seed=seed)
+    b = batch_size // world_size
+    return x[rank * b:(rank + 1) * b], y[rank * b:(rank + 1) * b]

@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 
 from . import comm, trace
-from .data import get_batch
+from .data import local_batch
 from .model import GPT, GPTConfig
 
 VARIANTS = ("naive", "bucketed", "ddp")
@@ -257,9 +257,9 @@ def train_worker(run: DPRun) -> dict:
     losses, step_times = [], []
     trace.start()
     for step in range(run.steps):
-        x, y = get_batch(step, run.batch_size, cfg.seq_len, cfg.vocab_size, seed=run.data_seed)
-        rows = slice(rank * per_rank, (rank + 1) * per_rank)
-        x, y = x[rows].to(device), y[rows].to(device)
+        x, y = local_batch(step, run.batch_size, cfg.seq_len, cfg.vocab_size, rank, world,
+                           seed=run.data_seed)
+        x, y = x.to(device), y.to(device)
         t0 = trace.now()
         opt.zero_grad(set_to_none=True)
         loss_sum = 0.0

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from . import comm, cost, trace
-from .data import get_batch
+from .data import local_batch
 from .compression import payload_bytes
 from .data_parallel import (COMPRESSORS, DPRun, assign_buckets, make_dp, overlap_fraction,
                             run_data_parallel)
@@ -49,9 +49,8 @@ def ab_step_times_worker(specs: dict, config: GPTConfig, per_rank_batch: int, st
     (warm-up steps left out; events only if ``record``, each tagged with its step)."""
     torch.set_num_threads(1)
     rank, world, device = dist.get_rank(), dist.get_world_size(), comm.device()
-    x, y = get_batch(0, per_rank_batch * world, config.seq_len, config.vocab_size)
-    mine = slice(rank * per_rank_batch, (rank + 1) * per_rank_batch)
-    x, y = x[mine].to(device), y[mine].to(device)
+    x, y = local_batch(0, per_rank_batch * world, config.seq_len, config.vocab_size, rank, world)
+    x, y = x.to(device), y.to(device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     setups = {}
     for label, kw in specs.items():

@@ -42,7 +42,7 @@ import torch
 import torch.distributed as dist
 
 from . import comm, trace
-from .data import get_batch
+from .data import local_batch
 from .model import GPT, GPTConfig, loss_fn
 
 STAGES = (0, 1, 2, 3)
@@ -353,18 +353,13 @@ def make(stage, config: GPTConfig, lr=1e-3, seed=0, weight_decay=0.0):
     return ZeroDP(config, stage, lr, seed, weight_decay)
 
 
-def _local_batch(step, batch_size, config, data_seed):
-    x, y = get_batch(step, batch_size, config.seq_len, config.vocab_size, seed=data_seed)
-    b, r = batch_size // dist.get_world_size(), dist.get_rank()
-    return x[r * b:(r + 1) * b], y[r * b:(r + 1) * b]
-
-
 def train_worker(stage, config, steps, batch_size, lr, seed, data_seed, weight_decay):
     """Rank side of :func:`run`."""
     trainer = make(stage, config, lr, seed, weight_decay)
     losses, comm_bytes, events = [], [], []
     for step in range(steps):
-        x, y = _local_batch(step, batch_size, config, data_seed)
+        x, y = local_batch(step, batch_size, config.seq_len, config.vocab_size,
+                           dist.get_rank(), dist.get_world_size(), data_seed)
         trace.start()
         losses.append(trainer.train_step(x, y))
         events = trace.stop()

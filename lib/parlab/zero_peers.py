@@ -16,7 +16,8 @@ import torch.distributed as dist
 
 from . import comm
 from .model import GPT, GPTConfig
-from .zero import PEERS, STAGES, _check, _local_batch, make
+from .data import local_batch
+from .zero import PEERS, STAGES, _check, make
 
 
 class TorchPeer:
@@ -66,7 +67,8 @@ def step_times_worker(variants, config, rounds, batch_size, warmup=2):
     trainers = {v: make(v, config) for v in variants}
     times = {v: [] for v in variants}
     for k in range(warmup + rounds):
-        x, y = _local_batch(k, batch_size, config, 0)
+        x, y = local_batch(k, batch_size, config.seq_len, config.vocab_size,
+                           dist.get_rank(), dist.get_world_size())
         for v in variants[k % len(variants):] + variants[:k % len(variants)]:
             dist.barrier()
             t0 = time.perf_counter()
