@@ -62,3 +62,13 @@ def test_recorded_peeks_without_clearing():
     assert [e["name"] for e in trace.recorded(since=2.5, kind="comm")] == ["b", "c"]
     assert [e["name"] for e in trace.recorded()] == ["a", "b", "c"]
     assert len(trace.stop()) == 3  # still there
+
+
+def test_interleaved_rotates_the_order_and_drops_warmup():
+    res = parlab.launch(workers.interleaved_order, 2)
+    for order, times, events in res:
+        assert order == ["a", "b", "b", "a", "a", "b"]  # round k starts with label k mod 2
+        assert [len(times[v]) for v in "ab"] == [2, 2]  # 1 warm-up round dropped
+        assert [e["meta"]["step"] for e in events["a"]] == [0, 1]
+    with pytest.raises(ValueError, match="rounds=0"):
+        trace.interleaved({"a": lambda k: None}, 0)

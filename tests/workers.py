@@ -183,3 +183,17 @@ def forget_collective_on_rank0():
 
 def getenv(name):
     return os.environ.get(name)
+
+
+def interleaved_order():
+    order = []
+
+    def step(label):
+        def run(k):
+            order.append(label)
+            with trace.span(f"{label}{k}"):
+                pass
+        return run
+
+    out = trace.interleaved({"a": step("a"), "b": step("b")}, rounds=2, warmup=1, record=True)
+    return order, out["times"], out["events"]

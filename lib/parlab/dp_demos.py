@@ -9,7 +9,6 @@ in the notebook, call ``launch`` themselves where needed and return plain data t
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
 import torch.distributed as dist
@@ -42,39 +41,21 @@ def _train_step(dp, opt, x, y) -> None:
 def ab_step_times_worker(specs: dict, config: GPTConfig, per_rank_batch: int, steps: int,
                          warmup: int = 3, record: bool = False) -> dict:
     """``specs``: {label: DPRun keyword arguments (variant, bucket_bytes, ...)}. Every label
-    gets its own identical model copy on this rank; the labels then take turns, one
-    training step each, for ``warmup + steps`` rounds, the order rotating every round so
-    none always goes first. A barrier starts every timed step on all ranks together.
-    Returns {"times": {label: [seconds per step]}, "events": {label: [trace events]}}
-    (warm-up steps left out; events only if ``record``, each tagged with its step)."""
+    gets its own identical model copy on this rank, and ``trace.interleaved`` times one
+    training step of each per round. Returns {"times": {label: [seconds per step]},
+    "events": {label: [trace events]}} (warm-up left out; events only if ``record``)."""
     torch.set_num_threads(1)
     rank, world, device = dist.get_rank(), dist.get_world_size(), comm.device()
     x, y = local_batch(0, per_rank_batch * world, config.seq_len, config.vocab_size, rank, world)
     x, y = x.to(device), y.to(device)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     setups = {}
     for label, kw in specs.items():
         model = GPT(config, seed=0).to(device)
         setups[label] = (make_dp(model, DPRun(config, **kw)),
                          torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95)))
-    labels = list(specs)
-    times = {v: [] for v in labels}
-    events = {v: [] for v in labels}
-    for i in range(warmup + steps):
-        for v in labels[i % len(labels):] + labels[:i % len(labels)]:
-            dist.barrier()
-            if record:
-                trace.start()
-            sync()
-            t0 = time.perf_counter()
-            _train_step(*setups[v], x, y)
-            sync()
-            t1 = time.perf_counter()
-            recorded = trace.stop() if record else []
-            if i >= warmup:
-                times[v].append(t1 - t0)
-                events[v] += [dict(e, meta={**e["meta"], "step": i - warmup}) for e in recorded]
-    return {"times": times, "events": events}
+    return trace.interleaved({v: (lambda k, s=s: _train_step(*s, x, y)) for v, s in setups.items()},
+                             steps, warmup, record,
+                             sync=torch.cuda.synchronize if device.type == "cuda" else None)
 
 
 def compare_step_times(world_size: int, specs: dict | None = None,

@@ -184,3 +184,38 @@ def sync_clocks(rounds: int = 8, group=None) -> float:
                     best = (rtt, buf.item() - (t0 + t2) / 2)
     _offset = best[1] if rank != 0 else 0.0
     return _offset
+
+
+def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
+                sync=None, group=None) -> dict:
+    """Time several ways of doing a step against each other on this rank (A/B testing).
+
+    ``steps``: {label: fn(round)} -- each runs one step. Every round runs every label
+    once, the order rotating each round so none always goes first (load drifts on a
+    shared machine), each step started on all ranks together (barrier). ``sync`` is
+    called before and after a timed step (e.g. ``torch.cuda.synchronize``). Returns
+    {"times": {label: [seconds per round]}, "events": {label: [this rank's events,
+    meta tagged with its round]}} -- warm-up rounds left out, events only if ``record``.
+    Collective: every rank of ``group`` calls it with the same labels."""
+    import torch.distributed as dist
+
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds={rounds!r} must be an int >= 1")
+    labels, sync = list(steps), sync or (lambda: None)
+    out = {"times": {v: [] for v in labels}, "events": {v: [] for v in labels}}
+    for k in range(warmup + rounds):
+        for v in labels[k % len(labels):] + labels[:k % len(labels)]:
+            dist.barrier(group=group)
+            if record:
+                start()
+            sync()
+            t0 = time.perf_counter()
+            steps[v](k)
+            sync()
+            t1 = time.perf_counter()
+            events = stop() if record else []
+            if k >= warmup:
+                out["times"][v].append(t1 - t0)
+                out["events"][v] += [dict(e, meta={**e["meta"], "step": k - warmup})
+                                     for e in events]
+    return out

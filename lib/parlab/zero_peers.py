@@ -9,12 +9,11 @@ Tests use the peers to show that our ZeRO-3 computes what FSDP2 computes;
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
 import torch.distributed as dist
 
-from . import comm
+from . import comm, trace
 from .model import GPT, GPTConfig
 from .data import local_batch
 from .zero import PEERS, STAGES, _check, make
@@ -61,21 +60,14 @@ class TorchPeer:
 
 
 def step_times_worker(variants, config, rounds, batch_size, warmup=2):
-    """Rank side of :func:`step_times`: every round runs one training step of every
-    variant, in an order rotated each round, each step started together (barrier)
-    and timed on this rank. Returns {variant: [seconds, one per round]}."""
+    """Rank side of :func:`step_times`: ``trace.interleaved`` over one training step of
+    each variant (round k trains on batch k, made beforehand so it is not timed).
+    Returns {variant: [seconds per round]}."""
     trainers = {v: make(v, config) for v in variants}
-    times = {v: [] for v in variants}
-    for k in range(warmup + rounds):
-        x, y = local_batch(k, batch_size, config.seq_len, config.vocab_size,
-                           dist.get_rank(), dist.get_world_size())
-        for v in variants[k % len(variants):] + variants[:k % len(variants)]:
-            dist.barrier()
-            t0 = time.perf_counter()
-            trainers[v].train_step(x, y)
-            if k >= warmup:
-                times[v].append(time.perf_counter() - t0)
-    return times
+    batches = [local_batch(k, batch_size, config.seq_len, config.vocab_size, dist.get_rank(),
+                           dist.get_world_size()) for k in range(warmup + rounds)]
+    steps = {v: (lambda k, t=t: t.train_step(*batches[k])) for v, t in trainers.items()}
+    return trace.interleaved(steps, rounds, warmup)["times"]
 
 
 def step_times(variants, world_size: int, config: GPTConfig | None = None, rounds: int = 10,
