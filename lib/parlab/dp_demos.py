@@ -260,15 +260,19 @@ def compression_runs(world_size: int = 2, steps: int = 60, settings: dict | None
     return out
 
 
+def _exchange(n_params_per_tensor: list[int], n: int, kind: str | None,
+              topk_ratio: float) -> tuple[str, float]:
+    """Our exchange of these tensors among ``n`` ranks, as (collective, buffer bytes):
+    an all-reduce of the fp32 (or fp16) gradients, or an all-gather of the top-k / sign
+    payloads -- whose output, n payloads, grows with n."""
+    payload = sum(payload_bytes(k, kind, topk_ratio) for k in n_params_per_tensor)
+    return ("all_reduce", payload) if kind in (None, "fp16") else ("all_gather", n * payload)
+
+
 def exchange_bytes(n_params_per_tensor: list[int], n: int, kind: str | None,
                    topk_ratio: float = 0.01) -> float:
-    """Bytes one rank sends per step in our exchange of these tensors among ``n`` ranks
-    (ring algorithms): all-reduce of the fp32 (or fp16) gradients, or all-gather of the
-    top-k / sign payloads -- an all-gather whose output grows with n."""
-    payload = sum(payload_bytes(k, kind, topk_ratio) for k in n_params_per_tensor)
-    if kind in (None, "fp16"):
-        return cost.collective_bytes("all_reduce", payload, n)
-    return cost.collective_bytes("all_gather", n * payload, n)
+    """Bytes one rank sends per step in our exchange (ring algorithms)."""
+    return cost.collective_bytes(*_exchange(n_params_per_tensor, n, kind, topk_ratio), n)
 
 
 def compression_step_time(kind: str | None, n_params: int, n: int, alpha: float,
@@ -278,12 +282,8 @@ def compression_step_time(kind: str | None, n_params: int, n: int, alpha: float,
     compress and decompress, given) + exchange, the exchange from ``cost.collective_time``
     (alpha-beta, ring; Thakur et al. 2005) with the bytes of our payloads. ``n_tensors``
     equal tensors share the ``n_params`` (one message either way)."""
-    sizes = [n_params // n_tensors] * n_tensors
-    payload = sum(payload_bytes(k, kind, topk_ratio) for k in sizes)
-    if kind in (None, "fp16"):
-        comm_s = cost.collective_time("all_reduce", payload, n, alpha, bandwidth)
-    else:
-        comm_s = cost.collective_time("all_gather", n * payload, n, alpha, bandwidth)
+    op, nbytes = _exchange([n_params // n_tensors] * n_tensors, n, kind, topk_ratio)
+    comm_s = cost.collective_time(op, nbytes, n, alpha, bandwidth)
     return compute_s + (0.0 if kind is None else codec_s) + comm_s
 
 
