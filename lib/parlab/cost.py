@@ -284,9 +284,11 @@ def mfu(tokens_per_second: float, flops_per_token_: float, peak_flops: float) ->
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 
 
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r} must be an integer >= 1")
+def check_int(name: str, value, low: int = 1) -> int:
+    """``value`` if it is an integer >= ``low`` (not a bool), else a ValueError naming it.
+    The lab's one argument check for counts (ranks, steps, micro-batches, ...)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
     return value
 
 
@@ -307,14 +309,14 @@ def bubble_fraction(p: int, m: int, v: int = 1) -> float:
     Narayanan et al. quote the bubble relative to the ideal time instead,
     ``(p-1)/(v m)`` (see ``bubble_ratio``); it exceeds 1 when m < p - 1.
     """
-    p, m, v = _positive_int("p", p), _positive_int("m", m), _positive_int("v", v)
+    p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
     return (p - 1) / (v * m + p - 1)
 
 
 def bubble_ratio(p: int, m: int, v: int = 1) -> float:
     """Bubble time over ideal (bubble-free) time: (p-1) / (v m) -- the normalisation
     of Narayanan et al. 2021, §2.2.1. Relation: ratio = fraction / (1 - fraction)."""
-    p, m, v = _positive_int("p", p), _positive_int("m", m), _positive_int("v", v)
+    p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
     return (p - 1) / (v * m)
 
 
@@ -325,7 +327,7 @@ def pipeline_peak_activations(schedule: str, p: int, m: int, stage: int = 0) -> 
     stage s run at most p - s forwards ahead of its backwards: min(m, p - s)
     (Narayanan et al. 2021, §2.2.1). Interleaved and zero-bubble schedules depend
     on the exact schedule; simulate them (``pipeline_parallel.simulate``)."""
-    p, m = _positive_int("p", p), _positive_int("m", m)
+    p, m = check_int("p", p), check_int("m", m)
     if not 0 <= stage < p:
         raise ValueError(f"stage={stage} must be in [0, p={p})")
     if schedule == "gpipe":
@@ -353,7 +355,7 @@ def zero_memory(n_params: float, dp: int, stage: int, param_bytes: float = 2,
     fragmentation are not included (see ``activation_memory``).
     Returns {"params", "grads", "optimizer", "total"} in bytes.
     """
-    dp = _positive_int("dp", dp)
+    dp = check_int("dp", dp)
     if stage not in ZERO_STAGES:
         raise ValueError(f"stage={stage!r} must be one of {ZERO_STAGES} (0 = plain DP)")
     if n_params < 0:
@@ -382,7 +384,7 @@ def zero_comm_volume(n_params: float, dp: int, stage: int, grad_bytes: float = 2
     paper, §7.2-7.3). Psi = n_params x bytes per element; returns the exact
     (dp-1)/dp-scaled figure (-> 2 Psi or 3 Psi for large dp).
     """
-    dp = _positive_int("dp", dp)
+    dp = check_int("dp", dp)
     if stage not in ZERO_STAGES:
         raise ValueError(f"stage={stage!r} must be one of {ZERO_STAGES} (0 = plain DP)")
     param_bytes = grad_bytes if param_bytes is None else param_bytes
@@ -415,7 +417,7 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int
     """
     for name, val in (("seq_len", seq_len), ("micro_batch", micro_batch), ("d_model", d_model),
                       ("n_heads", n_heads), ("n_layers", n_layers), ("tp", tp)):
-        _positive_int(name, val)
+        check_int(name, val)
     if recompute not in ("none", "selective", "full"):
         raise ValueError(f"recompute={recompute!r} must be 'none', 'selective' or 'full'")
     s, b, h, a, t = seq_len, micro_batch, d_model, n_heads, tp
@@ -536,5 +538,5 @@ def dp_speedup(n: int, forward_s: float, backward_s: float, comm_s: float,
     """Throughput of ``n`` data-parallel ranks over one rank, each with the same per-rank
     batch (weak scaling): n (t_f + t_b) / dp_step_time(...), with ``comm_s`` the
     all-reduce time on n ranks. Equals n when communication is free or fully hidden."""
-    n = _positive_int("n", n)
+    n = check_int("n", n)
     return n * (forward_s + backward_s) / dp_step_time(forward_s, backward_s, comm_s, overlap)

@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 
 from . import comm, trace
+from .cost import check_int
 from .data import local_batch
 from .model import GPT, GPTConfig
 
@@ -59,8 +60,7 @@ class DPRun:
 
     def check(self, world_size: int) -> None:
         """Raise ValueError naming the broken constraint (before any rank starts)."""
-        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-            raise ValueError(f"world_size={world_size!r} must be an int >= 1")
+        check_int("world_size", world_size)
         if self.variant not in VARIANTS:
             raise ValueError(f"variant={self.variant!r} must be one of {VARIANTS}")
         if self.compression not in COMPRESSORS:

@@ -31,6 +31,7 @@ import torch.nn as nn
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
 from . import trace
+from .cost import check_int
 from .model import GPT, Block, GPTConfig, init_module_, loss_fn
 from .pipeline_schedules import (SCHEDULES, Action, Timeline, bubble, dependency,  # noqa: F401
                                  make_schedule, op_durations, peak_in_flight, replay,
@@ -309,8 +310,7 @@ def run(schedule: str, p: int, m: int, v: int = 1, *, config: GPTConfig | None =
         raise ValueError(f"compute={compute!r} must be 'real' or 'emulated'")
     # emulated ops have no layers, so only real compute needs p * v <= n_layers
     validate(schedule, p, m, v, config.n_layers if compute == "real" else None, batch_size)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps={steps!r} must be an integer >= 1")
+    check_int("steps", steps)
     if checkpoint and compute != "real":
         raise ValueError("checkpoint=True needs compute='real' (emulated ops keep nothing)")
     if not (t_fwd > 0 and t_bwd > 0):

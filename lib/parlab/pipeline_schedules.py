@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections import namedtuple
 from dataclasses import dataclass, field
 
+from .cost import check_int
+
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 
 
@@ -39,10 +41,6 @@ class Action(namedtuple("Action", "op mb chunk")):
 
 # ----------------------------------------------------------------------------- checks
 
-def _int(name, value, low=1):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
-    return value
 
 
 def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = None,
@@ -50,7 +48,7 @@ def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = N
     """Raise ValueError naming the broken constraint, before any process starts."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r} must be one of {SCHEDULES}")
-    p, m, v = _int("p", p), _int("m", m), _int("v", v)
+    p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
     if schedule == "interleaved":
         if v < 2:
             raise ValueError(f"interleaved needs v >= 2 model chunks per rank, got v={v}")

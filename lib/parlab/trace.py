@@ -199,8 +199,8 @@ def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
     Collective: every rank of ``group`` calls it with the same labels."""
     import torch.distributed as dist
 
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds={rounds!r} must be an int >= 1")
+    from .cost import check_int
+    check_int("rounds", rounds)
     labels, sync = list(steps), sync or (lambda: None)
     out = {"times": {v: [] for v in labels}, "events": {v: [] for v in labels}}
     for k in range(warmup + rounds):

@@ -42,6 +42,7 @@ import torch
 import torch.distributed as dist
 
 from . import comm, trace
+from .cost import check_int
 from .data import local_batch
 from .model import GPT, GPTConfig, loss_fn
 
@@ -332,15 +333,12 @@ def _check(stage, world_size, batch_size, steps, config):
     if isinstance(stage, bool) or stage not in STAGES + PEERS:
         raise ValueError(f"stage={stage!r} must be one of {STAGES} (0 = plain DP) "
                          f"or a peer {PEERS}")
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size={world_size!r} must be an int >= 1")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r} must be an int >= 1")
+    check_int("world_size", world_size)
+    check_int("batch_size", batch_size)
     if batch_size % world_size:
         raise ValueError(f"dp=world_size={world_size} must divide batch_size={batch_size} "
                          "(each rank trains on an equal slice of the global batch)")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps={steps!r} must be an int >= 1")
+    check_int("steps", steps)
     if not isinstance(config, GPTConfig):
         raise ValueError(f"config must be a GPTConfig, got {type(config).__name__}")
 

@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 
 from . import comm, trace
+from .cost import check_int
 from .model import GPT, GPTConfig
 from .data import local_batch
 from .zero import PEERS, STAGES, _check, make
@@ -83,8 +84,7 @@ def step_times(variants, world_size: int, config: GPTConfig | None = None, round
                          f"{STAGES + PEERS}")
     for v in variants:
         _check(v, world_size, batch_size, 1, config)
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds={rounds!r} must be an int >= 1")
+    check_int("rounds", rounds)
     res = launch(step_times_worker, world_size, variants, config, rounds, batch_size, warmup,
                  timeout=timeout)
     out = {}
