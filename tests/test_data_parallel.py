@@ -14,7 +14,7 @@ from parlab import dp_demos
 from parlab import compression
 from parlab import data_parallel as dp
 from parlab.data_parallel import DPRun, run_data_parallel
-from parlab.model import GPT, GPTConfig, reference_train
+from parlab.model import GPT, GPTConfig, max_differences, reference_train
 
 CFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)
 STEPS, BATCH = 3, 8
@@ -27,7 +27,7 @@ def reference():
     return reference_train(CFG, STEPS, BATCH, lr=1e-3)
 
 
-differences = dp_demos.max_differences
+differences = max_differences
 
 
 def assert_matches(out: dict, ref: dict) -> None:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from parlab.data import MarkovData, get_batch, local_batch
-from parlab.model import (GPT, Block, GPTConfig, init_module_, init_tensor, loss_fn,
+from parlab.model import (GPT, Block, GPTConfig, init_module_, init_tensor, loss_fn, max_differences,
                           reference_train)
 
 @pytest.fixture(autouse=True, scope="module")
@@ -361,3 +361,11 @@ def test_local_batch_slices_the_global_batch_in_rank_order():
     assert torch.equal(torch.cat([p[1] for p in parts]), y)
     with pytest.raises(ValueError, match="world_size=3 must divide batch_size=8"):
         local_batch(0, 8, 16, 64, 0, 3)
+
+
+def test_max_differences_finds_the_largest_gap_of_each_kind():
+    ref = {"losses": [1.0, 2.0], "grads": {"w": torch.zeros(3)}, "state_dict": {"w": torch.ones(2)}}
+    run = {"losses": [1.0, 2.5], "grads": {"w": torch.tensor([0.0, -0.25, 0.1])},
+           "state_dict": {"w": torch.tensor([1.0, 1.125])}}
+    assert max_differences(run, ref) == {"loss": 0.5, "grad": 0.25, "param": 0.125}
+    assert max_differences(ref, ref) == {"loss": 0.0, "grad": 0.0, "param": 0.0}

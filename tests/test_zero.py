@@ -31,7 +31,7 @@ def assert_matches(res, ref, atol_params=1e-5):
     for name, g in ref["grads"].items():
         torch.testing.assert_close(res["grads"][name], g, atol=1e-6, rtol=0, msg=name)
     for name, p in ref["state_dict"].items():
-        torch.testing.assert_close(res["params"][name], p, atol=atol_params, rtol=0, msg=name)
+        torch.testing.assert_close(res["state_dict"][name], p, atol=atol_params, rtol=0, msg=name)
 
 
 def test_the_tolerances_are_tight(reference):
@@ -59,8 +59,8 @@ def test_zero3_equals_fsdp2(reference):
     theirs = zero.run("fsdp2", 2, CFG, STEPS, 8, LR, weight_decay=WD)
     assert_matches(theirs, reference[8])
     assert ours["losses"] == pytest.approx(theirs["losses"], abs=1e-6)
-    for name, p in theirs["params"].items():
-        torch.testing.assert_close(ours["params"][name], p, atol=2e-6, rtol=0, msg=name)
+    for name, p in theirs["state_dict"].items():
+        torch.testing.assert_close(ours["state_dict"][name], p, atol=2e-6, rtol=0, msg=name)
         torch.testing.assert_close(ours["grads"][name], theirs["grads"][name], atol=1e-7,
                                    rtol=0, msg=name)
 

@@ -19,7 +19,7 @@ from .compression import payload_bytes
 from .data_parallel import (COMPRESSORS, DPRun, assign_buckets, make_dp, overlap_fraction,
                             run_data_parallel)
 from .launch import launch
-from .model import GPT, GPTConfig
+from .model import GPT, GPTConfig, max_differences
 
 TIMING_CONFIG = GPTConfig()  # vocab 64, seq 64, d 64, 4 heads, 4 layers: ~0.2 M parameters
 COMPRESSION_CONFIG = GPTConfig(n_layers=2, d_model=32, n_heads=4, seq_len=32)  # ~31 k parameters
@@ -168,16 +168,6 @@ def throughput(world_sizes=(1, 2, 4), variants=("naive", "bucketed", "ddp"),
 
 
 # --- 4. gradient accumulation = the big batch ----------------------------------------------
-
-def max_differences(out: dict, ref: dict) -> dict:
-    """Largest |difference| of a run from ``run_data_parallel`` and ``reference_train``:
-    {"loss", "grad", "param"} over all steps, gradients (last step) and parameters."""
-    return {"loss": max(abs(p - q) for p, q in zip(out["losses"], ref["losses"])),
-            "grad": max((out["grads"][k] - ref["grads"][k]).abs().max().item()
-                        for k in ref["grads"]),
-            "param": max((out["state_dict"][k] - ref["state_dict"][k]).abs().max().item()
-                         for k in ref["state_dict"])}
-
 
 def accumulation_check(world_size: int = 2, accumulation_steps: int = 4, steps: int = 3,
                        config: GPTConfig | None = None, batch_size: int = 16) -> dict:

@@ -240,3 +240,15 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
         "grads": {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()
                   if p.grad is not None},
     }
+
+
+def max_differences(run: dict, ref: dict) -> dict:
+    """How far a training run is from another (usually ``reference_train``'s): the largest
+    |difference| of the per-step losses, the last step's gradients and the final
+    parameters, as {"loss", "grad", "param"}. Both dicts have reference_train's keys
+    "losses", "grads" and "state_dict"."""
+    def worst(a: dict, b: dict) -> float:
+        return max((a[k] - t).abs().max().item() for k, t in b.items())
+    return {"loss": max(abs(p - q) for p, q in zip(run["losses"], ref["losses"])),
+            "grad": worst(run["grads"], ref["grads"]),
+            "param": worst(run["state_dict"], ref["state_dict"])}

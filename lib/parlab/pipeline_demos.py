@@ -108,18 +108,15 @@ def reference_check(cases, config: GPTConfig, steps: int = 3, batch_size: int = 
     """Run each (schedule, p, m, v) for real and compare with model.reference_train:
     largest |difference| of the losses, the last step's gradients and the final
     parameters."""
-    from .model import reference_train
+    from .model import max_differences, reference_train
 
     ref = reference_train(config, steps, batch_size, lr)
     rows = []
     for schedule, p, m, v in cases:
         r = pp.run(schedule, p, m, v, config=config, steps=steps, batch_size=batch_size, lr=lr)
+        d = max_differences({"losses": r.losses, "grads": r.grads, "state_dict": r.state_dict}, ref)
         rows.append(dict(schedule=schedule, p=p, m=m, v=v,
-                         loss=max(abs(a - b) for a, b in zip(r.losses, ref["losses"])),
-                         grads=max((r.grads[k] - t).abs().max().item()
-                                   for k, t in ref["grads"].items()),
-                         params=max((r.state_dict[k] - t).abs().max().item()
-                                    for k, t in ref["state_dict"].items())))
+                         loss=d["loss"], grads=d["grad"], params=d["param"]))
     return rows
 
 

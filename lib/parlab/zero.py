@@ -376,8 +376,8 @@ def run(stage, world_size: int, config: GPTConfig | None = None, steps: int = 3,
     """Train with ZeRO ``stage`` (0-3, or a peer 'ddp' / 'fsdp2') on ``world_size``
     ranks, exactly as ``model.reference_train`` does on one device.
 
-    Returns {"losses": global mean loss per step, "params", "grads": full tensors
-    after the last step, "memory": per-rank bytes held, "comm_bytes": per rank, per
+    Returns {"losses": global mean loss per step, "state_dict" (parameters), "grads":
+    full tensors after the last step -- reference_train's keys -- "memory": per-rank bytes held, "comm_bytes": per rank, per
     step, traced, "events": per rank, the last step's trace events}."""
     from .launch import launch
     config = GPTConfig() if config is None else config
@@ -385,6 +385,6 @@ def run(stage, world_size: int, config: GPTConfig | None = None, steps: int = 3,
     res = launch(train_worker, world_size, stage, config, steps, batch_size, lr, seed,
                  data_seed, weight_decay, timeout=timeout)
     return {"losses": [sum(r["losses"][s] for r in res) / world_size for s in range(steps)],
-            "params": res[0]["params"], "grads": res[0]["grads"],
+            "state_dict": res[0]["params"], "grads": res[0]["grads"],
             "memory": [r["memory"] for r in res], "comm_bytes": [r["comm_bytes"] for r in res],
             "events": [r["events"] for r in res]}
