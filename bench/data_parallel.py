@@ -24,7 +24,8 @@ import statistics
 import sys
 import time
 
-from parlab import dp_demos, hardware
+from parlab import hardware
+from parlab.data_parallel import experiments as dp_demos
 from parlab.model import GPTConfig
 
 

@@ -28,7 +28,8 @@ import statistics
 import sys
 
 from parlab import hardware
-from parlab import pipeline_demos as demos
+from parlab.pipeline_parallel import experiments as demos
+from parlab.pipeline_parallel import peers
 from parlab import pipeline_parallel as pp
 from parlab.model import GPTConfig
 
@@ -44,7 +45,7 @@ def step_time_table(ps, schedules, config, batch_size, m, steps, repeats) -> lis
             ours, theirs = [], []
             for _ in range(repeats):  # A/B interleaved: noise hits both alike
                 ours += pp.run(schedule, p, m, v, **kw).step_times[1:]
-                theirs += demos.torch_run(schedule, p, m, v, **kw)["step_times"][1:]
+                theirs += peers.torch_run(schedule, p, m, v, **kw)["step_times"][1:]
             o, t = statistics.median(ours), statistics.median(theirs)
             rows.append(dict(schedule=schedule, p=p, m=m, v=v, ours=o, theirs=t, ratio=o / t,
                              n=len(ours)))

@@ -21,7 +21,7 @@ import json
 import os
 import statistics
 
-from parlab import zero_peers
+from parlab.zero import experiments as zero_peers
 from parlab.model import GPT, GPTConfig
 
 PAIRS = [(3, "fsdp2"), (2, "ddp"), (1, "ddp"), (0, "ddp")]  # (ours, peer)

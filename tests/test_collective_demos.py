@@ -2,7 +2,7 @@
 
 import pytest
 
-from parlab import collective_demos as demos
+from parlab.collectives import experiments as demos
 from parlab import cost
 from ring_reference import simulate_ring
 

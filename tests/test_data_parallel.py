@@ -10,8 +10,8 @@ import torch
 import torch.distributed as dist
 
 import parlab
-from parlab import dp_demos
-from parlab import compression
+from parlab.data_parallel import compression
+from parlab.data_parallel import experiments as dp_demos
 from parlab import data_parallel as dp
 from parlab.data_parallel import DPRun, run_data_parallel
 from parlab.model import GPT, GPTConfig, max_differences, reference_train

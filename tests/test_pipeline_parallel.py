@@ -6,7 +6,8 @@ from collections import Counter
 import pytest
 
 from parlab import cost
-from parlab import pipeline_demos as demos
+from parlab.pipeline_parallel import experiments as demos
+from parlab.pipeline_parallel import peers
 from parlab import pipeline_parallel as pp
 from parlab.model import GPTConfig, reference_train
 
@@ -207,7 +208,7 @@ def test_emulated_mode_runs_the_schedule_with_real_messages():
 @pytest.mark.parametrize("schedule, p, m, v", [("gpipe", 2, 4, 1), ("1f1b", 2, 4, 1),
                                                ("interleaved", 2, 2, 2)])
 def test_same_losses_as_torch_pipelining(ref, schedule, p, m, v):
-    theirs = demos.torch_run(schedule, p, m, v, config=CFG, steps=STEPS, batch_size=BATCH,
+    theirs = peers.torch_run(schedule, p, m, v, config=CFG, steps=STEPS, batch_size=BATCH,
                              lr=LR, timeout=60)
     ours = pp.run(schedule, p, m, v, config=CFG, steps=STEPS, batch_size=BATCH, lr=LR,
                   timeout=60)

@@ -9,6 +9,10 @@ import plotly.graph_objects as go
 import pytest
 
 from parlab import cost, viz
+from parlab.collectives import figures as coll_fig
+from parlab.data_parallel import figures as dp_fig
+from parlab.pipeline_parallel import figures as pp_fig
+from parlab.viz import charts, controls, style
 from ring_reference import simulate_ring
 
 MAX_JSON = 100_000  # bytes of figure JSON saved in a notebook
@@ -20,8 +24,9 @@ def small(fig: go.Figure) -> int:
     return size
 
 
-def test_viz_does_not_import_torch():
-    tree = ast.parse(Path(viz.__file__).read_text())
+@pytest.mark.parametrize("module", [charts, style, coll_fig, dp_fig, pp_fig])
+def test_figures_do_not_import_torch(module):
+    tree = ast.parse(Path(module.__file__).read_text())
     imported = {a.name.split(".")[0] for node in ast.walk(tree)
                 if isinstance(node, (ast.Import, ast.ImportFrom))
                 for a in (node.names if isinstance(node, ast.Import)
@@ -60,7 +65,7 @@ def cells(fig, n):
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_collective_diagram_builds(op, n):
-    fig = viz.collective_diagram(op, n)
+    fig = coll_fig.collective_diagram(op, n)
     assert isinstance(fig, go.Figure)
     assert len(fig.data) == 0  # shapes and annotations only
     assert len(fig.layout.shapes) == 2 * n * n  # before and after, n ranks x n cells
@@ -73,7 +78,7 @@ def test_collective_diagram_builds(op, n):
 
 def test_all_reduce_diagram_sums_everywhere():
     n = 4
-    c = cells(viz.collective_diagram("all_reduce", n), n)
+    c = cells(coll_fig.collective_diagram("all_reduce", n), n)
     for r in range(n):
         for k in range(n):
             assert c[0, r, k] == (viz.rank_color(r), "abcd"[k] + "₀₁₂₃"[r])
@@ -82,7 +87,7 @@ def test_all_reduce_diagram_sums_everywhere():
 
 def test_cell_text_reads_on_its_colour():
     n = 8
-    fig = viz.collective_diagram("all_to_all", n)
+    fig = coll_fig.collective_diagram("all_to_all", n)
     c = cells(fig, n)
     colour_of = {a.text: a.font.color for a in fig.layout.annotations if "→" in a.text}
     assert colour_of["6→0"] == "#000000"  # rank 6 is yellow: black text
@@ -92,8 +97,8 @@ def test_cell_text_reads_on_its_colour():
 
 def test_gather_and_reduce_scatter_diagrams():
     n = 3
-    g = cells(viz.collective_diagram("all_gather", n), n)
-    rs = cells(viz.collective_diagram("reduce_scatter", n), n)
+    g = cells(coll_fig.collective_diagram("all_gather", n), n)
+    rs = cells(coll_fig.collective_diagram("reduce_scatter", n), n)
     for r in range(n):
         for k in range(n):
             # all-gather: rank r starts with its shard only, ends with everyone's
@@ -107,7 +112,7 @@ def test_gather_and_reduce_scatter_diagrams():
 
 def test_all_to_all_diagram_is_a_transpose():
     n = 4
-    c = cells(viz.collective_diagram("all_to_all", n), n)
+    c = cells(coll_fig.collective_diagram("all_to_all", n), n)
     for r in range(n):
         for k in range(n):
             assert c[0, r, k] == (viz.rank_color(r), f"{r}→{k}")
@@ -116,8 +121,8 @@ def test_all_to_all_diagram_is_a_transpose():
 
 def test_broadcast_and_send_recv_diagrams():
     n = 4
-    b = cells(viz.collective_diagram("broadcast", n), n)
-    p = cells(viz.collective_diagram("send_recv", n), n)
+    b = cells(coll_fig.collective_diagram("broadcast", n), n)
+    p = cells(coll_fig.collective_diagram("send_recv", n), n)
     for r in range(n):
         assert b[1, r, 0][0] == viz.rank_color(0)
         assert b[0, r, 0][0] == (viz.rank_color(0) if r == 0 else viz.EMPTY_COLOR)
@@ -128,7 +133,7 @@ def test_broadcast_and_send_recv_diagrams():
                                   ("broadcast", 0), ("all_reduce", 2.0)])
 def test_collective_diagram_rejects(op, n):
     with pytest.raises(ValueError):
-        viz.collective_diagram(op, n)
+        coll_fig.collective_diagram(op, n)
 
 
 # --- ring_animation ------------------------------------------------------------------------
@@ -136,7 +141,7 @@ def test_collective_diagram_rejects(op, n):
 @pytest.mark.parametrize("n", [3, 4])
 def test_ring_animation_frames_and_slider(n):
     frames = simulate_ring(n)
-    fig = viz.ring_animation(frames, title="ring all-reduce")
+    fig = coll_fig.ring_animation(frames, title="ring all-reduce")
     assert len(fig.frames) == len(frames) == 2 * n - 1
     assert len(fig.layout.sliders) == 1 and len(fig.layout.sliders[0].steps) == len(frames)
     assert [s.args[0][0] for s in fig.layout.sliders[0].steps] == [f.name for f in fig.frames]
@@ -156,7 +161,7 @@ def test_ring_animation_frames_and_slider(n):
 
 
 def test_ring_animation_n4_cells_titles_and_transfers():
-    fig = viz.ring_animation(simulate_ring(4))
+    fig = coll_fig.ring_animation(simulate_ring(4))
     step1 = fig.frames[1]
     # step 1: rank r sent chunk r-1 to rank r+1, which now holds r and r+1 there
     assert step1.data[0].text[1][3] == "0+1"
@@ -176,14 +181,14 @@ def test_ring_animation_n4_cells_titles_and_transfers():
 
 
 def test_ring_animation_text_for_many_ranks():
-    fig = viz.ring_animation(simulate_ring(8))
+    fig = coll_fig.ring_animation(simulate_ring(8))
     texts = {t for f in fig.frames for row in f.data[0].text for t in row}
     assert "0–4" in texts and "all" in texts  # long runs folded, so cells stay narrow
     assert max(len(t) for t in texts) <= 9
 
 
 def test_ring_animation_json_small():
-    assert small(viz.ring_animation(simulate_ring(8), "n=8")) < 80_000
+    assert small(coll_fig.ring_animation(simulate_ring(8), "n=8")) < 80_000
 
 
 @pytest.mark.parametrize("frames", [
@@ -195,7 +200,7 @@ def test_ring_animation_json_small():
 ])
 def test_ring_animation_rejects(frames):
     with pytest.raises(ValueError):
-        viz.ring_animation(frames)
+        coll_fig.ring_animation(frames)
 
 
 # --- timeline ---------------------------------------------------------------------------------
@@ -319,7 +324,7 @@ def byte_rows(S=2 ** 20):
 
 def test_bytes_table_figure():
     rows = byte_rows()
-    fig = viz.bytes_table_figure(rows)
+    fig = coll_fig.bytes_table_figure(rows)
     names = [t.name for t in fig.data]
     assert names == ["ring (measured)", "ring (formula)",
                      "naive, rank 0 (measured)", "naive, rank 0 (formula)"]
@@ -336,11 +341,11 @@ def test_bytes_table_figure():
 
 def test_bytes_table_figure_small_values_in_bytes():
     rows = [dict(n=2, algorithm="ring", rank=r, measured=100.0, formula=100.0) for r in (0, 1)]
-    fig = viz.bytes_table_figure(rows)
+    fig = coll_fig.bytes_table_figure(rows)
     assert fig.layout.yaxis.title.text.endswith("(B)")
     assert len(fig.data) == 2
     with pytest.raises(ValueError):
-        viz.bytes_table_figure([])
+        coll_fig.bytes_table_figure([])
 
 
 # --- alpha_beta_figure, cost_curves, bars --------------------------------------------------------
@@ -350,7 +355,7 @@ def test_alpha_beta_figure():
     sizes = [2 ** k for k in range(4, 25, 2)]
     times = [alpha + beta * s for s in sizes]
     extra = {"all_reduce n=4": (sizes, [2 * t for t in times])}
-    fig = viz.alpha_beta_figure(sizes, times, alpha, beta, title="p2p", extra=extra)
+    fig = coll_fig.alpha_beta_figure(sizes, times, alpha, beta, title="p2p", extra=extra)
     assert len(fig.data) == 3
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert "bytes" in fig.layout.xaxis.title.text
@@ -365,9 +370,9 @@ def test_alpha_beta_figure():
     assert any(s.x0 == pytest.approx(knee) for s in fig.layout.shapes)
     assert any(a.x == pytest.approx(math.log10(knee)) for a in fig.layout.annotations)
     small(fig)
-    assert len(viz.alpha_beta_figure(sizes, times, alpha, beta).data) == 2
+    assert len(coll_fig.alpha_beta_figure(sizes, times, alpha, beta).data) == 2
     with pytest.raises(ValueError):
-        viz.alpha_beta_figure(sizes, times[:-1], alpha, beta)
+        coll_fig.alpha_beta_figure(sizes, times[:-1], alpha, beta)
 
 
 def test_cost_curves():
@@ -396,7 +401,7 @@ def test_cost_curves():
     digits = viz.cost_curves({"a": ([1, 10], [0.12, 0.3])}).layout.yaxis
     assert [v for v in digits.tickvals if 0.12 <= v <= 0.3] == [0.15, 0.2, 0.25, 0.3]
     assert list(digits.ticktext)[:2] == ["100ms", "150ms"]
-    assert [viz._si(v) for v in (2e-4, 1500, 3e9, 1)] == ["200µ", "1.5k", "3G", "1"]
+    assert [style.si(v) for v in (2e-4, 1500, 3e9, 1)] == ["200µ", "1.5k", "3G", "1"]
     with pytest.raises(ValueError):
         viz.cost_curves({"a": ([1, 2], [1])})
     with pytest.raises(ValueError):
@@ -427,9 +432,9 @@ def test_bars_series_colours_are_distinct():
 
 
 def test_every_figure_uses_the_lab_template():
-    figs = [viz.collective_diagram("all_reduce"), viz.ring_animation(simulate_ring(3)),
-            viz.timeline([ev(0, "compute", "x", 0, 1)]), viz.bytes_table_figure(byte_rows()),
-            viz.alpha_beta_figure([1, 10], [1e-6, 2e-6], 1e-6, 1e-7),
+    figs = [coll_fig.collective_diagram("all_reduce"), coll_fig.ring_animation(simulate_ring(3)),
+            viz.timeline([ev(0, "compute", "x", 0, 1)]), coll_fig.bytes_table_figure(byte_rows()),
+            coll_fig.alpha_beta_figure([1, 10], [1e-6, 2e-6], 1e-6, 1e-7),
             viz.cost_curves({"a": ([1, 2], [1, 2])}), viz.bars(["a"], {"s": [1]})]
     white = go.Figure(layout=dict(template="plotly_white")).layout.template
     for fig in figs:
@@ -438,7 +443,7 @@ def test_every_figure_uses_the_lab_template():
 
 
 def test_ring_animation_frames_replace_all_annotations():
-    fig = viz.ring_animation(simulate_ring(4))
+    fig = coll_fig.ring_animation(simulate_ring(4))
     counts = {len(f.layout.annotations) for f in fig.frames}
     assert len(counts) == 1  # same count in every frame: going back clears old arrows
     start = fig.frames[0].layout.annotations
@@ -518,15 +523,15 @@ def _pipeline_events(p=2, m=3):
 
 
 def test_pipeline_timeline_bars_colours_and_rows():
-    fig = viz.pipeline_timeline(_pipeline_events(), "t", unit="units")
+    fig = pp_fig.pipeline_timeline(_pipeline_events(), "t", unit="units")
     assert [t.name for t in fig.data] == ["F", "B"]  # the wait is not an op: not drawn
     f, b = fig.data
     assert list(f.text) == ["F0", "F1", "F2"] * 2
     assert list(b.text) == ["B0·c1", "B1·c1", "B2·c1"] * 2
     assert list(f.base[:3]) == [0, 1, 2] and list(b.x) == [2] * 6
-    assert f.marker.color[0] == viz.op_color("F", 0) != b.marker.color[0] == viz.op_color("B", 0)
-    assert viz.op_color("F", 0) != viz.op_color("F", 1)
-    assert viz.op_color("B", 10) == viz.op_color("B", 0)  # the palette repeats
+    assert f.marker.color[0] == pp_fig.op_color("F", 0) != b.marker.color[0] == pp_fig.op_color("B", 0)
+    assert pp_fig.op_color("F", 0) != pp_fig.op_color("F", 1)
+    assert pp_fig.op_color("B", 10) == pp_fig.op_color("B", 0)  # the palette repeats
     assert list(fig.layout.yaxis.categoryarray) == ["rank 1", "rank 0"]  # rank 0 on top
     # labels read horizontally; one that does not fit is hidden, not shrunk or rotated
     assert f.textangle == 0 and f.textposition == "inside"
@@ -541,7 +546,7 @@ def test_pipeline_timeline_bars_colours_and_rows():
 
 def test_pipeline_timeline_interleaved_and_zero_bubble_labels():
     from parlab import pipeline_parallel as pp
-    fig = viz.pipeline_timeline(pp.simulate("interleaved", 4, 8, 2, 0.01, 0.02).events)
+    fig = pp_fig.pipeline_timeline(pp.simulate("interleaved", 4, 8, 2, 0.01, 0.02).events)
     f = next(t for t in fig.data if t.name == "F")
     chunk = [int(s == "/") for s in f.marker.pattern.shape]
     assert 0 in chunk and 1 in chunk  # the two chunks look different
@@ -550,7 +555,7 @@ def test_pipeline_timeline_interleaved_and_zero_bubble_labels():
     assert all(t in (f"F{mb}", f"F{mb}·c1") for t, mb in zip(f.text, mbs))
     assert {c[1] for c, k in zip(f.customdata, chunk) if k} == {f"F{i}·c1" for i in range(8)}
     assert "customdata[1]" in f.hovertemplate
-    zb = viz.pipeline_timeline(pp.simulate("zb-h1", 4, 8, t_fwd=0.01, t_bwd=0.02).events)
+    zb = pp_fig.pipeline_timeline(pp.simulate("zb-h1", 4, 8, t_fwd=0.01, t_bwd=0.02).events)
     assert [t.name for t in zb.data] == ["F", "B", "W"]
     assert all(t.textangle == 0 for t in zb.data)
     assert "W weight gradients (dark)" in zb.layout.annotations[0].text
@@ -560,13 +565,13 @@ def test_pipeline_timeline_interleaved_and_zero_bubble_labels():
 def test_pipeline_timeline_overlay_gets_two_rows_per_rank():
     sim = _pipeline_events()
     meas = [dict(e, start=e["start"] * 1e-3 + 5, end=e["end"] * 1e-3 + 5) for e in sim]
-    fig = viz.pipeline_timeline(sim, overlay=meas, labels=("sim", "run"), unit="units")
+    fig = pp_fig.pipeline_timeline(sim, overlay=meas, labels=("sim", "run"), unit="units")
     assert len(fig.data) == 4
     assert list(fig.layout.yaxis.categoryarray) == ["rank 1 · run", "rank 1 · sim",
                                                    "rank 0 · run", "rank 0 · sim"]
     run_f = next(t for t in fig.data if t.name == "F (run)")
     assert min(run_f.base) == 0  # each set starts at its own first op
-    ms = viz.pipeline_timeline(meas, unit="ms")
+    ms = pp_fig.pipeline_timeline(meas, unit="ms")
     assert ms.data[0].x[0] == pytest.approx(1.0)  # 1e-3 s shown as 1 ms
 
 
@@ -574,7 +579,7 @@ def test_bubble_sweep_figure():
     rows = [dict(p=p, m=m, schedule=s, measured=cost.bubble_fraction(p, m) + 0.01,
                  formula=cost.bubble_fraction(p, m))
             for p in (2, 4) for m in (1, 2, 4) for s in ("gpipe", "1f1b")]
-    fig = viz.bubble_sweep_figure(rows, "bubble")
+    fig = pp_fig.bubble_sweep_figure(rows, "bubble")
     lines = [t for t in fig.data if t.mode == "lines"]
     assert [t.name for t in lines] == ["P=2: (P-1)/(M+P-1)", "P=4: (P-1)/(M+P-1)"]
     assert all(t.name.startswith("P=") for t in fig.data)
@@ -601,20 +606,20 @@ def _dp_events():
 
 
 def test_dp_timeline_has_a_compute_and_a_comm_lane_per_rank():
-    fig = viz.dp_timeline(_dp_events(), "t")
+    fig = dp_fig.dp_timeline(_dp_events(), "t")
     assert list(fig.layout.yaxis.ticktext) == ["rank 0 compute", "rank 0 comm",
                                                "rank 1 compute", "rank 1 comm"]
     lanes = {t.legendgroup: set(t.y) for t in fig.data}
     assert lanes["compute"] == {0, 2} and lanes["comm"] == {1, 3} and lanes["wait"] == {1, 3}
     small(fig)
-    assert len(viz.dp_timeline([]).data) == 0
+    assert len(dp_fig.dp_timeline([]).data) == 0
 
 
 def test_bucket_sweep_figure():
     rows = [{"bucket_bytes": None, "median": 0.05, "overlap": 0.0},
             {"bucket_bytes": 4096, "median": 0.03, "overlap": 0.5},
             {"bucket_bytes": 1024, "median": 0.04, "overlap": 0.6}]
-    fig = viz.bucket_sweep_figure(rows, "sweep")
+    fig = dp_fig.bucket_sweep_figure(rows, "sweep")
     step, overlap, naive = fig.data
     assert list(step.x) == [1024, 4096] and list(step.y) == [40.0, 30.0]
     assert list(overlap.y) == [60.0, 50.0] and overlap.yaxis == "y2"
@@ -625,7 +630,7 @@ def test_bucket_sweep_figure():
     assert y2.showgrid is False
     small(fig)
     with pytest.raises(ValueError):
-        viz.bucket_sweep_figure(rows[:1])
+        dp_fig.bucket_sweep_figure(rows[:1])
 
 
 def test_loss_curves():
@@ -640,12 +645,13 @@ def test_loss_curves():
 
 def test_dp_widgets_build():
     pytest.importorskip("ipywidgets")
-    from parlab import widgets
+    from parlab.data_parallel import widgets as dp_widgets
+    from parlab.zero import widgets as zero_widgets
     sweep = {"naive": {"bucket_bytes": None}, "bucketed 4 KiB":
              {"bucket_bytes": 4096, "events": _dp_events(), "median": 0.04, "overlap": 0.5,
               "exposed": 0.005, "buckets": 3}}
-    assert widgets.dp_bucket_explorer(sweep) is not None
-    box = widgets.compression_payoff_explorer({"sign": 1e-8})
+    assert dp_widgets.dp_bucket_explorer(sweep) is not None
+    box = dp_widgets.compression_payoff_explorer({"sign": 1e-8})
     bandwidth = box.children[1].children[1]
     assert bandwidth.label == "10 GB/s" and bandwidth.value == 10e9  # readable readout
     codec = box.children[2]
@@ -653,7 +659,7 @@ def test_dp_widgets_build():
 
 
 def test_sweep_caption_plural():
-    from parlab import dp_demos
+    from parlab.data_parallel import experiments as dp_demos
     r = {"median": 0.01, "overlap": 0.5, "exposed": 0.001}
     assert "1 all-reduce per step" in dp_demos.sweep_caption("b", {**r, "buckets": 1})
     assert "3 all-reduces per step" in dp_demos.sweep_caption("b", {**r, "buckets": 3})
@@ -661,26 +667,28 @@ def test_sweep_caption_plural():
 
 def test_memory_calculator_status_wraps_between_items_only():
     pytest.importorskip("ipywidgets")
-    from parlab import cost, widgets
+    from parlab.data_parallel import widgets as dp_widgets
+    from parlab.zero import widgets as zero_widgets
+    from parlab import cost
     verdict = cost.memory_plan("70B", 4, 80, 0)["verdict"]
-    html = widgets._nowrap_html(verdict)
+    html = controls.nowrap_html(verdict)
     spans = [s.split("</span>")[0] for s in html.split('<span style="white-space:nowrap">')[1:]]
     assert len(spans) >= 5
     # a line may break only between spans; none ends in a number cut from its unit
     assert not [s for s in spans if s[-1].isdigit()]
     assert any(s.startswith("= ") and s.split()[2] == "GB" for s in spans)
-    assert widgets.memory_calculator() is not None
+    assert zero_widgets.memory_calculator() is not None
 
 
 def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch, capsys):
     import sys
 
-    from parlab import widgets
+    from parlab.pipeline_parallel import widgets as pp_widgets
 
     def no_launch(*a, **k):
         raise AssertionError("the explorer must simulate, not launch, until 'run live'")
     monkeypatch.setattr(sys.modules["parlab.launch"], "launch", no_launch)
-    box = widgets.pipeline_explorer(schedule="interleaved", p=4, m=8, v=2)
+    box = pp_widgets.pipeline_explorer(schedule="interleaved", p=4, m=8, v=2)
     sched, p = box.children[0].children
     p.value = 3  # m=8 not divisible by 3: a message, no exception
     sched.value = "zb-h1"
@@ -693,9 +701,9 @@ def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch, capsys):
 def test_pipeline_explorer_v_slider_only_for_interleaved(monkeypatch):
     import sys
 
-    from parlab import widgets
+    from parlab.pipeline_parallel import widgets as pp_widgets
     monkeypatch.setattr(sys.modules["parlab.launch"], "launch", None)
-    box = widgets.pipeline_explorer(schedule="1f1b")
+    box = pp_widgets.pipeline_explorer(schedule="1f1b")
     sched = box.children[0].children[0]
     v = box.children[1].children[1]
     assert v.disabled and v.description == "chunks v"

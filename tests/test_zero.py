@@ -8,7 +8,8 @@ import torch
 import torch.distributed as dist
 
 import parlab
-from parlab import cost, zero, zero_peers
+from parlab import cost, zero
+from parlab.zero import experiments as zero_peers
 from parlab.data import local_batch
 from parlab.model import GPT, GPTConfig, reference_train
 

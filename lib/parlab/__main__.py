@@ -45,7 +45,7 @@ def cmd_info(args, out):
 
 
 def cmd_collectives(args, out):
-    from .collective_demos import collectives_table
+    from .collectives.experiments import collectives_table
     rows = collectives_table(_world(args))
     for op in dict.fromkeys(r["op"] for r in rows):
         out(f"\n{op}")
@@ -54,7 +54,7 @@ def cmd_collectives(args, out):
 
 
 def cmd_ring(args, out):
-    from .collective_demos import ring_frames
+    from .collectives.experiments import ring_frames
     n = _world(args)
     for f in ring_frames(n):
         label = "start" if f["phase"] == "start" else f"{f['phase']} step {f['step'] + 1}"
@@ -66,7 +66,7 @@ def cmd_ring(args, out):
 
 
 def cmd_bytes(args, out):
-    from .collective_demos import bytes_table
+    from .collectives.experiments import bytes_table
     sizes = [_world(args)] if "WORLD_SIZE" in os.environ else args.sizes
     rows = bytes_table(sizes, args.numel)
     out(f"all-reduce of S = {_bytes(4 * args.numel)}; bytes sent per rank (traced) vs formula")
@@ -77,7 +77,7 @@ def cmd_bytes(args, out):
 
 
 def cmd_alpha_beta(args, out):
-    from .collective_demos import all_reduce_vs_model, measure_alpha_beta, measure_gamma
+    from .collectives.experiments import all_reduce_vs_model, measure_alpha_beta, measure_gamma
     n = _world(args)
     pair = max(2, n) if "WORLD_SIZE" in os.environ else 2
     fits = {d: measure_alpha_beta(duplex=d, world_size=pair) for d in (False, True)}

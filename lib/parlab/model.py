@@ -28,6 +28,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .validate import check_bool, check_int
+
 
 @dataclass
 class GPTConfig:
@@ -43,8 +45,8 @@ class GPTConfig:
         if self.d_ff is None:
             self.d_ff = 4 * self.d_model
         for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_layers", "d_ff"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
+            check_int(name, getattr(self, name))
+        check_bool("bias", self.bias)
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model}")
 
@@ -247,7 +249,7 @@ def max_differences(run: dict, ref: dict) -> dict:
     |difference| of the per-step losses, the last step's gradients and the final
     parameters, as {"loss", "grad", "param"}. Both dicts have reference_train's keys
     "losses", "grads" and "state_dict"."""
-    def worst(a: dict, b: dict) -> float:
+    def worst(a: dict, b: dict) -> float:  # (a RunResult works too: it indexes like a dict)
         return max((a[k] - t).abs().max().item() for k, t in b.items())
     return {"loss": max(abs(p - q) for p, q in zip(run["losses"], ref["losses"])),
             "grad": worst(run["grads"], ref["grads"]),

@@ -199,7 +199,7 @@ def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
     Collective: every rank of ``group`` calls it with the same labels."""
     import torch.distributed as dist
 
-    from .cost import check_int
+    from .validate import check_int
     check_int("rounds", rounds)
     labels, sync = list(steps), sync or (lambda: None)
     out = {"times": {v: [] for v in labels}, "events": {v: [] for v in labels}}
@@ -218,4 +218,53 @@ def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
                 out["times"][v].append(t1 - t0)
                 out["events"][v] += [dict(e, meta={**e["meta"], "step": k - warmup})
                                      for e in events]
+    return out
+
+
+# --- reading events: how much communication hid behind backward ---------------------
+
+def overlap_fraction(events: list[dict]) -> float:
+    """Share of the time gradients were on the wire that backward was still computing.
+    Per rank, C = the union of its comm events (buckets in flight at once count once) and
+    B = its backward spans; the result is sum |C ∩ B| / sum |C| over ranks and steps.
+    0 = fully exposed (as in NaiveDP), 1 = fully hidden behind backward."""
+    on_wire = inside = 0.0
+    for rank in {e["rank"] for e in events}:
+        busy = []  # merged comm intervals of this rank
+        for s, t in sorted((e["start"], e["end"]) for e in events
+                           if e["rank"] == rank and e["kind"] == "comm"):
+            if busy and s <= busy[-1][1]:
+                busy[-1][1] = max(busy[-1][1], t)
+            else:
+                busy.append([s, t])
+        backward = [(e["start"], e["end"]) for e in events
+                    if e["rank"] == rank and e["name"] == "backward"]
+        for s, t in busy:
+            on_wire += t - s
+            inside += sum(max(0.0, min(t, b1) - max(s, b0)) for b0, b1 in backward)
+    return inside / on_wire if on_wire > 0 else 0.0
+
+
+def backward_segments(t0: float, t1: float, comms, marks, min_s: float = 1e-6):
+    """Split the backward pass [t0, t1] into compute segments: cut out the collectives
+    (``comms``: (start, end)) and cut where a unit's backward begins (``marks``: (time,
+    unit label), from a hook on the unit's output). Returns [(start, end, label)], the
+    part before the first mark labelled "loss" (the loss function's own backward)."""
+    cuts = sorted([(t, 1, label) for t, label in marks] + [(s, 0, e) for s, e in comms])
+    out, cursor, label = [], t0, "loss"
+
+    def emit(end):
+        if end - cursor >= min_s:
+            out.append((cursor, end, label))
+
+    for t, is_mark, x in cuts:
+        if is_mark:
+            if t > cursor:
+                emit(t)
+                cursor = t
+            label = x
+        else:
+            emit(t)
+            cursor = max(cursor, x)
+    emit(t1)
     return out

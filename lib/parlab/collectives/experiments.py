@@ -14,8 +14,8 @@ import time
 import torch
 import torch.distributed as dist
 
-from . import comm, cost, trace
-from .launch import launch
+from .. import comm, cost, trace
+from ..launch import launch
 
 
 # --- 1. every collective once, on tiny tensors --------------------------------------
@@ -302,7 +302,7 @@ def time_launches(world_size: int = 4, repeats: int = 5, pause: float = 0.2) -> 
     """Seconds for a cold launch (ranks started from nothing) and for warm re-runs
     of a one-all-reduce job on the same ranks, with a short pause before each (as
     between two slider moves)."""
-    from .launch import shutdown
+    from ..launch import shutdown
     shutdown()
     t0 = time.perf_counter()
     launch(one_all_reduce_worker, world_size)

@@ -27,9 +27,8 @@ from __future__ import annotations
 from collections import namedtuple
 from dataclasses import dataclass, field
 
-from .cost import check_int
-
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+from ..cost import PIPELINE_SCHEDULES as SCHEDULES  # one list, defined with the formulas
+from ..validate import check_int
 
 
 class Action(namedtuple("Action", "op mb chunk")):

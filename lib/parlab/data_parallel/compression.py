@@ -13,8 +13,10 @@ import math
 import torch
 import torch.distributed as dist
 
-from . import comm, trace
-from .data_parallel import COMPRESSORS, NaiveDP
+from .. import comm, trace
+from .ddp import NaiveDP
+
+COMPRESSORS = (None, "fp16", "topk", "sign")
 
 # A compressor turns a flat fp32 tensor into a uint8 payload (the bytes that go on the
 # wire) and back. Error feedback (Seide et al., "1-Bit Stochastic Gradient Descent and

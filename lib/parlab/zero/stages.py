@@ -41,37 +41,13 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from . import comm, trace
-from .cost import check_int
-from .data import local_batch
-from .model import GPT, GPTConfig, loss_fn
+from .. import comm, trace
+from ..model import GPT, GPTConfig, loss_fn
+from ..trace import backward_segments
 
 STAGES = (0, 1, 2, 3)
-PEERS = ("ddp", "fsdp2")  # torch's own implementations, for comparison
 
-def _backward_segments(t0: float, t1: float, comms, marks, min_s: float = 1e-6):
-    """Split the backward pass [t0, t1] into compute segments: cut out the collectives
-    (``comms``: (start, end)) and cut where a unit's backward begins (``marks``: (time,
-    unit label), from a hook on the unit's output). Returns [(start, end, label)], the
-    part before the first mark labelled "loss" (the loss function's own backward)."""
-    cuts = sorted([(t, 1, label) for t, label in marks] + [(s, 0, e) for s, e in comms])
-    out, cursor, label = [], t0, "loss"
 
-    def emit(end):
-        if end - cursor >= min_s:
-            out.append((cursor, end, label))
-
-    for t, is_mark, x in cuts:
-        if is_mark:
-            if t > cursor:
-                emit(t)
-                cursor = t
-            label = x
-        else:
-            emit(t)
-            cursor = max(cursor, x)
-    emit(t1)
-    return out
 
 
 class Unit:
@@ -171,7 +147,7 @@ class ZeroDP:
         loss.backward()  # stages 2 and 3 reduce-scatter during backward
         if trace.is_recording():  # compute spans between the collectives, per unit
             comms = [(e["start"], e["end"]) for e in trace.recorded(since=t0, kind="comm")]
-            for start, end, label in _backward_segments(t0, trace.now(), comms,
+            for start, end, label in backward_segments(t0, trace.now(), comms,
                                                         self._bwd_marks):
                 trace.record("compute", f"backward {label}", start, end)
         for u in self.units if self.stage <= 1 else []:
@@ -325,66 +301,3 @@ class _GatherParams(torch.autograd.Function):
             ctx.unit.regathered = None
             ctx.zero._release(ctx.unit)
         return ctx.zero._reduce_scatter(grads, ctx.unit), None, None
-
-
-# --- host side: check the arguments, run on ranks -----------------------------------
-
-def _check(stage, world_size, batch_size, steps, config):
-    if isinstance(stage, bool) or stage not in STAGES + PEERS:
-        raise ValueError(f"stage={stage!r} must be one of {STAGES} (0 = plain DP) "
-                         f"or a peer {PEERS}")
-    check_int("world_size", world_size)
-    check_int("batch_size", batch_size)
-    if batch_size % world_size:
-        raise ValueError(f"dp=world_size={world_size} must divide batch_size={batch_size} "
-                         "(each rank trains on an equal slice of the global batch)")
-    check_int("steps", steps)
-    if not isinstance(config, GPTConfig):
-        raise ValueError(f"config must be a GPTConfig, got {type(config).__name__}")
-
-
-def make(stage, config: GPTConfig, lr=1e-3, seed=0, weight_decay=0.0):
-    """This rank's trainer: ZeroDP for a stage 0-3, a torch peer for 'ddp' / 'fsdp2'."""
-    if stage in PEERS:
-        from .zero_peers import TorchPeer
-        return TorchPeer(stage, config, lr, seed, weight_decay)
-    return ZeroDP(config, stage, lr, seed, weight_decay)
-
-
-def train_worker(stage, config, steps, batch_size, lr, seed, data_seed, weight_decay):
-    """Rank side of :func:`run`."""
-    trainer = make(stage, config, lr, seed, weight_decay)
-    losses, comm_bytes, events = [], [], []
-    for step in range(steps):
-        x, y = local_batch(step, batch_size, config.seq_len, config.vocab_size,
-                           dist.get_rank(), dist.get_world_size(), data_seed)
-        trace.start()
-        losses.append(trainer.train_step(x, y))
-        events = trace.stop()
-        comm_bytes.append(sum(e["bytes_sent"] for e in events if e["kind"] == "comm"))
-    params, grads = trainer.full_state()
-    out = {"losses": losses, "comm_bytes": comm_bytes, "events": events,
-           "memory": getattr(trainer, "memory", {})}
-    if dist.get_rank() == 0:
-        out.update(params=params, grads=grads)
-    return out
-
-
-def run(stage, world_size: int, config: GPTConfig | None = None, steps: int = 3,
-        batch_size: int = 8, lr: float = 1e-3, seed: int = 0, data_seed: int = 0,
-        weight_decay: float = 0.0, timeout: float = 120.0) -> dict:
-    """Train with ZeRO ``stage`` (0-3, or a peer 'ddp' / 'fsdp2') on ``world_size``
-    ranks, exactly as ``model.reference_train`` does on one device.
-
-    Returns {"losses": global mean loss per step, "state_dict" (parameters), "grads":
-    full tensors after the last step -- reference_train's keys -- "memory": per-rank bytes held, "comm_bytes": per rank, per
-    step, traced, "events": per rank, the last step's trace events}."""
-    from .launch import launch
-    config = GPTConfig() if config is None else config
-    _check(stage, world_size, batch_size, steps, config)
-    res = launch(train_worker, world_size, stage, config, steps, batch_size, lr, seed,
-                 data_seed, weight_decay, timeout=timeout)
-    return {"losses": [sum(r["losses"][s] for r in res) / world_size for s in range(steps)],
-            "state_dict": res[0]["params"], "grads": res[0]["grads"],
-            "memory": [r["memory"] for r in res], "comm_bytes": [r["comm_bytes"] for r in res],
-            "events": [r["events"] for r in res]}

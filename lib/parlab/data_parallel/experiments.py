@@ -13,13 +13,14 @@ import statistics
 import torch
 import torch.distributed as dist
 
-from . import comm, cost, trace
-from .data import local_batch
-from .compression import payload_bytes
-from .data_parallel import (COMPRESSORS, DPRun, assign_buckets, make_dp, overlap_fraction,
-                            run_data_parallel)
-from .launch import launch
-from .model import GPT, GPTConfig, max_differences
+from .. import comm, cost, trace
+from ..data import local_batch
+from ..launch import launch
+from ..model import GPT, GPTConfig, max_differences
+from ..trace import overlap_fraction
+from .compression import COMPRESSORS, payload_bytes
+from .ddp import assign_buckets
+from .runner import DPRun, make_dp, run_data_parallel
 
 TIMING_CONFIG = GPTConfig()  # vocab 64, seq 64, d 64, 4 heads, 4 layers: ~0.2 M parameters
 COMPRESSION_CONFIG = GPTConfig(n_layers=2, d_model=32, n_heads=4, seq_len=32)  # ~31 k parameters
@@ -174,7 +175,7 @@ def accumulation_check(world_size: int = 2, accumulation_steps: int = 4, steps: 
     """Train with ``accumulation_steps`` micro-batches per rank and the reference on the
     whole batch at once. Returns {1: ..., accumulation_steps: ...}, each with the
     ``max_differences``, the bytes rank 0 sent and its all-reduces, per optimizer step."""
-    from .model import reference_train
+    from ..model import reference_train
     config = config or COMPRESSION_CONFIG
     ref = reference_train(config, steps, batch_size)
     out = {}

@@ -1,0 +1,367 @@
+"""Figures of notebook 00 (collectives): what each collective does, the ring
+all-reduce step by step, bytes measured against the formula, the alpha-beta fit."""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+
+from ..viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE, EMPTY_COLOR, KIND_COLORS,
+                         RANK_COLORS, byte_unit,
+                         NEUTRAL_COLOR, SECONDS_AXIS, SUBSCRIPTS, base_layout, fmt_bytes,
+                         rank_color, text_color)
+
+# --- 1. collectives explained --------------------------------------------------------
+
+_CAPTIONS = {
+    "all_reduce": "every rank ends with the element-wise sum of all buffers",
+    "all_gather": "every rank ends with every rank's shard",
+    "reduce_scatter": "rank r ends with chunk r, summed over all ranks",
+    "all_to_all": "rank r sends its chunk c to rank c: a transpose",
+    "broadcast": "rank 0's buffer is copied to every rank",
+    "send_recv": "rank 0 sends its buffer to rank 1; the others do nothing",
+}
+
+
+def _collective_cells(op: str, n: int):
+    """(before, after): [rank][cell] -> (text, colour key) with key a rank,
+    'mix' (several ranks' data combined) or None (nothing there)."""
+    letter = "abcdefgh"
+
+    def own(r, c):  # element c of rank r's original buffer
+        return (f"{letter[c]}{str(r).translate(SUBSCRIPTS)}", r)
+
+    empty = ("", None)
+    rng = range(n)
+    if op == "all_reduce":
+        before = [[own(r, c) for c in rng] for r in rng]
+        after = [[(f"Σ{letter[c]}", "mix") for c in rng] for r in rng]
+    elif op == "all_gather":
+        before = [[own(r, c) if c == r else empty for c in rng] for r in rng]
+        after = [[own(c, c) for c in rng] for r in rng]
+    elif op == "reduce_scatter":
+        before = [[own(r, c) for c in rng] for r in rng]
+        after = [[(f"Σ{letter[c]}", "mix") if c == r else empty for c in rng] for r in rng]
+    elif op == "all_to_all":
+        before = [[(f"{r}→{c}", r) for c in rng] for r in rng]
+        after = [[(f"{c}→{r}", c) for c in rng] for r in rng]
+    elif op == "broadcast":
+        before = [[own(0, c) if r == 0 else empty for c in rng] for r in rng]
+        after = [[own(0, c) for c in rng] for r in rng]
+    else:  # send_recv
+        before = [[own(0, c) if r == 0 else empty for c in rng] for r in rng]
+        after = [[own(0, c) if r in (0, 1) else empty for c in rng] for r in rng]
+    return before, after
+
+
+def collective_diagram(op: str, n: int = 4) -> go.Figure:
+    """Before/after picture of one collective: one row per rank, its buffer as n
+    cells coloured by the rank the data came from (grey: summed over ranks, white:
+    nothing there). The reader should see where each piece of data ends up."""
+    if op not in _CAPTIONS:
+        raise ValueError(f"op={op!r} must be one of {sorted(_CAPTIONS)}")
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 8:
+        raise ValueError(f"n={n!r} must be an int between 2 and 8")
+    before, after = _collective_cells(op, n)
+    gap, pad = 2.6, 0.06  # gap between the panels (room for the arrow); cell padding
+    shapes, notes = [], []
+    for panel, (cells, x0) in enumerate(((before, 0.0), (after, n + gap))):
+        notes.append(dict(x=x0 + n / 2, y=-0.15, text=f"<b>{('before', 'after')[panel]}</b>",
+                          showarrow=False, yanchor="bottom", font=dict(size=14)))
+        for r in range(n):
+            for c in range(n):
+                text, key = cells[r][c]
+                fill = (EMPTY_COLOR if key is None else NEUTRAL_COLOR if key == "mix"
+                        else rank_color(key))
+                shapes.append(dict(
+                    type="rect", x0=x0 + c + pad, x1=x0 + c + 1 - pad, y0=r + pad,
+                    y1=r + 1 - pad, fillcolor=fill, layer="below",
+                    line=dict(color="#BBBBBB" if key is None else "#555555", width=1,
+                              dash="dot" if key is None else "solid")))
+                if text:
+                    notes.append(dict(x=x0 + c + 0.5, y=r + 0.5, text=text, showarrow=False,
+                                      font=dict(size=13, color=text_color(fill))))
+    for r in range(n):
+        notes.append(dict(x=-0.15, y=r + 0.5, text=f"rank {r}", showarrow=False,
+                          xanchor="right", font=dict(size=12)))
+    mid = n / 2
+    notes.append(dict(x=n + gap - 0.25, y=mid, ax=n + 0.25, ay=mid, xref="x", yref="y",
+                      axref="x", ayref="y", text="", showarrow=True, arrowhead=2,
+                      arrowsize=1.2, arrowwidth=2, arrowcolor="#444444"))
+    notes.append(dict(x=n + gap / 2, y=mid - 0.1, text=op, showarrow=False,
+                      yanchor="bottom", font=dict(size=12, color="#444444")))
+    unit = 46  # pixels per cell
+    fig = go.Figure()
+    base_layout(fig, f"<b>{op}</b>, {n} ranks", shapes=shapes, annotations=notes,
+                 width=int((2 * n + gap + 1.6) * unit + 40),
+                 height=int((n + 0.8) * unit + 110), showlegend=False)
+    fig.update_layout(title_subtitle_text=_CAPTIONS[op], margin=dict(l=20, r=20, t=80, b=20))
+    fig.update_xaxes(visible=False, range=[-1.4, 2 * n + gap + 0.2], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[n + 0.2, -0.6], fixedrange=True,
+                     scaleanchor="x", scaleratio=1)
+    return fig
+
+
+# --- 2. the ring all-reduce, step by step ---------------------------------------------
+
+def _contributors(mask: int, n: int) -> str:
+    """Cell text: 'all', '0+1+3', or with runs folded for long lists ('0–4+6')."""
+    if mask == (1 << n) - 1:
+        return "all"
+    ranks = [k for k in range(n) if mask >> k & 1]
+    if len(ranks) <= 4:
+        return "+".join(map(str, ranks))
+    runs, start = [], ranks[0]
+    for a, b in zip(ranks, ranks[1:] + [None]):
+        if b != a + 1:
+            runs.append(str(start) if start == a else f"{start}–{a}" if a - start > 1
+                        else f"{start}+{a}")
+            start = b
+    return "+".join(runs)
+
+
+def _check_ring_frames(frames) -> tuple[int, int]:
+    if not frames:
+        raise ValueError("frames is empty")
+    n = len(frames[0]["state"])
+    chunks = len(frames[0]["state"][0]) if n else 0
+    if n < 2 or chunks < 1:
+        raise ValueError("state must have at least 2 ranks and 1 chunk")
+    for i, f in enumerate(frames):
+        if f["phase"] not in ("start", "reduce_scatter", "all_gather"):
+            raise ValueError(f"frame {i}: phase={f['phase']!r} must be 'start', "
+                             "'reduce_scatter' or 'all_gather'")
+        st = f["state"]
+        if len(st) != n or any(len(row) != chunks for row in st):
+            raise ValueError(f"frame {i}: state must be {n} ranks x {chunks} chunks")
+        if any(not 0 <= m < 1 << n for row in st for m in row):
+            raise ValueError(f"frame {i}: bitmasks must be in [0, 2**{n})")
+        for src, dst, c in f.get("sends", ()):
+            if not (0 <= src < n and 0 <= dst < n and 0 <= c < chunks):
+                raise ValueError(f"frame {i}: send {(src, dst, c)} out of range")
+    return n, chunks
+
+
+def _ring_step_title(f: dict, n: int) -> str:
+    if f["phase"] == "start":
+        return "start: every rank holds only its own data"
+    name = "reduce-scatter" if f["phase"] == "reduce_scatter" else "all-gather"
+    return f"{name} step {f.get('step', 0) + 1} of {n - 1}"
+
+
+def _ring_annotations(sends, n: int) -> list[dict]:
+    """Arrows from the sender's cell to the receiver's, in the chunk's column
+    (right edge of the cell, so the text stays readable), plus a text line."""
+    arrow = dict(xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
+                 arrowhead=2, arrowsize=1, arrowwidth=2, arrowcolor="#D62728", visible=True)
+    out = []
+    for src, dst, c in sends:
+        x = c + 0.38
+        if dst == (src + 1) % n and dst == 0 and n > 2:  # the ring wraps: leave at the
+            out.append(dict(arrow, x=x, y=n - 0.5 + 0.45, ax=x, ay=src + 0.2))  # bottom,
+            out.append(dict(arrow, x=x, y=dst - 0.2, ax=x, ay=-0.5 - 0.45))  # re-enter on top
+        else:
+            down = 1 if dst > src else -1
+            out.append(dict(arrow, x=x, y=dst - 0.2 * down, ax=x, ay=src + 0.2 * down))
+    if sends:
+        items = [f"rank {s} → rank {d}: chunk {c}" for s, d, c in sends]
+        lines = ["    ".join(items[i:i + 3]) for i in range(0, len(items), 3)]
+        text = "<br>".join(lines)
+    else:
+        text = "no transfers yet"
+    # The text line goes first, so it keeps its place (and style) in every frame.
+    return [dict(xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
+                 yshift=-8, align="left", showarrow=False, text=text, visible=True,
+                 font=dict(size=11, color="#444444"))] + out
+
+
+def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
+    """Ring all-reduce as an animation: a grid of ranks (rows) by chunks (columns),
+    each cell darker the more ranks' contributions it holds, red arrows for the
+    step's transfers. The reader should see each chunk pick up one contribution
+    per hop in reduce-scatter, then the finished chunks travel round in all-gather.
+
+    ``frames``: one dict per step, ``{"phase", "step" (0-based within the phase),
+    "state" ([rank][chunk] bitmask of contributing ranks), "sends" ([(src, dst,
+    chunk)])}``; ``parlab.collective_demos.ring_frames`` records them from a real run.
+    """
+    n, chunks = _check_ring_frames(frames)
+    ranks, cols = list(range(n)), list(range(chunks))
+
+    def grid(state):
+        z = [[bin(m).count("1") or None for m in row] for row in state]
+        text = [[_contributors(m, n) if m else "" for m in row] for row in state]
+        return z, text
+
+    def full_title(f):
+        step = _ring_step_title(f, n)
+        return f"{title}: {step}" if title else step
+
+    z0, text0 = grid(frames[0]["state"])
+    heat = go.Heatmap(
+        x=cols, y=ranks, z=z0, text=text0, texttemplate="%{text}", zmin=1, zmax=n,
+        colorscale=CONTRIBUTION_SCALE, xgap=3, ygap=3, textfont=dict(size=12),
+        colorbar=dict(title=dict(text="contributions"), tickvals=list(range(1, n + 1)),
+                      thickness=14, len=0.8),
+        hovertemplate="rank %{y}, chunk %{x}<br>contributions: %{text} (%{z} of "
+                      f"{n})<extra></extra>")
+    fig = go.Figure(data=[heat])
+    # Plotly merges a frame's annotations into the current ones by position, so every
+    # frame carries the same number (padded with invisible ones, and every real one
+    # says visible=True): otherwise arrows of one step would linger, or stay hidden,
+    # in another.
+    notes = [_ring_annotations(f.get("sends", []), n) for f in frames]
+    width = max(len(a) for a in notes)
+    notes = [a + [dict(text="", showarrow=False, visible=False)] * (width - len(a))
+             for a in notes]
+    anim_frames, steps = [], []
+    for i, f in enumerate(frames):
+        z, text = grid(f["state"])
+        anim_frames.append(go.Frame(
+            name=str(i), data=[go.Heatmap(z=z, text=text)],
+            layout=dict(annotations=notes[i],
+                        title=dict(text=full_title(f), x=0.01, xanchor="left"))))
+        label = ("start" if f["phase"] == "start" else
+                 f"{'RS' if f['phase'] == 'reduce_scatter' else 'AG'} {f.get('step', 0) + 1}")
+        steps.append(dict(method="animate", label=label, args=[
+            [str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
+                           transition=dict(duration=0))]))
+    fig.frames = anim_frames
+    n_lines = max(1, math.ceil(max(len(f.get("sends", [])) for f in frames) / 3))
+    base_layout(fig, full_title(frames[0]), annotations=notes[0],
+                 width=max(760, 220 + 85 * chunks), height=280 + 48 * n + 16 * n_lines)
+    fig.update_layout(
+        margin=dict(l=70, r=20, t=90, b=130 + 16 * n_lines),
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left",
+                          yanchor="top", pad=dict(t=60 + 16 * n_lines), showactive=False,
+                          buttons=[
+                              dict(label="▶ play", method="animate", args=[None, dict(
+                                  frame=dict(duration=900, redraw=True), fromcurrent=True,
+                                  transition=dict(duration=0))]),
+                              dict(label="❚❚ pause", method="animate", args=[[None], dict(
+                                  mode="immediate", frame=dict(duration=0, redraw=False),
+                                  transition=dict(duration=0))])])],
+        sliders=[dict(active=0, steps=steps, x=0.3, len=0.7, y=0, yanchor="top",
+                      pad=dict(t=50 + 16 * n_lines), currentvalue=dict(prefix="step: "))])
+    fig.update_xaxes(side="top", tickvals=cols, ticktext=[f"chunk {c}" for c in cols],
+                     range=[-0.5, chunks - 0.5], showgrid=False, zeroline=False,
+                     fixedrange=True)
+    fig.update_yaxes(tickvals=ranks, ticktext=[f"rank {r}" for r in ranks],
+                     range=[n - 0.5 + 0.6, -0.5 - 0.6], showgrid=False, zeroline=False,
+                     fixedrange=True)
+    return fig
+
+
+# --- 4. measured bytes against the formula ----------------------------------------------
+
+def bytes_table_figure(rows: list[dict]) -> go.Figure:
+    """Bytes sent by the busiest rank, measured (bars) against the formula
+    (dashes), per world size n and algorithm. The reader should see the ring stay
+    near 2S while the naive root grows like (n-1) S."""
+    if not rows:
+        raise ValueError("rows is empty")
+    algos = list(dict.fromkeys(r["algorithm"] for r in rows))
+    ns = sorted({int(r["n"]) for r in rows})
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["algorithm"], int(r["n"])), []).append(r)
+    unit, size = byte_unit(max(max(r["measured"], r["formula"]) for r in rows))
+    fig = go.Figure()
+    width = 0.8 / len(algos)
+    for j, alg in enumerate(algos):
+        xs, measured, formula, hover, busiest = [], [], [], [], set()
+        symmetric = True
+        for i, n in enumerate(ns):
+            rs = groups.get((alg, n))
+            if not rs:
+                continue
+            top = max(rs, key=lambda r: (r["measured"], -r["rank"]))
+            lo = min(r["measured"] for r in rs)
+            symmetric &= top["measured"] - lo <= 0.01 * top["measured"]  # within 1%
+            busiest.add(top["rank"])
+            xs.append(i + (j - (len(algos) - 1) / 2) * width)
+            measured.append(top["measured"] / size)
+            formula.append(top["formula"] / size)
+            ratio = top["measured"] / top["formula"] if top["formula"] else float("nan")
+            per_rank = ", ".join(f"{r['rank']}: {fmt_bytes(r['measured'])}"
+                                 for r in sorted(rs, key=lambda r: r["rank"])[:8])
+            hover.append(f"<b>{alg}, n={n}</b><br>busiest: rank {top['rank']}<br>"
+                         f"measured {fmt_bytes(top['measured'])}<br>"
+                         f"formula {fmt_bytes(top['formula'])} (ratio {ratio:.2f})<br>"
+                         f"per rank: {per_rank}" + (", ..." if len(rs) > 8 else ""))
+        who = ("" if symmetric else f", rank {busiest.pop()}" if len(busiest) == 1
+               else ", busiest rank")
+        color = ALGORITHM_COLORS.get(alg, RANK_COLORS[j % len(RANK_COLORS)])
+        fig.add_trace(go.Bar(name=f"{alg}{who} (measured)", x=xs, y=measured, width=width,
+                             marker=dict(color=color), hovertext=hover,
+                             hovertemplate="%{hovertext}<extra></extra>",
+                             legendgroup=alg))
+        fig.add_trace(go.Scatter(
+            name=f"{alg}{who} (formula)", x=xs, y=formula, mode="lines+markers",
+            line=dict(color="#333333", width=1, dash="dot"), legendgroup=alg,
+            marker=dict(symbol="line-ew", size=24, line=dict(width=3, color="#333333")),
+            hovertemplate=f"{alg} formula: %{{y:.3g}} {unit}<extra></extra>"))
+    base_layout(fig, "bytes sent per collective: busiest rank, measured vs formula",
+                 barmode="overlay")
+    fig.update_xaxes(title_text="world size n (ranks)", tickvals=list(range(len(ns))),
+                     ticktext=[f"n={n}" for n in ns], range=[-0.6, len(ns) - 0.4])
+    fig.update_yaxes(title_text=f"bytes sent by the busiest rank ({unit})", rangemode="tozero")
+    return fig
+
+
+# --- 5. the alpha-beta fit -----------------------------------------------------------------
+
+def _log_space(lo: float, hi: float, k: int = 64) -> list[float]:
+    a, b = math.log10(lo), math.log10(hi)
+    return [10 ** (a + (b - a) * i / (k - 1)) for i in range(k)]
+
+
+def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta: float,
+                      title: str = "", extra: dict[str, tuple[list, list]] | None = None
+                      ) -> go.Figure:
+    """Measured message time against size on log-log axes, with the fitted
+    alpha + beta*size. The reader should see a flat floor (latency, alpha) for
+    small messages and a slope-1 line (bandwidth, 1/beta) for large ones, meeting
+    near size = alpha/beta. Times are in seconds (axis labels with SI prefixes)."""
+    if len(sizes) != len(times) or not sizes:
+        raise ValueError("sizes and times must be non-empty and of equal length")
+    series = {"measured": (list(sizes), list(times))}
+    for name, (xs, ys) in (extra or {}).items():
+        if len(xs) != len(ys):
+            raise ValueError(f"extra[{name!r}]: sizes and times differ in length")
+        series[name] = (list(xs), list(ys))
+    fig = go.Figure()
+    for i, (name, (xs, ys)) in enumerate(series.items()):
+        pts = [(x, y) for x, y in zip(xs, ys) if x > 0 and y > 0]  # log axes
+        fig.add_trace(go.Scatter(
+            name=name, x=[p[0] for p in pts], y=[float(f"{p[1]:.4g}") for p in pts],
+            mode="markers", marker=dict(size=8 if i == 0 else 7,
+                                        color="#222222" if i == 0 else rank_color(i - 1),
+                                        symbol="circle" if i == 0 else "diamond"),
+            hovertemplate=f"{name}<br>%{{x:.3s}}B: %{{y:.3s}}s<extra></extra>"))
+    all_x = [x for xs, _ in series.values() for x in xs if x > 0]
+    lo, hi = (min(all_x), max(all_x)) if all_x else (1.0, 1e6)
+    hi = hi if hi > lo else lo * 10
+    fit_x = [x for x in _log_space(lo, hi) if alpha + beta * x > 0]
+    fig.add_trace(go.Scatter(
+        name="fit: α + β·size", x=[float(f"{x:.4g}") for x in fit_x],
+        y=[float(f"{alpha + beta * x:.4g}") for x in fit_x], mode="lines",
+        line=dict(color=KIND_COLORS["comm"], width=2),
+        hovertemplate="fit<br>%{x:.3s}B: %{y:.3s}s<extra></extra>"))
+    bw = f"{1 / beta / 1e9:.3g} GB/s" if beta > 0 else "∞"
+    fig.add_annotation(xref="paper", yref="paper", x=0.02, y=0.98, xanchor="left",
+                       yanchor="top", align="left", showarrow=False,
+                       bgcolor="rgba(255,255,255,0.8)",
+                       text=f"α = {alpha * 1e6:.3g} µs (latency)<br>1/β = {bw} (bandwidth)")
+    if alpha > 0 and beta > 0 and lo < alpha / beta < hi:
+        knee = alpha / beta
+        fig.add_shape(type="line", x0=knee, x1=knee, y0=0, y1=1, yref="paper",
+                      line=dict(color="#888888", dash="dot", width=1))
+        fig.add_annotation(x=math.log10(knee), y=0.02, yref="paper", xanchor="left",
+                           yanchor="bottom", showarrow=False, font=dict(size=11, color="#666"),
+                           text=f" α = β·size at {fmt_bytes(knee)}")
+    base_layout(fig, title, legend=dict(x=1, xanchor="right", y=0.02, yanchor="bottom"))
+    fig.update_xaxes(type="log", title_text="message size (bytes)", **BYTES_AXIS)
+    fig.update_yaxes(type="log", title_text="time (s)", **SECONDS_AXIS)
+    return fig

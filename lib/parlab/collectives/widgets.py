@@ -1,0 +1,63 @@
+"""Widgets of notebook 00 (collectives): thin shells over ``experiments`` and ``figures``."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from .. import hardware
+from ..viz.charts import cost_curves
+from ..viz.controls import LAYOUT, STYLE, show
+from . import experiments
+from .figures import collective_diagram, ring_animation
+
+
+def collective_picker(n: int = 4):
+    """Pick a collective and a number of ranks: its before/after picture."""
+    op = w.Dropdown(options=["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                             "broadcast", "send_recv"], value="all_reduce",
+                    description="collective", layout=LAYOUT, style=STYLE)
+    ranks = w.IntSlider(value=n, min=2, max=8, description="ranks", layout=LAYOUT,
+                        style=STYLE)
+    out = w.interactive_output(lambda op, n: show(collective_diagram(op, n)),
+                               {"op": op, "n": ranks})
+    return w.VBox([w.HBox([op, ranks]), out])
+
+
+def ring_runner(n: int = 4):
+    """Run the hand-written ring all-reduce on N real ranks and animate what happened."""
+    ranks = w.IntSlider(value=n, min=2, max=8, description="ranks", layout=LAYOUT,
+                        style=STYLE, continuous_update=False)
+    out = w.interactive_output(
+        lambda n: show(ring_animation(experiments.ring_frames(n),
+                                           f"ring all-reduce on {n} ranks (measured)")),
+        {"n": ranks})
+    return w.VBox([ranks, out])
+
+
+def allreduce_cost_explorer(measured_alpha: float | None = None,
+                            measured_bandwidth: float | None = None):
+    """Predicted all-reduce time vs size for ring, tree and naive, for a chosen link
+    and number of ranks, with the ring/tree crossover marked."""
+    links = {f"{name} ({spec.gb_per_s_per_direction:g} GB/s, ~{spec.latency_us:g} us)":
+             (spec.latency_us * 1e-6, spec.gb_per_s_per_direction * 1e9)
+             for name, spec in hardware.LINK_PRESETS.items()}
+    if measured_alpha and measured_bandwidth:
+        links = {"this machine, measured": (measured_alpha, measured_bandwidth), **links}
+    link = w.Dropdown(options=list(links), description="link", layout=LAYOUT, style=STYLE)
+    ranks = w.SelectionSlider(options=[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], value=8,
+                              description="ranks", layout=LAYOUT, style=STYLE)
+
+    def draw(link, n):
+        alpha, bandwidth = links[link]
+        pred = experiments.predicted_curves(n, alpha, bandwidth)
+        sizes = pred["curves"]["ring"][0]
+        s = pred["crossover"]
+        inside = sizes[0] < s < sizes[-1]
+        note = ("tree and ring take the same number of steps: the ring is never slower"
+                if s <= 0 else "" if inside else f"tree faster below {s / 1e9:,.0f} GB")
+        show(cost_curves(pred["curves"], f"all-reduce on {n} ranks over {link}"
+                              + (f"<br><sub>{note}</sub>" if note else ""),
+                              vlines={"ring = tree": s} if inside else None))
+
+    return w.VBox([w.HBox([link, ranks]),
+                   w.interactive_output(draw, {"link": link, "n": ranks})])

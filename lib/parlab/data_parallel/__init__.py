@@ -1,0 +1,14 @@
+"""Data parallelism (notebook 01). Read in this order:
+
+  ddp.py          NaiveDP and BucketedDP (DDP's buckets, overlapped with backward)
+  compression.py  CompressedDP: fp16 / top-k / 1-bit sign gradients with error feedback
+  peers.py        TorchDDP, PyTorch's DistributedDataParallel
+  runner.py       DPRun (checked before any process starts) and the rank worker
+  experiments.py  the notebook's experiments; figures.py, widgets.py draw them
+"""
+
+from .compression import COMPRESSORS, CompressedDP  # noqa: F401
+from .ddp import BucketedDP, NaiveDP, assign_buckets  # noqa: F401
+from .peers import TorchDDP  # noqa: F401
+from .runner import VARIANTS, DPRun, make_dp, run_data_parallel, train_worker  # noqa: F401
+from ..trace import overlap_fraction  # noqa: F401

@@ -1,0 +1,141 @@
+"""Figures of notebook 03 (pipeline parallelism): the F/B/W timeline of a schedule,
+simulated or measured, and the bubble sweep against the formula."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from ..viz.style import base_layout, rank_color, text_color
+
+# One hue per micro-batch (Tableau 10, repeating); F drawn as a light tint, B in the full
+# colour, W (zero-bubble weight gradients) dark: read a column of one colour as one
+# micro-batch travelling down the pipeline and back.
+MICROBATCH_COLORS = ["#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F",
+                     "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#BAB0AC"]
+_OP_SHADE = {"F": 0.55, "B": 0.0, "W": -0.35}  # > 0: towards white, < 0: towards black
+_OP_WORDS = {"F": "F forward (light)", "B": "B backward (full colour)",
+             "W": "W weight gradients (dark)"}
+# Interleaved schedules: a rank's model chunks 0, 1, 2, 3 -- plain, hatched, crossed, dotted.
+CHUNK_PATTERNS = ["", "/", "x", "."]
+_CHUNK_WORDS = ["plain", "hatched /", "crossed x", "dotted"]
+
+
+def _shade(hex_color: str, amount: float) -> str:
+    rgb = [int(hex_color[i:i + 2], 16) for i in (1, 3, 5)]
+    target = 255 if amount > 0 else 0
+    rgb = [round(c + (target - c) * abs(amount)) for c in rgb]
+    return "#" + "".join(f"{c:02X}" for c in rgb)
+
+
+def op_color(op: str, mb: int) -> str:
+    """Colour of pipeline op ``op`` ("F", "B", "W") of micro-batch ``mb``."""
+    return _shade(MICROBATCH_COLORS[int(mb) % len(MICROBATCH_COLORS)], _OP_SHADE[op])
+
+
+def _op_label(op: str, meta: dict) -> str:
+    """F3 (micro-batch 3), F3·c1 (micro-batch 3, model chunk 1 of an interleaved rank)."""
+    chunk = meta.get("chunk") or 0
+    return f"{op}{meta['mb']}" + (f"·c{chunk}" if chunk else "")
+
+
+def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] | None = None,
+                      labels: tuple[str, str] = ("simulated", "measured"),
+                      unit: str = "ms") -> go.Figure:
+    """One row per rank (rank 0 on top), one bar per F / B / W op coloured by its
+    micro-batch, shaded by op (F light, B full, W dark: a key under the axis), hatched
+    by model chunk (interleaved: chunk 1 "/"), labelled F3, B3·c1 (micro-batch 3,
+    chunk 1) where the label fits (horizontal, else hidden; hover shows it). The reader should
+    see the fill and drain triangles (the bubble) and, across rows, each micro-batch
+    go down the pipeline and back. With ``overlay``, each rank gets two rows: the
+    ``events`` (labels[0]) above the ``overlay`` (labels[1]), on the same time axis.
+
+    Events are trace-style dicts (rank, name, start, end, meta with mb and chunk);
+    only F/B/W ops are drawn. Times start at 0 for each set; ``unit="ms"`` shows
+    seconds as ms, anything else draws the times as they are (simulator units)."""
+    sets = [(labels[0], events)] + ([(labels[1], overlay)] if overlay is not None else [])
+    used_ops, used_chunks = set(), set()
+    scale = 1e3 if unit == "ms" else 1.0
+    ranks = sorted({int(e["rank"]) for _, evs in sets for e in evs})
+    rows = {(r, name): f"rank {r}" + (f" · {name}" if overlay is not None else "")
+            for r in ranks for name, _ in sets}
+    fig = go.Figure()
+    for name, evs in sets:
+        ops = [e for e in evs if e.get("name") in _OP_SHADE]
+        if not ops:
+            continue
+        t0 = min(e["start"] for e in ops)
+        span = max(max(e["end"] for e in ops) - t0, 1e-12)
+        for op in "FBW":
+            mine = [e for e in ops if e["name"] == op]
+            if not mine:
+                continue
+            full = [_op_label(op, e["meta"]) for e in mine]
+            # a bar too narrow for "F3·c1" (at ~7 px a character on a ~760 px wide plot)
+            # says "F3": its hatching tells the chunk, its hover the full label
+            text = [f if (e["end"] - e["start"]) / span * 760 >= 7 * len(f) + 4
+                    else f"{op}{e['meta']['mb']}" for f, e in zip(full, mine)]
+            chunks = [int(e["meta"].get("chunk") or 0) for e in mine]
+            colors = [op_color(op, e["meta"]["mb"]) for e in mine]
+            marker = dict(color=colors, line=dict(width=0.5, color="#FFFFFF"))
+            if any(chunks):
+                used_chunks.update(chunks)
+                marker["pattern"] = dict(
+                    shape=[CHUNK_PATTERNS[c % len(CHUNK_PATTERNS)] for c in chunks],
+                    fgcolor=[text_color(c) for c in colors], fgopacity=0.45, size=6)
+            fig.add_trace(go.Bar(
+                name=f"{op} ({name})" if overlay is not None else op, orientation="h",
+                base=[round((e["start"] - t0) * scale, 4) for e in mine],
+                x=[round((e["end"] - e["start"]) * scale, 4) for e in mine],
+                y=[rows[int(e["rank"]), name] for e in mine], text=text,
+                textposition="inside", insidetextanchor="middle", textangle=0,
+                constraintext="inside", width=0.8, marker=marker,
+                textfont=dict(color=[text_color(c) for c in colors]),
+                customdata=[[round((e["start"] - t0) * scale, 4), f] for e, f in zip(mine, full)],
+                hovertemplate=f"%{{customdata[1]}} ({name})<br>start %{{customdata[0]:.4g}} "
+                              f"{unit}, lasts %{{x:.4g}} {unit}<extra></extra>"))
+            used_ops.add(op)
+    order = [rows[r, name] for r in ranks for name, _ in sets]
+    base_layout(fig, title, barmode="overlay", showlegend=False,
+                 height=max(200, 120 + 34 * len(order)), uniformtext=dict(minsize=8, mode="hide"))
+    fig.update_layout(margin=dict(b=80))
+    # the key: what the shades (and the hatching) mean, under the time axis
+    key = [_OP_WORDS[op] for op in "FBW" if op in used_ops]
+    key += [f"chunk {c} {_CHUNK_WORDS[c % len(_CHUNK_WORDS)]}" for c in sorted(used_chunks)]
+    if key:
+        fig.add_annotation(text="key: " + " · ".join(key) + " · one hue per micro-batch",
+                           xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
+                           yshift=-42, showarrow=False, font=dict(size=11, color="#555555"))
+    fig.update_xaxes(title_text=f"time ({unit})", zeroline=False)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=order[::-1],
+                     showgrid=False)
+    return fig
+
+
+def bubble_sweep_figure(rows: list[dict], title: str = "") -> go.Figure:
+    """Measured bubble (markers, one symbol per schedule) against the formula (a line
+    per pipeline depth P), versus the number of micro-batches M. ``rows``: dicts
+    with p, m, schedule, measured and formula (fractions). The reader should see
+    the markers of every schedule on their P's line."""
+    fig = go.Figure()
+    symbols = ["circle", "diamond", "square", "x"]
+    for i, p in enumerate(sorted({r["p"] for r in rows})):
+        mine = sorted((r for r in rows if r["p"] == p), key=lambda r: r["m"])
+        ms = sorted({r["m"] for r in mine})
+        formula = {r["m"]: r["formula"] for r in mine}
+        fig.add_trace(go.Scatter(name=f"P={p}: (P-1)/(M+P-1)", x=ms,
+                                 y=[round(100 * formula[m], 3) for m in ms], mode="lines",
+                                 line=dict(color=rank_color(i), width=2),
+                                 hovertemplate="M=%{x}: %{y:.1f}%<extra>formula</extra>"))
+        for j, sched in enumerate(dict.fromkeys(r["schedule"] for r in mine)):
+            pts = [r for r in mine if r["schedule"] == sched]
+            fig.add_trace(go.Scatter(
+                name=f"P={p}: {sched}, measured", x=[r["m"] for r in pts],
+                y=[round(100 * r["measured"], 3) for r in pts], mode="markers",
+                marker=dict(color=rank_color(i), size=9, symbol=symbols[j % len(symbols)],
+                            line=dict(width=1, color="#FFFFFF")),
+                hovertemplate=f"{sched}, M=%{{x}}: %{{y:.1f}}%<extra>measured</extra>"))
+    base_layout(fig, title)
+    fig.update_xaxes(type="log", title_text="micro-batches M",
+                     tickvals=sorted({r["m"] for r in rows}))
+    fig.update_yaxes(title_text="bubble: idle / total time (%)", rangemode="tozero")
+    return fig

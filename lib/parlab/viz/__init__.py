@@ -1,0 +1,11 @@
+"""Figures shared by every notebook: the lab's style (``style``), shared charts
+(``charts``: trace timelines, cost curves, bars, memory bars, loss curves) and the
+widgets' common pieces (``controls``). Each strategy's own figures live beside it
+(``parlab.<strategy>.figures``). Imports plotly; the core never imports this package.
+"""
+
+from .charts import (MEMORY_PARTS, bars, cost_curves, loss_curves, measured_vs_predicted,  # noqa: F401
+                     memory_bars, timeline)
+from .style import (ALGORITHM_COLORS, COMM_OP_COLORS, CONTRIBUTION_SCALE, EMPTY_COLOR,  # noqa: F401
+                    FALLBACK_COLORS, KIND_COLORS, NEUTRAL_COLOR, RANK_COLORS, TEMPLATE,
+                    VARIANT_COLORS, rank_color)

@@ -1,0 +1,140 @@
+"""The lab's plot style: one template, shared colours and small formatters.
+
+Every figure module (``parlab.viz.charts`` and each strategy's ``figures.py``) draws
+with these, so a rank, a kind of event or an algorithm has the same colour in every
+notebook. ``KIND_COLORS`` for the three kinds of trace events, ``RANK_COLORS`` (via
+:func:`rank_color`) for data that belongs to one rank, ``NEUTRAL_COLOR`` for data mixed
+from several ranks, ``ALGORITHM_COLORS`` for the collective algorithms of ``parlab.cost``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+
+TEMPLATE = "plotly_white"
+
+KIND_COLORS = {
+    "compute": "#4C78A8",  # blue: useful work
+    "comm": "#F58518",  # orange: bytes on the wire
+    "wait": "#B0B0B0",  # grey: idle, waiting for someone else
+}
+# One colour per rank; colour-blind-friendly (Okabe & Ito), mid-tones so both black
+# and white text stay readable. Ranks beyond 8 reuse the palette.
+RANK_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7",
+               "#56B4E9", "#D55E00", "#F0E442", "#8C6D9E"]
+NEUTRAL_COLOR = "#D9D9D9"  # a cell combining several ranks' data (a sum)
+EMPTY_COLOR = "#FFFFFF"
+ALGORITHM_COLORS = {"ring": "#54A24B", "tree": "#B279A2", "naive": "#E45756"}
+# Data-parallel variants (notebook 01): "naive" keeps the algorithm red; the other two
+# differ from it, and from each other, in hue and lightness (colour-blind safe).
+VARIANT_COLORS = {"naive": ALGORITHM_COLORS["naive"], "bucketed": "#4E79A7", "ddp": "#59A14F"}
+# Timelines that mix collectives colour comm bars by op (``meta["op"]``): gathers stay
+# the comm orange, reductions of gradients purple.
+COMM_OP_COLORS = {"all_reduce": "#F58518", "all_gather": "#F58518",
+                  "reduce_scatter": "#8E6BB5", "all_to_all": "#9D755D",
+                  "broadcast": "#72B7B2", "send_recv": "#72B7B2"}
+# Series without a colour of their own (bars, curves): Tableau 10 without its red, so
+# that none of them can be mistaken for "naive".
+FALLBACK_COLORS = ["#4E79A7", "#F28E2B", "#59A14F", "#B07AA1", "#76B7B2", "#EDC948",
+                   "#9C755F", "#FF9DA7", "#BAB0AC"]
+
+# Sequential scale for "how many contributions does this chunk hold" (light -> dark).
+CONTRIBUTION_SCALE = [[0.0, "#DEEBF7"], [0.5, "#6BAED6"], [1.0, "#08306B"]]
+
+OTHER_COLOR = "#7F7F7F"
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def rank_color(rank: int) -> str:
+    """The lab's colour for ``rank`` (the palette repeats after 8 ranks)."""
+    return RANK_COLORS[int(rank) % len(RANK_COLORS)]
+
+
+# --- small helpers ----------------------------------------------------------------
+
+def text_color(hex_color: str) -> str:
+    """Black or white, whichever reads better on ``hex_color`` ("#RRGGBB")."""
+    r, g, b = (int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "#000000" if lum > 0.45 else "#FFFFFF"
+
+
+def fmt_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB' (binary units, as the notebooks use)."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} TiB"  # unreachable
+
+
+def byte_unit(max_value: float) -> tuple[str, float]:
+    """The binary unit that makes ``max_value`` read as 1..1023, and its size."""
+    for unit, size in (("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20), ("KiB", 2.0 ** 10)):
+        if max_value >= size:
+            return unit, size
+    return "B", 1.0
+
+
+def base_layout(fig: go.Figure, title: str, **kw) -> go.Figure:
+    fig.update_layout(template=TEMPLATE, title=dict(text=title, x=0.01, xanchor="left"),
+                      margin=dict(l=60, r=20, t=60 if title else 30, b=50), **kw)
+    return fig
+
+
+def series_color(name: str) -> str | None:
+    """Algorithm colour when a series is named after one ('ring ...'), the variant's when
+    named after a data-parallel variant ('bucketed', 'ddp'), else None."""
+    first = name.strip().lower().split(" ")[0].rstrip(",:")
+    return ALGORITHM_COLORS.get(first) or VARIANT_COLORS.get(first)
+
+
+def series_colors(names) -> list[str]:
+    """One colour per series: its own (``series_color``) where it has one, else the next
+    of FALLBACK_COLORS not already taken -- never two series in the same colour while
+    the palette lasts."""
+    own = [series_color(n) for n in names]
+    free = [c for c in FALLBACK_COLORS if c not in own]
+    out = []
+    for c in own:
+        if c is None:
+            c = free.pop(0) if free else FALLBACK_COLORS[len(out) % len(FALLBACK_COLORS)]
+        out.append(c)
+    return out
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values for a log axis spanning lo..hi over less than 3 decades: 1-2-5 per
+    decade, or every half digit within one decade -- at least 3 of them. (plotly's own
+    "D1"/"D2" ticks label the minor ones with bare digits, whatever tickformat says.)"""
+    steps = (1, 2, 5) if math.log10(hi / lo) >= 0.8 else [h / 2 for h in range(2, 20)]
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    vals = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in steps]
+    inside = [v for v in vals if lo / 1.3 <= v <= hi * 1.3]
+    return [float(f"{v:.3g}") for v in inside]
+
+
+def si(v: float) -> str:
+    """0.0002 -> '200µ', 1500 -> '1.5k': SI prefixes, as plotly's "~s" format writes them."""
+    for exp, prefix in ((9, "G"), (6, "M"), (3, "k"), (0, ""), (-3, "m"), (-6, "µ"), (-9, "n")):
+        if abs(v) >= 10.0 ** exp or exp == -9:
+            return f"{v / 10.0 ** exp:.3g}{prefix}"
+    return f"{v:.3g}"
+
+
+# Log axes: one labelled tick per decade (dtick=1), with SI prefixes throughout
+# ("100µs", "1ms"; "1k", "1M") rather than plotly's mix of prefixed and bare minor labels.
+SECONDS_AXIS = dict(tickformat="~s", ticksuffix="s", dtick=1)
+BYTES_AXIS = dict(tickformat="~s", dtick=1)
+
+
+def series_dash(name: str) -> str:
+    """Line style from a series name: tree dashed (so it shows where it lies on the
+    ring), '(predicted)' dashed, '(median)' dotted, everything else solid."""
+    lowered = name.lower()
+    if "(median)" in lowered:
+        return "dot"
+    return "dash" if "(predicted)" in lowered or lowered.startswith("tree") else "solid"
