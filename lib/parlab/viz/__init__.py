@@ -4,8 +4,13 @@ widgets' common pieces (``controls``). Each strategy's own figures live beside i
 (``parlab.<strategy>.figures``). Imports plotly; the core never imports this package.
 """
 
-from .charts import (MEMORY_PARTS, bars, cost_curves, loss_curves, measured_vs_predicted,  # noqa: F401
+from .charts import (MEMORY_PARTS, bars, cost_curves, loss_curves, measured_vs_predicted,
                      memory_bars, timeline)
-from .style import (ALGORITHM_COLORS, COMM_OP_COLORS, CONTRIBUTION_SCALE, EMPTY_COLOR,  # noqa: F401
+from .style import (ALGORITHM_COLORS, COMM_OP_COLORS, CONTRIBUTION_SCALE, EMPTY_COLOR,
                     FALLBACK_COLORS, KIND_COLORS, NEUTRAL_COLOR, RANK_COLORS, TEMPLATE,
                     VARIANT_COLORS, rank_color)
+
+__all__ = ["MEMORY_PARTS", "bars", "cost_curves", "loss_curves", "measured_vs_predicted",
+           "memory_bars", "timeline", "ALGORITHM_COLORS", "COMM_OP_COLORS", "CONTRIBUTION_SCALE",
+           "EMPTY_COLOR", "FALLBACK_COLORS", "KIND_COLORS", "NEUTRAL_COLOR", "RANK_COLORS",
+           "TEMPLATE", "VARIANT_COLORS", "rank_color"]
