@@ -1,6 +1,7 @@
 """Cost formulas on hand-computed cases."""
 
 import math
+import re
 
 import pytest
 
@@ -267,3 +268,89 @@ def test_dp_step_time_and_speedup():
         cost.dp_step_time(1.0, -1.0, 0.0)
     with pytest.raises(ValueError):
         cost.dp_speedup(0, 1.0, 1.0, 0.0)
+
+
+# --- the package keeps every name of the old flat module -------------------------------
+
+OLD_NAMES = ["ALGORITHMS", "AlphaBetaFit", "COLLECTIVES", "MODEL_PRESETS", "ModelPreset",
+             "PIPELINE_SCHEDULES", "ZERO_STAGES", "activation_memory", "bubble_fraction",
+             "bubble_ratio", "bus_bandwidth", "bus_bandwidth_factor", "check_int",
+             "collective_bytes", "collective_steps", "collective_time", "dp_speedup",
+             "dp_step_time", "fit_alpha_beta", "flops_per_token", "max_micro_batch",
+             "memory_plan", "mfu", "p2p_time", "pipeline_peak_activations", "reduced_bytes",
+             "ring_tree_crossover", "transformer_params", "zero_comm_volume", "zero_memory"]
+
+
+def test_every_old_name_is_still_offered():
+    from parlab import validate
+    for name in OLD_NAMES:
+        assert name in cost.__all__ and getattr(cost, name) is not None
+    assert cost.check_int is validate.check_int
+    assert cost.PIPELINE_SCHEDULES == ("gpipe", "1f1b", "interleaved", "zb-h1")
+    assert cost.ZERO_STAGES == (0, 1, 2, 3)
+
+
+def test_cost_imports_only_the_standard_library():
+    import ast
+    import pathlib
+    import sys
+    for path in pathlib.Path(cost.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                roots = [node.module.split(".")[0]]
+            elif isinstance(node, ast.ImportFrom):  # relative: siblings, or ..validate only
+                assert node.level == 1 or node.module == "validate", (path.name, node.module)
+                continue
+            else:
+                continue
+            for root in roots:
+                assert root == "__future__" or root in sys.stdlib_module_names, (path.name, root)
+
+
+def test_numpy_integers_count_as_integers():
+    np = pytest.importorskip("numpy")
+    assert cost.bubble_fraction(np.int64(4), np.int32(8)) == cost.bubble_fraction(4, 8)
+    assert cost.collective_bytes("all_reduce", np.float32(1000), np.int64(4)) == 1500
+    assert cost.zero_memory(np.int64(10), np.int64(2), np.int64(3)) == cost.zero_memory(10, 2, 3)
+
+
+# --- bad input found by fault testing: each one a ValueError naming the argument ----------
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: cost.dp_speedup(4, 1.0, 2.0, comm_s=math.nan), "comm_s"),
+    (lambda: cost.dp_step_time(1.0, math.nan, 0.5), "backward_s"),
+    (lambda: cost.dp_step_time(1.0, 2.0, math.inf), "comm_s"),
+    (lambda: cost.fit_alpha_beta([1, 2, 3], [1e-5, math.nan, 3e-5]), "times[1]"),
+    (lambda: cost.fit_alpha_beta([1, math.nan, 3], [1e-5, 2e-5, 3e-5]), "sizes[1]"),
+    (lambda: cost.transformer_params(-1, 768), "n_layers"),
+    (lambda: cost.transformer_params(12, 768.5), "d_model"),
+    (lambda: cost.flops_per_token(-1, 24, 2048, 2048), "n_params"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048.5, 2048), "seq_len"),
+    (lambda: cost.mfu(-1e4, 6e9, 312e12), "tokens_per_second"),
+    (lambda: cost.mfu(1e4, math.nan, 312e12), "flops_per_token_"),
+    (lambda: cost.zero_comm_volume(-1e9, 2, 0), "n_params"),
+    (lambda: cost.zero_comm_volume(2.5, 2, 0), "n_params"),
+    (lambda: cost.zero_comm_volume(1e9, 2, 0, grad_bytes=-2), "grad_bytes"),
+    (lambda: cost.pipeline_peak_activations("1f1b", 4, 8, stage=2.5), "stage"),
+    (lambda: cost.pipeline_peak_activations("1f1b", 4, 8, stage=-1), "stage"),
+    (lambda: cost.ring_tree_crossover(-8, 1e-5, 1e10), "n"),
+    (lambda: cost.ring_tree_crossover(8.5, 1e-5, 1e10), "n"),
+    (lambda: cost.ring_tree_crossover(8, -1e-5, 1e10), "alpha"),
+    (lambda: cost.collective_time("all_reduce", math.nan, 4, A, B), "nbytes"),
+    (lambda: cost.collective_time("all_reduce", 1, 4, math.inf, B), "alpha"),
+    (lambda: cost.collective_time("all_reduce", 1, 4, A, math.inf), "bandwidth"),
+    (lambda: cost.collective_bytes("all_reduce", 1, 4, "naive", rank=4), "rank"),
+    (lambda: cost.bus_bandwidth("all_reduce", math.nan, 4, 1.0), "nbytes"),
+    (lambda: cost.activation_memory(2048, 1, 4096, 32, 32, tp=3), "tp"),
+    (lambda: cost.activation_memory(2048, 1, 4096, 32, 32, sequence_parallel=1), "sequence_parallel"),
+    (lambda: cost.memory_plan("7B", n_gpus=0), "n_gpus"),
+    (lambda: cost.memory_plan("7B", micro_batch=1.5), "micro_batch"),
+    (lambda: cost.max_micro_batch("7B", gpu_memory_gb=math.nan), "gpu_memory_gb"),
+    (lambda: cost.zero_memory(7.5e9, 64, 1.0), "stage"),
+])
+def test_bad_input_names_the_argument(call, name):
+    with pytest.raises(ValueError, match=re.escape(name) + "="):
+        call()
+

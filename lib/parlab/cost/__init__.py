@@ -1,0 +1,46 @@
+"""Analytic cost models: every formula the notebooks compare measurements against.
+
+Formulas live here once; notebooks and widgets call them, never retype them.
+Units: bytes, seconds, bytes/second, FLOP, FLOP/s. Pure Python (no torch). Every
+function checks its arguments first: a non-finite or out-of-domain value is a
+ValueError naming the argument (each module's docstring states its domains).
+
+  collectives    the alpha-beta model (Hockney; Thakur et al.): COLLECTIVES, ALGORITHMS,
+                 collective_steps, collective_bytes, reduced_bytes, collective_time,
+                 p2p_time, ring_tree_crossover; nccl-tests' bus_bandwidth_factor,
+                 bus_bandwidth; AlphaBetaFit, fit_alpha_beta
+  compute        transformer_params (Kaplan et al.), flops_per_token, mfu (PaLM)
+  pipeline       PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio,
+                 pipeline_peak_activations (GPipe; Narayanan et al.)
+  memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE,
+                 activation_memory (Korthikanti et al.); ModelPreset, MODEL_PRESETS,
+                 memory_plan, max_micro_batch
+  data_parallel  dp_step_time, dp_speedup (PyTorch DDP, Li et al.)
+
+``check_int`` (re-exported from ``parlab.validate``) is the lab's integer check.
+"""
+
+from ..validate import check_int
+from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, _log2, bus_bandwidth,
+                          bus_bandwidth_factor, collective_bytes, collective_steps,
+                          collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
+                          ring_tree_crossover)
+from .compute import flops_per_token, mfu, transformer_params
+from .data_parallel import dp_speedup, dp_step_time
+from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGES, ModelPreset, activation_memory,
+                     max_micro_batch, memory_plan, zero_comm_volume, zero_memory)
+from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio,
+                       pipeline_peak_activations)
+
+__all__ = [
+    "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
+    "collective_time", "p2p_time", "ring_tree_crossover", "bus_bandwidth_factor",
+    "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta",
+    "transformer_params", "flops_per_token", "mfu",
+    "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio",
+    "pipeline_peak_activations",
+    "ZERO_STAGES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
+    "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
+    "dp_step_time", "dp_speedup",
+    "check_int",
+]

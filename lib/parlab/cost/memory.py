@@ -1,0 +1,213 @@
+"""Memory: ZeRO's model states and traffic, activations, and "does it fit?" per GPU.
+
+Domains: ``n_params`` a whole number >= 0 (an int, or a float such as 7.5e9); ``dp``
+and ``n_gpus`` integers >= 1; ``stage`` one of ZERO_STAGES; bytes per element finite
+and >= 0 (``bytes_per_value`` > 0); shapes (``seq_len``, ``micro_batch``, ``d_model``,
+``n_heads``, ``n_layers``, ``tp``) integers >= 1, with ``tp`` dividing ``n_heads``;
+``gpu_memory_gb`` finite and > 0.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+from ..validate import check_bool, check_choice, check_float, check_int
+from .compute import _check_count
+
+ZERO_STAGES = (0, 1, 2, 3)
+RECOMPUTE = ("none", "selective", "full")
+_STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+
+
+def _check_stage(stage) -> int:
+    if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or stage not in ZERO_STAGES:
+        raise ValueError(f"stage={stage!r} must be one of {ZERO_STAGES} (0 = plain DP)")
+    return int(stage)
+
+
+def zero_memory(n_params: float, dp: int, stage: int, param_bytes: float = 2,
+                grad_bytes: float = 2, optimizer_bytes: float = 12) -> dict:
+    """Per-GPU bytes of model states under ZeRO (Rajbhandari et al., "ZeRO: Memory
+    Optimizations Toward Training Trillion Parameter Models", SC 2020, §5, Fig. 1).
+
+    Defaults are mixed-precision Adam as in the paper: fp16 parameters (2 B) and
+    gradients (2 B), and K = 12 B of optimizer state per parameter (fp32 master
+    copy, momentum and variance). ``stage`` 0 is plain data parallelism (everything
+    replicated), 1 shards the optimizer states over ``dp`` ranks (P_os), 2 also the
+    gradients (P_os+g), 3 also the parameters (P_os+g+p). Activations, buffers and
+    fragmentation are not included (see ``activation_memory``).
+    Returns {"params", "grads", "optimizer", "total"} in bytes.
+    """
+    n_params, dp, stage = _check_count("n_params", n_params), check_int("dp", dp), _check_stage(stage)
+    param_bytes = check_float("param_bytes", param_bytes, 0.0, strict=False)
+    grad_bytes = check_float("grad_bytes", grad_bytes, 0.0, strict=False)
+    optimizer_bytes = check_float("optimizer_bytes", optimizer_bytes, 0.0, strict=False)
+    out = {
+        "params": n_params * param_bytes / (dp if stage >= 3 else 1),
+        "grads": n_params * grad_bytes / (dp if stage >= 2 else 1),
+        "optimizer": n_params * optimizer_bytes / (dp if stage >= 1 else 1),
+    }
+    out["total"] = out["params"] + out["grads"] + out["optimizer"]
+    return out
+
+
+def zero_comm_volume(n_params: float, dp: int, stage: int, grad_bytes: float = 2,
+                     param_bytes: float | None = None) -> float:
+    """Bytes each rank sends per training step for the model states, ring algorithms.
+
+    Plain DP and ZeRO-1/2 move 2 Psi: one all-reduce of the gradients, or a
+    reduce-scatter of gradients plus an all-gather of updated parameters, each
+    Psi (dp-1)/dp. ZeRO-3 moves 3 Psi: parameters are all-gathered again in the
+    forward and in the backward pass, plus the gradient reduce-scatter (ZeRO
+    paper, §7.1 for plain DP, §7.2.1 for P_os+g, §7.2.2 for P_os+g+p).
+    Psi = n_params x bytes per element (``param_bytes`` defaults to ``grad_bytes``);
+    returns the exact (dp-1)/dp-scaled figure (-> 2 Psi or 3 Psi for large dp).
+    """
+    n_params, dp, stage = _check_count("n_params", n_params), check_int("dp", dp), _check_stage(stage)
+    grad_bytes = check_float("grad_bytes", grad_bytes, 0.0, strict=False)
+    param_bytes = (grad_bytes if param_bytes is None
+                   else check_float("param_bytes", param_bytes, 0.0, strict=False))
+    scale = (dp - 1) / dp
+    grads = n_params * grad_bytes * scale                 # all-reduce = RS + AG of grads
+    if stage == 0:
+        return 2 * grads
+    if stage in (1, 2):
+        return grads + n_params * param_bytes * scale     # RS grads + AG params
+    return grads + 2 * n_params * param_bytes * scale     # RS grads + AG params twice
+
+
+def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
+                      n_layers: int, recompute: str = "none", tp: int = 1,
+                      sequence_parallel: bool = False, bytes_per_value: float = 2) -> float:
+    """Activation bytes a GPT layer stack keeps for backward, per GPU.
+
+    Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+    Models" (MLSys 2023), §4, Eq. (1)-(4), 16-bit activations, 1-byte dropout
+    masks: per layer ``s b h (34 + 5 a s / h)`` bytes, with s = seq_len,
+    b = micro_batch, h = d_model, a = n_heads. Tensor parallelism divides the
+    parts inside attention and MLP: ``s b h (10 + 24/t + 5 a s / (h t))``;
+    with sequence parallelism everything is divided: ``s b h (34 + 5 a s / h) / t``.
+    ``tp`` must divide ``n_heads`` (each rank holds whole heads, as in Megatron).
+
+    ``recompute``: "none"; "selective" (recompute only softmax/dropout inside
+    attention; the 5 a s / h term disappears, §5); "full" (store only each
+    layer's input, 2 s b h bytes, and re-run the forward in backward).
+    ``bytes_per_value`` rescales from the paper's 16-bit numbers (4 for fp32).
+    Embeddings and the output layer are left out, as in the paper's per-layer count.
+    """
+    s, b, h = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch), \
+        check_int("d_model", d_model)
+    a, n_layers, t = check_int("n_heads", n_heads), check_int("n_layers", n_layers), check_int("tp", tp)
+    if a % t:
+        raise ValueError(f"tp={t} must divide n_heads={a}")
+    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
+    bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
+    attn_scores = 0.0 if recompute == "selective" else 5 * a * s / h
+    if recompute == "full":
+        per_layer = 2 * s * b * h / (t if sequence_parallel else 1)
+    elif sequence_parallel:
+        per_layer = s * b * h * (34 + attn_scores) / t
+    else:
+        per_layer = s * b * h * (10 + 24 / t + attn_scores / t)
+    return per_layer * n_layers * bytes_per_value / 2
+
+
+# --- "does it fit?": model presets and a per-GPU memory plan ----------------------------
+
+@dataclass(frozen=True)
+class ModelPreset:
+    name: str
+    n_params: int  # all parameters, embeddings included
+    n_layers: int
+    d_model: int
+    n_heads: int
+    seq_len: int  # the context length the model was trained with
+    source: str
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name={self.name!r} must be a non-empty string")
+        for field in ("n_params", "n_layers", "d_model", "n_heads", "seq_len"):
+            check_int(field, getattr(self, field))
+        if not isinstance(self.source, str):
+            raise ValueError(f"source={self.source!r} must be a string")
+
+
+# n_params: exact counts of the released LLaMA checkpoints, which follow from the shapes
+# (tests/test_cost.py recomputes them): per layer 4 d^2 attention (2 d^2 + 2 d d_kv with
+# grouped-query attention, 70B) + 3 d d_ff SwiGLU MLP + 2 d RMSNorm; plus untied input and
+# output embeddings 2 V d (V = 32000) and a final norm. GPT-3 XL: 12 L d^2 + V d (tied) +
+# T d positions, biases and LayerNorms left out (the paper quotes "1.3B").
+# Activation memory uses Korthikanti et al.'s GPT layer (4d MLP, dropout) for all of
+# them: an approximation for LLaMA's SwiGLU MLP without dropout.
+MODEL_PRESETS = {p.name: p for p in [
+    ModelPreset("1.3B", 1_315_080_192, 24, 2048, 16, 2048,
+                "GPT-3 XL: Brown et al., 'Language Models are Few-Shot Learners', 2020, Table 2.1"),
+    ModelPreset("7B", 6_738_415_616, 32, 4096, 32, 2048,
+                "LLaMA-7B: Touvron et al., 'LLaMA: Open and Efficient Foundation Language "
+                "Models', 2023, Table 2 (d_ff 11008)"),
+    ModelPreset("13B", 13_015_864_320, 40, 5120, 40, 2048,
+                "LLaMA-13B: Touvron et al. 2023, Table 2 (d_ff 13824)"),
+    ModelPreset("70B", 68_976_648_192, 80, 8192, 64, 4096,
+                "Llama 2 70B: Touvron et al., 'Llama 2: Open Foundation and Fine-Tuned Chat "
+                "Models', 2023, Table 1 (grouped-query attention, 8 KV heads; d_ff 28672)"),
+]}
+
+
+def memory_plan(model="7B", n_gpus: int = 4, gpu_memory_gb: float = 80.0, stage: int = 0,
+                recompute: str = "none", micro_batch: int = 1, seq_len: int | None = None,
+                param_bytes: float = 2, grad_bytes: float = 2, optimizer_bytes: float = 12) -> dict:
+    """Per-GPU memory of data-parallel training over ``n_gpus`` GPUs with ZeRO ``stage``:
+    model states (``zero_memory``, mixed-precision Adam by default) plus activations
+    (``activation_memory``, 16-bit, ``recompute`` "none" / "selective" / "full"), against
+    ``gpu_memory_gb`` (decimal GB, as GPUs are marketed).
+
+    ``model``: a key of MODEL_PRESETS or a ModelPreset. Left out, so "fits" is optimistic:
+    temporary buffers (communication buckets; under ZeRO-3 the gathered parameters of
+    the layer running), the allocator's fragmentation, the CUDA context (~1 GB), and the
+    logits (b x s x vocab). Returns bytes under "params", "grads", "optimizer",
+    "activations", "total" and "gpu", with "fits" (bool) and a one-line "verdict".
+    """
+    if isinstance(model, str) and model in MODEL_PRESETS:
+        model = MODEL_PRESETS[model]
+    elif not isinstance(model, ModelPreset):
+        raise ValueError(f"model={model!r} must be one of {sorted(MODEL_PRESETS)} or a ModelPreset")
+    n_gpus = check_int("n_gpus", n_gpus)
+    gpu_memory_gb = check_float("gpu_memory_gb", gpu_memory_gb, 0.0)
+    stage, recompute = _check_stage(stage), check_choice("recompute", recompute, RECOMPUTE)
+    micro_batch = check_int("micro_batch", micro_batch)
+    seq_len = model.seq_len if seq_len is None else check_int("seq_len", seq_len)
+    states = zero_memory(model.n_params, n_gpus, stage, param_bytes, grad_bytes, optimizer_bytes)
+    act = activation_memory(seq_len, micro_batch, model.d_model, model.n_heads, model.n_layers,
+                            recompute)
+    plan = {"model": model.name, "n_gpus": n_gpus, "stage": stage, "recompute": recompute,
+            "micro_batch": micro_batch, "seq_len": seq_len, "params": states["params"],
+            "grads": states["grads"], "optimizer": states["optimizer"], "activations": act,
+            "gpu": gpu_memory_gb * 1e9}
+    plan["total"] = states["total"] + act
+    plan["fits"] = plan["total"] <= plan["gpu"]
+    gb = lambda b: f"{b / 1e9:.1f} GB"  # noqa: E731
+    margin = (f"fits, {gb(plan['gpu'] - plan['total'])} spare" if plan["fits"]
+              else f"does NOT fit, {gb(plan['total'] - plan['gpu'])} short")
+    plan["verdict"] = (f"{model.name}, {_STAGE_NAMES[stage]} on {n_gpus} GPUs, micro-batch "
+                       f"{micro_batch} x {seq_len} tokens, recompute={recompute}: "
+                       f"{gb(states['total'])} model states + {gb(act)} activations = "
+                       f"{gb(plan['total'])} of {gb(plan['gpu'])} per GPU: {margin}")
+    return plan
+
+
+def max_micro_batch(model="7B", n_gpus: int = 4, gpu_memory_gb: float = 80.0, stage: int = 0,
+                    recompute: str = "none", seq_len: int | None = None, **bytes_kw) -> int:
+    """Largest micro-batch per GPU for which ``memory_plan`` fits (0: not even one
+    sequence). Activations grow linearly with the micro-batch; model states do not.
+    ``bytes_kw``: ``param_bytes``, ``grad_bytes``, ``optimizer_bytes`` of ``memory_plan``."""
+    unknown = set(bytes_kw) - {"param_bytes", "grad_bytes", "optimizer_bytes"}
+    if unknown:
+        raise ValueError(f"{sorted(unknown)}: max_micro_batch takes only param_bytes, "
+                         f"grad_bytes and optimizer_bytes as extra arguments")
+    one = memory_plan(model, n_gpus, gpu_memory_gb, stage, recompute, 1, seq_len, **bytes_kw)
+    spare = one["gpu"] - (one["total"] - one["activations"])
+    return max(0, math.floor(spare / one["activations"]))
