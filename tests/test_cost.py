@@ -219,8 +219,15 @@ def test_model_presets_counts_follow_from_the_shapes():
     assert P["13B"].n_params == llama(40, 5120, 13824, 40, 40)
     assert P["70B"].n_params == llama(80, 8192, 28672, 8, 64)
     assert P["1.3B"].n_params == cost.transformer_params(24, 2048) + 50257 * 2048 + 2048 * 2048
-    for p in P.values():
-        assert p.d_model % p.n_heads == 0 and p.source
+    # (n_layers, d_model, n_heads, seq_len) as the papers' tables print them
+    shapes = {"1.3B": (24, 2048, 24, 2048),  # GPT-3 Table 2.1: 24 heads (of d_head 128, so
+              # 24 x 128 = 3072 != d_model: the table's own inconsistency, see cost.memory)
+              "7B": (32, 4096, 32, 2048), "13B": (40, 5120, 40, 2048), "70B": (80, 8192, 64, 4096)}
+    assert set(P) == set(shapes)
+    for name, p in P.items():
+        assert (p.n_layers, p.d_model, p.n_heads, p.seq_len) == shapes[name] and p.source
+    for name in ("7B", "13B", "70B"):  # LLaMA / Llama 2: heads of d_model / n_heads = 128
+        assert P[name].d_model % P[name].n_heads == 0 and P[name].d_model // P[name].n_heads == 128
 
 
 def test_memory_plan_7b_on_four_a100():
