@@ -361,3 +361,45 @@ def test_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=re.escape(name) + "="):
         call()
 
+
+# --- the fewest micro-batches for a bubble target ---------------------------------------
+
+def _brute_force_min_m(p, target, v, bubble):
+    return next(m for m in range(1, 10 ** 6) if bubble(p, m, v) <= target)
+
+
+def test_min_micro_batches_by_hand():
+    # P=4: idle/total (3)/(M+3) <= 1/2 at M=3, <= 20% at M=12 (3/15 = 0.2 exactly), GPipe's
+    # M = 4P gives 3/19 = 15.8%; idle/ideal 3/M <= 15% at M=20.
+    assert cost.min_micro_batches(4, 0.5) == 3
+    assert cost.min_micro_batches(4, 0.2) == 12  # the float bound is 12.000000000000002
+    assert cost.min_micro_batches(4, 0.15) == 17
+    assert cost.min_micro_batches(4, 0.15, normalisation="ratio") == 20
+    assert cost.min_micro_batches(4, 0.2, v=2) == 6
+    assert cost.min_micro_batches(1, 0.01) == 1  # one stage: no bubble at all
+    assert cost.min_micro_batches(8, 2.0, normalisation="ratio") == 4  # ratio may exceed 1
+
+
+def test_min_micro_batches_matches_brute_force():
+    targets = [0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 1 / 3, 0.5, 0.75, 0.9, 0.99]
+    for p in (1, 2, 3, 4, 5, 8, 16, 33):
+        for v in (1, 2, 3, 4):
+            for t in targets:
+                assert cost.min_micro_batches(p, t, v) == \
+                    _brute_force_min_m(p, t, v, cost.bubble_fraction), (p, v, t)
+                assert cost.min_micro_batches(p, t, v, "ratio") == \
+                    _brute_force_min_m(p, t, v, cost.bubble_ratio), (p, v, t)
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(target=0.0), "target"), (dict(target=1.0), "target"), (dict(target=1.5), "target"),
+    (dict(target=math.nan), "target"), (dict(target=-0.1), "target"),
+    (dict(target=0.0, normalisation="ratio"), "target"),
+    (dict(target=math.inf, normalisation="ratio"), "target"),
+    (dict(p=0), "p"), (dict(p=4.0), "p"), (dict(v=0), "v"), (dict(v=True), "v"),
+    (dict(normalisation="percent"), "normalisation"),
+    (dict(target=1e-300), "target"),  # M beyond 2**53
+])
+def test_min_micro_batches_bad_input(kw, name):
+    with pytest.raises(ValueError, match=re.escape(name) + "="):
+        cost.min_micro_batches(**(dict(p=4, target=0.2) | kw))

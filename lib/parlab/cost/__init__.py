@@ -10,7 +10,7 @@ ValueError naming the argument (each module's docstring states its domains).
                  p2p_time, ring_tree_crossover; nccl-tests' bus_bandwidth_factor,
                  bus_bandwidth; AlphaBetaFit, fit_alpha_beta
   compute        transformer_params (Kaplan et al.), flops_per_token, mfu (PaLM)
-  pipeline       PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio,
+  pipeline       PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                  pipeline_peak_activations (GPipe; Narayanan et al.)
   memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE,
                  activation_memory (Korthikanti et al.); ModelPreset, MODEL_PRESETS,
@@ -29,7 +29,7 @@ from .compute import flops_per_token, mfu, transformer_params
 from .data_parallel import dp_speedup, dp_step_time
 from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGES, ModelPreset, activation_memory,
                      max_micro_batch, memory_plan, zero_comm_volume, zero_memory)
-from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio,
+from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                        pipeline_peak_activations)
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
     "collective_time", "p2p_time", "ring_tree_crossover", "bus_bandwidth_factor",
     "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta",
     "transformer_params", "flops_per_token", "mfu",
-    "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio",
+    "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations",
     "ZERO_STAGES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
