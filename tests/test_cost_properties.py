@@ -1,0 +1,378 @@
+"""Property-based tests of parlab.cost (hypothesis).
+
+(a) For inputs in each function's domain the result is finite and keeps the invariant
+    the formula stands for (ring all-reduce 2(n-1)/n S, bubble in [0, 1) and falling in m,
+    ZeRO stages only lowering memory, DP speedup at most n, ...).
+(b) For inputs outside it (NaN, infinities, negatives, fractions where a count is due,
+    bools, None, strings) a ValueError whose message names the argument.
+"""
+
+import math
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parlab import cost
+
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+ranks = st.integers(1, 1024)
+sizes = st.floats(0, 1e12)
+alphas = st.floats(0, 1e-3)
+bandwidths = st.floats(1e6, 1e12)
+ALGOS = [(op, algo) for op, algos in cost.collectives._SUPPORTED.items() for algo in algos]
+
+
+def close(a, b, rel=1e-9, abs_=0.0):
+    return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
+
+
+# --- (a) valid input: finite results and the invariants --------------------------------
+
+@FAST
+@given(st.sampled_from(ALGOS), sizes, ranks, alphas, bandwidths, st.floats(0, 1e-9), st.data())
+def test_collectives_are_finite_and_consistent(op_algo, S, n, alpha, bw, gamma, data):
+    op, algo = op_algo
+    n = 2 if op == "p2p" else n
+    rank = data.draw(st.integers(0, n - 1))
+    steps = cost.collective_steps(op, n, algo)
+    sent = cost.collective_bytes(op, S, n, algo, rank)
+    t = cost.collective_time(op, S, n, alpha, bw, algo, gamma)
+    assert isinstance(steps, int) and steps >= 0 and math.isfinite(sent) and sent >= 0
+    assert math.isfinite(t) and t >= steps * alpha * (1 - 1e-12)
+    assert cost.collective_time(op, 2 * S + 1, n, alpha, bw, algo, gamma) >= t  # more bytes, no faster
+    if n == 1:
+        assert steps == 0 and sent == 0 and t == 0
+
+
+@FAST
+@given(sizes, ranks)
+def test_ring_bytes(S, n):
+    assert close(cost.collective_bytes("all_reduce", S, n), 2 * (n - 1) / n * S)
+    assert cost.collective_bytes("all_reduce", S, n) <= 2 * S
+    for op in ("all_gather", "reduce_scatter", "all_to_all"):
+        assert close(cost.collective_bytes(op, S, n), (n - 1) / n * S)
+    assert cost.collective_steps("all_reduce", n) == 2 * (n - 1)
+
+
+@FAST
+@given(st.integers(2, 1024), st.floats(1e-7, 1e-3), bandwidths, st.floats(0.01, 0.99))
+def test_ring_tree_crossover_separates_the_winners(n, alpha, bw, u):
+    s = cost.ring_tree_crossover(n, alpha, bw)
+    assert math.isfinite(s) and s >= 0
+    ring = lambda S: cost.collective_time("all_reduce", S, n, alpha, bw, "ring")  # noqa: E731
+    tree = lambda S: cost.collective_time("all_reduce", S, n, alpha, bw, "tree")  # noqa: E731
+    tol = 1e-9 * (ring(s) + tree(s))
+    assert abs(ring(s) - tree(s)) <= tol or s == 0
+    assert tree(s * u) <= ring(s * u) + tol  # below: latency-bound, the tree's log2 n steps win
+    assert ring(s * (1 + u) + 1) <= tree(s * (1 + u) + 1) + tol  # above: the ring's (n-1)/n wins
+
+
+@FAST
+@given(st.sampled_from([op for op in cost.COLLECTIVES]), st.floats(1, 1e12), ranks,
+       st.floats(1e-9, 1e3))
+def test_bus_bandwidth(op, S, n, seconds):
+    n = 2 if op == "p2p" else n
+    f = cost.bus_bandwidth_factor(op, n)
+    assert 0 <= f < 2
+    assert close(cost.bus_bandwidth(op, S, n, seconds), S / seconds * f)
+    if op == "all_reduce":  # a ring all-reduce at link speed shows busbw == link bandwidth
+        t = cost.collective_time(op, S, n, 0.0, 1e10)
+        assert n == 1 or close(cost.bus_bandwidth(op, S, n, t), 1e10, rel=1e-6)
+
+
+@FAST
+@given(st.lists(st.integers(0, 30), min_size=2, max_size=12, unique=True),
+       st.floats(1e-7, 1e-3), st.floats(1e-12, 1e-6))
+def test_fit_alpha_beta_reproduces_an_exact_line(exponents, alpha, beta):
+    xs = [2.0 ** k for k in exponents]
+    ys = [alpha + beta * x for x in xs]
+    fit = cost.fit_alpha_beta(xs, ys)
+    assert all(math.isfinite(v) for v in (fit.alpha, fit.beta, fit.r2))
+    assert fit.r2 == pytest.approx(1.0, abs=1e-6)
+    for x, y in zip(xs, ys):
+        assert fit.predict(x) == pytest.approx(y, rel=1e-6)
+
+
+@FAST
+@given(st.integers(1, 200), st.integers(1, 2 ** 14), st.integers(1, 2 ** 15),
+       st.integers(1, 2 ** 17), st.booleans())
+def test_compute(L, d, d_ff, T, training):
+    n = cost.transformer_params(L, d)
+    assert n == 12 * L * d * d and cost.transformer_params(L, d, d_ff) == L * (4 * d * d + 2 * d * d_ff)
+    f = cost.flops_per_token(n, L, T, d, training)
+    assert math.isfinite(f) and f > 0
+    assert close(cost.flops_per_token(n, L, T, d), 3 * cost.flops_per_token(n, L, T, d, False))
+    assert close(cost.mfu(1e3, f, 1e15), 1e3 * f / 1e15)
+
+
+@FAST
+@given(st.integers(1, 512), st.integers(1, 4096), st.integers(1, 16))
+def test_bubble(p, m, v):
+    f, r = cost.bubble_fraction(p, m, v), cost.bubble_ratio(p, m, v)
+    assert 0 <= f < 1 and r >= 0 and math.isfinite(r)
+    assert close(r, f / (1 - f))
+    later = cost.bubble_fraction(p, m + 1, v)
+    assert later < f if p > 1 else later == f == 0  # more micro-batches: less bubble
+    assert cost.bubble_fraction(p, m, v + 1) <= f  # more chunks per rank: less bubble
+    if p > 1:
+        assert (r > 1) == (v * m < p - 1)
+
+
+@FAST
+@given(st.integers(1, 128), st.floats(0.005, 0.995), st.integers(1, 8),
+       st.sampled_from(["fraction", "ratio"]))
+def test_min_micro_batches_is_the_smallest(p, target, v, normalisation):
+    bubble = cost.bubble_fraction if normalisation == "fraction" else cost.bubble_ratio
+    m = cost.min_micro_batches(p, target, v, normalisation)
+    assert isinstance(m, int) and m >= 1
+    assert bubble(p, m, v) <= target
+    assert m == 1 or bubble(p, m - 1, v) > target
+    assert m == next(k for k in range(1, m + 1) if bubble(p, k, v) <= target)  # brute force
+
+
+@FAST
+@given(st.integers(1, 64), st.integers(1, 256), st.data())
+def test_peak_activations(p, m, data):
+    stage = data.draw(st.integers(0, p - 1))
+    gpipe = cost.pipeline_peak_activations("gpipe", p, m, stage)
+    one_f_one_b = cost.pipeline_peak_activations("1f1b", p, m, stage)
+    assert gpipe == m and 1 <= one_f_one_b <= min(m, p)
+    if stage + 1 < p:
+        assert cost.pipeline_peak_activations("1f1b", p, m, stage + 1) <= one_f_one_b
+
+
+counts = st.one_of(st.integers(0, 10 ** 12), st.integers(0, 10 ** 6).map(lambda k: k * 1e6))
+byte_sizes = st.floats(0, 64)
+
+
+@FAST
+@given(counts, st.integers(1, 4096), byte_sizes, byte_sizes, byte_sizes)
+def test_zero_memory_and_traffic(psi, dp, pb, gb, ob):
+    mems = [cost.zero_memory(psi, dp, s, pb, gb, ob) for s in cost.ZERO_STAGES]
+    totals = [m["total"] for m in mems]
+    assert all(math.isfinite(t) and t >= 0 for t in totals)
+    assert all(a >= b for a, b in zip(totals, totals[1:]))  # each stage only lowers memory
+    assert close(totals[0], psi * (pb + gb + ob)) and close(totals[3], psi * (pb + gb + ob) / dp)
+    for m in mems:
+        assert close(m["total"], m["params"] + m["grads"] + m["optimizer"])
+    vol = [cost.zero_comm_volume(psi, dp, s, gb) for s in cost.ZERO_STAGES]
+    assert vol[0] == vol[1] == vol[2] and close(vol[3], 1.5 * vol[0])
+    assert vol[3] <= 3 * psi * gb and close(vol[0], 2 * psi * gb * (dp - 1) / dp)
+
+
+@FAST
+@given(st.integers(1, 2 ** 15), st.integers(1, 64), st.sampled_from([1, 2, 4, 8]),
+       st.integers(1, 32), st.integers(1, 128), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from([1, 2, 4]))
+def test_activation_memory(s, b, heads_per_tp, head_dim_scale, L, tp, bpv):
+    a = heads_per_tp * tp
+    h = a * 8 * head_dim_scale
+    mem = {(r, sp): cost.activation_memory(s, b, h, a, L, r, tp, sp, bpv)
+           for r in cost.RECOMPUTE for sp in (False, True)}
+    none, sel, full = (cost.activation_memory(s, b, h, a, L, r, tp, False, bpv) for r in cost.RECOMPUTE)
+    assert all(math.isfinite(x) and x > 0 for x in mem.values())
+    assert full <= sel <= none  # recomputation only lowers activations
+    assert close(cost.activation_memory(s, 2 * b, h, a, L, "none", tp, False, bpv), 2 * none)
+    assert cost.activation_memory(s, b, h, a, L, "none", tp, True, bpv) <= none * (1 + 1e-12)
+    if tp > 1:
+        assert none < cost.activation_memory(s, b, h, a, L, "none", 1, False, bpv)
+
+
+@FAST
+@given(st.sampled_from(sorted(cost.MODEL_PRESETS)), st.sampled_from([1, 2, 8, 64, 1024]),
+       st.floats(1, 1000), st.sampled_from(cost.ZERO_STAGES), st.sampled_from(cost.RECOMPUTE),
+       st.sampled_from([None, 512, 2048, 8192]))
+def test_memory_plan_and_max_micro_batch(model, n, gpu, stage, recompute, seq):
+    plans = [cost.memory_plan(model, n, gpu, s, recompute, 1, seq) for s in cost.ZERO_STAGES]
+    totals = [p["total"] for p in plans]
+    assert all(a >= b for a, b in zip(totals, totals[1:]))
+    p = plans[stage]
+    assert close(p["total"], p["params"] + p["grads"] + p["optimizer"] + p["activations"])
+    b = cost.max_micro_batch(model, n, gpu, stage, recompute, seq)
+    assert isinstance(b, int) and b >= 0
+    if b:
+        assert cost.memory_plan(model, n, gpu, stage, recompute, b, seq)["fits"]
+    assert not cost.memory_plan(model, n, gpu, stage, recompute, b + 1, seq)["fits"]
+
+
+times = st.floats(0, 1e4)
+
+
+@FAST
+@given(st.integers(1, 4096), times, times, times)
+def test_data_parallel(n, tf, tb, tc):
+    with_overlap, without = cost.dp_step_time(tf, tb, tc), cost.dp_step_time(tf, tb, tc, False)
+    assert math.isfinite(without) and tf + tb <= with_overlap <= without
+    if tf + tb > 0:
+        s, s_no = cost.dp_speedup(n, tf, tb, tc), cost.dp_speedup(n, tf, tb, tc, False)
+        assert 0 <= s_no <= s <= n * (1 + 1e-12)
+        if tc <= tb:  # communication hidden behind backward
+            assert close(s, n)
+
+
+# --- (b) invalid input: a ValueError naming the argument -------------------------------
+
+def _not_finite_or(pred):
+    return st.one_of(
+        st.sampled_from([math.nan, math.inf, -math.inf, True, False, None, "1", [1]]),
+        st.floats(allow_nan=True, allow_infinity=True).filter(
+            lambda x: not (math.isfinite(x) and pred(x))),
+        st.integers(-10 ** 6, 10 ** 6).filter(lambda x: not pred(x)))
+
+
+def _not_int(low, high=None):
+    return st.one_of(
+        st.sampled_from([math.nan, math.inf, True, False, None, "2", 2.0, 2.5]),
+        st.floats(allow_nan=True, allow_infinity=True),  # even 4.0: counts are ints
+        st.integers(max_value=low - 1),
+        st.integers(min_value=high + 1) if high is not None else st.nothing())
+
+
+NOT_FINITE = st.sampled_from([math.nan, math.inf, -math.inf, True, False, None, "1", [1]])
+NOT_INT1 = _not_int(1)
+NOT_NONNEG = _not_finite_or(lambda x: x >= 0)
+NOT_POS = _not_finite_or(lambda x: x > 0)
+NOT_BOOL = st.sampled_from([0, 1, 1.0, None, "True", math.nan])
+NOT_COUNT = st.one_of(  # parameter counts: whole numbers >= 0, as int or float (7.5e9)
+    st.sampled_from([math.nan, math.inf, True, None, "1", 0.5, -1.0, 2.5e-3]),
+    st.integers(max_value=-1),
+    st.floats(allow_nan=True, allow_infinity=True).filter(
+        lambda x: not (math.isfinite(x) and x >= 0 and x.is_integer())))
+NOT_STAGE = st.one_of(st.sampled_from([4, -1, 1.0, True, None, "1", math.nan]),
+                      st.integers().filter(lambda s: s not in cost.ZERO_STAGES))
+
+
+def _not_in(choices):
+    return st.one_of(st.sampled_from([None, 0, 1, True, "", "RING", "all-reduce"]),
+                     st.text(max_size=6).filter(lambda t: t not in choices))
+
+
+def _without_none(strategy):
+    return strategy.filter(lambda x: x is not None)
+
+
+P, M = 4, 8
+CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid values})
+    cost.collective_steps: (dict(op="all_reduce", n=4, algorithm="ring"),
+                            dict(op=_not_in(cost.COLLECTIVES), n=NOT_INT1,
+                                 algorithm=_not_in(cost.ALGORITHMS))),
+    cost.collective_bytes: (dict(op="all_reduce", nbytes=1e3, n=4, algorithm="naive", rank=1),
+                            dict(op=_not_in(cost.COLLECTIVES), nbytes=NOT_NONNEG, n=NOT_INT1,
+                                 algorithm=_not_in(cost.ALGORITHMS), rank=_not_int(0, 3))),
+    cost.reduced_bytes: (dict(op="reduce_scatter", nbytes=1e3, n=4, algorithm="ring"),
+                         dict(nbytes=NOT_NONNEG, n=NOT_INT1)),
+    cost.collective_time: (dict(op="all_gather", nbytes=1e3, n=4, alpha=1e-5, bandwidth=1e9,
+                                algorithm="ring", gamma=0.0),
+                           dict(nbytes=NOT_NONNEG, n=NOT_INT1, alpha=NOT_NONNEG,
+                                bandwidth=NOT_POS, gamma=NOT_NONNEG)),
+    cost.p2p_time: (dict(nbytes=1e3, alpha=1e-5, bandwidth=1e9),
+                    dict(nbytes=NOT_NONNEG, alpha=NOT_NONNEG, bandwidth=NOT_POS)),
+    cost.ring_tree_crossover: (dict(n=8, alpha=1e-5, bandwidth=1e9),
+                               dict(n=NOT_INT1, alpha=NOT_NONNEG, bandwidth=NOT_POS)),
+    cost.bus_bandwidth_factor: (dict(op="all_to_all", n=4),
+                                dict(op=_not_in(cost.COLLECTIVES), n=NOT_INT1)),
+    cost.bus_bandwidth: (dict(op="all_reduce", nbytes=1e6, n=4, seconds=1e-3),
+                         dict(nbytes=NOT_NONNEG, n=NOT_INT1, seconds=NOT_POS)),
+    cost.AlphaBetaFit: (dict(alpha=1e-5, beta=1e-9, r2=0.99),
+                        dict(alpha=NOT_FINITE, beta=NOT_FINITE,
+                             r2=_not_finite_or(lambda x: x <= 1))),
+    cost.AlphaBetaFit(1e-5, 1e-9, 1.0).predict: (dict(nbytes=1e3), dict(nbytes=NOT_NONNEG)),
+    cost.transformer_params: (dict(n_layers=12, d_model=768, d_ff=3072),
+                              dict(n_layers=NOT_INT1, d_model=NOT_INT1, d_ff=_without_none(NOT_INT1))),
+    cost.flops_per_token: (dict(n_params=10 ** 9, n_layers=24, seq_len=2048, d_model=2048,
+                                training=True),
+                           dict(n_params=NOT_COUNT, n_layers=NOT_INT1, seq_len=NOT_INT1,
+                                d_model=NOT_INT1, training=NOT_BOOL)),
+    cost.mfu: (dict(tokens_per_second=1e4, flops_per_token_=6e9, peak_flops=312e12),
+               dict(tokens_per_second=NOT_NONNEG, flops_per_token_=NOT_NONNEG,
+                    peak_flops=NOT_POS)),
+    cost.bubble_fraction: (dict(p=P, m=M, v=1), dict(p=NOT_INT1, m=NOT_INT1, v=NOT_INT1)),
+    cost.bubble_ratio: (dict(p=P, m=M, v=2), dict(p=NOT_INT1, m=NOT_INT1, v=NOT_INT1)),
+    cost.min_micro_batches: (dict(p=P, target=0.2, v=1, normalisation="fraction"),
+                             dict(p=NOT_INT1, v=NOT_INT1,
+                                  target=_not_finite_or(lambda x: 0 < x < 1),
+                                  normalisation=_not_in(("fraction", "ratio")))),
+    cost.pipeline_peak_activations: (dict(schedule="1f1b", p=P, m=M, stage=2),
+                                     dict(schedule=_not_in(cost.PIPELINE_SCHEDULES), p=NOT_INT1,
+                                          m=NOT_INT1, stage=_not_int(0, P - 1))),
+    cost.zero_memory: (dict(n_params=7.5e9, dp=64, stage=1, param_bytes=2, grad_bytes=2,
+                            optimizer_bytes=12),
+                       dict(n_params=NOT_COUNT, dp=NOT_INT1, stage=NOT_STAGE,
+                            param_bytes=NOT_NONNEG, grad_bytes=NOT_NONNEG,
+                            optimizer_bytes=NOT_NONNEG)),
+    cost.zero_comm_volume: (dict(n_params=10 ** 9, dp=8, stage=3, grad_bytes=2, param_bytes=4),
+                            dict(n_params=NOT_COUNT, dp=NOT_INT1, stage=NOT_STAGE,
+                                 grad_bytes=NOT_NONNEG, param_bytes=_without_none(NOT_NONNEG))),
+    cost.activation_memory: (dict(seq_len=2048, micro_batch=1, d_model=4096, n_heads=32,
+                                  n_layers=32, recompute="none", tp=8, sequence_parallel=True,
+                                  bytes_per_value=2),
+                             dict(seq_len=NOT_INT1, micro_batch=NOT_INT1, d_model=NOT_INT1,
+                                  n_heads=NOT_INT1, n_layers=NOT_INT1,
+                                  recompute=_not_in(cost.RECOMPUTE), tp=NOT_INT1,
+                                  sequence_parallel=NOT_BOOL, bytes_per_value=NOT_POS)),
+    cost.memory_plan: (dict(model="7B", n_gpus=4, gpu_memory_gb=80.0, stage=3,
+                            recompute="full", micro_batch=2, seq_len=4096, param_bytes=2,
+                            grad_bytes=2, optimizer_bytes=12),
+                       dict(model=_not_in(cost.MODEL_PRESETS), n_gpus=NOT_INT1,
+                            gpu_memory_gb=NOT_POS, stage=NOT_STAGE,
+                            recompute=_not_in(cost.RECOMPUTE), micro_batch=NOT_INT1,
+                            seq_len=_without_none(NOT_INT1), param_bytes=NOT_NONNEG,
+                            grad_bytes=NOT_NONNEG, optimizer_bytes=NOT_NONNEG)),
+    cost.max_micro_batch: (dict(model="13B", n_gpus=8, gpu_memory_gb=80.0, stage=2,
+                                recompute="selective", seq_len=None, optimizer_bytes=12),
+                           dict(model=_not_in(cost.MODEL_PRESETS), n_gpus=NOT_INT1,
+                                gpu_memory_gb=NOT_POS, stage=NOT_STAGE,
+                                recompute=_not_in(cost.RECOMPUTE),
+                                seq_len=_without_none(NOT_INT1), optimizer_bytes=NOT_NONNEG)),
+    cost.ModelPreset: (dict(name="tiny", n_params=10 ** 6, n_layers=2, d_model=64, n_heads=4,
+                            seq_len=128, source="test"),
+                       dict(n_params=NOT_INT1, n_layers=NOT_INT1, d_model=NOT_INT1,
+                            n_heads=NOT_INT1, seq_len=NOT_INT1)),
+    cost.dp_step_time: (dict(forward_s=1.0, backward_s=2.0, comm_s=0.5, overlap=True),
+                        dict(forward_s=NOT_NONNEG, backward_s=NOT_NONNEG, comm_s=NOT_NONNEG,
+                             overlap=NOT_BOOL)),
+    cost.dp_speedup: (dict(n=4, forward_s=1.0, backward_s=2.0, comm_s=0.5, overlap=False),
+                      dict(n=NOT_INT1, forward_s=NOT_NONNEG, backward_s=NOT_NONNEG,
+                           comm_s=NOT_NONNEG, overlap=NOT_BOOL)),
+}
+BAD = [pytest.param(f, arg, id=f"{getattr(f, '__qualname__', f)}-{arg}")
+       for f, (_, bad) in CASES.items() for arg in bad]
+
+
+def test_every_public_function_is_covered():
+    public = {getattr(cost, n) for n in cost.__all__ if callable(getattr(cost, n))}
+    covered = set(CASES) | {cost.AlphaBetaFit.predict, cost.fit_alpha_beta, cost.check_int}
+    covered = {getattr(f, "__func__", f) for f in covered}
+    assert public <= covered, public - covered
+
+
+@pytest.mark.parametrize("func, arg", BAD)
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_invalid_argument_is_a_value_error_naming_it(func, arg, data):
+    valid, bad = CASES[func]
+    func(**valid)  # the base case is valid
+    value = data.draw(bad[arg], label=arg)
+    with pytest.raises(ValueError, match=re.escape(arg) + "="):
+        func(**(valid | {arg: value}))
+
+
+@FAST
+@given(st.integers(2, 8), st.integers(0, 7), st.sampled_from(["sizes", "times"]),
+       st.one_of(NOT_NONNEG, st.just(0.0)))
+def test_fit_alpha_beta_rejects_each_bad_point(n, i, which, value):
+    xs, ys = [float(2 ** k) for k in range(n)], [1e-5 + 2 ** k / 1e9 for k in range(n)]
+    i %= n
+    if which == "sizes" and value == 0.0:
+        value = -0.5  # zero is a valid size
+    (xs if which == "sizes" else ys)[i] = value
+    with pytest.raises(ValueError, match=re.escape(f"{which}[{i}]=")):
+        cost.fit_alpha_beta(xs, ys)
+
+
+def test_tp_must_divide_n_heads():
+    with pytest.raises(ValueError, match=r"tp=3 must divide n_heads=32"):
+        cost.activation_memory(2048, 1, 4096, 32, 32, tp=3)
