@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from parlab import cost
 
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=40, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
 
 ranks = st.integers(1, 1024)
 sizes = st.floats(0, 1e12)
@@ -350,7 +351,7 @@ def test_every_public_function_is_covered():
 
 
 @pytest.mark.parametrize("func, arg", BAD)
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=12, deadline=None, database=None)
 @given(data=st.data())
 def test_invalid_argument_is_a_value_error_naming_it(func, arg, data):
     valid, bad = CASES[func]
