@@ -1,5 +1,7 @@
-"""Pipeline parallelism: schedules as data, simulator, executor vs the reference, vs torch."""
+"""Pipeline parallelism: schedules as data, simulator, executor vs the reference, vs torch.
+(Pipelines on sub-groups of a bigger launch: test_pp_groups.py.)"""
 
+import math
 import sys
 from collections import Counter
 
@@ -10,6 +12,8 @@ from parlab.pipeline_parallel import experiments as demos
 from parlab.pipeline_parallel import peers
 from parlab import pipeline_parallel as pp
 from parlab.model import GPTConfig, reference_train
+from parlab.pipeline_parallel import PPRun
+from parlab.runs import RunResult
 
 CFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)
 STEPS, BATCH, LR = 3, 8, 1e-3
@@ -55,21 +59,62 @@ def test_stages_hold_the_reference_parameters_once():
 @pytest.mark.parametrize("kwargs, words", [
     (dict(schedule="1f1b", p=5, m=4), "n_layers=4"),              # P > layers
     (dict(schedule="1f1b", p=2, m=3, batch_size=8), "divisible by m=3"),
+    (dict(schedule="1f1b", p=2, m=4, batch_size=2), "divisible by m=4"),  # fewer rows than m
+    (dict(schedule="1f1b", p=2, m=4, batch_size=0), "batch_size=0"),
+    (dict(schedule="1f1b", p=2, m=4, batch_size=8.0), "batch_size=8.0 must be an integer"),
     (dict(schedule="interleaved", p=2, m=4, v=3), "n_layers=4"),  # v chunks don't fit
     (dict(schedule="interleaved", p=2, m=3, v=2, batch_size=6), "m divisible by p"),
     (dict(schedule="interleaved", p=2, m=2, v=1), "v >= 2"),
     (dict(schedule="gpipe", p=2, m=2, v=2), "only exist for 'interleaved'"),
     (dict(schedule="pipedream", p=2, m=2), "must be one of"),
     (dict(schedule="gpipe", p=0, m=2), "p=0"),
+    (dict(schedule="gpipe", p=2.0, m=2), "p=2.0 must be an integer"),
+    (dict(schedule="gpipe", p=2, m="2"), "m='2' must be an integer"),
+    (dict(schedule="gpipe", p=2, m=2, steps=0), "steps=0"),
+    (dict(schedule="gpipe", p=2, m=2, steps=2.0), "steps=2.0 must be an integer"),
+    (dict(schedule="gpipe", p=2, m=2, lr=math.nan), "lr=nan"),
+    (dict(schedule="gpipe", p=2, m=2, lr=0.0), "lr=0.0"),
+    (dict(schedule="gpipe", p=2, m=2, weight_decay=-0.1), "weight_decay=-0.1"),
+    (dict(schedule="gpipe", p=2, m=2, seed=-1), "seed=-1"),
     (dict(schedule="gpipe", p=2, m=2, compute="fast"), "compute='fast'"),
+    (dict(schedule="gpipe", p=2, m=2, t_fwd=0.0), "t_fwd=0.0"),
+    (dict(schedule="gpipe", p=2, m=2, t_bwd=math.inf), "t_bwd=inf"),
+    (dict(schedule="gpipe", p=2, m=2, t_fwd="1"), "t_fwd='1'"),
+    (dict(schedule="gpipe", p=2, m=2, checkpoint=1), "checkpoint=1 must be True or False"),
     (dict(schedule="gpipe", p=2, m=2, compute="emulated", checkpoint=True), "checkpoint"),
+    (dict(schedule="gpipe", p=2, m=2, config={"n_layers": 4}), "config must be a GPTConfig"),
 ])
 def test_bad_input_raises_before_launch(monkeypatch, kwargs, words):
     def no_launch(*a, **k):
         raise AssertionError("a process was started")
     monkeypatch.setattr(sys.modules["parlab.launch"], "launch", no_launch)
+    kwargs = dict(dict(config=CFG), **kwargs)
+    p = kwargs["p"]
+    world_size = p if isinstance(p, int) and p >= 1 else 2
     with pytest.raises(ValueError, match=words):
-        pp.run(config=CFG, **kwargs)
+        pp.run(PPRun(**kwargs), world_size)
+    with pytest.raises(ValueError, match=words):
+        peers.torch_run(PPRun(**kwargs), world_size)
+
+
+def test_world_size_must_equal_p_and_emulated_runs_need_no_layers(monkeypatch):
+    monkeypatch.setattr(sys.modules["parlab.launch"], "launch", None)
+    with pytest.raises(ValueError, match="world_size=4 must equal p=2"):
+        pp.run(PPRun(config=CFG, p=2, m=2), 4)
+    with pytest.raises(ValueError, match="world_size=2.0 must be an integer"):
+        pp.run(PPRun(config=CFG, p=2, m=2), 2.0)
+    with pytest.raises(ValueError, match="must be a PPRun"):
+        pp.run(dict(p=2, m=2), 2)
+    with pytest.raises(ValueError, match="the peer has"):
+        peers.torch_run(PPRun(config=CFG, schedule="zb-h1", p=2, m=2), 2)
+    with pytest.raises(ValueError, match="real model only"):
+        peers.torch_run(PPRun(config=CFG, p=2, m=2, compute="emulated"), 2)
+    # emulated ops have no layers: 8 stages of a 4-layer model are fine
+    PPRun(config=CFG, p=8, m=8, compute="emulated").check(8)
+    with pytest.raises(ValueError, match="n_layers=4"):
+        PPRun(config=CFG, p=8, m=8).check(8)
+    with pytest.raises(AttributeError):  # frozen: a checked run stays checked
+        PPRun().p = 3
 
 
 # --- schedules as data ----------------------------------------------------------------
@@ -136,7 +181,7 @@ def test_simulated_bubble_matches_the_formula(p, m):
 
 @pytest.mark.parametrize("p, m", [(p, m) for p, m in GRID if m >= p])
 def test_zb_h1_bubble_is_a_third_of_1f1b_at_equal_f_b_w(p, m):
-    # Qi et al. 2024, §3.1: bubble (p-1)(T_F + T_B - T_W) with T_F = T_B = T_W = 1.
+    # Qi et al. 2024, §2.1: bubble (p-1)(T_F + T_B - T_W) with T_F = T_B = T_W = 1.
     sim = pp.simulate("zb-h1", p, m, t_fwd=1.0, t_bwd=2.0)
     assert sim.makespan == pytest.approx(3 * m + (p - 1))
     assert max(sim.peak_activations) == min(p, m)  # never above 1F1B's peak
@@ -156,8 +201,12 @@ def test_communication_time_is_on_the_critical_path():
     ("zb-h1", 2, 4, 1, False), ("zb-h1", 4, 4, 1, False), ("1f1b", 2, 4, 1, True),
 ])
 def test_matches_reference(ref, schedule, p, m, v, checkpoint):
-    r = pp.run(schedule, p, m, v, config=CFG, steps=STEPS, batch_size=BATCH, lr=LR,
-               checkpoint=checkpoint, timeout=60)
+    r = pp.run(PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=schedule,
+                     p=p, m=m, v=v, checkpoint=checkpoint), p, timeout=60)
+    assert isinstance(r, pp.PipelineResult) and isinstance(r, RunResult)
+    assert (r.schedule, r.p, r.m, r.v) == (schedule, p, m, v)
+    assert r.memory == [{"activations": b} for b in r.stash_peak_bytes]
+    assert len(r.step_times) == STEPS and 0 <= r.bubble_fraction < 1
     assert sorted(r.state_dict) == sorted(ref["state_dict"])
     diffs = max_diffs(r.losses, r.state_dict, r.grads, ref)
     assert max(diffs.values()) < 2e-6, diffs
@@ -171,13 +220,25 @@ def test_matches_reference(ref, schedule, p, m, v, checkpoint):
 
 def test_the_comparison_can_fail(ref):
     # Same code, half the data per step: the reference check must notice.
-    r = pp.run("1f1b", 2, 4, config=CFG, steps=STEPS, batch_size=4, lr=LR, timeout=60)
+    r = pp.run(PPRun(config=CFG, steps=STEPS, batch_size=4, lr=LR, schedule="1f1b", p=2, m=4),
+               2, timeout=60)
     diffs = max_diffs(r.losses, r.state_dict, r.grads, ref)
     assert min(diffs.values()) > 1e-4, diffs
 
 
+@pytest.mark.timeout(120)
+def test_weight_decay_is_honoured():
+    ref = reference_train(CFG, STEPS, BATCH, LR, weight_decay=0.1)
+    r = pp.run(PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, weight_decay=0.1,
+                     schedule="1f1b", p=2, m=4), 2, timeout=60)
+    assert max(max_diffs(r.losses, r.state_dict, r.grads, ref).values()) < 2e-6
+    without = reference_train(CFG, STEPS, BATCH, LR)  # and the decay made a difference
+    assert max_diffs(r.losses, r.state_dict, r.grads, without)["params"] > 1e-5
+
+
 def test_stashed_activations_gpipe_vs_1f1b_and_checkpointing():
-    runs = {(s, c): pp.run(s, 2, 4, config=CFG, batch_size=BATCH, checkpoint=c, timeout=60)
+    runs = {(s, c): pp.run(PPRun(config=CFG, steps=1, batch_size=BATCH, schedule=s, p=2, m=4,
+                                 checkpoint=c), 2, timeout=60)
             for s, c in [("gpipe", False), ("1f1b", False), ("1f1b", True)]}
     assert runs["gpipe", False].stash_peak == [4, 4]  # m micro-batches
     assert runs["1f1b", False].stash_peak == [2, 1]   # p - rank
@@ -193,9 +254,9 @@ def test_stashed_activations_gpipe_vs_1f1b_and_checkpointing():
 
 @pytest.mark.timeout(120)
 def test_emulated_mode_runs_the_schedule_with_real_messages():
-    r = pp.run("interleaved", 2, 4, 2, compute="emulated", t_fwd=0.004, t_bwd=0.008,
-               timeout=60)
-    assert r.losses == [] and r.state_dict == {}
+    r = pp.run(PPRun(schedule="interleaved", p=2, m=4, v=2, batch_size=4, steps=1,
+                     compute="emulated", t_fwd=0.004, t_bwd=0.008), 2, timeout=60)
+    assert r.losses == [] and r.state_dict == {} and r.grads == {}
     assert r.stash_peak == [peak for peak in pp.simulate("interleaved", 2, 4, 2).peak_activations]
     sends = [e for e in r.events if e["name"].startswith("send")]
     assert len(sends) == 2 * 4 * (2 * 2 - 1)  # each boundary: one activation, one gradient
@@ -208,13 +269,14 @@ def test_emulated_mode_runs_the_schedule_with_real_messages():
 @pytest.mark.parametrize("schedule, p, m, v", [("gpipe", 2, 4, 1), ("1f1b", 2, 4, 1),
                                                ("interleaved", 2, 2, 2)])
 def test_same_losses_as_torch_pipelining(ref, schedule, p, m, v):
-    theirs = peers.torch_run(schedule, p, m, v, config=CFG, steps=STEPS, batch_size=BATCH,
-                             lr=LR, timeout=60)
-    ours = pp.run(schedule, p, m, v, config=CFG, steps=STEPS, batch_size=BATCH, lr=LR,
-                  timeout=60)
+    run = PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=schedule, p=p, m=m,
+                v=v)
+    theirs = peers.torch_run(run, p, timeout=60)
+    ours = pp.run(run, p, timeout=60)
     assert ours.losses == pytest.approx(theirs["losses"], abs=1e-6)
     assert max((ours.state_dict[k] - t).abs().max().item()
                for k, t in theirs["state_dict"].items()) < 1e-6
+    assert sorted(theirs.grads) == sorted(ours.grads) and len(theirs.step_times) == STEPS
 
 
 # --- notebook helpers ------------------------------------------------------------------------
@@ -239,7 +301,8 @@ def test_explore_simulates_at_once_and_reports_bad_choices():
 
 
 def test_message_counts_and_op_times():
-    r = pp.run("interleaved", 2, 4, 2, config=CFG, batch_size=8, steps=2, timeout=60)
+    r = pp.run(PPRun(config=CFG, batch_size=8, steps=2, schedule="interleaved", p=2, m=4, v=2),
+               2, timeout=60)
     rows = demos.message_counts(r, step=1)
     assert [row["messages"] for row in rows] == [12, 12]  # 3 boundaries x 4 micro-batches x 2
     assert rows[0]["bytes"] == 12 * 2 * 16 * 32 * 4

@@ -1,170 +1,121 @@
-"""Pipeline parallelism: the model cut into stages, and one executor for any schedule.
+"""One executor for any pipeline schedule (Huang et al. 2019, "GPipe", §2.2).
 
-The reference GPT (``parlab.model``) is cut by layers into ``p`` stages, one per
-rank (``v`` chunks per rank for interleaved schedules); the first stage also holds
-the embeddings, the last the final LayerNorm, ``lm_head`` and the loss. Micro-batch
-activations go forward and their gradients backward with point-to-point messages
-(Huang et al. 2019, "GPipe", §2.2).
+The reference GPT is cut by layers into ``p`` stages, one per rank of the pipeline's
+process group (``v`` chunks per rank for interleaved schedules: chunk c of rank r is
+virtual stage c * p + r). A schedule (``schedules.py``) is this rank's list of actions;
+the executor walks it, and every message is implied by the actions: F receives its
+input from the previous virtual stage and sends its output on; B receives the output
+gradient and sends the input gradient back; W (zero-bubble schedules) needs no message.
 
-Schedules are data (``parlab.pipeline_schedules``: GPipe, 1F1B, interleaved 1F1B,
-ZB-H1, and ``simulate``, re-exported here). ``run`` executes any of them on real
-ranks (``parlab.launch``), with the real model or with emulated compute (each op
-sleeps a fixed time, real messages still flow), and traces every op: its timeline
-has the same form as the simulator's.
+Sends never block and every message has its own tag, so a rank only ever waits for
+data it really needs: any schedule whose order respects the data dependencies runs
+without deadlock -- exactly what the simulator checks.
 
-Every message is implied by the actions: F receives its input from the previous
-virtual stage and sends its output on; B receives the output gradient and sends
-the input gradient back. Sends never block and every message has its own tag, so
-a rank only ever waits for data it really needs: any schedule whose order respects
-the data dependencies runs without deadlock -- exactly what the simulator checks.
+What an op computes is not decided here: the runner passes a compute object
+(``compute.RealCompute`` or ``compute.EmulatedCompute``). Ranks are the pipeline
+group's own (0 .. p-1); the world's ranks appear only where torch asks for a peer.
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
-
 import torch
 import torch.distributed as dist
 
-from .. import trace
-from ..model import loss_fn
+from .. import mesh, trace
+from .compute import Stash
 from .schedules import make_schedule
-from .stages import build_stages
 
 
-class _Rank:
-    """One rank executing its action list, step after step."""
+class PipelineExecutor:
+    """This rank's part of a pipeline over ``group`` (default: the world), step after
+    step. ``shape``: one micro-batch's activation, (B/m, T, d_model)."""
 
-    def __init__(self, schedule, p, m, v, config, batch_size, compute, durations, seed,
-                 checkpoint):
-        self.rank, self.p, self.m, self.n_stages = dist.get_rank(), p, m, p * v
+    def __init__(self, schedule: str, p: int, m: int, v: int, compute, shape, group=None):
+        self.group, self.rank = group, dist.get_rank(group)  # the stage, not the world rank
+        if dist.get_world_size(group) != p:
+            raise ValueError(f"p={p} stages need a group of p ranks, got "
+                             f"{dist.get_world_size(group)}")
+        self.p, self.n_stages, self.compute, self.shape = p, p * v, compute, shape
         self.actions = make_schedule(schedule, p, m, v)[self.rank]
-        self.zero_bubble = any(a.op == "W" for a in self.actions)
-        self.shape = (batch_size // m, config.seq_len, config.d_model)  # one activation
-        self.real, self.durations = compute == "real", durations
-        self.stages = build_stages(config, p, self.rank, v, seed, checkpoint) if self.real else []
-        self.params = [q for st in self.stages for q in st.parameters()]
-        self._param_storage = {q.untyped_storage().data_ptr() for q in self.params}
-        self._counting = None  # storage -> bytes kept for backward by the running forward
-        self.nbytes = {}  # (micro-batch, chunk) -> bytes its forward keeps for backward
-        for st in self.stages:  # a checkpointed block keeps its input: count it too
-            for block in st.blocks.values():
-                block.register_forward_pre_hook(lambda mod, args: self._keep(args[0]))
-        self.stash, self.local, self.pending = {}, {}, []
-        self.peak = self.peak_bytes = 0
+        self.split_backward = any(a.op == "W" for a in self.actions)
+        self.stash: dict[tuple, Stash] = {}   # (micro-batch, chunk) -> what F kept
+        self.local: dict[int, torch.Tensor] = {}  # messages to a chunk on this rank (p = 1)
+        self.pending: list = []               # (send request, its tensor)
+        self.peak = self.peak_bytes = 0       # most stashes held at once, and their bytes
 
-    def step(self, step, x, y):
-        self.x, self.y, self.loss, self.step_no = x, y, 0.0, step
+    def step(self, step: int, inputs: list, targets: list) -> float:
+        """Run this rank's actions once over the micro-batches ``inputs`` / ``targets``;
+        returns the summed loss of the micro-batches this rank ends (0 elsewhere)."""
+        self.inputs, self.targets, self.step_no, self.loss = inputs, targets, step, 0.0
         for a in self.actions:
-            {"F": self.forward, "B": self.backward, "W": self.weight}[a.op](a, step)
+            {"F": self.forward, "B": self.backward, "W": self.weight}[a.op](a)
         for work, _ in self.pending:  # each tensor stays alive until its send is done
             work.wait()
         self.pending.clear()
-        assert not self.stash and not self.local, "activations left over after the step"
+        if self.stash or self.local:
+            raise RuntimeError(f"rank {self.rank}: activations left over after the step")
+        return self.loss
 
-    # --- messages between virtual stages: non-blocking sends, one tag per message
-    def _tag(self, src, dst, mb):
+    # --- the three ops: receive what the op needs, compute, send what it makes ----------
+    def forward(self, a):
+        s = self.stage(a)
+        inp = self.inputs[a.mb] if s == 0 else self.recv(s - 1, s, a.mb)
+        with trace.span("F", mb=a.mb, chunk=a.chunk, stage=s, step=self.step_no):
+            out = self.compute.forward(a, s, inp, self.targets[a.mb])
+        self.keep(a, Stash(inp, out, nbytes=self.compute.kept_bytes(a)))
+        if s < self.n_stages - 1:
+            self.send(out, s, s + 1, a.mb)
+        else:
+            self.loss += out.item()
+
+    def backward(self, a):
+        s = self.stage(a)
+        grad = None if s == self.n_stages - 1 else self.recv(s + 1, s, a.mb)
+        stash = self.stash[a.mb, a.chunk]
+        with trace.span("B", mb=a.mb, chunk=a.chunk, stage=s, step=self.step_no):
+            input_grad = self.compute.backward(a, s, stash, grad)
+        if self.split_backward:  # W still needs the graph and the output gradient
+            stash.output_grad = grad
+        else:
+            del self.stash[a.mb, a.chunk]
+        if s > 0:
+            self.send(input_grad, s, s - 1, a.mb)
+
+    def weight(self, a):
+        s = self.stage(a)
+        stash = self.stash.pop((a.mb, a.chunk))
+        with trace.span("W", mb=a.mb, chunk=a.chunk, stage=s, step=self.step_no):
+            self.compute.weight(a, s, stash)
+
+    def stage(self, a) -> int:
+        return a.chunk * self.p + self.rank
+
+    def keep(self, a, stash: Stash) -> None:
+        self.stash[a.mb, a.chunk] = stash
+        self.peak = max(self.peak, len(self.stash))
+        self.peak_bytes = max(self.peak_bytes, sum(h.nbytes for h in self.stash.values()))
+
+    # --- messages between virtual stages: non-blocking sends, one tag per message -------
+    def tag(self, src: int, dst: int, mb: int) -> int:
         # activation src -> src+1 and gradient src+1 -> src share their boundary
         return 2 * (mb * self.n_stages + min(src, dst)) + int(dst < src)
 
-    def send(self, t, src, dst, mb):
-        peer, tag, t = dst % self.p, self._tag(src, dst, mb), t.detach().contiguous()
+    def send(self, t, src: int, dst: int, mb: int) -> None:
+        peer, tag, t = dst % self.p, self.tag(src, dst, mb), t.detach().contiguous()
         if peer == self.rank:  # the next chunk is on this rank (p = 1)
             self.local[tag] = t
             return
         with trace.span("send grad" if dst < src else "send act", kind="comm", mb=mb,
                         peer=peer, step=self.step_no, bytes_sent=t.numel() * t.element_size()):
-            self.pending.append((dist.isend(t, peer, tag=tag), t))
+            work = dist.isend(t, mesh.global_rank(self.group, peer), group=self.group, tag=tag)
+            self.pending.append((work, t))
 
-    def recv(self, src, dst, mb):
-        peer, tag = src % self.p, self._tag(src, dst, mb)
+    def recv(self, src: int, dst: int, mb: int) -> torch.Tensor:
+        peer, tag = src % self.p, self.tag(src, dst, mb)
         if peer == self.rank:
             return self.local.pop(tag)
         buf = torch.empty(self.shape)
-        with trace.span("recv grad" if dst < src else "recv act", kind="wait", mb=mb,
-                        peer=peer, step=self.step_no, bytes_recv=buf.numel() * buf.element_size()):
-            dist.irecv(buf, peer, tag=tag).wait()
+        with trace.span("recv grad" if dst < src else "recv act", kind="wait", mb=mb, peer=peer,
+                        step=self.step_no, bytes_recv=buf.numel() * buf.element_size()):
+            dist.irecv(buf, mesh.global_rank(self.group, peer), group=self.group, tag=tag).wait()
         return buf
-
-    # --- the three ops: receive what the op needs, compute (traced), send what it makes
-    def forward(self, a, step):
-        s = a.chunk * self.p + self.rank
-        inp = self.x[a.mb] if s == 0 else self.recv(s - 1, s, a.mb)
-        with trace.span("F", mb=a.mb, chunk=a.chunk, stage=s, step=step):
-            out, nbytes = (self._forward(a, s, inp) if self.real else
-                           (self._emulate("F", a.mb, s, inp if s > 0 else None), 0))
-        self.stash[a.mb, a.chunk] = [inp, out, None, nbytes]
-        self.peak = max(self.peak, len(self.stash))
-        self.peak_bytes = max(self.peak_bytes, sum(e[3] for e in self.stash.values()))
-        if s < self.n_stages - 1:
-            self.send(out, s, s + 1, a.mb)
-        elif self.real:
-            self.loss += out.item()
-
-    def backward(self, a, step):
-        s = a.chunk * self.p + self.rank
-        grad = None if s == self.n_stages - 1 else self.recv(s + 1, s, a.mb)
-        held = self.stash[a.mb, a.chunk]
-        inp, out = held[:2]
-        with trace.span("B", mb=a.mb, chunk=a.chunk, stage=s, step=step):
-            if not self.real:
-                g = self._emulate("B", a.mb, s, grad)
-            elif self.zero_bubble:  # the input gradient only, keeping the graph for W
-                g = torch.autograd.grad(out, inp, grad, retain_graph=True)[0] if s > 0 else None
-            else:
-                torch.autograd.backward(out, grad)
-                g = inp.grad
-        if self.zero_bubble:
-            held[2] = grad
-        else:
-            del self.stash[a.mb, a.chunk]
-        if s > 0:
-            self.send(g, s, s - 1, a.mb)
-
-    def weight(self, a, step):
-        s = a.chunk * self.p + self.rank
-        _, out, grad, _ = self.stash.pop((a.mb, a.chunk))
-        with trace.span("W", mb=a.mb, chunk=a.chunk, stage=s, step=step):
-            if not self.real:
-                self._emulate("W", a.mb, s, None)
-            else:  # weight gradients, through the graph that B kept
-                torch.autograd.backward(out, grad, inputs=list(self.stages[a.chunk].parameters()))
-
-    def _forward(self, a, s, inp):
-        """The stage's forward (+ the loss, scaled by 1/m, on the last stage), and the
-        bytes of the distinct storages it keeps for backward: counted in the first
-        step (hooks cost time), the same in every later one."""
-        if s > 0:
-            inp.requires_grad_()
-        count = (a.mb, a.chunk) not in self.nbytes
-        self._counting = {} if count else None
-        with (torch.autograd.graph.saved_tensors_hooks(self._keep, lambda t: t) if count
-              else contextlib.nullcontext()):
-            out = self.stages[a.chunk](inp)
-            if s == self.n_stages - 1:
-                out = loss_fn(out, self.y[a.mb]) / self.m  # mean over the global batch
-        if count:
-            for t in (inp, out):
-                self._keep(t)
-            self.nbytes[a.mb, a.chunk], self._counting = sum(self._counting.values()), None
-        return out, self.nbytes[a.mb, a.chunk]
-
-    def _keep(self, t):
-        if self._counting is not None and isinstance(t, torch.Tensor):
-            ptr = t.untyped_storage().data_ptr()
-            if ptr not in self._param_storage:  # weights are not activations
-                self._counting[ptr] = t.untyped_storage().nbytes()
-        return t
-
-    def _emulate(self, op, mb, s, received):
-        """Stand-in for a real op that lasts exactly durations[op]: check that the
-        message came from the right op, and make the one this op sends on."""
-        deadline = time.perf_counter() + self.durations[op]
-        if received is not None:
-            src = s - 1 if op == "F" else s + 1
-            assert received[0, 0, :2].tolist() == [mb, src], f"{op}{mb}: wrong message"
-        out = torch.zeros(self.shape)
-        out[0, 0, :2] = torch.tensor([mb, s])
-        time.sleep(max(0.0, deadline - time.perf_counter()))
-        return out

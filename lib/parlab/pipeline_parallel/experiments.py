@@ -7,8 +7,8 @@ import statistics
 
 from .. import cost
 from ..model import GPTConfig
+from .runner import PipelineResult, PPRun, run
 from .schedules import make_schedule, simulate, validate
-from .runner import RunResult, run
 from .stages import build_stages
 
 
@@ -38,17 +38,18 @@ def schedule_text(schedule: str, p: int, m: int, v: int = 1) -> list[str]:
 
 
 def reference_check(cases, config: GPTConfig, steps: int = 3, batch_size: int = 8,
-                    lr: float = 1e-3) -> list[dict]:
+                    lr: float = 1e-3, weight_decay: float = 0.0) -> list[dict]:
     """Run each (schedule, p, m, v) for real and compare with model.reference_train:
     largest |difference| of the losses, the last step's gradients and the final
     parameters."""
     from ..model import max_differences, reference_train
 
-    ref = reference_train(config, steps, batch_size, lr)
+    ref = reference_train(config, steps, batch_size, lr, weight_decay=weight_decay)
     rows = []
     for schedule, p, m, v in cases:
-        r = run(schedule, p, m, v, config=config, steps=steps, batch_size=batch_size, lr=lr)
-        d = max_differences({"losses": r.losses, "grads": r.grads, "state_dict": r.state_dict}, ref)
+        r = run(PPRun(config=config, steps=steps, batch_size=batch_size, lr=lr,
+                      weight_decay=weight_decay, schedule=schedule, p=p, m=m, v=v), p)
+        d = max_differences(r, ref)
         rows.append(dict(schedule=schedule, p=p, m=m, v=v,
                          loss=d["loss"], grads=d["grad"], params=d["param"]))
     return rows
@@ -63,8 +64,9 @@ def measured_bubble(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 0.
     the best step is the closest to what the schedule itself costs; ``median``
     shows the typical step. Both next to ``cost.bubble_fraction`` (``formula``,
     None for zb-h1) and to the simulator. ``*_ratio``: idle / busy instead."""
-    r = run(schedule, p, m, v, compute="emulated", t_fwd=t_fwd, t_bwd=t_bwd,
-               steps=repeats + 1)
+    # one sequence per micro-batch: the messages are what the default model would send
+    r = run(PPRun(schedule=schedule, p=p, m=m, v=v, batch_size=m, compute="emulated",
+                  t_fwd=t_fwd, t_bwd=t_bwd, steps=repeats + 1), p)
     steps = sorted((r.timeline(s) for s in range(1, repeats + 1)),
                    key=lambda t: t.bubble_fraction)
     sim = simulate(schedule, p, m, v, t_fwd, t_bwd)
@@ -97,7 +99,8 @@ def memory_rows(p: int, ms, config: GPTConfig, schedules=("gpipe", "1f1b"),
     rows = []
     for m in ms:
         for schedule in schedules:
-            r = run(schedule, p, m, config=config, batch_size=m, checkpoint=checkpoint)
+            r = run(PPRun(config=config, steps=1, batch_size=m, schedule=schedule, p=p, m=m,
+                          checkpoint=checkpoint), p)
             for rank in range(p):
                 rows.append(dict(schedule=schedule, m=m, rank=rank, held=r.stash_peak[rank],
                                  bytes=r.stash_peak_bytes[rank],
@@ -105,7 +108,7 @@ def memory_rows(p: int, ms, config: GPTConfig, schedules=("gpipe", "1f1b"),
     return rows
 
 
-def message_counts(result: RunResult, step: int = 0) -> list[dict]:
+def message_counts(result: PipelineResult, step: int = 0) -> list[dict]:
     """Per rank: messages sent in one step, their total bytes and the mean compute
     time between two messages (the work a message has to hide behind)."""
     rows = []
@@ -118,7 +121,7 @@ def message_counts(result: RunResult, step: int = 0) -> list[dict]:
     return rows
 
 
-def op_times(result: RunResult) -> dict:
+def op_times(result: PipelineResult) -> dict:
     """Median duration (s) of each op name over all ranks and steps but the first."""
     out = {}
     for op in ("F", "B", "W"):
@@ -144,10 +147,10 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
     if schedule != "zb-h1":
         text += f" (formula {cost.bubble_fraction(p, m, v):.1%})"
     text += "; peak micro-batches held per rank [" + ",\u00a0".join(map(str, sim.peak_activations)) + "]"
-    run = None
+    measured = None
     if live:
         res = measured_bubble(schedule, p, m, v, t_fwd, t_bwd, repeats=1)
-        run = res["timeline"]
+        measured = res["timeline"]
         text += (f"; measured bubble {res['measured']:.1%} "
                  f"(emulated, {t_fwd * 1e3:g}/{t_bwd * 1e3:g} ms)")
-    return dict(sim=sim, run=run, text=text)
+    return dict(sim=sim, run=measured, text=text)

@@ -40,8 +40,6 @@ class Action(namedtuple("Action", "op mb chunk")):
 
 # ----------------------------------------------------------------------------- checks
 
-
-
 def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = None,
              batch_size: int | None = None) -> None:
     """Raise ValueError naming the broken constraint, before any process starts."""
@@ -59,15 +57,16 @@ def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = N
     if n_layers is not None and p * v > n_layers:
         raise ValueError(f"p*v = {p}*{v} = {p * v} stages need at least one layer each, "
                          f"but n_layers={n_layers}")
-    if batch_size is not None and batch_size % m:
-        raise ValueError(f"batch_size={batch_size} must be divisible by m={m} micro-batches")
+    if batch_size is not None and (check_int("batch_size", batch_size) < m or batch_size % m):
+        raise ValueError(f"batch_size={batch_size} must be divisible by m={m} micro-batches "
+                         f"(at least one sequence each)")
 
 
 # ----------------------------------------------------------------------------- schedules
 
 def _gpipe(p, m):
-    """All forwards, then all backwards (Huang et al. 2019, §2.2). Each rank holds
-    the activations of all m micro-batches at its peak."""
+    """All forwards, then all backwards (Huang et al. 2019, §2.2; its bubble, §2.3).
+    Each rank holds the activations of all m micro-batches at its peak."""
     return [[Action("F", i, 0) for i in range(m)] + [Action("B", i, 0) for i in range(m)]
             for _ in range(p)]
 
@@ -112,7 +111,7 @@ def _interleaved(p, m, v):
 
 
 def _zb_h1(p, m):
-    """ZB-H1 (Qi et al. 2024, §3.1). Backward is split: B computes the input
+    """ZB-H1 (Qi et al. 2024, §2.1). Backward is split: B computes the input
     gradient (the previous stage is waiting for it), W the weight gradients
     (nobody waits). The F/B order is 1F1B's; rank r
     starts its W passes r slots late, so every rank holds at most p micro-batches

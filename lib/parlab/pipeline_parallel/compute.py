@@ -1,0 +1,157 @@
+"""What an op computes, kept out of the executor: the executor says *which* op runs
+(F, B or W of a micro-batch on a chunk) and moves the messages; a compute object
+says what the op does. The runner picks one and passes it in.
+
+  RealCompute       the stages' forward, backward and weight-gradient passes
+  EmulatedCompute   each op sleeps its fixed duration and makes a stamped message of
+                    the right size, so the schedule's shape shows even with more
+                    ranks than cores
+  ActivationProbe   how many bytes a forward keeps for backward (saved-tensor hooks),
+                    measured beside the real compute, never inside the schedule walk
+
+All three speak in terms of ``Stash`` (what one (micro-batch, chunk) keeps between
+its F and its last backward op) and ``Action`` (``schedules.Action``).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+from ..model import loss_fn
+
+
+@dataclass
+class Stash:
+    """What the forward of one (micro-batch, chunk) leaves for its backward."""
+    input: torch.Tensor                     # received activation (token ids on stage 0)
+    output: torch.Tensor                    # sent activation (the loss on the last stage)
+    output_grad: torch.Tensor | None = None  # kept by B for W (zero-bubble schedules)
+    nbytes: int = 0                         # bytes autograd keeps for the backward
+
+
+class ActivationProbe:
+    """Bytes of the distinct storages a forward keeps for backward -- what autograd
+    saves (``saved_tensors_hooks``), each checkpointed block's input, the stage's input
+    and output -- weights excluded. Measured the first time a (micro-batch, chunk) runs
+    (hooks cost time); later steps keep the same bytes."""
+
+    def __init__(self, stages):
+        self.nbytes: dict = {}  # (micro-batch, chunk) -> bytes
+        self._weights = {q.untyped_storage().data_ptr() for st in stages for q in st.parameters()}
+        self._counting: dict | None = None  # storage -> bytes, while a forward is measured
+        for st in stages:  # a checkpointed block keeps its input: count it too
+            for block in st.blocks.values():
+                block.register_forward_pre_hook(lambda mod, args: self.keep(args[0]))
+
+    @contextmanager
+    def measure(self, key):
+        """Count what the body's forward saves under ``key``; yields ``keep`` to count
+        more tensors by hand. A no-op once ``key`` has been measured."""
+        if key in self.nbytes:
+            yield lambda t: t
+            return
+        self._counting = {}
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(self.keep, lambda t: t):
+                yield self.keep
+            self.nbytes[key] = sum(self._counting.values())
+        finally:
+            self._counting = None
+
+    def keep(self, t):
+        if self._counting is not None and isinstance(t, torch.Tensor):
+            storage = t.untyped_storage()
+            if storage.data_ptr() not in self._weights:  # weights are not activations
+                self._counting[storage.data_ptr()] = storage.nbytes()
+        return t
+
+
+class RealCompute:
+    """The model chunks of one rank. F runs a chunk (and, on the last stage, the loss
+    scaled by 1/m: the mean over the global batch); B back-propagates through it -- or,
+    with ``split_backward`` (zero-bubble schedules), computes the input gradient only
+    and keeps the graph, so that W can compute the weight gradients later."""
+
+    def __init__(self, stages, m: int, split_backward: bool, probe: ActivationProbe):
+        self.stages, self.m, self.split_backward, self.probe = stages, m, split_backward, probe
+        self.params = [q for st in stages for q in st.parameters()]
+
+    def forward(self, a, stage: int, inp, target):
+        if inp.is_floating_point():  # an activation: its gradient goes back to stage - 1
+            inp.requires_grad_()
+        chunk = self.stages[a.chunk]
+        with self.probe.measure((a.mb, a.chunk)) as keep:
+            out = chunk(inp)
+            if chunk.last:
+                out = loss_fn(out, target) / self.m
+            for t in (inp, out):
+                keep(t)
+        return out
+
+    def kept_bytes(self, a) -> int:
+        return self.probe.nbytes[a.mb, a.chunk]
+
+    def backward(self, a, stage: int, stash: Stash, grad):
+        """The gradient with respect to the chunk's input (None on stage 0)."""
+        wants = stash.input.requires_grad
+        if self.split_backward:
+            return (torch.autograd.grad(stash.output, stash.input, grad, retain_graph=True)[0]
+                    if wants else None)
+        torch.autograd.backward(stash.output, grad)
+        return stash.input.grad if wants else None
+
+    def weight(self, a, stage: int, stash: Stash) -> None:
+        """Weight gradients, through the graph that B kept."""
+        torch.autograd.backward(stash.output, stash.output_grad,
+                                inputs=list(self.stages[a.chunk].parameters()))
+
+
+class EmulatedCompute:
+    """Every op lasts exactly ``durations[op]`` seconds and does nothing else but check
+    the message it received and make the one it sends: a zero tensor of the real
+    activation's ``shape`` stamped with (micro-batch, stage), so a message that comes
+    from the wrong op fails loudly. The last stage's F makes a zero "loss"."""
+
+    def __init__(self, durations: dict, shape: tuple, n_stages: int):
+        self.durations, self.shape, self.n_stages = durations, shape, n_stages
+        self.params: list = []
+
+    def forward(self, a, stage: int, inp, target):
+        with self._lasting("F"):
+            if stage > 0:
+                self._check(inp, a, stage - 1)
+            return self._stamp(a, stage) if stage < self.n_stages - 1 else torch.zeros(())
+
+    def kept_bytes(self, a) -> int:
+        return 0
+
+    def backward(self, a, stage: int, stash: Stash, grad):
+        with self._lasting("B"):
+            if grad is not None:
+                self._check(grad, a, stage + 1)
+            return self._stamp(a, stage) if stage > 0 else None
+
+    def weight(self, a, stage: int, stash: Stash) -> None:
+        with self._lasting("W"):
+            pass
+
+    @contextmanager
+    def _lasting(self, op: str):
+        deadline = time.perf_counter() + self.durations[op]
+        yield
+        time.sleep(max(0.0, deadline - time.perf_counter()))
+
+    def _stamp(self, a, stage: int) -> torch.Tensor:
+        out = torch.zeros(self.shape)
+        out[0, 0, :2] = torch.tensor([a.mb, stage])
+        return out
+
+    @staticmethod
+    def _check(received, a, src: int) -> None:
+        if received[0, 0, :2].tolist() != [a.mb, src]:
+            raise RuntimeError(f"{a}: expected the message of micro-batch {a.mb} from stage "
+                               f"{src}, got {received[0, 0, :2].tolist()}")

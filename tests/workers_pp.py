@@ -1,0 +1,16 @@
+"""Rank-side workers for the pipeline sub-group tests (ranks import them by name)."""
+import torch.distributed as dist
+
+from parlab import mesh
+from parlab.pipeline_parallel import peers, pipeline_worker
+
+
+def pipelines_on_subgroups(runs, peer=False):
+    """Cut the world into groups of ``runs[0].p`` consecutive ranks; group i runs
+    ``runs[i]`` as a pipeline of its own (ours, or torch's with ``peer``). Returns this
+    rank's worker result, with the world rank and the group index beside it."""
+    group, index = mesh.split(runs[0].p)
+    runs[index].check(dist.get_world_size(group))
+    worker = peers.torch_pipeline_worker if peer else pipeline_worker
+    out = worker(runs[index], group)
+    return dict(out, world_rank=dist.get_rank(), group=index)
