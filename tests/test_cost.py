@@ -403,3 +403,12 @@ def test_min_micro_batches_matches_brute_force():
 def test_min_micro_batches_bad_input(kw, name):
     with pytest.raises(ValueError, match=re.escape(name) + "="):
         cost.min_micro_batches(**(dict(p=4, target=0.2) | kw))
+
+
+def test_fit_alpha_beta_keeps_its_parameters_physical():
+    # time = -1 us + 1 ns/B would fit exactly, but a latency cannot be negative
+    sizes = [1e3, 1e4, 1e5, 1e6]
+    fit = cost.fit_alpha_beta(sizes, [1e-9 * s - 1e-6 for s in sizes])
+    assert fit.alpha == 0.0 and fit.beta > 0 and math.isfinite(fit.bandwidth)
+    with pytest.raises(ValueError, match="do not grow"):
+        cost.fit_alpha_beta(sizes, [4e-6, 3e-6, 2e-6, 1e-6])

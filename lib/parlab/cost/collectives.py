@@ -212,7 +212,7 @@ def bus_bandwidth(op: str, nbytes: float, n: int, seconds: float) -> float:
 
 @dataclass
 class AlphaBetaFit:
-    alpha: float  # seconds per message (a noisy fit may make it slightly negative)
+    alpha: float  # seconds per message (>= 0 from fit_alpha_beta)
     beta: float  # seconds per byte
     r2: float  # coefficient of determination of the fit, on relative errors (<= 1)
 
@@ -236,6 +236,10 @@ def fit_alpha_beta(sizes, times) -> AlphaBetaFit:
     would let the largest messages decide everything and leave alpha noise (often
     negative). Weighting by 1/time^2 minimises *relative* error, so the small
     messages pin alpha and the large ones pin beta.
+
+    The model's parameters are physical: alpha >= 0 (a noisy fit that would make it
+    negative is refitted through the origin) and beta > 0 (times that do not grow with
+    size are a ValueError: there is no bandwidth to fit).
 
     ``sizes``: bytes, finite and >= 0, at least two distinct; ``times``: seconds,
     finite and > 0, one per size.
@@ -263,6 +267,12 @@ def fit_alpha_beta(sizes, times) -> AlphaBetaFit:
         raise ValueError(f"sizes={xs} are too close together (or too far apart) to fit a slope")
     beta = sxy / sxx
     alpha = my - beta * mx
+    if alpha < 0:  # a latency cannot be negative: the best fit with alpha = 0 (through the origin)
+        alpha = 0.0
+        beta = sum(wi * x * y for wi, x, y in zip(w, xs, ys)) / sum(wi * x * x for wi, x in zip(w, xs))
+    if not beta > 0:
+        raise ValueError(f"times={ys} do not grow with sizes={xs}: no bandwidth to fit "
+                         "(measure sizes large enough for the transfer to dominate)")
     ss_res = sum(wi * (y - alpha - beta * x) ** 2 for wi, x, y in zip(w, xs, ys))
     ss_tot = sum(wi * (y - my) ** 2 for wi, y in zip(w, ys))
     return AlphaBetaFit(alpha, beta, 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0)
