@@ -5,10 +5,12 @@ Default mode (step time, real compute). For each schedule (gpipe, 1f1b,
 interleaved v=2) and p in --ps: the same model split, data and AdamW step run by
 ``parlab.pipeline_parallel.run`` (ours) and by torch's ``ScheduleGPipe`` /
 ``Schedule1F1B`` / ``ScheduleInterleaved1F1B`` on the same ``Stage`` modules
-(theirs). Launches alternate ours/theirs (A/B interleaved, --repeats rounds of
---steps steps each; the first step of every launch is dropped as warm-up); a
-step is timed from the barrier before it to the last rank's optimizer step. The
-table gives the medians and ours/theirs.
+(theirs), both given the same ``PPRun``. Launches alternate ours/theirs (A/B
+interleaved, --repeats rounds of one launch each with --steps steps; the first
+step of every launch is dropped as warm-up); a step is timed from the barrier
+before it to the last rank's optimizer step. A round's ratio is the median step of
+ours over the median step of theirs; the table gives the medians over all steps and
+the median of the per-round ratios.
 
 --bubble mode (emulated compute). For p in {2, 4}, m in {1, 2, 4, 8, 16}, gpipe
 and 1f1b: each op sleeps t_f / t_b (default 20 / 40 ms) while real activation-sized
@@ -17,13 +19,19 @@ messages still flow; the measured bubble is 1 - busy / (p x makespan) of a step
 can only add idle time, so the best step is the schedule's own cost), next to
 ``cost.bubble_fraction``.
 
-    python -m bench.pipeline [--quick] [--ps 2 4] [--repeats 5]
-    python -m bench.pipeline --bubble [--quick] [--t-fwd 0.02 --t-bwd 0.04]
+    python -m bench.pipeline [--quick] [--ps 2 4] [--repeats 5] [--json PATH]
+    python -m bench.pipeline --bubble [--quick] [--t-fwd 0.02 --t-bwd 0.04] [--json PATH]
+
+--json PATH writes {"ratios": {key: median per-round ratio}, "rows": [...]}. Step time
+mode: "<ours>/<peer>@<ranks>", e.g. "1f1b/torch-1f1b@4" (interleaved runs v=2).
+Bubble mode: "<schedule>-m<M>/formula@<P>", the median measured bubble over
+``cost.bubble_fraction``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 
@@ -32,6 +40,7 @@ from parlab.pipeline_parallel import experiments as demos
 from parlab.pipeline_parallel import peers
 from parlab import pipeline_parallel as pp
 from parlab.model import GPTConfig
+from parlab.pipeline_parallel import PPRun
 
 
 def step_time_table(ps, schedules, config, batch_size, m, steps, repeats) -> list[dict]:
@@ -41,14 +50,18 @@ def step_time_table(ps, schedules, config, batch_size, m, steps, repeats) -> lis
             v = 2 if schedule == "interleaved" else 1
             if schedule == "interleaved" and m % p:
                 continue
-            kw = dict(config=config, steps=steps, batch_size=batch_size, timeout=300)
-            ours, theirs = [], []
+            run = PPRun(config=config, steps=steps, batch_size=batch_size, schedule=schedule,
+                        p=p, m=m, v=v)
+            ours, theirs, ratios = [], [], []
             for _ in range(repeats):  # A/B interleaved: noise hits both alike
-                ours += pp.run(schedule, p, m, v, **kw).step_times[1:]
-                theirs += peers.torch_run(schedule, p, m, v, **kw)["step_times"][1:]
+                o = pp.run(run, p, timeout=300).step_times[1:]
+                t = peers.torch_run(run, p, timeout=300).step_times[1:]
+                ours, theirs = ours + o, theirs + t
+                ratios.append(statistics.median(o) / statistics.median(t))
             o, t = statistics.median(ours), statistics.median(theirs)
-            rows.append(dict(schedule=schedule, p=p, m=m, v=v, ours=o, theirs=t, ratio=o / t,
-                             n=len(ours)))
+            rows.append(dict(schedule=schedule, p=p, m=m, v=v, ours=o, theirs=t,
+                             ratio=statistics.median(ratios), ratios=ratios, n=len(ours),
+                             key=f"{schedule}/torch-{schedule}@{p}"))
             print(f"  {schedule:<12} p={p}: ours {o * 1e3:7.1f} ms, torch {t * 1e3:7.1f} ms",
                   file=sys.stderr, flush=True)
     return rows
@@ -57,9 +70,16 @@ def step_time_table(ps, schedules, config, batch_size, m, steps, repeats) -> lis
 def bubble_table(ps, ms, schedules, t_fwd, t_bwd, repeats) -> list[dict]:
     rows = demos.bubble_sweep(ps, ms, schedules, t_fwd, t_bwd, repeats)
     for r in rows:
+        r["key"] = f"{r['schedule']}-m{r['m']}/formula@{r['p']}"
+        r["ratio"] = r["median"] / r["formula"]
         print(f"  {r['schedule']:<6} p={r['p']} m={r['m']:>2}: best {100 * r['measured']:5.1f}% "
               f"(formula {100 * r['formula']:5.1f}%)", file=sys.stderr, flush=True)
     return rows
+
+
+def write_json(path, rows) -> None:
+    with open(path, "w") as f:
+        json.dump({"ratios": {r["key"]: r["ratio"] for r in rows}, "rows": rows}, f, indent=1)
 
 
 def main(argv=None) -> None:
@@ -76,6 +96,7 @@ def main(argv=None) -> None:
     ap.add_argument("--d-model", type=int, default=128)
     ap.add_argument("--t-fwd", type=float, default=0.02)
     ap.add_argument("--t-bwd", type=float, default=0.04)
+    ap.add_argument("--json", metavar="PATH", help='also write {"ratios": {...}, "rows": [...]}')
     a = ap.parse_args(argv)
     cores = hardware.detect().usable_cpus
     if a.bubble:
@@ -95,6 +116,8 @@ def main(argv=None) -> None:
                 print(f"| {p} | {m} | {100 * g['formula']:.1f}% | {100 * g['measured']:.1f}% "
                       f"| {100 * g['median']:.1f}% | {100 * f['measured']:.1f}% "
                       f"| {100 * f['median']:.1f}% | {100 * diff:.1f} pp |")
+        if a.json:
+            write_json(a.json, rows)
         return
     if a.quick:
         config, steps, repeats, batch, m = GPTConfig(n_layers=8, d_model=32), 2, 1, 8, 4
@@ -106,12 +129,15 @@ def main(argv=None) -> None:
     print(f"\nStep time, real compute, {config.n_layers} layers, d_model={config.d_model}, "
           f"seq={config.seq_len}, batch {batch} in m={m} micro-batches; median of {rows[0]['n']} "
           f"steps per cell, ours/torch launches alternated; {cores} cores, 1 thread per rank.\n")
-    print("| schedule | p | ours (ms) | torch.distributed.pipelining (ms) | ours / torch |")
+    print("| schedule | p | ours (ms) | torch.distributed.pipelining (ms) | ours / torch "
+          "(median of rounds) |")
     print("|---|---|---|---|---|")
     for r in rows:
         name = r["schedule"] + (f" (v={r['v']})" if r["v"] > 1 else "")
         print(f"| {name} | {r['p']} | {r['ours'] * 1e3:.1f} | {r['theirs'] * 1e3:.1f} "
               f"| {r['ratio']:.2f} |")
+    if a.json:
+        write_json(a.json, rows)
 
 
 if __name__ == "__main__":
