@@ -1,0 +1,225 @@
+"""Run a function on N ranks: from a notebook, a script, or under torchrun.
+
+    results = parlab.launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs)
+
+calls ``fn(*args, **kwargs)`` on ``world_size`` ranks with ``torch.distributed``
+initialised (gloo on CPU; NCCL when every rank can have its own GPU) and returns
+the ranks' return values as a list indexed by rank.
+
+Why a pool of long-lived ranks. A widget re-runs small jobs every time a slider
+moves. Starting a rank means starting Python and importing torch, about a second
+of CPU each; four of them on two cores cost 3-5 s. So the first launch of a given
+(world_size, backend) starts the ranks and keeps them; later launches send the job
+to the waiting ranks over a pipe (milliseconds). New ranks are forked from a
+"forkserver" that imported torch once, so even a cold start is well under a second
+per rank. (bench/launcher.py measures this against a fresh spawn and against
+ipyparallel engines; the README's design notes give the figures.)
+
+What never happens (each one is a test in tests/test_launch*.py):
+- a frozen caller. A rank that raises makes the call raise ``LaunchError`` (with
+  the remote traceback) as soon as its message arrives; a rank that dies makes it
+  raise at once; a job still running after ``timeout`` seconds raises
+  ``LaunchTimeout``, naming the ranks still running, the traced operation each was
+  inside and the Python line it was blocked on. In every case the other ranks are
+  killed and the pool is rebuilt by the next launch.
+- orphans. Ranks die with the caller: each watches a pipe that only the caller
+  holds open, so even ``kill -9`` of a notebook kernel takes its ranks with it.
+  Ctrl-C / kernel interrupt kills the running job's ranks before re-raising, and a
+  second Ctrl-C during that cleanup waits for it to finish.
+- a rendezvous others can reach. The ranks meet through a file in a directory only
+  this user can enter (removed when the pool closes); gloo is told to use the
+  loopback interface.
+- crossed results. Launches from several threads are served one at a time.
+
+Isolation between jobs. Once every rank has finished a job, the ranks destroy and
+re-create their process group, so a job never sees groups, pending messages or
+sequence numbers left by the previous one. They do it while the caller is busy
+with the result, so it costs a launch nothing unless launches come back to back.
+
+Stale code. Ranks import your function's module once. If that file or any
+``parlab`` source changes after the pool started, the next launch restarts the
+ranks so that they run the code you see.
+
+Files: this one (API, argument checks, the pools kept alive), ``pool.py`` (the
+caller's side of one pool), ``rank.py`` (a rank's serve loop), ``errors.py``
+(the exceptions and their messages), ``torchrun.py`` (running as one rank).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+
+from .errors import LaunchError, LaunchTimeout
+from .pool import Pool
+from .torchrun import default_backend, launch_in_process, under_torchrun
+
+__all__ = ["launch", "run_on_ranks", "shutdown", "pool_info", "LaunchError", "LaunchTimeout"]
+
+MAX_LOCAL_RANKS = int(os.environ.get("PARLAB_MAX_RANKS", "32"))
+MAX_POOLED_RANKS = int(os.environ.get("PARLAB_MAX_POOLED_RANKS", "16"))  # kept alive, all pools
+
+_pools: dict[tuple[int, str], Pool] = {}  # insertion order = least recently used first
+# One job at a time per process: a pool's pipes carry one job's replies, so two threads
+# sharing a pool would read each other's results. Re-entrant for shutdown() at exit.
+_lock = threading.RLock()
+
+
+# ------------------------------------------------------------------------------
+# public API
+# ------------------------------------------------------------------------------
+
+def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
+    """Run ``fn(*args, **kwargs)`` on ``world_size`` ranks; return their results by rank.
+
+    ``fn`` must be importable by name (defined at module level in ``lib/`` or any
+    importable module), because the ranks are separate processes. Under ``torchrun``
+    (RANK and WORLD_SIZE in the environment) no process is started: ``fn`` runs in
+    this process as this rank, and every rank gets the full list of results.
+    """
+    _check_fn(fn)
+    _check_args(world_size, timeout, backend)
+    if under_torchrun():
+        return launch_in_process(fn, world_size, args, kwargs, timeout, backend)
+    backend = backend or default_backend(world_size)
+    payload = _pickle_job(fn, args, kwargs)
+    with _lock:
+        pool = _get_pool(world_size, backend, _code_files(fn))
+        return pool.run(("run", payload, _main_script(fn), sys.path, dict(os.environ)),
+                        timeout, label=_fn_name(fn))
+
+
+def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None) -> list[dict]:
+    """Execute Python source on every rank, in a namespace that persists between calls.
+
+    This is what the ``%%ranks`` cell magic (``parlab.interactive``) calls. The
+    namespace starts with ``torch``, ``dist``, ``rank`` and ``world_size``; the
+    process group is kept between calls so groups and tensors made in one cell are
+    there in the next. Returns, per rank, ``{"output": printed text, "value": repr of
+    a trailing expression or None, "error": traceback text or None}``.
+    """
+    _check_args(world_size, timeout, backend)
+    if not isinstance(code, str):
+        raise ValueError(f"code must be a str, got {type(code).__name__}")
+    compile(code, "<ranks>", "exec")  # a SyntaxError here, before any rank sees it
+    backend = backend or default_backend(world_size)
+    with _lock:
+        pool = _get_pool(world_size, backend, _code_files(None))
+        return pool.run(("exec", code, None, sys.path, dict(os.environ)), timeout,
+                        label="%%ranks cell", cell=True)
+
+
+def shutdown() -> None:
+    """Stop every pooled rank (they also stop when this process exits)."""
+    with _lock:
+        while _pools:
+            _pools.pop(next(iter(_pools))).close()
+
+
+def pool_info() -> list[dict]:
+    """The pools alive now: world size, backend, pids, jobs run."""
+    with _lock:
+        _drop_unhealthy()
+        return [{"world_size": p.world_size, "backend": p.backend, "jobs": p.jobs,
+                 "pids": [proc.pid for proc in p.procs]} for p in _pools.values()]
+
+
+# ------------------------------------------------------------------------------
+# argument checks (before any process starts)
+# ------------------------------------------------------------------------------
+
+def _check_args(world_size, timeout, backend):
+    if isinstance(world_size, bool) or not isinstance(world_size, int):
+        raise ValueError(f"world_size must be an int, got {world_size!r}")
+    if world_size < 1:
+        raise ValueError(f"world_size={world_size} must be >= 1")
+    if not under_torchrun() and world_size > MAX_LOCAL_RANKS:
+        raise ValueError(f"world_size={world_size} exceeds the cap of {MAX_LOCAL_RANKS} local "
+                         f"ranks (set PARLAB_MAX_RANKS to raise it)")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout={timeout!r} must be a number of seconds > 0")
+    if backend not in (None, "gloo", "nccl"):
+        raise ValueError(f"backend={backend!r} must be None, 'gloo' or 'nccl'")
+    if backend == "nccl" and not under_torchrun():
+        import torch
+        n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n_gpus < world_size:
+            raise ValueError(f"backend='nccl' needs one GPU per rank: world_size={world_size} "
+                             f"but {n_gpus} GPU(s) here")
+
+
+def _check_fn(fn):
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+    qualname = getattr(fn, "__qualname__", "")
+    module = getattr(fn, "__module__", None)
+    if "<lambda>" in qualname or "<locals>" in qualname:
+        raise ValueError(f"fn={qualname} is a lambda or closure; ranks are separate processes "
+                         "and can only run a function defined at module level")
+    if module == "__main__" and not hasattr(sys.modules["__main__"], "__file__"):
+        raise ValueError(f"fn={qualname} is defined in a notebook or REPL; ranks cannot import "
+                         "it. Put it in a module (e.g. under lib/parlab/) and import it")
+
+
+def _pickle_job(fn, args, kwargs) -> bytes:
+    try:
+        return pickle.dumps((fn, args, kwargs))
+    except Exception as e:
+        raise ValueError(f"cannot send the job to the ranks: {type(e).__name__}: {e}") from None
+
+
+def _fn_name(fn) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _main_script(fn) -> str | None:
+    """The script file that defines ``fn``, when ``fn`` lives in ``__main__``."""
+    if getattr(fn, "__module__", None) != "__main__":
+        return None
+    return os.path.abspath(sys.modules["__main__"].__file__)
+
+
+# ------------------------------------------------------------------------------
+# the pools kept alive, one per (world_size, backend)
+# ------------------------------------------------------------------------------
+
+def _get_pool(world_size: int, backend: str, code_files: list[str]) -> Pool:
+    key = (world_size, backend)
+    _drop_unhealthy()
+    pool = _pools.pop(key, None)
+    if pool is not None and pool.stale():
+        print("[parlab] code changed since the ranks started: restarting them", flush=True)
+        pool.close()
+        pool = None
+    if pool is None:
+        # Keep the number of idle ranks bounded (each holds ~150 MB): drop the oldest pools.
+        while _pools and sum(k[0] for k in _pools) + world_size > MAX_POOLED_RANKS:
+            _pools.pop(next(iter(_pools))).close()
+        pool = Pool(world_size, backend)
+    pool.watch(code_files)  # parlab's sources and fn's module, as the ranks will see them
+    _pools[key] = pool  # most recently used last
+    return pool
+
+
+def _drop_unhealthy() -> None:
+    """Forget (and finish closing) pools that failed, were interrupted or lost a rank."""
+    for key, pool in list(_pools.items()):
+        if not pool.healthy():
+            del _pools[key]
+            pool.close()
+
+
+def _code_files(fn) -> list[str]:
+    """Sources whose change should restart the ranks: parlab's (all of its packages)
+    and fn's module."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files = [os.path.join(d, f) for d, dirs, names in os.walk(root)
+             if not os.path.basename(d).startswith(("__", ".")) or d == root
+             for f in names if f.endswith(".py")]
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    if path and path.endswith(".py"):
+        files.append(os.path.abspath(path))
+    return files

@@ -1,0 +1,271 @@
+"""The caller's side of a pool of long-lived ranks: start them, send jobs, collect replies.
+
+A ``Pool`` holds ``world_size`` rank processes (rank.py) forked from a fork server,
+one pipe to each, a dump pipe for its faulthandler stack, a shared status buffer
+(the traced op each rank is inside) and a lifeline pipe whose closing tells every
+rank to exit. Any failure, timeout or Ctrl-C kills all the ranks; the registry in
+``__init__.py`` then starts a fresh pool for the next launch.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import select
+import shutil
+import signal
+import tempfile
+import time
+from contextlib import suppress
+from multiprocessing import connection as mp_connection
+from multiprocessing import util as mp_util
+
+from . import errors
+from .processes import bare_main, ctrl_c_deferred, every_step, mp_context
+from .rank import SLOT, START_TIMEOUT, rank_main
+
+KILL_GRACE = 2.0  # seconds to wait for a killed rank to be reaped
+DUMP_WAIT = 1.0  # seconds to wait for the stuck ranks' stacks (all ranks together)
+
+
+class Pool:
+    def __init__(self, world_size: int, backend: str):
+        self.world_size, self.backend = world_size, backend
+        self.jobs, self.busy, self.closing, self.closed = 0, False, False, False
+        self.watched: dict[str, float] = {}
+        self.procs, self.conns, self.dumps, self.lifeline = [], [], [], None
+        atexit.register(self.close)
+        ctx = mp_context()
+        # Rendezvous: a FileStore in a directory that only this user can enter
+        # (mkdtemp makes it 0700). A TCPStore, even on 127.0.0.1, accepts every local
+        # process, and each client can make the caller's store server hold more keys
+        # and connections (hundreds of MB, or all its descriptors). A file needs no
+        # server in the caller, leaves gloo's pairwise connections as the only
+        # sockets, and works for the "regroup" between jobs like the TCPStore did.
+        self.rendezvous_dir = tempfile.mkdtemp(prefix="parlab-rdzv-")
+        store_path = os.path.join(self.rendezvous_dir, "store")
+        os.close(os.open(store_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        try:
+            lifeline_r, self.lifeline = ctx.Pipe(duplex=False)  # ranks exit when this closes
+            # If this process is killed, rank 0 removes our private directories: the
+            # rendezvous one and multiprocessing's (the fork-server socket lives there).
+            private = ([mp_util.get_temp_dir()] if ctx.get_start_method() == "forkserver"
+                       else []) + [self.rendezvous_dir]
+            self.status = ctx.Array("c", SLOT * world_size, lock=False)
+            try:
+                for rank in range(world_size):
+                    self._start_rank(ctx, rank, store_path, lifeline_r,
+                                     private if rank == 0 else [])
+            finally:
+                lifeline_r.close()
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_rank(self, ctx, rank, store_path, lifeline_r, cleanup_dirs):
+        parent_end, child_end = ctx.Pipe()
+        dump_r, dump_w = ctx.Pipe(duplex=False)
+        self.conns.append(parent_end)
+        self.dumps.append(dump_r)
+        try:
+            proc = ctx.Process(target=rank_main, name=f"parlab-rank{rank}",
+                               args=(rank, self.world_size, self.backend, store_path,
+                                     child_end, lifeline_r, dump_w, self.status,
+                                     dict(os.environ), os.getpid(), cleanup_dirs))
+            with bare_main():
+                proc.start()
+            self.procs.append(proc)
+        finally:
+            child_end.close()
+            dump_w.close()
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + START_TIMEOUT
+        waiting = set(range(self.world_size))
+
+        def on_message(rank, reply):
+            if reply[0] == "ready":
+                waiting.discard(rank)
+            else:  # the rank could not even join the process group
+                raise errors.LaunchError(f"rank {rank} failed to start:\n{reply[1]}",
+                                         rank=rank, remote_traceback=reply[1])
+
+        while waiting:
+            self._poll(waiting, deadline, on_message, label="starting the ranks")
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def healthy(self) -> bool:
+        """Ready for a job: not closed, every rank alive, no job left half-done (a
+        Ctrl-C that landed before the pool could close itself leaves ``busy``)."""
+        return not (self.closing or self.busy) and all(p.is_alive() for p in self.procs)
+
+    def watch(self, files: list[str]) -> None:
+        """Remember these sources as the ranks see them (first sight counts)."""
+        for f in files:
+            self.watched.setdefault(f, _mtime(f))
+
+    def stale(self) -> bool:
+        return any(_mtime(f) != m for f, m in self.watched.items())
+
+    def close(self) -> None:
+        """Kill the ranks and free the pipes and the rendezvous directory.
+
+        Safe to call again (each step is). A KeyboardInterrupt (a second Ctrl-C)
+        arriving meanwhile is held back until everything is freed, then raised; and
+        each step runs even if an earlier one raised, so nothing is left half-closed.
+        """
+        if self.closed:
+            return
+        self.closing = True
+        with ctrl_c_deferred():
+            every_step(self._kill, self._reap, self._close_pipes,
+                        self._remove_rendezvous, lambda: atexit.unregister(self.close))
+            self.closed = True  # not when a step raised: the registry closes it again
+
+    def _kill(self):
+        for p in self.procs:
+            with suppress(ValueError):  # ValueError: closed by an earlier close()
+                if p.is_alive():
+                    p.kill()
+
+    def _reap(self):
+        for p in self.procs:
+            with suppress(ValueError):
+                p.join(KILL_GRACE)
+                if p.exitcode is not None:
+                    p.close()  # frees its sentinel now rather than at garbage collection
+
+    def _close_pipes(self):
+        for c in self.conns + self.dumps + [self.lifeline]:
+            if c is not None:
+                c.close()
+
+    def _remove_rendezvous(self):
+        shutil.rmtree(self.rendezvous_dir, ignore_errors=True)
+
+    # -- running a job ---------------------------------------------------------
+
+    def run(self, job, timeout: float, label: str, cell: bool = False) -> list:
+        """Send ``job`` to every rank and collect the replies, or fail cleanly.
+
+        A ``launch`` job fails as soon as one rank fails: its peers may be blocked
+        waiting for it. A ``%%ranks`` cell (``cell=True``) instead collects every
+        rank's error, so that one typo repeated on every rank does not cost the
+        session; it kills the ranks only if some are still busy a second later.
+        """
+        msg = pickle.dumps(job)
+        results, errs = [None] * self.world_size, {}
+        outputs = [[] for _ in range(self.world_size)]
+        pending = set(range(self.world_size))
+
+        def on_message(rank, reply):
+            kind = reply[0]
+            if kind == "out":
+                outputs[rank].append(reply[1]) if cell else _print_rank_output(rank, reply[1])
+            elif kind == "ok":
+                results[rank] = reply[1] if cell else pickle.loads(reply[1])
+                pending.discard(rank)
+            elif kind == "err":
+                errs[rank] = reply[1]
+                pending.discard(rank)
+                if not cell:
+                    raise errors.failure(label, rank, reply[1])
+
+        self.busy = True
+        try:
+            for conn in self.conns:
+                conn.send_bytes(msg)
+            self.jobs += 1
+            deadline = time.monotonic() + timeout
+            while pending:
+                if errs:  # cell mode only: a short grace for the others
+                    deadline = min(deadline, time.monotonic() + 1.0)
+                self._poll(pending, deadline, on_message, label)
+        except BaseException as e:
+            # Error, timeout, Ctrl-C: the ranks are in an unknown state. Kill them all;
+            # the next launch starts a fresh pool.
+            if cell and errs and isinstance(e, errors.LaunchTimeout):
+                rank = min(errs)
+                e = errors.failure(label, rank, errs[rank])
+            self.close()
+            raise e
+        if cell:
+            self.busy = False
+            return [{"output": "".join(outputs[r]), "value": (results[r] or {}).get("value"),
+                     "error": errs.get(r)} for r in range(self.world_size)]
+        # Every rank is done: let them renew their process group while we return. (Not
+        # earlier: a rank renewing its group would break peers still inside a collective.)
+        regroup = pickle.dumps(("regroup",))
+        for conn in self.conns:
+            conn.send_bytes(regroup)
+        self.busy = False
+        return results
+
+    def _poll(self, pending: set, deadline: float, on_message, label: str) -> None:
+        """Wait for one round of messages from ``pending`` ranks, a death, or the deadline."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise self._timeout(sorted(pending), label)
+        by_conn = {self.conns[r]: r for r in pending}
+        by_sentinel = {self.procs[r].sentinel: r for r in pending}
+        ready = mp_connection.wait(list(by_conn) + list(by_sentinel), timeout=min(remaining, 0.5))
+        for obj in ready:
+            if obj in by_conn:
+                try:
+                    reply = pickle.loads(obj.recv_bytes())
+                except (EOFError, OSError):
+                    raise self._death(by_conn[obj], label) from None
+                on_message(by_conn[obj], reply)
+        for obj in ready:
+            rank = by_sentinel.get(obj)
+            if rank is not None and rank in pending and not self.conns[rank].poll():
+                raise self._death(rank, label)
+
+    def _death(self, rank: int, label: str) -> errors.LaunchError:
+        self.procs[rank].join(KILL_GRACE)
+        return errors.death(label, rank, self.procs[rank].exitcode)
+
+    def _timeout(self, ranks: list[int], label: str) -> errors.LaunchTimeout:
+        from .. import trace
+        ops = {r: trace.read_status_slot(self.status, r * SLOT, SLOT) for r in ranks}
+        return errors.timeout(label, self.world_size, ranks, ops, self._stacks(ranks))
+
+    def _stacks(self, ranks: list[int]) -> dict[int, str]:
+        """Ask the stuck ranks for their Python stacks (faulthandler on SIGUSR1), all at
+        once and with one deadline, so a rank that does not answer costs DUMP_WAIT once."""
+        if not hasattr(signal, "SIGUSR1"):
+            return {}
+        chunks = {}
+        for r in ranks:
+            with suppress(OSError):
+                os.kill(self.procs[r].pid, signal.SIGUSR1)
+                chunks[r] = b""
+        waiting = {self.dumps[r].fileno(): r for r in chunks}
+        deadline = time.monotonic() + DUMP_WAIT
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for fd in select.select(list(waiting), [], [], left)[0]:
+                r = waiting[fd]
+                data = os.read(fd, 65536)
+                chunks[r] += data
+                if not data or b"rank_main" in chunks[r]:  # EOF, or the main thread's stack
+                    del waiting[fd]
+        return {r: c.decode("utf-8", "replace") for r, c in chunks.items()}
+
+    def __del__(self):
+        with suppress(Exception):
+            self.close()
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _print_rank_output(rank: int, text: str) -> None:
+    for line in text.splitlines():
+        print(f"[rank {rank}] {line}", flush=True)

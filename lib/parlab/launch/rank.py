@@ -1,0 +1,226 @@
+"""Inside a rank: join the process group, then serve jobs from the caller until it goes.
+
+A rank is forked from the fork server by the caller's pool (pool.py). It talks to
+the caller over one pipe: jobs come in ("run", "exec" for a %%ranks cell,
+"regroup"), printed lines and results go out ("out", "ok", "err", "ready"). It
+never outlives the caller: a thread waits on a lifeline pipe that only the caller
+holds open.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import io
+import os
+import pickle
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import types
+from datetime import timedelta
+
+SLOT = 160  # bytes of the per-rank status slot (current traced op)
+RANK_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+            "MASTER_PORT", "GLOO_SOCKET_IFNAME")  # set per rank; the caller's never override
+START_TIMEOUT = float(os.environ.get("PARLAB_START_TIMEOUT", "120"))
+
+
+class _RankStream(io.TextIOBase):
+    """sys.stdout/stderr of a rank: whole lines go to the caller as they are printed."""
+
+    def __init__(self, send):
+        self._send, self._buf = send, ""
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        self._buf += text
+        if "\n" in self._buf:
+            head, _, self._buf = self._buf.rpartition("\n")
+            self._send(("out", head + "\n"))
+        return len(text)
+
+    def flush(self):
+        if self._buf:
+            self._send(("out", self._buf))
+            self._buf = ""
+
+
+def rank_main(rank, world_size, backend, store_path, conn, lifeline, dump_w, status, env,
+              caller, cleanup_dirs):
+    """Entry point of a rank: set up, serve jobs until the caller goes, clean up.
+
+    (The pool finds this function's name in a rank's faulthandler dump to pick the
+    thread that runs jobs.)"""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C means
+    threading.Thread(target=_die_with_caller, args=(lifeline, caller, cleanup_dirs),
+                     daemon=True).start()
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=dump_w, all_threads=True)
+    try:
+        _serve(rank, world_size, backend, store_path, conn, status, env)
+    except BaseException:
+        # e.g. the caller died while we were renewing the group; report anything
+        # else while someone can still read it.
+        if alive(caller):
+            traceback.print_exc()
+    _exit_after_caller(caller, cleanup_dirs)
+
+
+def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from .. import trace
+
+    lock = threading.Lock()
+
+    def send(obj):
+        data = pickle.dumps(obj)
+        with lock:
+            conn.send_bytes(data)
+
+    torch.set_num_threads(1)  # ranks share the cores: one thread each avoids 5-10x slowdowns
+    os.environ.update(env)
+    os.environ.pop("MASTER_PORT", None)  # no TCP rendezvous here (see pool.py)
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
+                      LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1")
+    lo = _loopback_ifname()
+    if backend == "gloo" and lo and "GLOO_SOCKET_IFNAME" not in os.environ:
+        os.environ["GLOO_SOCKET_IFNAME"] = lo  # never listen beyond this machine
+    trace.set_rank(rank)
+    trace.install_status_slot(status, rank * SLOT, SLOT)
+    generation = 0
+
+    def init_group():
+        # A fresh process group per generation, on its own key prefix of the store.
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        dist.init_process_group(backend, store=dist.PrefixStore(f"gen{generation}", store),
+                                rank=rank, world_size=world_size)
+
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+        store = dist.FileStore(store_path, -1)  # -1: the caller removes the file, not us
+        store.set_timeout(timedelta(seconds=START_TIMEOUT))
+        init_group()
+    except BaseException:
+        send(("err", traceback.format_exc()))  # the caller shows it as LaunchError
+        raise
+    send(("ready",))
+    stdout, stderr = sys.stdout, sys.stderr
+    namespace = {"torch": torch, "dist": dist, "rank": rank, "world_size": world_size}
+    fresh = True  # the process group has not been used since it was made
+    while True:
+        try:
+            job = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):  # the caller is gone
+            return
+        if job[0] == "regroup" or (job[0] == "run" and not fresh):
+            # "regroup": the caller saw every rank finish a job. A job after %%ranks
+            # cells (which keep their group) regroups before it starts.
+            generation += 1
+            init_group()
+            fresh = True
+            if job[0] == "regroup":
+                continue
+        # The caller's sys.path and environment as they are now (ranks forked from the
+        # fork server would otherwise see them as they were when it started).
+        kind, body, main_script, sys.path[:], env = job
+        os.environ.update({k: v for k, v in env.items() if k not in RANK_ENV})
+        fresh = False
+        sys.stdout = sys.stderr = _RankStream(send)
+        try:
+            if kind == "run":
+                if main_script:
+                    _load_main(main_script)
+                fn, args, kwargs = pickle.loads(body)
+                reply = ("ok", pickle.dumps(fn(*args, **kwargs)))
+            else:
+                reply = ("ok", _exec_cell(body, namespace))
+        except BaseException as e:  # the rank reports it; the caller decides what to do
+            reply = ("err", "".join(traceback.format_exception(
+                type(e), e, e.__traceback__.tb_next)))  # tb_next: skip this loop's frame
+        finally:
+            sys.stdout.flush()
+            sys.stdout, sys.stderr = stdout, stderr
+        send(reply)
+
+
+def _loopback_ifname() -> str | None:
+    try:
+        for _, name in socket.if_nameindex():
+            if name in ("lo", "lo0"):
+                return name
+    except OSError:
+        pass
+    return None
+
+
+def _load_main(path: str) -> None:
+    """Make the caller's script importable as __main__ here (its guarded part is skipped)."""
+    import runpy
+    if getattr(sys.modules["__main__"], "__file__", None) != path:
+        module = types.ModuleType("__mp_main__")
+        module.__dict__.update(runpy.run_path(path, run_name="__mp_main__"))
+        module.__file__ = path
+        sys.modules["__main__"] = sys.modules["__mp_main__"] = module
+
+
+def _exec_cell(code: str, namespace: dict) -> dict:
+    """Run a cell's source like IPython does: a trailing expression's value is shown."""
+    import ast
+    tree = ast.parse(code, "<ranks>")
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    exec(compile(tree, "<ranks>", "exec"), namespace)
+    value = None
+    if last is not None:
+        result = eval(compile(ast.Expression(last.value), "<ranks>", "eval"), namespace)
+        value = None if result is None else repr(result)
+    sys.stdout.flush()
+    return {"value": value}
+
+
+def _die_with_caller(lifeline, caller: int, cleanup_dirs: list[str]) -> None:
+    # Only the caller holds the write end: EOF means it is gone (even after kill -9),
+    # or it closed the pool (and is killing us anyway).
+    try:
+        lifeline.recv_bytes()
+    except (EOFError, OSError):
+        pass
+    _exit_after_caller(caller, cleanup_dirs)
+
+
+def _exit_after_caller(caller: int, cleanup_dirs: list[str]) -> None:
+    """Exit; rank 0 first removes the caller's private directories (multiprocessing's,
+    which holds the fork-server socket, and the rendezvous one) if the caller died
+    without doing it."""
+    if cleanup_dirs:
+        for _ in range(40):  # a dying process closes its files a moment before it is gone
+            if not alive(caller):
+                import shutil
+                for d in cleanup_dirs:
+                    shutil.rmtree(d, ignore_errors=True)
+                break
+            time.sleep(0.05)
+    os._exit(1)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, killed but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
