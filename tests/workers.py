@@ -197,3 +197,19 @@ def interleaved_order():
 
     out = trace.interleaved({"a": step("a"), "b": step("b")}, rounds=2, warmup=1, record=True)
     return order, out["times"], out["events"]
+
+
+# --- launcher hardening ----------------------------------------------------------
+
+def deaf_sleep(seconds):
+    """Sleep with SIGUSR1 ignored: the launcher's stack-dump request gets no answer."""
+    import signal
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    time.sleep(seconds)
+
+
+def sleep_on(sleepy_rank, seconds):
+    """One rank sleeps (outside any collective); the others return at once."""
+    if dist.get_rank() == sleepy_rank:
+        time.sleep(seconds)
+    return dist.get_rank()
