@@ -305,5 +305,7 @@ def test_message_counts_and_op_times():
                2, timeout=60)
     rows = demos.message_counts(r, step=1)
     assert [row["messages"] for row in rows] == [12, 12]  # 3 boundaries x 4 micro-batches x 2
+    assert demos.schedule_messages("interleaved", 2, 4, 2) == 24  # read off the schedule
+    assert demos.schedule_messages("1f1b", 2, 4) == 8 and demos.schedule_messages("1f1b", 1, 4) == 0
     assert rows[0]["bytes"] == 12 * 2 * 16 * 32 * 4
     assert set(demos.op_times(r)) == {"F", "B"}

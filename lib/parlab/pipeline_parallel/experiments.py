@@ -37,6 +37,17 @@ def schedule_text(schedule: str, p: int, m: int, v: int = 1) -> list[str]:
             for r, acts in enumerate(make_schedule(schedule, p, m, v))]
 
 
+def schedule_messages(schedule: str, p: int, m: int, v: int = 1) -> int:
+    """Messages one step sends between ranks, read off the schedule: every F except the
+    last stage's sends its output on, every B except the first stage's sends its input
+    gradient back (a message to a chunk on the same rank, p = 1, is not sent)."""
+    n = p * v
+    return sum((a.op == "F" and s < n - 1 and (s + 1) % p != r) or
+               (a.op == "B" and s > 0 and (s - 1) % p != r)
+               for r, acts in enumerate(make_schedule(schedule, p, m, v))
+               for a in acts for s in [a.chunk * p + r])
+
+
 def reference_check(cases, config: GPTConfig, steps: int = 3, batch_size: int = 8,
                     lr: float = 1e-3, weight_decay: float = 0.0) -> list[dict]:
     """Run each (schedule, p, m, v) for real and compare with model.reference_train:
