@@ -150,10 +150,11 @@ def cmd_pipeline(args, out):
     from . import cost
     from . import pipeline_parallel as pp
     p = _world(args)
-    res = pp.run(args.schedule, p, args.m, args.v, steps=args.steps, batch_size=args.batch_size,
-                 lr=args.lr, compute=args.compute)
+    batch = args.m if args.batch_size is None else args.batch_size
+    res = pp.run(pp.PPRun(schedule=args.schedule, p=p, m=args.m, v=args.v, steps=args.steps,
+                          batch_size=batch, lr=args.lr, compute=args.compute), p)
     if args.compute == "real":
-        _check_against_reference(out, res.losses, args.steps, args.batch_size or args.m, args.lr)
+        _check_against_reference(out, res.losses, args.steps, batch, args.lr)
     sim = pp.simulate(args.schedule, p, args.m, args.v)
     out(f"{args.schedule}, P={p}, M={args.m}, v={args.v}: bubble (idle / total) measured "
         f"{res.bubble_fraction:.1%}, simulated {sim.bubble_fraction:.1%}, "

@@ -190,7 +190,8 @@ def _get_pool(world_size: int, backend: str, code_files: list[str]) -> Pool:
     _drop_unhealthy()
     pool = _pools.pop(key, None)
     if pool is not None and pool.stale():
-        print("[parlab] code changed since the ranks started: restarting them", flush=True)
+        print("[parlab] code changed since the ranks started: restarting them", file=sys.stderr,
+              flush=True)
         pool.close()
         pool = None
     if pool is None:
