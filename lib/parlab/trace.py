@@ -268,3 +268,23 @@ def backward_segments(t0: float, t1: float, comms, marks, min_s: float = 1e-6):
             cursor = max(cursor, x)
     emit(t1)
     return out
+
+
+# --- asynchronous collectives: one comm event from launch to completion --------------
+
+def in_flight(work, name: str, **fields):
+    """Trace a collective launched with ``async_op=True`` (``work``, what it returned)
+    from its launch, now, to its completion, and return ``wait()``: it waits for the
+    work and records that comm event (``fields``: ``record``'s bytes and meta, e.g.
+    ``comm.modelled_bytes(...)``). gloo completes async work on a background thread;
+    a callback there notes the time, so the bar ends when the data arrived, not when
+    the caller got round to waiting. The event is recorded only while recording."""
+    start, done = now(), []
+    if _recording:
+        work.get_future().then(lambda _f: done.append(now()))
+
+    def wait() -> None:
+        work.wait()
+        record("comm", name, start, done[0] if done else now(), **fields)
+
+    return wait
