@@ -13,7 +13,7 @@ import parlab
 from parlab.data_parallel import compression
 from parlab.data_parallel import experiments as dp_demos
 from parlab import data_parallel as dp
-from parlab.data_parallel import DPRun, run_data_parallel
+from parlab.data_parallel import DPRun
 from parlab.model import GPT, GPTConfig, max_differences, reference_train
 
 CFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)
@@ -69,12 +69,12 @@ CASES = [  # (variant, world_size, extra DPRun fields)
                               for v, n, e in CASES])
 def test_variant_matches_reference(reference, variant, world_size, extra):
     run = DPRun(CFG, steps=STEPS, batch_size=BATCH, variant=variant, **extra)
-    assert_matches(run_data_parallel(run, world_size), reference)
+    assert_matches(dp.run(run, world_size), reference)
 
 
 def test_bucketed_equals_ddp():
-    runs = {v: run_data_parallel(DPRun(CFG, steps=STEPS, batch_size=BATCH, variant=v,
-                                       bucket_bytes=4096), 2) for v in ("bucketed", "ddp")}
+    runs = {v: dp.run(DPRun(CFG, steps=STEPS, batch_size=BATCH, variant=v, bucket_bytes=4096), 2)
+            for v in ("bucketed", "ddp")}
     diff = differences(runs["bucketed"], runs["ddp"])
     assert all(diff[k] <= TOL[k] for k in TOL), diff
 
@@ -139,20 +139,20 @@ def test_a_wrong_sync_is_caught(reference, bug):
 # --- traces: overlap, accumulation, bytes ------------------------------------------------
 
 def test_bucketed_launches_during_backward_naive_after():
-    traced = {v: run_data_parallel(DPRun(CFG, steps=2, batch_size=BATCH, variant=v,
-                                         bucket_bytes=4096, trace=True), 2)
+    traced = {v: dp.run(DPRun(CFG, steps=2, batch_size=BATCH, variant=v, bucket_bytes=4096,
+                              trace=True), 2)
               for v in ("naive", "bucketed")}
     for r in traced["bucketed"]["ranks"]:
-        backward = [e for e in r["events"] if e["name"] == "backward"]
-        comm = [e for e in r["events"] if e["kind"] == "comm"]
+        events = [e for e in traced["bucketed"].events if e["rank"] == r["rank"]]
+        backward = [e for e in events if e["name"] == "backward"]
+        comm = [e for e in events if e["kind"] == "comm"]
         assert len(comm) == 2 * len(r["buckets"]) == 2 * 18
         # all but the last bucket are launched before backward returns
         early = [c for c in comm if any(b["start"] <= c["start"] < b["end"] for b in backward)]
         assert len(early) >= len(comm) - 2
         assert sum(e["bytes_sent"] for e in comm) == r["bytes_sent"]
-    events = [e for r in traced["naive"]["ranks"] for e in r["events"]]
-    assert dp.overlap_fraction(events) == 0.0
-    assert dp.overlap_fraction([e for r in traced["bucketed"]["ranks"] for e in r["events"]]) > 0
+    assert dp.overlap_fraction(traced["naive"].events) == 0.0
+    assert dp.overlap_fraction(traced["bucketed"].events) > 0
     # same bytes either way: bucketing changes when, not how much
     assert traced["naive"]["ranks"][0]["bytes_sent"] == traced["bucketed"]["ranks"][0]["bytes_sent"]
 
@@ -160,15 +160,17 @@ def test_bucketed_launches_during_backward_naive_after():
 def test_accumulation_syncs_once_per_step():
     run = DPRun(CFG, steps=2, batch_size=BATCH, variant="bucketed", bucket_bytes=4096,
                 accumulation_steps=4, trace=True)
-    for r in run_data_parallel(run, 2)["ranks"]:
+    res = dp.run(run, 2)
+    for r in res["ranks"]:
+        events = [e for e in res.events if e["rank"] == r["rank"]]
         for step in range(2):
-            backward = [e for e in r["events"] if e["name"] == "backward"
+            backward = [e for e in events if e["name"] == "backward"
                         and e["meta"]["step"] == step]
             assert [b["meta"]["micro"] for b in backward] == [0, 1, 2, 3]
             last = backward[-1]
-            comm = [e for e in r["events"] if e["kind"] == "comm"
+            comm = [e for e in events if e["kind"] == "comm"
                     and backward[0]["start"] <= e["start"] and
-                    (step == 1 or e["start"] < [f for f in r["events"] if f["name"] == "forward"
+                    (step == 1 or e["start"] < [f for f in events if f["name"] == "forward"
                                                 and f["meta"]["step"] == 1][0]["start"])]
             assert len(comm) == len(r["buckets"])  # one all-reduce per bucket, not four
             assert all(c["start"] >= last["start"] for c in comm)  # all in the last micro-step
@@ -281,7 +283,7 @@ def test_traced_bytes_are_the_payloads(world_size):
             continue  # uneven ring chunks: ranks differ by a few bytes
         run = DPRun(CFG, steps=2, batch_size=BATCH, variant="naive", compression=kind,
                     topk_ratio=0.05)
-        res = run_data_parallel(run, world_size)
+        res = dp.run(run, world_size)
         for r in res["ranks"]:
             assert r["bytes_sent"] == 2 * dp_demos.exchange_bytes(sizes, world_size, kind, 0.05)
 
@@ -293,7 +295,7 @@ def test_wire_bytes_rows():
 
 def test_compressed_training_still_learns():
     run = DPRun(CFG, steps=12, batch_size=BATCH, lr=3e-3, variant="naive", compression="sign")
-    losses = run_data_parallel(run, 2)["losses"]
+    losses = dp.run(run, 2)["losses"]
     assert losses[-1] < losses[0] - 0.3
 
 
@@ -312,10 +314,29 @@ def test_compressed_training_still_learns():
     ({"topk_ratio": 1.5}, 2, "topk_ratio"),
     ({"steps": -1}, 2, "steps"),
     ({}, 0, "world_size"),
+    ({"steps": 1.5}, 2, r"steps=1\.5"),
+    ({"batch_size": 8.0}, 2, r"batch_size=8\.0"),
+    ({"lr": float("nan")}, 2, "lr=nan"),
+    ({"seed": "x"}, 2, "seed='x'"),
+    ({"bucket_bytes": 4096.0}, 2, r"bucket_bytes=4096\.0"),
+    ({"accumulation_steps": 2.0}, 2, r"accumulation_steps=2\.0"),
+    ({"compression": "topk", "variant": "naive", "topk_ratio": float("nan")}, 2, "topk_ratio=nan"),
+    ({"error_feedback": 1}, 2, "error_feedback=1"),
+    ({"trace": "yes"}, 2, "trace='yes'"),
+    ({"variant": None}, 2, "variant=None"),
+    ({"config": {"n_layers": 2}}, 2, "config must be a GPTConfig"),
 ])
 def test_bad_input_raises_value_error(fields, world_size, match):
+    before = parlab.pool_info()
     with pytest.raises(ValueError, match=match):
-        run_data_parallel(DPRun(CFG, **fields), world_size)
+        dp.run(DPRun(**{"config": CFG, **fields}), world_size)
+    assert parlab.pool_info() == before
+
+
+def test_run_takes_a_dp_run():
+    with pytest.raises(ValueError, match="run must be a DPRun"):
+        dp.run({"variant": "naive"}, 2)
+    assert not hasattr(dp, "run_data_parallel")
 
 
 def test_bad_demo_input():

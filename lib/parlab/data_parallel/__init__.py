@@ -3,12 +3,14 @@
   ddp.py          NaiveDP and BucketedDP (DDP's buckets, overlapped with backward)
   compression.py  CompressedDP: fp16 / top-k / 1-bit sign gradients with error feedback
   peers.py        TorchDDP, PyTorch's DistributedDataParallel
-  runner.py       DPRun (checked before any process starts) and the rank worker
+  runner.py       DPRun (checked before any process starts), run(), the rank worker
   experiments.py  the notebook's experiments; figures.py, widgets.py draw them
+
+    result = parlab.data_parallel.run(DPRun(steps=3, batch_size=8, variant="bucketed"), 2)
 """
 
+from ..trace import overlap_fraction  # noqa: F401
 from .compression import COMPRESSORS, CompressedDP  # noqa: F401
 from .ddp import BucketedDP, NaiveDP, assign_buckets  # noqa: F401
 from .peers import TorchDDP  # noqa: F401
-from .runner import VARIANTS, DPRun, make_dp, run_data_parallel, train_worker  # noqa: F401
-from ..trace import overlap_fraction  # noqa: F401
+from .runner import VARIANTS, DPRun, collect, make_dp, run, train_worker  # noqa: F401

@@ -81,8 +81,7 @@ class _Bucket:
         self.views = [v.view_as(p) for v, p in
                       zip(self.buffer.split([p.numel() for p in params]), params)]
         self.pending = len(params)
-        self.work = None
-        self.launched = self.done = 0.0
+        self.wait = None  # once launched: waits for its all-reduce
 
 
 class BucketedDP:
@@ -121,16 +120,14 @@ class BucketedDP:
         b.views[j].copy_(p.grad)
         b.pending -= 1
         while self._next < len(self.buckets) and self.buckets[self._next].pending == 0:
-            self._launch(self.buckets[self._next])
+            self._launch(self._next)
             self._next += 1
 
-    def _launch(self, b: _Bucket) -> None:
-        b.launched, b.done = trace.now(), 0.0
-        b.work = dist.all_reduce(b.buffer, group=self.group, async_op=True)
-        if trace.is_recording():
-            # gloo runs async work on a background thread; this callback runs there when
-            # the all-reduce completes, so the timeline bar spans launch -> completion.
-            b.work.get_future().then(lambda _f, b=b: setattr(b, "done", trace.now()))
+    def _launch(self, i: int) -> None:
+        b = self.buckets[i]
+        work = dist.all_reduce(b.buffer, group=self.group, async_op=True)
+        b.wait = trace.in_flight(work, "bucket all_reduce", bucket=i, **comm.modelled_bytes(
+            "all_reduce", b.buffer.numel() * b.buffer.element_size(), self.group))
 
     def finish_backward(self) -> None:
         if not self.sync:
@@ -141,13 +138,10 @@ class BucketedDP:
                                "to be used (DDP: find_unused_parameters=True)")
         with trace.span("wait for buckets", kind="wait"):
             for b in self.buckets:
-                b.work.wait()
-        for i, b in enumerate(self.buckets):
-            nbytes = b.buffer.numel() * b.buffer.element_size()
-            trace.record("comm", "bucket all_reduce", b.launched, b.done or b.launched,
-                         **comm.modelled_bytes("all_reduce", nbytes, self.group), bucket=i)
+                b.wait()
+        for b in self.buckets:
             b.buffer.div_(self.world)
             for p, view in zip(b.params, b.views):
                 p.grad.copy_(view)
-            b.pending, b.work = len(b.params), None
+            b.pending, b.wait = len(b.params), None
         self._next = 0

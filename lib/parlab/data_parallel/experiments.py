@@ -20,7 +20,7 @@ from ..model import GPT, GPTConfig, max_differences
 from ..trace import overlap_fraction
 from .compression import COMPRESSORS, payload_bytes
 from .ddp import assign_buckets
-from .runner import DPRun, make_dp, run_data_parallel
+from .runner import DPRun, make_dp, run
 
 TIMING_CONFIG = GPTConfig()  # vocab 64, seq 64, d 64, 4 heads, 4 layers: ~0.2 M parameters
 COMPRESSION_CONFIG = GPTConfig(n_layers=2, d_model=32, n_heads=4, seq_len=32)  # ~31 k parameters
@@ -40,23 +40,25 @@ def _train_step(dp, opt, x, y) -> None:
 
 
 def ab_step_times_worker(specs: dict, config: GPTConfig, per_rank_batch: int, steps: int,
-                         warmup: int = 3, record: bool = False) -> dict:
+                         warmup: int = 3, record: bool = False, group=None) -> dict:
     """``specs``: {label: DPRun keyword arguments (variant, bucket_bytes, ...)}. Every label
     gets its own identical model copy on this rank, and ``trace.interleaved`` times one
     training step of each per round. Returns {"times": {label: [seconds per step]},
-    "events": {label: [trace events]}} (warm-up left out; events only if ``record``)."""
+    "events": {label: [trace events]}} (warm-up left out; events only if ``record``).
+    Data parallel over ``group`` (default: the world)."""
     torch.set_num_threads(1)
-    rank, world, device = dist.get_rank(), dist.get_world_size(), comm.device()
+    rank, world, device = dist.get_rank(group), dist.get_world_size(group), comm.device(group)
     x, y = local_batch(0, per_rank_batch * world, config.seq_len, config.vocab_size, rank, world)
     x, y = x.to(device), y.to(device)
     setups = {}
     for label, kw in specs.items():
         model = GPT(config, seed=0).to(device)
-        setups[label] = (make_dp(model, DPRun(config, **kw)),
+        setups[label] = (make_dp(model, DPRun(config, **kw), group),
                          torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95)))
     return trace.interleaved({v: (lambda k, s=s: _train_step(*s, x, y)) for v, s in setups.items()},
                              steps, warmup, record,
-                             sync=torch.cuda.synchronize if device.type == "cuda" else None)
+                             sync=torch.cuda.synchronize if device.type == "cuda" else None,
+                             group=group)
 
 
 def compare_step_times(world_size: int, specs: dict | None = None,
@@ -180,10 +182,10 @@ def accumulation_check(world_size: int = 2, accumulation_steps: int = 4, steps: 
     ref = reference_train(config, steps, batch_size)
     out = {}
     for a in (1, accumulation_steps):
-        run = DPRun(config, steps=steps, batch_size=batch_size, variant="bucketed",
-                    bucket_bytes=16 << 10, accumulation_steps=a, trace=True)
-        res = run_data_parallel(run, world_size)
-        events = res["ranks"][0]["events"]
+        spec = DPRun(config, steps=steps, batch_size=batch_size, variant="bucketed",
+                     bucket_bytes=16 << 10, accumulation_steps=a, trace=True)
+        res = run(spec, world_size)
+        events = [e for e in res.events if e["rank"] == 0]
         out[a] = {**max_differences(res, ref), "micro_batch": batch_size // world_size // a,
                   "bytes_per_step": res["ranks"][0]["bytes_sent"] / steps,
                   "all_reduces_per_step": sum(e["kind"] == "comm" for e in events) / steps}
@@ -204,7 +206,7 @@ def wire_bytes(world_sizes=(2, 4), settings: dict | None = None,
     rows = []
     for label, kw in settings.items():
         for n in world_sizes:
-            res = run_data_parallel(DPRun(config, steps=1, batch_size=4 * n, **kw), n)
+            res = run(DPRun(config, steps=1, batch_size=4 * n, **kw), n)
             rows.append({"setting": label, "world_size": n,
                          "bytes": res["ranks"][0]["bytes_sent"],
                          "formula": exchange_bytes(sizes, n, kw.get("compression"),
@@ -234,10 +236,10 @@ def compression_runs(world_size: int = 2, steps: int = 60, settings: dict | None
     compress + decompress per step on rank 0)}}."""
     out = {}
     for label, (kind, ratio, ef) in (settings or COMPRESSION_SETTINGS).items():
-        run = DPRun(config, steps=steps, batch_size=batch_size, lr=lr, variant="naive",
-                    compression=kind, topk_ratio=ratio, error_feedback=ef, trace=True)
-        res = run_data_parallel(run, world_size)
-        events = res["ranks"][0]["events"]
+        spec = DPRun(config, steps=steps, batch_size=batch_size, lr=lr, variant="naive",
+                     compression=kind, topk_ratio=ratio, error_feedback=ef, trace=True)
+        res = run(spec, world_size)
+        events = [e for e in res.events if e["rank"] == 0]
         codec = {}
         for e in events:
             if e["name"] in ("compress", "decompress"):

@@ -1,18 +1,25 @@
-"""One data-parallel training run: ``DPRun`` (checked before any process starts) and
-``run_data_parallel(run, world_size)``; ``train_worker`` is what every rank executes."""
+"""One data-parallel training run, in the lab's run convention:
+
+    result = data_parallel.run(DPRun(config=GPTConfig(...), steps=3, batch_size=8,
+                                     variant="bucketed"), world_size=2)
+
+``DPRun.check`` refuses bad input before any process starts; ``train_worker`` is what
+each rank executes, on any process group (a data-parallel group can be one axis of a
+bigger job); ``collect`` turns the ranks' returns into a ``RunResult``."""
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
 from .. import comm, trace
-from ..validate import check_int
 from ..data import local_batch
-from ..model import GPT, GPTConfig
+from ..model import GPT
+from ..runs import RunResult, TrainRun
+from ..validate import check_bool, check_choice, check_float, check_int
 from .compression import COMPRESSORS, CompressedDP
 from .ddp import BucketedDP, NaiveDP
 from .peers import TorchDDP
@@ -21,17 +28,14 @@ VARIANTS = ("naive", "bucketed", "ddp")
 
 
 @dataclass(frozen=True)
-class DPRun:
+class DPRun(TrainRun):
     """One data-parallel training run. ``batch_size`` is the global batch per optimizer
-    step; each of W ranks takes its contiguous slice, cut into ``accumulation_steps``
-    micro-batches. ``compression`` needs ``variant="naive"`` (it replaces its exchange)."""
-    config: GPTConfig = field(default_factory=GPTConfig)
-    steps: int = 3
-    batch_size: int = 8
-    lr: float = 1e-3
-    seed: int = 0
-    data_seed: int = 0
-    weight_decay: float = 0.0
+    step; each of the dp ranks takes its contiguous slice, cut into
+    ``accumulation_steps`` micro-batches. ``variant``: "naive" (NaiveDP), "bucketed"
+    (BucketedDP, buckets of ``bucket_bytes``) or "ddp" (torch's, same bucket size).
+    ``compression`` ("fp16", "topk" keeping ``topk_ratio`` of each tensor, "sign")
+    replaces the naive exchange, with ``error_feedback``. ``trace``: return every
+    rank's traced events."""
     variant: str = "bucketed"
     bucket_bytes: int = 25 * 2 ** 20  # DDP's default bucket_cap_mb=25
     accumulation_steps: int = 1
@@ -41,29 +45,26 @@ class DPRun:
     trace: bool = False
 
     def check(self, world_size: int) -> None:
-        """Raise ValueError naming the broken constraint (before any rank starts)."""
-        check_int("world_size", world_size)
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant={self.variant!r} must be one of {VARIANTS}")
-        if self.compression not in COMPRESSORS:
-            raise ValueError(f"compression={self.compression!r} must be one of {COMPRESSORS}")
+        """Raise ValueError naming the broken field (before any rank starts)."""
+        super().check(world_size)
+        check_choice("variant", self.variant, VARIANTS)
+        check_choice("compression", self.compression, COMPRESSORS)
         if self.compression is not None and self.variant != "naive":
             raise ValueError(f"compression={self.compression!r} replaces the naive exchange; "
                              f"use variant='naive', not {self.variant!r}")
-        if not 0 < self.topk_ratio <= 1:
-            raise ValueError(f"topk_ratio={self.topk_ratio} must be in (0, 1]")
-        if self.bucket_bytes <= 0:
-            raise ValueError(f"bucket_bytes={self.bucket_bytes} must be > 0")
-        if self.steps < 0 or self.accumulation_steps < 1:
-            raise ValueError(f"need steps >= 0 and accumulation_steps >= 1, got steps="
-                             f"{self.steps}, accumulation_steps={self.accumulation_steps}")
+        check_float("topk_ratio", self.topk_ratio, high=1.0)
+        check_int("bucket_bytes", self.bucket_bytes)
+        check_int("accumulation_steps", self.accumulation_steps)
+        check_bool("error_feedback", self.error_feedback)
+        check_bool("trace", self.trace)
         slices = world_size * self.accumulation_steps
-        if self.batch_size < 1 or self.batch_size % slices:
+        if self.batch_size % slices:
             raise ValueError(f"batch_size={self.batch_size} must be a positive multiple of dp="
                              f"{world_size} x accumulation_steps={self.accumulation_steps}")
 
 
 def make_dp(model: torch.nn.Module, run: DPRun, group=None):
+    """The gradient exchange ``run`` asks for, over ``group`` (default: the world)."""
     if run.compression is not None:
         return CompressedDP(model, run.compression, run.topk_ratio, run.error_feedback, group)
     if run.variant == "naive":
@@ -73,19 +74,19 @@ def make_dp(model: torch.nn.Module, run: DPRun, group=None):
     return TorchDDP(model, run.bucket_bytes, group)
 
 
-def train_worker(run: DPRun) -> dict:
-    """Rank worker: ``run.steps`` AdamW steps of data-parallel training. Mirrors
-    ``reference_train`` line by line, except for the slicing and the exchange."""
+def train_worker(run: DPRun, group=None) -> dict:
+    """Rank worker: ``run.steps`` AdamW steps of data-parallel training over ``group``
+    (default: the world). Mirrors ``reference_train`` line by line, except for the
+    slicing and the exchange. Events carry the rank in ``group``."""
     torch.set_num_threads(1)
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     cfg, A = run.config, run.accumulation_steps
-    device = comm.device()
+    device = comm.device(group)
     model = GPT(cfg, run.seed).to(device)
-    dp = make_dp(model, run)
+    dp = make_dp(model, run, group)
     opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=(0.9, 0.95),
                             weight_decay=run.weight_decay)
-    per_rank = run.batch_size // world
-    micro = per_rank // A
+    micro = run.batch_size // world // A
     losses, step_times = [], []
     trace.start()
     for step in range(run.steps):
@@ -108,21 +109,59 @@ def train_worker(run: DPRun) -> dict:
             opt.step()
         step_times.append(trace.now() - t0)
         losses.append(loss_sum / A)
-    events = trace.stop()
+    events = [dict(e, rank=rank) for e in trace.stop()]
     return {"rank": rank, "local_losses": losses, "step_times": step_times,
             "bytes_sent": sum(e["bytes_sent"] for e in events if e["kind"] == "comm"),
             "events": events if run.trace else [],
             "buckets": [len(b.params) for b in getattr(dp, "buckets", [])],
+            "memory": held_bytes(params=list(model.parameters()),
+                                 grads=[p.grad for p in model.parameters()],
+                                 optimizer=optimizer_states(opt),
+                                 comm_buffers=[b.buffer for b in getattr(dp, "buckets", [])]
+                                 + list(getattr(dp, "residual", None) or [])),
             "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
             "grads": {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()}}
 
 
-def run_data_parallel(run: DPRun, world_size: int, timeout: float = 120.0) -> dict:
-    """Check ``run``, train on ``world_size`` ranks and return {"losses" (global mean per
-    step, = mean of the ranks' slice means), "state_dict", "grads" (rank 0's), "ranks"}."""
+def held_bytes(**kinds) -> dict:
+    """Bytes of the storages behind each kind's tensors (None skipped; a view of a
+    buffer already counted is not counted again), and their "total"."""
+    seen, out = set(), {}
+    for kind, tensors in kinds.items():
+        out[kind] = 0
+        for t in tensors:
+            if t is None or t.untyped_storage().data_ptr() in seen:
+                continue
+            seen.add(t.untyped_storage().data_ptr())
+            out[kind] += t.untyped_storage().nbytes()
+    out["total"] = sum(out.values())
+    return out
+
+
+def optimizer_states(opt: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+
+
+def collect(run: DPRun, ranks: list[dict]) -> RunResult:
+    """The ``RunResult`` of one data-parallel group's ``train_worker`` returns (in group
+    rank order): the global mean loss per step (the mean of the ranks' slice means),
+    rank 0's parameters and gradients (every replica holds the same), step times of
+    the slowest rank, and per rank what else it measured."""
+    n = len(ranks)
+    extras = ("rank", "local_losses", "step_times", "bytes_sent", "buckets", "state_dict")
+    return RunResult(
+        losses=[sum(r["local_losses"][s] for r in ranks) / n for s in range(run.steps)],
+        state_dict=ranks[0]["state_dict"], grads=ranks[0]["grads"],
+        events=[e for r in ranks for e in r["events"]],
+        memory=[r["memory"] for r in ranks],
+        step_times=[max(r["step_times"][s] for r in ranks) for s in range(run.steps)],
+        ranks=[{k: r[k] for k in extras} for r in ranks])
+
+
+def run(run: DPRun, world_size: int, timeout: float = 120.0) -> RunResult:
+    """Check ``run``, train on ``world_size`` ranks and gather the result."""
     from ..launch import launch
+    if not isinstance(run, DPRun):
+        raise ValueError(f"run must be a DPRun, got {type(run).__name__}")
     run.check(world_size)
-    ranks = launch(train_worker, world_size, run, timeout=timeout)
-    losses = [sum(r["local_losses"][s] for r in ranks) / world_size for s in range(run.steps)]
-    return {"losses": losses, "state_dict": ranks[0]["state_dict"],
-            "grads": ranks[0]["grads"], "ranks": ranks}
+    return collect(run, launch(train_worker, world_size, run, timeout=timeout))
