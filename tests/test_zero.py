@@ -12,6 +12,8 @@ from parlab import cost, zero
 from parlab.zero import experiments as zero_peers
 from parlab.data import local_batch
 from parlab.model import GPT, GPTConfig, reference_train
+from parlab.data_parallel import assign_buckets as zero_assign_buckets
+from parlab.zero import ZeroRun
 
 CFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)
 STEPS, LR, WD = 3, 1e-3, 0.1
@@ -25,6 +27,12 @@ N_UNITS = CFG.n_layers + 2  # embeddings, blocks, head
 @pytest.fixture(scope="module")
 def reference():
     return {bs: reference_train(CFG, STEPS, bs, lr=LR, weight_decay=WD) for bs in (6, 8)}
+
+
+def zrun(stage, dp, steps=STEPS, batch_size=8, **kw):
+    """zero.run of stage (or peer) on dp ranks, with this file's model, lr and weight decay."""
+    return zero.run(ZeroRun(CFG, steps=steps, batch_size=batch_size, lr=LR, weight_decay=WD,
+                            zero_stage=stage, **kw), dp)
 
 
 def assert_matches(res, ref, atol_params=1e-5):
@@ -46,18 +54,24 @@ def test_the_tolerances_are_tight(reference):
 
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])
 def test_stage_matches_reference(stage, reference):
-    assert_matches(zero.run(stage, 2, CFG, STEPS, 8, LR, weight_decay=WD), reference[8])
+    assert_matches(zrun(stage, 2), reference[8])
 
 
 @pytest.mark.parametrize("stage", [1, 2, 3])
 def test_stage_matches_reference_with_padding(stage, reference):
-    # dp = 3 divides none of the units' sizes: every flat buffer is padded
-    assert_matches(zero.run(stage, 3, CFG, STEPS, 6, LR, weight_decay=WD), reference[6])
+    # dp = 3 divides none of the buffers' sizes: every flat buffer is padded
+    assert_matches(zrun(stage, 3, batch_size=6), reference[6])
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2])
+def test_small_buckets_match_reference(stage, reference):
+    # 4 KiB buckets: 18 of them, each reduced while backward goes on; dp = 3 pads each
+    assert_matches(zrun(stage, 3, batch_size=6, bucket_bytes=4096), reference[6])
 
 
 def test_zero3_equals_fsdp2(reference):
-    ours = zero.run(3, 2, CFG, STEPS, 8, LR, weight_decay=WD)
-    theirs = zero.run("fsdp2", 2, CFG, STEPS, 8, LR, weight_decay=WD)
+    ours = zrun(3, 2)
+    theirs = zrun("fsdp2", 2)
     assert_matches(theirs, reference[8])
     assert ours["losses"] == pytest.approx(theirs["losses"], abs=1e-6)
     for name, p in theirs["state_dict"].items():
@@ -68,13 +82,17 @@ def test_zero3_equals_fsdp2(reference):
 
 @pytest.mark.parametrize("dp", [2, 4])
 def test_memory_per_rank_equals_formula(dp):
-    # Every unit's size is a multiple of 4 here, so no padding: the measured bytes are
-    # the formula's exactly, plus AdamW's step counter (one 4-byte scalar per shard).
+    # Every buffer's size is a multiple of 4 here, so no padding: the measured bytes are
+    # the formula's exactly, plus AdamW's step counter (one 4-byte scalar per shard, and
+    # a rank has one shard per flat buffer: one bucket for the whole model at the default
+    # 25 MiB in stages 0-2, one per unit in stage 3).
     for stage in range(4):
-        res = zero.run(stage, dp, CFG, 2, 8)
+        res = zrun(stage, dp, steps=2)
         f = cost.zero_memory(N_PARAMS, dp, stage, **FP32)
+        shards = len(res.ranks[0]["buckets"])
+        assert shards == (N_UNITS if stage == 3 else 1)
         for m in res["memory"]:
-            assert (m["params"], m["grads"], m["optimizer"] - 4 * N_UNITS) == \
+            assert (m["params"], m["grads"], m["optimizer"] - 4 * shards) == \
                 (f["params"], f["grads"], f["optimizer"]), (stage, m, f)
             # stage 3 gathers one unit at a time: the largest is a block
             block = sum(p.numel() for p in GPT(CFG).blocks[0].parameters()) * 4
@@ -84,72 +102,101 @@ def test_memory_per_rank_equals_formula(dp):
 def test_memory_with_padding_is_exactly_the_padded_size():
     # dp=3: embeddings 2560 -> 2562 elements, each block 12704 -> 12705, head 2112 (ok)
     padded = N_PARAMS + 2 + 4
-    m = zero.run(3, 3, CFG, 1, 6)["memory"][0]
+    m = zrun(3, 3, steps=1, batch_size=6)["memory"][0]
     assert m["params"] == m["grads"] == padded // 3 * 4
     assert m["params"] > cost.zero_memory(N_PARAMS, 3, 3, **FP32)["params"]
+
+
+def test_zero2_never_holds_every_full_gradient():
+    # §5.2: each gradient is dropped once copied into its bucket, and each bucket freed
+    # once reduce-scattered (at most two in flight besides the one filling): with 4 KiB
+    # buckets the full gradients never exist all at once, and after the step only this
+    # rank's shard of them is left. Stage 1 keeps them all (it partitions only P_os).
+    sizes = [p.numel() * 4 for p in reversed(list(GPT(CFG).parameters()))]
+    largest = max(sum(sizes[i] for i in b) for b in zero_assign_buckets(sizes, 4096))
+    for stage, grads in ((1, N_PARAMS * 4), (2, N_PARAMS * 4 // 2)):
+        for m in zrun(stage, 2, steps=1, bucket_bytes=4096).memory:
+            assert m["grads"] == grads
+            if stage == 2:
+                assert 0 < m["buckets_peak"] <= 3 * largest < N_PARAMS * 4 / 2, m
+            else:
+                assert m["buckets_peak"] == 0
 
 
 @pytest.mark.parametrize("dp", [2, 4])
 def test_traced_bytes_per_step_equal_formula(dp):
     for stage in range(4):
-        res = zero.run(stage, dp, CFG, 2, 8)
-        expect = cost.zero_comm_volume(N_PARAMS, dp, stage, grad_bytes=4)
-        if stage == 3:
-            # An embedding lookup's backward needs the token ids, not the table: nothing
-            # saved for backward points into wte/wpe, so they are not gathered again.
-            embed = (CFG.vocab_size + CFG.seq_len) * CFG.d_model * 4
-            expect -= cost.collective_bytes("all_gather", embed, dp)
-        assert all(b == expect for rank in res["comm_bytes"] for b in rank), \
-            (stage, res["comm_bytes"])
-        ops = {e["meta"]["op"] for e in res["events"][0] if e["kind"] == "comm"}
-        assert ops == ({"all_reduce"} if stage == 0 else {"reduce_scatter", "all_gather"})
+        for bucket_bytes in ((25 << 20, 4096) if stage < 3 else (25 << 20,)):
+            res = zrun(stage, dp, steps=2, bucket_bytes=bucket_bytes)
+            expect = cost.zero_comm_volume(N_PARAMS, dp, stage, grad_bytes=4)
+            if stage == 3:
+                # An embedding lookup's backward needs the token ids, not the table:
+                # nothing saved for backward points into wte/wpe, so they are not
+                # gathered again.
+                embed = (CFG.vocab_size + CFG.seq_len) * CFG.d_model * 4
+                expect -= cost.collective_bytes("all_gather", embed, dp)
+            # (4 KiB buckets: each bucket's bytes are a multiple of 4 -- no padding)
+            assert all(b == expect for r in res.ranks for b in r["comm_bytes"]), \
+                (stage, [r["comm_bytes"] for r in res.ranks])
+            ops = {e["meta"]["op"] for e in res.events if e["rank"] == 0 and e["kind"] == "comm"}
+            assert ops == ({"all_reduce"} if stage == 0 else {"reduce_scatter", "all_gather"})
 
 
 def test_trace_shows_compute_between_the_collectives():
     # the timeline of a step: each unit's forward and backward compute and the optimizer
-    # step as compute spans (no bytes), none overlapping a collective on its rank
+    # step as compute spans (no bytes), none overlapping a blocking collective on its
+    # rank; the gradients' collectives are asynchronous and run beside backward
+    units = ["embed"] + [f"block{i}" for i in range(CFG.n_layers)] + ["head"]
     for stage in (3, 2, 0):
-        res = zero.run(stage, 2, CFG, 1, 8)
-        for events in res["events"]:
+        res = zrun(stage, 2, steps=1, bucket_bytes=4096)
+        for rank in (0, 1):
+            events = [e for e in res.events if e["rank"] == rank]
             compute = [e for e in events if e["kind"] == "compute"]
             comm = [e for e in events if e["kind"] == "comm"]
             names = {e["name"] for e in compute}
-            units = ["embed"] + [f"block{i}" for i in range(CFG.n_layers)] + ["head"]
             assert {f"forward {u}" for u in units} <= names, (stage, names)
             assert {f"backward {u}" for u in units} - {"backward embed"} <= names
             assert {"forward loss", "backward loss", "optimizer"} <= names
             assert all(e["bytes_sent"] == e["bytes_recv"] == 0 for e in compute)
-            assert not [(a["name"], b["name"]) for a in compute for b in comm
+            blocking = [e for e in comm if not e["meta"].get("async_op")]
+            assert not [(a["name"], b["name"]) for a in compute for b in blocking
                         if a["start"] < b["end"] - 1e-7 and b["start"] < a["end"] - 1e-7]
-            if stage == 3:  # a block's backward runs between its all-gather and reduce-scatter
+            grads = [e for e in comm if e["name"].endswith(" grads")]
+            assert grads and all(e["meta"]["async_op"] for e in grads)
+            backward_end = max(e["end"] for e in compute if e["name"].startswith("backward "))
+            assert sum(e["start"] < backward_end for e in grads) >= len(grads) - 1
+            if stage == 3:  # a block's backward runs between its all-gather and the
+                # launch of its reduce-scatter (which that compute span ends with)
                 at = {e["name"]: e for e in events}
                 bwd = [e for e in compute if e["name"] == "backward block1"]
                 gather = at["all_gather block1 params (backward)"]
                 scatter = at["reduce_scatter block1 grads"]
-                assert any(gather["end"] <= e["start"] and e["end"] <= scatter["start"]
+                assert any(gather["end"] <= e["start"] < scatter["start"] <= e["end"]
                            for e in bwd)
 
 
 # --- stage 3 really frees what it gathers (workers run on the ranks) ---------------------
 
-def _wait_freed(trainer, seconds=2.0):
+def _wait_freed(probe, seconds=2.0):
     deadline = time.monotonic() + seconds  # gloo releases its reference on its own thread
-    while trainer.gathered_alive() and time.monotonic() < deadline:
+    while probe.alive("gathered") and time.monotonic() < deadline:
         time.sleep(0.01)
-    return trainer.gathered_alive()
+    return probe.alive("gathered")
 
 
 def gathered_after_forward(keep_weights_for_backward=False):
     torch.manual_seed(0)
-    z = zero.ZeroDP(CFG, 3)
+    probe = zero.MemoryProbe()
+    z = zero.ZeroStage3(CFG, probe=probe)
     if keep_weights_for_backward:  # without the saved-tensor hooks: autograd keeps them
-        z._pack = lambda u, t: t
+        z._pack = lambda f, t: t
     x = torch.randint(0, CFG.vocab_size, (2, CFG.seq_len))
     logits = z.forward(x)
-    after_forward = _wait_freed(z)
+    after_forward = _wait_freed(probe)
     logits.sum().backward()
+    z.wait_for_gradients()
     del logits
-    return after_forward, _wait_freed(z), dist.get_rank()
+    return after_forward, _wait_freed(probe), dist.get_rank()
 
 
 def test_zero3_frees_gathered_parameters():
@@ -161,16 +208,16 @@ def test_zero3_frees_gathered_parameters():
         assert after_forward == (N_PARAMS - (CFG.vocab_size + CFG.seq_len) * CFG.d_model) * 4
 
 
-class _NoReduceScatter(zero.ZeroDP):
+class _NoReduceScatter(zero.ZeroStage3):
     """A wrong ZeRO-3: each rank keeps its own (unsummed) gradient slice."""
 
-    def _reduce_scatter(self, grads, u):
-        flat = torch.cat([g.flatten() for g in grads])
-        return flat[u.lo:u.hi] / self.dp
+    def reduce(self, f):
+        f.reduced.copy_(f.incoming[f.lo:f.hi])
+        f.wait = lambda: None
 
 
 def wrong_zero3_grads():
-    z = _NoReduceScatter(CFG, 3)
+    z = _NoReduceScatter(CFG)
     x, y = local_batch(0, 8, CFG.seq_len, CFG.vocab_size, dist.get_rank(), dist.get_world_size())
     z.train_step(x, y)
     return z.full_state()[1]
@@ -189,6 +236,9 @@ def test_step_times_runs_every_variant():
     res = zero_peers.step_times([3, "fsdp2", 0, "ddp"], 2, CFG, rounds=2, batch_size=8, warmup=1)
     assert set(res) == {3, "fsdp2", 0, "ddp"}
     assert all(len(r["times"]) == 2 and r["median"] > 0 for r in res.values())
+    runs = {"zero2, 4 KiB buckets": ZeroRun(CFG, batch_size=8, zero_stage=2, bucket_bytes=4096)}
+    res = zero_peers.step_times(runs, 2, rounds=2, warmup=0)
+    assert list(res) == list(runs) and len(res["zero2, 4 KiB buckets"]["times"]) == 2
     with pytest.raises(ValueError, match="rounds=0"):
         zero_peers.step_times([3], 2, CFG, rounds=0)
     with pytest.raises(ValueError, match="at least one"):
@@ -197,24 +247,33 @@ def test_step_times_runs_every_variant():
 
 # --- bad input ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(stage=4), "stage=4 must be one of"),
-    (dict(stage="zero3"), "stage='zero3'"),
-    (dict(stage=True), "stage=True"),
-    (dict(world_size=3, batch_size=8), "dp=world_size=3 must divide batch_size=8"),
-    (dict(world_size=0), "world_size=0"),
-    (dict(steps=0), "steps=0"),
-    (dict(batch_size=0), "batch_size=0"),
-    (dict(config={"n_layers": 2}), "config must be a GPTConfig"),
+@pytest.mark.parametrize("fields, world_size, match", [
+    (dict(zero_stage=4), 2, "zero_stage=4 must be one of"),
+    (dict(zero_stage="zero3"), 2, "zero_stage='zero3'"),
+    (dict(zero_stage=True), 2, "zero_stage=True"),
+    (dict(zero_stage=3.0), 2, r"zero_stage=3\.0"),
+    (dict(batch_size=8), 3, "dp=world_size=3 must divide batch_size=8"),
+    ({}, 0, "world_size=0"),
+    (dict(steps=0), 2, "steps=0"),
+    (dict(steps=1.5), 2, r"steps=1\.5"),
+    (dict(batch_size=0), 2, "batch_size=0"),
+    (dict(batch_size=8.0), 2, r"batch_size=8\.0"),
+    (dict(lr=float("nan")), 2, "lr=nan"),
+    (dict(seed="x"), 2, "seed='x'"),
+    (dict(bucket_bytes=0), 2, "bucket_bytes=0"),
+    (dict(bucket_bytes=4096.0), 2, r"bucket_bytes=4096\.0"),
+    (dict(config={"n_layers": 2}), 2, "config must be a GPTConfig"),
 ])
-def test_bad_input_raises_before_any_rank_starts(kwargs, match):
-    args = dict(stage=1, world_size=2, config=CFG, steps=1, batch_size=8) | kwargs
+def test_bad_input_raises_before_any_rank_starts(fields, world_size, match):
+    run = ZeroRun(**{"config": CFG, "steps": 1, "batch_size": 8, "zero_stage": 1, **fields})
     before = parlab.pool_info()
     with pytest.raises(ValueError, match=match):
-        zero.run(**args)
-    assert parlab.pool_info() == before
-    if "steps" in kwargs:
-        return  # step_times has no steps argument (rounds instead)
+        zero.run(run, world_size)
     with pytest.raises(ValueError, match=match):
-        zero_peers.step_times([args["stage"]], args["world_size"], args["config"],
-                              batch_size=args["batch_size"])
+        zero_peers.step_times({"bad": run}, world_size)
+    assert parlab.pool_info() == before
+
+
+def test_run_takes_a_zero_run():
+    with pytest.raises(ValueError, match="run must be a ZeroRun"):
+        zero.run(3, 2)

@@ -1,303 +1,257 @@
-"""ZeRO stages 1, 2 and 3: data parallelism without replicating the model states.
+"""ZeRO-DP, stage by stage: data parallelism without replicating the model states.
 
 Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
 Models", SC 2020. Plain data parallelism keeps on every rank the parameters, the
-gradients and the optimizer states (for AdamW: exp_avg and exp_avg_sq). ZeRO-DP
-(§5) partitions them over the dp ranks, each rank owning a contiguous 1/dp shard:
+gradients and the optimizer states (for AdamW: exp_avg and exp_avg_sq). ZeRO-DP (§5)
+partitions them over the N_d data-parallel ranks, each rank owning one contiguous
+1/N_d shard; each class below adds one thing to the one before it:
 
-  stage 1 (P_os)      optimizer states sharded. Full gradients are still computed
-                      and held; a reduce-scatter leaves each rank the summed
-                      gradient of its own shard, it updates that shard, and an
-                      all-gather sends the updated parameters to everyone.
-  stage 2 (P_os+g)    + gradients sharded: each unit's gradient is reduce-scattered
-                      as soon as backward has produced it, then dropped (§5.2).
-  stage 3 (P_os+g+p)  + parameters sharded: a unit's full parameters exist only
-                      while it runs -- all-gathered just before its forward and
-                      freed after it, all-gathered again for its backward (§5.3).
-  stage 0             plain data parallelism (all-reduce), the baseline.
+  Stage0DP     plain DP, the baseline: gradients land in flat buckets (reverse
+               parameter order, ``bucket_bytes``, DDP's layout), and each bucket is
+               all-reduced asynchronously as soon as it is full, while backward goes
+               on (Li et al., "PyTorch Distributed", VLDB 2020, §3.2.3).
+  ZeroStage1   + optimizer states partitioned (P_os, §5.1): a bucket is
+               reduce-scattered instead, so each rank gets the summed gradient of its
+               own shard only; it updates that shard; an all-gather sends the updated
+               parameters to everyone. Full gradients are still held until the step ends.
+  ZeroStage2   + gradients partitioned (P_os+g, §5.2): each gradient is copied into
+               its bucket and dropped at once; the bucket is freed as soon as it is
+               reduce-scattered. A rank keeps only its shard's gradient.
+  ZeroStage3   + parameters partitioned (P_os+g+p, §5.3; stage3.py): a unit's full
+               parameters exist only while it runs.
 
-Traffic per step (§7.2): stages 0-2 move 2 Psi per rank, a reduce-scatter plus an
-all-gather (an all-reduce *is* those two); stage 3 moves 3 Psi, the parameters
-being gathered twice (``cost.zero_comm_volume``). A rank's memory is
-``cost.zero_memory``. Both are measured here: bytes of the tensors a rank holds,
-and the bytes of every traced collective.
+Traffic per step (§7.2): stages 0-2 move 2 Psi per rank -- an all-reduce *is* a
+reduce-scatter plus an all-gather -- and stage 3 moves 3 Psi (``cost.zero_comm_volume``).
+A rank's memory is ``cost.zero_memory``. Both are measured: the runner's MemoryProbe
+counts the tensors of ``states()``, the trace counts the bytes of every collective.
 
-Layout. Parameters are grouped into *units* -- the embeddings, each block, the head
--- the granularity at which stage 2 reduce-scatters and stage 3 gathers (FSDP
-calls them "FSDP units"). Each unit's parameters are flattened into one fp32
-buffer, padded to a multiple of dp, so every rank's shard is one contiguous slice.
-
-Exactness. The optimizer is torch.optim.AdamW run over the shards: AdamW is
-elementwise (Loshchilov & Hutter 2019), so updating a slice with the slice's
-gradient is the same arithmetic as updating the whole tensor. Results differ from
-the single-device reference only by the order in which gradients are summed.
+Exactness. The optimizer is torch.optim.AdamW over the shards: AdamW is elementwise
+(Loshchilov & Hutter 2019), so updating a slice with the slice's gradient is the same
+arithmetic as updating the whole tensor. Results differ from the single-device
+reference only by the order in which gradients are summed.
 """
 
 from __future__ import annotations
-
-import math
-import weakref
 
 import torch
 import torch.distributed as dist
 
 from .. import comm, trace
+from ..data_parallel.ddp import assign_buckets
 from ..model import GPT, GPTConfig, loss_fn
-from ..trace import backward_segments
+from . import collectives
+from .flat import Flat
+from .probes import MemoryProbe, Tracer
 
 STAGES = (0, 1, 2, 3)
+BUCKET_BYTES = 25 * 2 ** 20  # DDP's default bucket_cap_mb=25
 
 
+class Stage0DP:
+    """One rank of plain data parallelism over ``group`` (default: the world), the
+    baseline ZeRO starts from. ``train_step(x, y)`` trains on this rank's slice of the
+    global batch and returns its loss; ``full_state()`` gives the full parameters and
+    averaged gradients. ``probe`` and ``tracer`` (see probes.py) watch it work."""
 
-
-class Unit:
-    """The parameters gathered and reduced together (embeddings, one block, or the
-    head): names, shapes and offsets in one flat buffer of ``padded`` elements."""
-
-    def __init__(self, label, module, prefix, fn, dp, rank, names=None):
-        self.label, self.module, self.prefix, self.fn = label, module, prefix, fn
-        self.names = names or [n for n, _ in module.named_parameters()]  # relative to module
-        self.shapes = [module.get_parameter(n).shape for n in self.names]
-        self.sizes = [math.prod(s) for s in self.shapes]
-        self.numel = sum(self.sizes)
-        self.padded = -(-self.numel // dp) * dp  # a multiple of dp: equal shards
-        self.lo, self.hi = rank * self.padded // dp, (rank + 1) * self.padded // dp
-
-    def flatten(self, device) -> torch.Tensor:
-        flat = torch.zeros(self.padded, device=device)
-        torch.cat([self.module.get_parameter(n).detach().flatten() for n in self.names],
-                  out=flat[:self.numel])
-        return flat
-
-    def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
-        return [v.view(s) for v, s in zip(flat[:self.numel].split(self.sizes), self.shapes)]
-
-    def bind(self, tensors) -> None:
-        """Make the module's attributes point at ``tensors`` (or None: hold nothing)."""
-        for name, t in zip(self.names, tensors):
-            path, _, attr = name.rpartition(".")
-            mod = self.module.get_submodule(path)
-            mod._parameters.pop(attr, None)
-            setattr(mod, attr, t)
-
-
-class ZeroDP:
-    """One rank's model and optimizer under ZeRO stage ``stage`` (0 = plain DP).
-
-    ``train_step(x, y)`` takes this rank's slice of the global batch and returns its
-    loss; afterwards ``memory`` holds the bytes this rank keeps (params / grads /
-    optimizer, plus for stage 3 the peak of gathered parameters)."""
-
-    def __init__(self, config: GPTConfig, stage: int, lr: float = 1e-3, seed: int = 0,
-                 weight_decay: float = 0.0, group=None):
-        if isinstance(stage, bool) or stage not in STAGES:
-            raise ValueError(f"stage={stage!r} must be one of {STAGES} (0 = plain DP)")
-        self.stage, self.group = stage, group
+    def __init__(self, config: GPTConfig, bucket_bytes: int = BUCKET_BYTES, lr: float = 1e-3,
+                 seed: int = 0, weight_decay: float = 0.0, group=None, probe=None, tracer=None):
+        self.group = group
         self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
         self.device = comm.device(group)
+        self.probe = probe if probe is not None else MemoryProbe()
+        self.tracer = tracer if tracer is not None else Tracer()
         # Initialise the full model from the seed, then shard it: the numbers do not
         # depend on dp (DESIGN.md). At scale one would initialise shard by shard.
-        model = self.model = GPT(config, seed).to(self.device)
-        dp, r = self.dp, self.rank
-        self.units = [Unit("embed", model, "", model.embed, dp, r, ["wte.weight", "wpe.weight"])]
-        self.units += [Unit(f"block{i}", b, f"blocks.{i}.", b, dp, r)
-                       for i, b in enumerate(model.blocks)]
-        head = [n for n, _ in model.named_parameters() if n.startswith(("ln_f.", "lm_head."))]
-        self.units += [Unit("head", model, "", model.head, dp, r, head)]
-        self._live = self._peak = 0  # bytes of gathered parameters held now / at most (stage 3)
-        self._gathered = []  # weak references to them: tests check they really are freed
-        for u in self.units:
-            flat = u.flatten(self.device)
-            if stage == 3:
-                u.shard = flat[u.lo:u.hi].clone().requires_grad_()  # all this rank keeps
-                u.bind([None] * len(u.names))  # the full tensors are freed here
-                u.regathered = u.forward_ptr = None
-                continue
-            u.flat = flat  # replicated parameters, as module Parameters viewing the flat buffer
-            u.bind([torch.nn.Parameter(v) for v in u.views(flat)])
-            u.params = [u.module.get_parameter(n) for n in u.names]
-            u.shard = flat if stage == 0 else flat[u.lo:u.hi]  # what this rank updates
-            if stage <= 1:  # full gradients accumulate in place into one flat buffer
-                u.flat_grad = torch.zeros(u.padded, device=self.device)
-                for p, g in zip(u.params, u.views(u.flat_grad)):
-                    p.grad = g
-            else:  # stage 2: reduce-scatter each unit as soon as its last gradient is in
-                for p in u.params:
-                    p.register_post_accumulate_grad_hook(lambda p, u=u: self._grad_ready(u))
-        self.optimizer = torch.optim.AdamW([u.shard for u in self.units], lr=lr,
+        self.model = m = GPT(config, seed).to(self.device)
+        self.units = [("embed", m.embed), *((f"block{i}", b) for i, b in enumerate(m.blocks)),
+                      ("head", m.head)]
+        self._slot = {}  # parameter -> (its flat buffer, its index there)
+        self.flats = self.partition(bucket_bytes)
+        self._next = 0  # the next flat buffer whose collective is to be launched
+        self.optimizer = torch.optim.AdamW([f.shard for f in self.flats], lr=lr,
                                            betas=(0.9, 0.95), weight_decay=weight_decay)
-        self.memory = {}
-        # While tracing: (time, unit) where each unit's backward begins -- to trace the
-        # compute between the collectives.
-        self._bwd_marks = []
 
-    # --- one step ---------------------------------------------------------------------
+    # --- layout: what this rank keeps -----------------------------------------------
+
+    def shards(self) -> tuple[int, int]:
+        """(number of shards, this rank's): plain DP shards nothing."""
+        return 1, 0
+
+    def partition(self, bucket_bytes: int) -> list[Flat]:
+        """Buckets in the order backward produces the gradients: reversed."""
+        named = list(self.model.named_parameters())[::-1]
+        sizes = [p.numel() * p.element_size() for _, p in named]
+        flats = [Flat(f"bucket{i}", self.model, [named[j][0] for j in idx], *self.shards())
+                 for i, idx in enumerate(assign_buckets(sizes, bucket_bytes))]
+        for f in flats:
+            self.keep(f)
+        return flats
+
+    def keep(self, f: Flat) -> None:
+        # the full parameters, as module Parameters that view one flat buffer
+        f.flat = f.flatten(self.device)
+        f.bind([torch.nn.Parameter(v) for v in f.views(f.flat)])
+        f.shard = f.flat[f.lo:f.hi]  # what this rank updates
+        self.keep_gradients(f)
+        for i, p in enumerate(f.parameters()):
+            self._slot[p] = (f, i)
+            p.register_post_accumulate_grad_hook(self._grad_ready)
+
+    def keep_gradients(self, f: Flat) -> None:
+        # full gradients, accumulated by autograd in place into one flat buffer
+        f.incoming = torch.zeros(f.padded, device=self.device)
+        f.reduced = f.incoming[f.lo:f.hi]
+        for p, g in zip(f.parameters(), f.views(f.incoming)):
+            p.grad = g
+
+    # --- one step -------------------------------------------------------------------
 
     def train_step(self, x: torch.Tensor, y: torch.Tensor) -> float:
-        for u in self.units:
-            if self.stage <= 1:
-                u.flat_grad.zero_()
-            else:
-                u.shard.grad, u.ready = None, 0
-        self._peak = 0
-        logits = self.forward(x)
+        self.zero_grad()
+        logits = self.forward(x.to(self.device))
         with trace.span("forward loss"):
             loss = loss_fn(logits, y.to(self.device))
-        t0 = trace.now()
-        loss.backward()  # stages 2 and 3 reduce-scatter during backward
-        if trace.is_recording():  # compute spans between the collectives, per unit
-            comms = [(e["start"], e["end"]) for e in trace.recorded(since=t0, kind="comm")]
-            for start, end, label in backward_segments(t0, trace.now(), comms,
-                                                        self._bwd_marks):
-                trace.record("compute", f"backward {label}", start, end)
-        for u in self.units if self.stage <= 1 else []:
-            self._reduce_after_backward(u)
+        with self.tracer.backward():
+            loss.backward()  # the hooks launch each bucket's collective meanwhile
+        self.wait_for_gradients()
         with trace.span("optimizer"):
             self.optimizer.step()
-        for u in self.units if self.stage in (1, 2) else []:
-            # in place: this rank's shard is already where it belongs in the output
-            comm.all_gather(u.flat, u.flat[u.lo:u.hi], self.group, label=f"{u.label} params")
-        self.memory = self._held_bytes()
+        self.share_parameters()
         return loss.item()
 
+    def zero_grad(self) -> None:
+        for f in self.flats:
+            f.incoming.zero_()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.to(self.device)
-        self._bwd_marks = []
-        for u in self.units:
-            if self.stage == 3:
-                h = self._run_unit(u, h)
-            else:
-                with trace.span(f"forward {u.label}"):
-                    h = u.fn(h)
-            if trace.is_recording() and h.requires_grad:  # when u's backward begins
-                h.register_hook(lambda g, u=u: self._bwd_marks.append((trace.now(), u.label)))
+        h = x
+        for label, fn in self.units:
+            h = self.tracer.unit_output(self.run_unit(label, fn, h), label)
         return h
 
-    def _reduce_after_backward(self, u: Unit) -> None:
-        """Stage 0: all-reduce the full gradient. Stage 1: reduce-scatter it -- this
-        rank only updates its shard, so it only needs that shard summed (2 Psi per
-        step with the all-gather, not the 3 Psi of all-reduce + all-gather)."""
-        g = u.flat_grad
-        if self.stage == 0:
-            comm.all_reduce(g, group=self.group, label=f"{u.label} grads")
-        else:
-            g = g[u.lo:u.hi]  # in place: output = input + rank * shard (NCCL allows it too)
-            comm.reduce_scatter(g, u.flat_grad, group=self.group, label=f"{u.label} grads")
-        u.shard.grad = g.div_(self.dp)  # sum of per-rank mean losses -> mean over the batch
+    def run_unit(self, label: str, fn, h: torch.Tensor) -> torch.Tensor:
+        with trace.span(f"forward {label}"):
+            return fn(h)
 
-    def _grad_ready(self, u: Unit) -> None:
-        """Stage 2, during backward: once every parameter of ``u`` has its gradient,
-        reduce-scatter them and drop the full gradients (a bucket = a unit)."""
-        u.ready += 1
-        if u.ready < len(u.params):
-            return
-        u.shard.grad = self._reduce_scatter([p.grad for p in u.params], u)
-        for p in u.params:
-            p.grad = None
+    def _grad_ready(self, p: torch.Tensor) -> None:
+        self._slot[p][0].pending -= 1
+        self._launch_ready()
 
-    def _reduce_scatter(self, grads, u: Unit) -> torch.Tensor:
-        # One flat copy of the unit's gradients, for one collective: a transient second
-        # copy (DeepSpeed copies each gradient into a preallocated bucket as it arrives).
-        flat = torch.zeros(u.padded, device=self.device)
-        torch.cat([g.flatten() if g is not None else torch.zeros(n, device=self.device)
-                   for g, n in zip(grads, u.sizes)], out=flat[:u.numel])
-        shard = torch.empty(u.hi - u.lo, device=self.device)
-        comm.reduce_scatter(shard, flat, group=self.group, label=f"{u.label} grads")
-        return shard.div_(self.dp)
+    def _launch_ready(self) -> None:
+        # Strictly in bucket order (like DDP's Reducer): collectives must be issued in
+        # the same order on every rank, or they would pair up the wrong buffers.
+        while self._next < len(self.flats) and self.flats[self._next].pending == 0:
+            self.reduce(self.flats[self._next])
+            self._next += 1
 
-    # --- stage 3: parameters that exist only while their unit runs ----------------------
+    def reduce(self, f: Flat) -> None:
+        f.wait = collectives.all_reduce(f.incoming, self.group, f"{f.label} grads")
 
-    def _all_gather_unit(self, u: Unit, why: str) -> torch.Tensor:
-        full = torch.empty(u.padded, device=self.device)
-        comm.all_gather(full, u.shard.detach(), self.group, label=f"{u.label} params ({why})")
-        self._live += full.nbytes
-        self._peak = max(self._peak, self._live)
-        self._gathered = [r for r in self._gathered if r() is not None] + [weakref.ref(full)]
-        return full
+    def wait_for_gradients(self) -> None:
+        if self._next < len(self.flats):  # a bucket never filled: it would hang the others
+            raise RuntimeError(f"{sum(f.pending for f in self.flats)} parameters got no "
+                               "gradient in this backward pass; every parameter must be used")
+        with trace.span("wait for gradients", kind="wait"):
+            for f in self.flats:
+                self.finish(f)
+        self._next = 0
 
-    def _release(self, u: Unit) -> None:
-        self._live -= u.padded * u.shard.element_size()
+    def finish(self, f: Flat) -> None:
+        f.wait()
+        f.shard.grad = f.reduced.div_(self.dp)  # sum of the ranks' mean losses -> batch mean
+        f.pending, f.wait = len(f.names), None
 
-    def gathered_alive(self) -> int:
-        """Bytes of gathered parameter buffers still alive (ask after a moment: gloo
-        drops its reference to a buffer on its own thread, just after the call)."""
-        return sum(r().nbytes for r in self._gathered if r() is not None)
+    def share_parameters(self) -> None:
+        pass  # every rank updated every parameter itself
 
-    def _run_unit(self, u: Unit, h: torch.Tensor) -> torch.Tensor:
-        params = _GatherParams.apply(u.shard, u, self)
-        u.bind(params)
-        u.forward_ptr = params[0].untyped_storage().data_ptr()
-        # Autograd would keep the weights it needs for backward (e.g. a Linear's
-        # weight, for the input's gradient) and with them the gathered buffer. These
-        # hooks store a (offset, shape, stride) note instead; backward re-gathers.
-        hooks = torch.autograd.graph.saved_tensors_hooks(lambda t: self._pack(u, t),
-                                                         lambda s: self._unpack(u, s))
-        with hooks, trace.span(f"forward {u.label}"):
-            out = u.fn(h)
-        u.bind([None] * len(u.names))  # no reference left: the full parameters are freed
-        u.forward_ptr = None
-        self._release(u)
-        return out
+    # --- what this rank holds, and the full model for checking ----------------------
 
-    def _pack(self, u: Unit, t: torch.Tensor):
-        if u.forward_ptr is not None and t.untyped_storage().data_ptr() == u.forward_ptr:
-            return ("param", t.storage_offset(), t.shape, t.stride())
-        return t  # an activation: kept as autograd would
-
-    def _unpack(self, u: Unit, saved):
-        if not (isinstance(saved, tuple) and saved[:1] == ("param",)):
-            return saved
-        if u.regathered is None:  # the first op of this unit's backward that needs weights
-            u.regathered = self._all_gather_unit(u, "backward")
-        _, offset, shape, stride = saved
-        return u.regathered.as_strided(shape, stride, offset)
-
-    # --- what this rank holds, and the full model for checking ------------------------
-
-    def _held_bytes(self) -> dict:
-        def storages(ts):  # unique storages: a view of a flat buffer is not extra memory
-            return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                        for t in ts if t is not None}.values())
-        params = [u.shard if self.stage == 3 else u.flat for u in self.units]
-        grads = [u.shard.grad if self.stage >= 2 else u.flat_grad for u in self.units]
-        grads += [p.grad for p in self.model.parameters()]  # stage 2 must have dropped these
-        states = [v for s in self.optimizer.state.values() for v in s.values()
-                  if isinstance(v, torch.Tensor)]
-        out = {"params": storages(params + list(self.model.parameters())),
-               "grads": storages(grads), "optimizer": storages(states)}
-        out["total"] = out["params"] + out["grads"] + out["optimizer"]
-        out["gathered_peak"] = self._peak if self.stage == 3 else 0
-        return out
+    def states(self) -> dict:
+        """The tensors this rank keeps between steps, by kind (what the probe counts)."""
+        params = list(self.model.parameters())
+        return {"params": [t for f in self.flats for t in (f.flat, f.shard)] + params,
+                "grads": [t for f in self.flats for t in (f.incoming, f.reduced)]
+                + [p.grad for p in params],
+                "optimizer": [v for s in self.optimizer.state.values() for v in s.values()
+                              if isinstance(v, torch.Tensor)]}
 
     def full_state(self) -> tuple[dict, dict]:
-        """Full parameters and (averaged) gradients of the last step, by name, on
-        every rank: an all-gather of the shards (call it outside a traced step)."""
+        """Full parameters and averaged gradients of the last step, by name, on every
+        rank (a collective: call it outside a traced step)."""
         params, grads = {}, {}
-        for u in self.units:
-            for out, shard in ((params, u.shard.detach()), (grads, u.shard.grad)):
-                flat = shard
-                if self.stage != 0:
-                    flat = torch.empty(u.padded, device=self.device)
-                    comm.all_gather(flat, shard.contiguous(), self.group, label="full state")
-                out.update({u.prefix + n: v.cpu().clone() for n, v in zip(u.names, u.views(flat))})
+        for f in self.flats:
+            params.update(f.named(self.gather(f, f.shard.detach())))
+            grads.update(f.named(self.gather(f, f.shard.grad)))
         return params, grads
 
+    def gather(self, f: Flat, shard: torch.Tensor) -> torch.Tensor:
+        return shard  # nothing is sharded: this rank's part is the whole
 
-class _GatherParams(torch.autograd.Function):
-    """Stage 3's autograd edge between a unit's shard and its full parameters.
-    forward: all-gather the shard, return the full parameters (views of one buffer).
-    backward: receives their gradients, reduce-scatters them into the shard's
-    gradient and frees the parameters re-gathered for this unit's backward --
-    autograd runs it after every op that used them."""
 
-    @staticmethod
-    def forward(ctx, shard, unit, zero):
-        ctx.unit, ctx.zero = unit, zero
-        return tuple(unit.views(zero._all_gather_unit(unit, "forward")))
+class ZeroStage1(Stage0DP):
+    """P_os (§5.1): each rank keeps the optimizer states of its shard only. Buckets are
+    reduce-scattered during backward -- this rank updates only its shard, so only that
+    shard needs summing: with the all-gather after the update, 2 Psi per step like
+    plain DP, not the 3 Psi of all-reduce + all-gather."""
 
-    @staticmethod
-    def backward(ctx, *grads):
-        if ctx.unit.regathered is not None:
-            ctx.unit.regathered = None
-            ctx.zero._release(ctx.unit)
-        return ctx.zero._reduce_scatter(grads, ctx.unit), None, None
+    def shards(self) -> tuple[int, int]:
+        return self.dp, self.rank
+
+    def reduce(self, f: Flat) -> None:
+        # f.reduced may be this rank's slice of f.incoming: in place
+        f.wait = collectives.reduce_scatter(f.reduced, f.incoming, self.group,
+                                            f"{f.label} grads")
+
+    def share_parameters(self) -> None:
+        # in place: this rank's shard already sits where it belongs in the output
+        waits = [collectives.all_gather(f.flat, f.shard, self.group, f"{f.label} params")
+                 for f in self.flats]
+        with trace.span("wait for parameters", kind="wait"):
+            for wait in waits:
+                wait()
+
+    def gather(self, f: Flat, shard: torch.Tensor) -> torch.Tensor:
+        full = torch.empty(f.padded, device=self.device)
+        return comm.all_gather(full, shard.contiguous(), self.group, label="full state")
+
+
+class ZeroStage2(ZeroStage1):
+    """P_os+g (§5.2): each rank keeps the gradient of its shard only. A gradient is
+    copied into its bucket the moment autograd has it, and dropped; a full bucket is
+    reduce-scattered and freed once that is done. At most two buckets are in flight
+    (DeepSpeed's double-buffered bucket): full gradients never all exist at once."""
+
+    IN_FLIGHT = 2
+
+    def keep_gradients(self, f: Flat) -> None:
+        f.reduced = torch.zeros(f.hi - f.lo, device=self.device)  # all this rank keeps
+
+    def zero_grad(self) -> None:
+        pass  # gradients arrive in fresh buckets; f.reduced is overwritten
+
+    def _grad_ready(self, p: torch.Tensor) -> None:
+        f, i = self._slot[p]
+        if f.incoming is None:  # the bucket's first gradient: allocate it
+            f.incoming = self.probe.allocated("buckets", self.bucket(f))
+        f.view(f.incoming, i).copy_(p.grad)
+        p.grad = None  # the full gradient is dropped
+        super()._grad_ready(p)
+
+    def bucket(self, f: Flat) -> torch.Tensor:
+        b = torch.empty(f.padded, device=self.device)
+        b[f.numel:].zero_()  # the padding; every other element is a gradient's copy
+        return b
+
+    def reduce(self, f: Flat) -> None:
+        super().reduce(f)
+        in_flight = [g for g in self.flats[:self._next] if g.incoming is not None]
+        for g in in_flight[:len(in_flight) + 1 - self.IN_FLIGHT]:
+            with trace.span("wait for a bucket", kind="wait"):
+                self.finish(g)
+
+    def finish(self, f: Flat) -> None:
+        if f.incoming is None:
+            return  # finished during backward already
+        super().finish(f)
+        self.probe.freed("buckets", f.incoming.nbytes)
+        f.incoming = None
