@@ -4,13 +4,17 @@ For each number of ranks and each repeat, ONE launch trains identical model copi
 DDP and with our BucketedDP at each bucket size (DDP given the same ``bucket_cap_mb``),
 plus NaiveDP once; the variants take turns one step at a time, the order rotating every
 round, with a barrier before each step (``dp_demos.ab_step_times_worker``). A step's
-time is its slowest rank's; each variant's figure is the median over steps; ratios are
-ours / DDP at the same bucket size (naive: / DDP at the first bucket size). Repeats are
-separate launches: the table shows the median ratio and its range over them.
+time is its slowest rank's; each variant's figure is the median over steps; a ratio is
+ours / DDP at the same bucket size (naive: / DDP at the first bucket size) per round,
+and we report its median over the rounds of every launch. Repeats are separate
+launches: the table shows the range of their medians.
 
     python -m bench.data_parallel                   # 2 and 4 ranks, 3 bucket sizes, 3 repeats
     python -m bench.data_parallel --quick           # smoke run, a few seconds
     python -m bench.data_parallel --ranks 2 --steps 100 --json dp.json
+
+``--json PATH`` writes {"ratios": {"bucketed-64KiB/ddp@2": median per-round ratio,
+"naive/ddp@2": ...}, "rows": [...], "load": [before, after], "cores": n}.
 
 Model: the lab's default GPT (4 layers, d=64, 0.2 M parameters, 0.8 MiB of fp32
 gradients), 8 sequences x 64 tokens per rank, AdamW, one intra-op thread per rank.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -31,6 +36,12 @@ from parlab.model import GPTConfig
 
 def _kib(n: int) -> str:
     return f"{n / 2 ** 20:g} MiB" if n >= 2 ** 20 else f"{n / 1024:g} KiB"
+
+
+def key(ours: str, bucket_bytes: int | None, ranks: int) -> str:
+    """The --json key: "bucketed-64KiB/ddp@2", "naive/ddp@4"."""
+    size = "" if bucket_bytes is None else "-" + _kib(bucket_bytes).replace(" ", "")
+    return f"{ours}{size}/ddp@{ranks}"
 
 
 def measure(ranks: int, buckets: list[int], steps: int, warmup: int, repeats: int,
@@ -45,20 +56,25 @@ def measure(ranks: int, buckets: list[int], steps: int, warmup: int, repeats: in
             for _ in range(repeats)]
     rows = []
     for b in buckets:
-        rows.append(_row(ranks, f"bucketed (ours), {_kib(b)}", runs, f"bucketed {b}", f"ddp {b}"))
+        rows.append(_row(ranks, f"bucketed (ours), {_kib(b)}", key("bucketed", b, ranks), runs,
+                         f"bucketed {b}", f"ddp {b}"))
     if naive:
-        rows.append(_row(ranks, f"naive (ours) vs DDP {_kib(buckets[0])}", runs, "naive",
-                         f"ddp {buckets[0]}"))
+        rows.append(_row(ranks, f"naive (ours) vs DDP {_kib(buckets[0])}",
+                         key("naive", None, ranks), runs, "naive", f"ddp {buckets[0]}"))
     return rows
 
 
-def _row(ranks, name, runs, ours, theirs) -> dict:
-    ratios = [r[ours]["median"] / r[theirs]["median"] for r in runs]
-    return {"ranks": ranks, "variant": name,
+def _row(ranks, name, json_key, runs, ours, theirs) -> dict:
+    """Per round (one step of each, interleaved): ours / DDP; "ratio" is the median over
+    every round of every launch, its range the per-launch medians."""
+    per_launch = [[o / t for o, t in zip(r[ours]["steps"], r[theirs]["steps"])] for r in runs]
+    medians = [statistics.median(x) for x in per_launch]
+    return {"ranks": ranks, "variant": name, "key": json_key,
             "ours_ms": statistics.median(r[ours]["median"] for r in runs) * 1e3,
             "ddp_ms": statistics.median(r[theirs]["median"] for r in runs) * 1e3,
-            "ratio": statistics.median(ratios), "ratio_min": min(ratios),
-            "ratio_max": max(ratios), "repeats": len(runs), "steps": len(runs[0][ours]["steps"])}
+            "ratio": statistics.median(x for launch in per_launch for x in launch),
+            "ratio_min": min(medians), "ratio_max": max(medians),
+            "repeats": len(runs), "steps": len(runs[0][ours]["steps"])}
 
 
 def main(argv=None) -> list[dict]:
@@ -72,28 +88,33 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
     p.add_argument("--no-naive", action="store_true", help="leave NaiveDP out (it is slow)")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 1 bucket size, 5 steps")
-    p.add_argument("--json", help="also write the rows to this file")
+    p.add_argument("--json", help='write {"ratios": {"bucketed-64KiB/ddp@2": ...}, "rows": ...}')
     a = p.parse_args(argv)
     if a.quick:
         a.ranks, a.buckets, a.steps, a.warmup, a.repeats = [2], [256 << 10], 5, 1, 1
-    hw = hardware.detect()
+    hw, load = hardware.detect(), [os.getloadavg()[0]]
     print(f"# data parallel step time, ours vs torch DDP\n\n{hardware.describe()}\n"
           f"{a.steps} timed steps per variant per launch (+{a.warmup} warm-up), interleaved; "
-          f"{a.repeats} launch(es) per rank count; {a.batch} x 64 tokens per rank\n")
+          f"{a.repeats} launch(es) per rank count; {a.batch} x 64 tokens per rank; "
+          f"load average {load[0]:.1f} before\n")
     rows, t0 = [], time.perf_counter()
     for n in a.ranks:
         if hw.usable_cpus and n > hw.usable_cpus:
             print(f"note: {n} ranks on {hw.usable_cpus} cores (oversubscribed)")
         rows += measure(n, a.buckets, a.steps, a.warmup, a.repeats, a.batch, not a.no_naive)
-    print("\n| ranks | ours | ours step (ms) | DDP step (ms) | ours / DDP (median) | range over launches |")
+    load.append(os.getloadavg()[0])
+    print("\n| ranks | ours | ours step (ms) | DDP step (ms) | ours / DDP (median per round) "
+          "| range over launches |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['ranks']} | {r['variant']} | {r['ours_ms']:.1f} | {r['ddp_ms']:.1f} | "
               f"{r['ratio']:.3f} | {r['ratio_min']:.3f} - {r['ratio_max']:.3f} |")
-    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    print(f"\n({time.perf_counter() - t0:.0f} s; load average {load[0]:.1f} before, "
+          f"{load[1]:.1f} after)")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"ratios": {r["key"]: r["ratio"] for r in rows}, "rows": rows,
+                       "load": load, "cores": os.cpu_count()}, f, indent=1)
     return rows
 
 
