@@ -29,10 +29,15 @@ def test_zero_command_reports_memory_and_traffic(capsys):
 
 
 @pytest.mark.parametrize("argv", [["dp", "--ranks", "3"], ["zero", "--stage", "7"],
-                                  ["dp", "--variant", "ring"]])
-def test_bad_input_exits_with_the_constraint(argv):
-    with pytest.raises(SystemExit, match="error: .*must"):
+                                  ["dp", "--variant", "ring"], ["dp", "--lr", "nan"],
+                                  ["zero", "--steps", "0"], ["dp", "--bucket-kib", "0"],
+                                  ["pipeline", "--ranks", "2", "--m", "0"],
+                                  ["pipeline", "--ranks", "2", "--lr", "inf"]])
+def test_bad_input_exits_with_the_constraint(argv, capsys):
+    """One `error:` line naming the constraint, raised before any rank starts; no traceback."""
+    with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:
         main(argv)
+    assert "Traceback" not in str(e.value) + capsys.readouterr().err
 
 
 def test_pipeline_command(capsys):

@@ -116,11 +116,10 @@ def _check_against_reference(out, losses, steps, batch_size, lr):
 
 def cmd_dp(args, out):
     """data parallelism (naive, bucketed, torch DDP; optional compression) vs one device"""
-    from .data_parallel import DPRun, run_data_parallel
-    run = DPRun(steps=args.steps, batch_size=args.batch_size, lr=args.lr, variant=args.variant,
-                bucket_bytes=args.bucket_kib * 1024, accumulation_steps=args.accumulation,
-                compression=args.compression)
-    res = run_data_parallel(run, _world(args))
+    from .data_parallel import DPRun, run
+    res = run(DPRun(steps=args.steps, batch_size=args.batch_size, lr=args.lr, variant=args.variant,
+                    bucket_bytes=args.bucket_kib * 1024, accumulation_steps=args.accumulation,
+                    compression=args.compression), _world(args))
     _check_against_reference(out, res["losses"], args.steps, args.batch_size, args.lr)
     sent = [r["bytes_sent"] / args.steps for r in res["ranks"]]
     out(f"{args.variant} DP on {_world(args)} ranks; bytes sent per rank per step: "
@@ -133,7 +132,8 @@ def cmd_zero(args, out):
     from .model import GPT, GPTConfig
     stage = int(args.stage) if args.stage.isdigit() else args.stage
     n = _world(args)
-    res = zero.run(stage, n, steps=args.steps, batch_size=args.batch_size, lr=args.lr)
+    res = zero.run(zero.ZeroRun(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                                zero_stage=stage), n)
     _check_against_reference(out, res["losses"], args.steps, args.batch_size, args.lr)
     if isinstance(stage, int):
         psi = GPT(GPTConfig()).num_params()
@@ -141,7 +141,7 @@ def cmd_zero(args, out):
         out("rank 0 holds (measured / ZeRO formula, fp32 AdamW): " + ", ".join(
             f"{k} {_bytes(res['memory'][0][k])} / {_bytes(want[k])}"
             for k in ("params", "grads", "optimizer")))
-        out(f"bytes sent per rank per step: {_bytes(res['comm_bytes'][0][-1])} traced, "
+        out(f"bytes sent per rank per step: {_bytes(res.ranks[0]['comm_bytes'][-1])} traced, "
             f"{_bytes(cost.zero_comm_volume(psi, n, stage, grad_bytes=4))} formula")
 
 
