@@ -64,3 +64,18 @@ class RunResult:
             return getattr(self, key)
         except AttributeError:
             raise KeyError(key) from None
+
+    @classmethod
+    def from_replicas(cls, ranks: list[dict], steps: int, extras=()) -> "RunResult":
+        """The result of data-parallel replicas (one dict per rank, in group-rank order,
+        each with ``local_losses``, ``step_times``, ``events`` and ``memory``, and rank
+        0's ``state_dict`` and ``grads``): the global mean loss per step is the mean of
+        the ranks' slice means (equal slices), every replica holds the same weights, and
+        a step lasts as long as its slowest rank. ``extras``: keys kept per rank."""
+        n = len(ranks)
+        return cls(losses=[sum(r["local_losses"][s] for r in ranks) / n for s in range(steps)],
+                   state_dict=ranks[0]["state_dict"], grads=ranks[0]["grads"],
+                   events=[e for r in ranks for e in r["events"]],
+                   memory=[r["memory"] for r in ranks],
+                   step_times=[max(r["step_times"][s] for r in ranks) for s in range(steps)],
+                   ranks=[{k: r[k] for k in extras} for r in ranks])

@@ -147,15 +147,8 @@ def collect(run: DPRun, ranks: list[dict]) -> RunResult:
     rank order): the global mean loss per step (the mean of the ranks' slice means),
     rank 0's parameters and gradients (every replica holds the same), step times of
     the slowest rank, and per rank what else it measured."""
-    n = len(ranks)
-    extras = ("rank", "local_losses", "step_times", "bytes_sent", "buckets", "state_dict")
-    return RunResult(
-        losses=[sum(r["local_losses"][s] for r in ranks) / n for s in range(run.steps)],
-        state_dict=ranks[0]["state_dict"], grads=ranks[0]["grads"],
-        events=[e for r in ranks for e in r["events"]],
-        memory=[r["memory"] for r in ranks],
-        step_times=[max(r["step_times"][s] for r in ranks) for s in range(run.steps)],
-        ranks=[{k: r[k] for k in extras} for r in ranks])
+    return RunResult.from_replicas(ranks, run.steps, ("rank", "local_losses", "step_times",
+                                                      "bytes_sent", "buckets", "state_dict"))
 
 
 def run(run: DPRun, world_size: int, timeout: float = 120.0) -> RunResult:

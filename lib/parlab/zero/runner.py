@@ -79,15 +79,8 @@ def train_worker(run: ZeroRun, group=None) -> dict:
 
 def collect(run: ZeroRun, ranks: list[dict]) -> RunResult:
     """The ``RunResult`` of one group's ``train_worker`` returns, in group rank order."""
-    n = len(ranks)
-    extras = ("rank", "local_losses", "comm_bytes", "bytes_sent", "step_times", "buckets")
-    return RunResult(
-        losses=[sum(r["local_losses"][s] for r in ranks) / n for s in range(run.steps)],
-        state_dict=ranks[0]["state_dict"], grads=ranks[0]["grads"],
-        events=[e for r in ranks for e in r["events"]],
-        memory=[r["memory"] for r in ranks],
-        step_times=[max(r["step_times"][s] for r in ranks) for s in range(run.steps)],
-        ranks=[{k: r[k] for k in extras} for r in ranks])
+    return RunResult.from_replicas(ranks, run.steps, ("rank", "local_losses", "comm_bytes",
+                                                      "bytes_sent", "step_times", "buckets"))
 
 
 def run(run: ZeroRun, world_size: int, timeout: float = 120.0) -> RunResult:
