@@ -211,7 +211,9 @@ def ev(rank, kind, name, start, end, sent=0, recv=0, modelled=False, **meta):
 
 
 def legend_kinds(fig):
-    return [t.name for t in fig.data if t.showlegend is not False]
+    """The legend as the reader sees it (plotly orders it by legendrank)."""
+    shown = [t for t in fig.data if t.showlegend is not False]
+    return [t.name for t in sorted(shown, key=lambda t: t.legendrank or 1000)]
 
 
 def test_timeline_traces_extent_and_hover():
@@ -250,7 +252,8 @@ def test_timeline_t0_and_varying_hover_fields():
     fig = viz.timeline(events, t0=4.999)
     assert fig.layout.xaxis.range == pytest.approx((1.0, 5.08))
     assert legend_kinds(fig) == ["comm", "wait"]
-    comm = fig.data[0]
+    assert fig.data[0].name == "wait"  # drawn first: a collective in flight shows over a wait
+    comm = next(t for t in fig.data if t.name == "comm")
     # what varies per event travels in customdata, named in the template
     assert "step=%{customdata" in comm.hovertemplate
     assert "sent %{customdata" in comm.hovertemplate

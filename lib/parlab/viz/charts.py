@@ -92,7 +92,8 @@ def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go
     kind); a kind with more than 30 distinct names is drawn as a single trace.
     Communication that mixes collectives (``meta["op"]``: all-gathers and
     reduce-scatters under ZeRO) gets one legend entry and colour per collective
-    (``COMM_OP_COLORS``), named e.g. "comm: all_gather".
+    (``COMM_OP_COLORS``), named e.g. "comm: all_gather". Waits are drawn under the
+    other bars: where a rank waits for a collective still in flight, the collective shows.
     """
     fig = go.Figure()
     if not events:
@@ -106,14 +107,20 @@ def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go
         t0 = min(e["start"] for e in events)
     kinds = [k for k in KIND_COLORS if any(e["kind"] == k for e in events)]
     kinds += sorted({e["kind"] for e in events} - set(KIND_COLORS))
-    for kind, color, mine in _timeline_groups(events, kinds):
+    groups_by_kind = list(_timeline_groups(events, kinds))
+    # Waits are drawn first, under everything else: a collective in flight while its rank
+    # waits for it shows as the collective (the legend keeps the kinds' order).
+    order = sorted(range(len(groups_by_kind)), key=lambda k: groups_by_kind[k][0] != "wait")
+    for rank_in_legend in order:
+        kind, color, mine = groups_by_kind[rank_in_legend]
         names = list(dict.fromkeys(str(e.get("name", "")) for e in mine))
         groups = ([[e for e in mine if str(e.get("name", "")) == nm] for nm in names]
                   if len(names) <= _MAX_NAMES_PER_KIND else [mine])
         for i, group in enumerate(groups):
             template, custom = _hover_template(group, kind)
             fig.add_trace(go.Bar(
-                name=kind, legendgroup=kind, showlegend=i == 0, orientation="h",
+                name=kind, legendgroup=kind, showlegend=i == 0, legendrank=1000 + rank_in_legend,
+                orientation="h",
                 base=[round((e["start"] - t0) * 1e3, 3) for e in group],  # 1 us resolution
                 x=[round(max(e["end"] - e["start"], 0.0) * 1e3, 4) for e in group],
                 y=[int(e["rank"]) for e in group], customdata=custom,
