@@ -25,6 +25,8 @@ import torch.distributed as dist
 
 from .. import comm, trace
 
+DDP_BUCKET_BYTES = 25 * 2 ** 20  # DistributedDataParallel's default bucket_cap_mb=25
+
 
 # --- 1. naive: all-reduce every gradient after backward ------------------------------
 

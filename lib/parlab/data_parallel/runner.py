@@ -21,7 +21,7 @@ from ..model import GPT
 from ..runs import RunResult, TrainRun
 from ..validate import check_bool, check_choice, check_float, check_int
 from .compression import COMPRESSORS, CompressedDP
-from .ddp import BucketedDP, NaiveDP
+from .ddp import DDP_BUCKET_BYTES, BucketedDP, NaiveDP
 from .peers import TorchDDP
 
 VARIANTS = ("naive", "bucketed", "ddp")
@@ -37,7 +37,7 @@ class DPRun(TrainRun):
     replaces the naive exchange, with ``error_feedback``. ``trace``: return every
     rank's traced events."""
     variant: str = "bucketed"
-    bucket_bytes: int = 25 * 2 ** 20  # DDP's default bucket_cap_mb=25
+    bucket_bytes: int = DDP_BUCKET_BYTES
     accumulation_steps: int = 1
     compression: str | None = None
     topk_ratio: float = 0.01

@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 from .. import comm
+from ..data_parallel.ddp import DDP_BUCKET_BYTES
 from ..model import GPT, GPTConfig
 
 PEERS = ("ddp", "fsdp2")  # torch's own implementations, for comparison
@@ -24,7 +25,7 @@ class TorchPeer:
     2020) over ``group``, buckets of ``bucket_bytes``."""
 
     def __init__(self, kind: str, config: GPTConfig, lr: float = 1e-3, seed: int = 0,
-                 weight_decay: float = 0.0, group=None, bucket_bytes: int = 25 * 2 ** 20):
+                 weight_decay: float = 0.0, group=None, bucket_bytes: int = DDP_BUCKET_BYTES):
         self.kind, self.device = kind, comm.device(group)
         model = GPT(config, seed).to(self.device)
         if kind == "fsdp2":

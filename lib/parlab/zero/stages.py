@@ -38,14 +38,14 @@ import torch.distributed as dist
 
 from .. import comm, trace
 from ..cost import ZERO_STAGES
-from ..data_parallel.ddp import assign_buckets
+from ..data_parallel.ddp import DDP_BUCKET_BYTES, assign_buckets
 from ..model import GPT, GPTConfig, loss_fn
 from . import collectives
 from .flat import Flat
 from .probes import MemoryProbe, Tracer
 
 STAGES = ZERO_STAGES  # (0, 1, 2, 3): one list, defined with the formulas in cost
-BUCKET_BYTES = 25 * 2 ** 20  # DDP's default bucket_cap_mb=25
+BUCKET_BYTES = DDP_BUCKET_BYTES  # the same buckets as DDP by default
 
 
 class Stage0DP:
