@@ -17,6 +17,7 @@ import torch.distributed as dist
 
 from .. import comm, trace
 from ..data import local_batch
+from ..memory import held_bytes, optimizer_states
 from ..model import GPT
 from ..runs import RunResult, TrainRun
 from ..validate import check_bool, check_choice, check_float, check_int
@@ -121,25 +122,6 @@ def train_worker(run: DPRun, group=None) -> dict:
                                  + list(getattr(dp, "residual", None) or [])),
             "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
             "grads": {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()}}
-
-
-def held_bytes(**kinds) -> dict:
-    """Bytes of the storages behind each kind's tensors (None skipped; a view of a
-    buffer already counted is not counted again), and their "total"."""
-    seen, out = set(), {}
-    for kind, tensors in kinds.items():
-        out[kind] = 0
-        for t in tensors:
-            if t is None or t.untyped_storage().data_ptr() in seen:
-                continue
-            seen.add(t.untyped_storage().data_ptr())
-            out[kind] += t.untyped_storage().nbytes()
-    out["total"] = sum(out.values())
-    return out
-
-
-def optimizer_states(opt: torch.optim.Optimizer) -> list[torch.Tensor]:
-    return [v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
 
 
 def collect(run: DPRun, ranks: list[dict]) -> RunResult:

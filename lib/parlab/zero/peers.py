@@ -11,6 +11,7 @@ import torch.distributed as dist
 
 from .. import comm
 from ..data_parallel.ddp import DDP_BUCKET_BYTES
+from ..memory import optimizer_states
 from ..model import GPT, GPTConfig
 
 PEERS = ("ddp", "fsdp2")  # torch's own implementations, for comparison
@@ -57,8 +58,7 @@ class TorchPeer:
         params = list(self.model.parameters())
         return {"params": [local(p) for p in params],
                 "grads": [local(p.grad) for p in params if p.grad is not None],
-                "optimizer": [local(v) for s in self.optimizer.state.values()
-                              for v in s.values() if isinstance(v, torch.Tensor)]}
+                "optimizer": [local(v) for v in optimizer_states(self.optimizer)]}
 
     def full_state(self) -> tuple[dict, dict]:
         full = lambda t: t.full_tensor() if hasattr(t, "full_tensor") else t  # noqa: E731  DTensor

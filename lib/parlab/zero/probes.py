@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import torch
 
 from .. import trace
-from ..data_parallel.runner import held_bytes
+from ..memory import held_bytes
 
 
 class MemoryProbe:

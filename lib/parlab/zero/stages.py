@@ -39,6 +39,7 @@ import torch.distributed as dist
 from .. import comm, trace
 from ..cost import ZERO_STAGES
 from ..data_parallel.ddp import DDP_BUCKET_BYTES, assign_buckets
+from ..memory import optimizer_states
 from ..model import GPT, GPTConfig, loss_fn
 from . import collectives
 from .flat import Flat
@@ -173,8 +174,7 @@ class Stage0DP:
         return {"params": [t for f in self.flats for t in (f.flat, f.shard)] + params,
                 "grads": [t for f in self.flats for t in (f.incoming, f.reduced)]
                 + [p.grad for p in params],
-                "optimizer": [v for s in self.optimizer.state.values() for v in s.values()
-                              if isinstance(v, torch.Tensor)]}
+                "optimizer": optimizer_states(self.optimizer)}
 
     def full_state(self) -> tuple[dict, dict]:
         """Full parameters and averaged gradients of the last step, by name, on every
