@@ -31,11 +31,6 @@ def split(size: int):
     return mine
 
 
-def group_rank(group=None) -> int:
-    """This rank's index inside ``group`` (0 .. size-1): what rank-side code uses."""
-    return dist.get_rank(group)
-
-
 def global_rank(group, local: int) -> int:
     """The world rank of the ``local``-th member of ``group``: what point-to-point
     calls on the world communicator take as peer."""

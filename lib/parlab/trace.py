@@ -162,13 +162,14 @@ def sync_clocks(rounds: int = 8, group=None) -> float:
     import torch
     import torch.distributed as dist
 
+    from .mesh import global_rank
+
     global _offset
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     buf = torch.zeros(1, dtype=torch.float64)
     best = (float("inf"), 0.0)
     for peer in range(1, world):
-        peer_global = dist.get_global_rank(group, peer) if group is not None else peer
-        root_global = dist.get_global_rank(group, 0) if group is not None else 0
+        peer_global, root_global = global_rank(group, peer), global_rank(group, 0)
         for _ in range(rounds):
             if rank == 0:
                 dist.recv(buf, src=peer_global, group=group)

@@ -71,7 +71,11 @@ class PipelineResult(RunResult):
     m: int
     v: int
     stash_peak: list[int]        # per rank: most (micro-batch, chunk) activations held
-    stash_peak_bytes: list[int]  # per rank: most bytes of them held at once (real compute)
+
+    @property
+    def stash_peak_bytes(self) -> list[int]:
+        """Per rank: most bytes of stashed activations held at once (real compute)."""
+        return [m["activations"] for m in self.memory]
 
     def timeline(self, step: int = -1) -> Timeline:
         """The F/B/W ops of one step (default: the last) and its measured bubble."""
@@ -143,8 +147,7 @@ def collect(run: PPRun, ranks: list[dict]) -> PipelineResult:
                     for s in range(run.steps)],
         ranks=[{"times": r["times"]} for r in ranks],
         schedule=run.schedule, p=run.p, m=run.m, v=run.v,
-        stash_peak=[r["stash_peak"] for r in ranks],
-        stash_peak_bytes=[r["stash_peak_bytes"] for r in ranks])
+        stash_peak=[r["stash_peak"] for r in ranks])
 
 
 def run(run: PPRun, world_size: int, timeout: float = 120.0) -> PipelineResult:
