@@ -195,6 +195,7 @@ def test_function_defined_in_a_notebook(monkeypatch):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"timeout": 0}, "timeout"), ({"timeout": -1}, "timeout"), ({"timeout": "5"}, "timeout"),
+    ({"timeout": float("inf")}, "timeout"), ({"timeout": float("nan")}, "timeout"),
     ({"backend": "mpi"}, "backend"),
     ({"backend": "nccl"}, "one GPU per rank"),
 ])

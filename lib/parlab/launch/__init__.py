@@ -52,6 +52,7 @@ import pickle
 import sys
 import threading
 
+from ..validate import check_float, check_int
 from .errors import LaunchError, LaunchTimeout
 from .pool import Pool
 from .torchrun import default_backend, launch_in_process, under_torchrun
@@ -131,15 +132,11 @@ def pool_info() -> list[dict]:
 # ------------------------------------------------------------------------------
 
 def _check_args(world_size, timeout, backend):
-    if isinstance(world_size, bool) or not isinstance(world_size, int):
-        raise ValueError(f"world_size must be an int, got {world_size!r}")
-    if world_size < 1:
-        raise ValueError(f"world_size={world_size} must be >= 1")
+    check_int("world_size", world_size)
     if not under_torchrun() and world_size > MAX_LOCAL_RANKS:
         raise ValueError(f"world_size={world_size} exceeds the cap of {MAX_LOCAL_RANKS} local "
                          f"ranks (set PARLAB_MAX_RANKS to raise it)")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"timeout={timeout!r} must be a number of seconds > 0")
+    check_float("timeout", timeout)  # seconds, finite and > 0: nothing may wait forever
     if backend not in (None, "gloo", "nccl"):
         raise ValueError(f"backend={backend!r} must be None, 'gloo' or 'nccl'")
     if backend == "nccl" and not under_torchrun():
