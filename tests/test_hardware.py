@@ -216,3 +216,8 @@ def test_measure_matmul_flops_is_positive_and_finite():
     flops = measure_matmul_flops(n=32, repeats=3)
     assert isinstance(flops, float) and math.isfinite(flops) and 0 < flops < 1e15
     assert measure_matmul_flops(n=16, repeats=2, dtype=torch.float64) > 0
+
+
+def test_load_line_names_the_load_and_the_cores():
+    line = hw.load()
+    assert line.startswith("load average ") and line.endswith(f"on {hw.detect().usable_cpus} usable cores")

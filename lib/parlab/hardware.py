@@ -207,6 +207,13 @@ def default_backend(world_size: int) -> str:
     return "gloo"
 
 
+def load() -> str:
+    """What the machine is doing now, for the line under a timing: "load average 1.2 on
+    2 usable cores" (1-minute average; other programs share these cores too)."""
+    avg = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"load average {avg:.1f} on {detect().usable_cpus} usable cores"
+
+
 def describe(world_size: int | None = None) -> str:
     """A short multi-line summary of this machine for a notebook."""
     hw, yn = detect(), (lambda b: "yes" if b else "no")
