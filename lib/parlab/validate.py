@@ -3,6 +3,7 @@ naming the argument and its value, before any process starts.
 
     check_int("steps", 0)            -> ValueError: steps=0 must be an integer >= 1
     check_float("lr", float("nan"))  -> ValueError: lr=nan must be a finite number > 0
+    check_whole("n_params", 7.5e9)   -> 7.5e9 (a count written as a float is fine; 7.5 is not)
     check_choice("schedule", "x", SCHEDULES)
 
 Pure Python: no torch.
@@ -42,6 +43,19 @@ def check_float(name: str, value, low: float | None = 0.0, *, strict: bool = Tru
     if high is not None and value > high:
         raise ValueError(f"{name}={value!r} must be <= {high}")
     return value
+
+
+def check_whole(name: str, value, low: int = 0):
+    """``value`` if it is a whole number >= ``low``: an integer (not a bool), or a finite
+    float with no fractional part, as parameter counts are often written (7.5e9);
+    else a ValueError naming it. Ints come back as int, floats as float."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return check_int(name, value, low)
+    v = check_float(name, value, low, strict=False)
+    if not v.is_integer():
+        raise ValueError(f"{name}={value!r} must be a whole number >= {low} "
+                         f"(an int, or a float such as 7.5e9)")
+    return v
 
 
 def check_choice(name: str, value, choices) -> object:

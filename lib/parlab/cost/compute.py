@@ -7,22 +7,7 @@ counts are finite and >= 0, ``peak_flops`` > 0.
 
 from __future__ import annotations
 
-import numbers
-
-from ..validate import check_bool, check_float, check_int
-
-
-def _check_count(name: str, value, low: int = 0):
-    """``value`` if it is a whole number >= ``low``: an integer (not a bool), or a finite
-    float with no fractional part, as parameter counts are often written (7.5e9);
-    else a ValueError naming it. Ints come back as int, floats as float."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return check_int(name, value, low)
-    v = check_float(name, value, low, strict=False)
-    if not v.is_integer():
-        raise ValueError(f"{name}={value!r} must be a whole number >= {low} "
-                         f"(an int, or a float such as 7.5e9)")
-    return v
+from ..validate import check_bool, check_float, check_int, check_whole
 
 
 def transformer_params(n_layers: int, d_model: int, d_ff: int | None = None) -> int:
@@ -47,7 +32,7 @@ def flops_per_token(n_params: int, n_layers: int, seq_len: int, d_model: int,
     only, one third. ``n_params``: non-embedding parameters (``transformer_params``
     or ``GPT.num_params(include_embeddings=False)``).
     """
-    n_params = _check_count("n_params", n_params)
+    n_params = check_whole("n_params", n_params)
     n_layers, seq_len = check_int("n_layers", n_layers), check_int("seq_len", seq_len)
     d_model, training = check_int("d_model", d_model), check_bool("training", training)
     total = 6 * n_params + 12 * n_layers * seq_len * d_model

@@ -13,8 +13,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from ..validate import check_bool, check_choice, check_float, check_int
-from .compute import _check_count
+from ..validate import check_bool, check_choice, check_float, check_int, check_whole
 
 ZERO_STAGES = (0, 1, 2, 3)
 RECOMPUTE = ("none", "selective", "full")
@@ -40,7 +39,7 @@ def zero_memory(n_params: float, dp: int, stage: int, param_bytes: float = 2,
     fragmentation are not included (see ``activation_memory``).
     Returns {"params", "grads", "optimizer", "total"} in bytes.
     """
-    n_params, dp, stage = _check_count("n_params", n_params), check_int("dp", dp), _check_stage(stage)
+    n_params, dp, stage = check_whole("n_params", n_params), check_int("dp", dp), _check_stage(stage)
     param_bytes = check_float("param_bytes", param_bytes, 0.0, strict=False)
     grad_bytes = check_float("grad_bytes", grad_bytes, 0.0, strict=False)
     optimizer_bytes = check_float("optimizer_bytes", optimizer_bytes, 0.0, strict=False)
@@ -65,7 +64,7 @@ def zero_comm_volume(n_params: float, dp: int, stage: int, grad_bytes: float = 2
     Psi = n_params x bytes per element (``param_bytes`` defaults to ``grad_bytes``);
     returns the exact (dp-1)/dp-scaled figure (-> 2 Psi or 3 Psi for large dp).
     """
-    n_params, dp, stage = _check_count("n_params", n_params), check_int("dp", dp), _check_stage(stage)
+    n_params, dp, stage = check_whole("n_params", n_params), check_int("dp", dp), _check_stage(stage)
     grad_bytes = check_float("grad_bytes", grad_bytes, 0.0, strict=False)
     param_bytes = (grad_bytes if param_bytes is None
                    else check_float("param_bytes", param_bytes, 0.0, strict=False))
