@@ -18,7 +18,8 @@ to the 2(n-1)/n S formula of ``parlab.cost``.
 
 Part 2 wraps torch.distributed's own collectives (``all_reduce``, ``all_gather``,
 ``reduce_scatter``, ``all_to_all``, ``broadcast``, ``barrier``) with the same
-tracing. We cannot see what gloo or NCCL put on the wire, so those events carry
+tracing; the ``*_async`` forms launch one and return ``wait()``, its event spanning
+launch to completion (``trace.in_flight``), as DDP's and ZeRO's buckets need. We cannot see what gloo or NCCL put on the wire, so those events carry
 the bytes the ring algorithm would move, from ``cost.collective_bytes``, and say
 so with ``bytes_modelled=True``.
 
@@ -291,6 +292,31 @@ def broadcast(tensor, src: int, group=None, label: str | None = None):
     with _traced("broadcast", _nbytes(tensor), group, label):
         dist.broadcast(tensor, src=src, group=group)
     return tensor
+
+
+# --- the same, launched asynchronously: they run beside the compute -----------------
+
+def _in_flight(work, op: str, nbytes: int, group, label: str | None, meta: dict):
+    return trace.in_flight(work, f"{op} {label}" if label else op, async_op=True,
+                           **modelled_bytes(op, nbytes, group), **meta)
+
+
+def all_reduce_async(tensor, group=None, label: str | None = None, **meta):
+    """Start a sum all-reduce of ``tensor``; returns ``wait()`` (call it before reading)."""
+    work = dist.all_reduce(tensor, group=group, async_op=True)
+    return _in_flight(work, "all_reduce", _nbytes(tensor), group, label, meta)
+
+
+def all_gather_async(output, input, group=None, label: str | None = None, **meta):
+    """Start ``all_gather``'s flat form (``input`` may be this rank's slice of ``output``)."""
+    work = _all_gather_flat(output, input, group=group, async_op=True)
+    return _in_flight(work, "all_gather", _nbytes(output), group, label, meta)
+
+
+def reduce_scatter_async(output, input, group=None, label: str | None = None, **meta):
+    """Start a sum reduce-scatter of the flat ``input`` into ``output``."""
+    work = _reduce_scatter_flat(output, input, group=group, async_op=True)
+    return _in_flight(work, "reduce_scatter", _nbytes(input), group, label, meta)
 
 
 def device(group=None) -> torch.device:

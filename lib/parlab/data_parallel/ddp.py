@@ -126,10 +126,8 @@ class BucketedDP:
             self._next += 1
 
     def _launch(self, i: int) -> None:
-        b = self.buckets[i]
-        work = dist.all_reduce(b.buffer, group=self.group, async_op=True)
-        b.wait = trace.in_flight(work, "bucket all_reduce", bucket=i, **comm.modelled_bytes(
-            "all_reduce", b.buffer.numel() * b.buffer.element_size(), self.group))
+        self.buckets[i].wait = comm.all_reduce_async(self.buckets[i].buffer, self.group,
+                                                     f"bucket{i}", bucket=i)
 
     def finish_backward(self) -> None:
         if not self.sync:

@@ -27,37 +27,21 @@ import torch.distributed as dist
 
 from .. import comm, trace
 
-# torch 2.13 renamed the flat-tensor forms; older releases have only the old names.
-_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-_reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-
-
-def _traced(work, op: str, flat: torch.Tensor, group, label: str):
-    return trace.in_flight(work, f"{op} {label}", async_op=True,
-                           **comm.modelled_bytes(op, flat.numel() * flat.element_size(), group))
-
-
-def all_reduce(flat: torch.Tensor, group=None, label: str = ""):
-    return _traced(dist.all_reduce(flat, group=group, async_op=True), "all_reduce", flat,
-                   group, label)
+all_reduce = comm.all_reduce_async
+all_gather = comm.all_gather_async
 
 
 def reduce_scatter(out: torch.Tensor, flat: torch.Tensor, group=None, label: str = ""):
-    n = dist.get_world_size(group)
     if dist.get_backend(group) != "gloo":
-        return _traced(_reduce_scatter(out, flat, group=group, async_op=True),
-                       "reduce_scatter", flat, group, label)
+        return comm.reduce_scatter_async(out, flat, group, label)
+    n = dist.get_world_size(group)
     received = torch.empty_like(flat)  # slice r of every rank's flat, in rank order
-    arrived = _traced(dist.all_to_all_single(received, flat, group=group, async_op=True),
-                      "reduce_scatter", flat, group, label)
+    work = dist.all_to_all_single(received, flat, group=group, async_op=True)
+    arrived = trace.in_flight(work, f"reduce_scatter {label}", async_op=True,
+                              **comm.modelled_bytes("reduce_scatter", flat.nbytes, group))
 
     def wait():
         arrived()
         torch.sum(received.view(n, -1), 0, out=out)
 
     return wait
-
-
-def all_gather(flat: torch.Tensor, shard: torch.Tensor, group=None, label: str = ""):
-    return _traced(_all_gather(flat, shard, group=group, async_op=True), "all_gather", flat,
-                   group, label)
