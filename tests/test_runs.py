@@ -30,6 +30,8 @@ def run_classes():
         out.append((PPRun(p=2, m=2), 2))
     except ImportError:
         pass
+    from parlab.tensor_parallel import TPRun
+    out.append((TPRun(sequence_parallel=True), 2))
     return out
 
 

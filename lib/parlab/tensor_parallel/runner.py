@@ -119,12 +119,14 @@ def train_worker(run: TPRun, group=None) -> dict:
         step_times.append(windows[-1][1] - t0)
         losses.append(loss.item())
     events = [dict(e, rank=rank) for e in trace.stop()]
-    comms = [dict(e, step=next(s for s, (a, b) in enumerate(windows) if e["start"] <= b))
-             for e in events if e["kind"] == "comm"]
+    collectives = [  # one row per collective: which layer, pass and operator it served
+        {**{k: e["meta"].get(k) for k in ("op", "layer", "direction", "operator")},
+         "bytes_sent": e["bytes_sent"], "start": e["start"], "end": e["end"],
+         "step": next(s for s, (_, end) in enumerate(windows) if e["start"] <= end)}
+        for e in events if e["kind"] == "comm"]
     state, grads = full_tensors(model), full_tensors(model, grads=True)
     return {"rank": rank, "losses": losses, "step_times": step_times,
-            "collectives": [{k: e.get(k) for k in ("op", "layer", "direction", "operator",
-                                                     "bytes_sent", "step")} for e in comms],
+            "collectives": collectives,
             "activations": {"per_layer": counter.per_layer(), "other": counter.bytes.get("other", 0)},
             "events": events if run.trace else [],
             "memory": held_bytes(params=list(model.parameters()),
