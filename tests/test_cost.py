@@ -205,7 +205,10 @@ def test_activation_memory_korthikanti():
     assert cost.activation_memory(s, b, h, a, L, tp=8) == sbh * (10 + 24 / 8 + 5 * a * s / (h * 8))
     assert cost.activation_memory(s, b, h, a, L, tp=8, sequence_parallel=True) == \
         pytest.approx(sbh * (34 + 5 * a * s / h) / 8)
-    assert cost.activation_memory(s, b, h, a, 3, bytes_per_value=4) == 2 * 3 * sbh * (34 + 5 * a * s / h)
+    # fp32 doubles the 16-bit values (32 sbh + 4 as^2 b) but not the 1-byte dropout masks
+    # (2 sbh + as^2 b): a mask is a byte whatever the precision (this used to double them too)
+    assert cost.activation_memory(s, b, h, a, 3, bytes_per_value=4) == \
+        3 * (2 * (32 * sbh + 4 * a * s * s * b) + 2 * sbh + a * s * s * b)
     with pytest.raises(ValueError):
         cost.activation_memory(s, b, h, a, L, recompute="some")
 

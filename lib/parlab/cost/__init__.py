@@ -13,9 +13,13 @@ ValueError naming the argument (each module's docstring states its domains).
   pipeline       PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                  pipeline_peak_activations (GPipe; Narayanan et al.)
   memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE,
-                 activation_memory (Korthikanti et al.); ModelPreset, MODEL_PRESETS,
+                 activation_memory, activation_table (Korthikanti et al.),
+                 lab_activation_memory (the lab's layer); ModelPreset, MODEL_PRESETS,
                  memory_plan, max_micro_batch
   data_parallel  dp_step_time, dp_speedup (PyTorch DDP, Li et al.)
+  tensor_parallel  tp_comm_per_layer (Megatron-LM, Shoeybi et al.; sequence parallelism,
+                 Korthikanti et al.), tp_scaling, tp_scaling_curve (one TP group on
+                 NVLink or across nodes)
 
 ``check_int`` (re-exported from ``parlab.validate``) is the lab's integer check.
 """
@@ -28,9 +32,11 @@ from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, _log2, bus_band
 from .compute import flops_per_token, mfu, transformer_params
 from .data_parallel import dp_speedup, dp_step_time
 from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGES, ModelPreset, activation_memory,
-                     max_micro_batch, memory_plan, zero_comm_volume, zero_memory)
+                     activation_table, lab_activation_memory, max_micro_batch, memory_plan,
+                     zero_comm_volume, zero_memory)
 from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                        pipeline_peak_activations)
+from .tensor_parallel import tp_comm_per_layer, tp_scaling, tp_scaling_curve
 
 __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
@@ -40,7 +46,9 @@ __all__ = [
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations",
     "ZERO_STAGES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
+    "activation_table", "lab_activation_memory",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
     "dp_step_time", "dp_speedup",
+    "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve",
     "check_int",
 ]

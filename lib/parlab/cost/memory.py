@@ -1,10 +1,11 @@
-"""Memory: ZeRO's model states and traffic, activations, and "does it fit?" per GPU.
+"""Memory: ZeRO's model states and traffic, activations (Korthikanti et al.'s and the
+lab's own layer), and "does it fit?" per GPU.
 
 Domains: ``n_params`` a whole number >= 0 (an int, or a float such as 7.5e9); ``dp``
 and ``n_gpus`` integers >= 1; ``stage`` one of ZERO_STAGES; bytes per element finite
 and >= 0 (``bytes_per_value`` > 0); shapes (``seq_len``, ``micro_batch``, ``d_model``,
 ``n_heads``, ``n_layers``, ``tp``) integers >= 1, with ``tp`` dividing ``n_heads``;
-``gpu_memory_gb`` finite and > 0.
+``sequence_parallel`` and ``dropout`` bools; ``gpu_memory_gb`` finite and > 0.
 """
 
 from __future__ import annotations
@@ -77,41 +78,126 @@ def zero_comm_volume(n_params: float, dp: int, stage: int, grad_bytes: float = 2
     return grads + 2 * n_params * param_bytes * scale     # RS grads + AG params twice
 
 
+def _layer_bytes(s: int, b: int, h: int, a: int, t: int, recompute: str, sp: bool,
+                 dropout: bool) -> tuple[float, float]:
+    """(all, masks): one layer's saved bytes in Korthikanti's 16-bit terms, and the part
+    of them that is 1-byte dropout masks (which do not rescale with the precision)."""
+    if recompute == "full":  # only the layer's input, a 16-bit value
+        return 2 * s * b * h / (t if sp else 1), 0.0
+    unsplit = 10 if dropout else 8  # 2 LayerNorm inputs 4, qkv and fc1 inputs 4, masks 2
+    # attention interior, per a s^2 b: softmax output 2, its dropout mask 1, dropout output 2
+    scores = 0.0 if recompute == "selective" else (5 if dropout else 2) * a * s / h
+    mask_scores = a * s / h if dropout and recompute != "selective" else 0.0
+    if sp:
+        return s * b * h * (unsplit + 24 + scores) / t, \
+            (s * b * h * (2 + mask_scores) / t if dropout else 0.0)
+    return s * b * h * (unsplit + 24 / t + scores / t), \
+        (s * b * h * (2 + mask_scores / t) if dropout else 0.0)
+
+
 def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
                       n_layers: int, recompute: str = "none", tp: int = 1,
-                      sequence_parallel: bool = False, bytes_per_value: float = 2) -> float:
+                      sequence_parallel: bool = False, bytes_per_value: float = 2,
+                      dropout: bool = True) -> float:
     """Activation bytes a GPT layer stack keeps for backward, per GPU.
 
     Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
-    Models" (MLSys 2023), §4, Eq. (1)-(4), 16-bit activations, 1-byte dropout
-    masks: per layer ``s b h (34 + 5 a s / h)`` bytes, with s = seq_len,
+    Models" (MLSys 2023), §4.1-4.2, Eq. (1), (2), (4) and Table 2: 16-bit values,
+    1-byte dropout masks; per layer ``s b h (34 + 5 a s / h)`` bytes, with s = seq_len,
     b = micro_batch, h = d_model, a = n_heads. Tensor parallelism divides the
     parts inside attention and MLP: ``s b h (10 + 24/t + 5 a s / (h t))``;
     with sequence parallelism everything is divided: ``s b h (34 + 5 a s / h) / t``.
     ``tp`` must divide ``n_heads`` (each rank holds whole heads, as in Megatron).
 
-    ``recompute``: "none"; "selective" (recompute only softmax/dropout inside
-    attention; the 5 a s / h term disappears, §5); "full" (store only each
-    layer's input, 2 s b h bytes, and re-run the forward in backward).
-    ``bytes_per_value`` rescales from the paper's 16-bit numbers (4 for fp32).
-    Embeddings and the output layer are left out, as in the paper's per-layer count.
+    ``recompute``: "none"; "selective" (recompute only the attention core, QK^T,
+    softmax, its dropout and attention over V: the 5 a s / h term disappears, §5);
+    "full" (store only each layer's input, 2 s b h bytes, §5; divided by t with
+    sequence parallelism, which the paper mentions and sets aside).
+
+    ``dropout=False``: a layer without dropout (the lab's). Gone are the two 1-byte
+    residual-dropout masks (2 s b h of the unsplit 10) and, in attention, the softmax
+    dropout's mask (a s^2 b) and output (2 a s^2 b): 5 a s^2 b -> 2 a s^2 b. Per layer,
+    16-bit: ``sbh (32 + 2as/h)``; TP ``sbh (8 + 24/t + 2as/(ht))``; TP+SP
+    ``sbh (32 + 2as/h) / t``.
+
+    ``bytes_per_value`` (4 for fp32) rescales the values from the paper's 2 bytes;
+    dropout masks stay 1 byte each whatever the precision. Embeddings and the output
+    layer are left out, as in the paper's per-layer count.
     """
     s, b, h = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch), \
         check_int("d_model", d_model)
     a, n_layers, t = check_int("n_heads", n_heads), check_int("n_layers", n_layers), check_int("tp", tp)
-    if a % t:
-        raise ValueError(f"tp={t} must divide n_heads={a}")
     recompute = check_choice("recompute", recompute, RECOMPUTE)
     sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
     bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
-    attn_scores = 0.0 if recompute == "selective" else 5 * a * s / h
+    dropout = check_bool("dropout", dropout)
+    if a % t:
+        raise ValueError(f"tp={t} must divide n_heads={a}")
+    per_layer, masks = _layer_bytes(s, b, h, a, t, recompute, sequence_parallel, dropout)
+    # values rescale by bytes_per_value / 2, masks do not; written as a correction so that
+    # bytes_per_value=2 returns the paper's expressions bit for bit
+    return (per_layer + (bytes_per_value / 2 - 1) * (per_layer - masks)) * n_layers
+
+
+def lab_activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
+                          n_layers: int = 1, tp: int = 1, sequence_parallel: bool = False,
+                          recompute: str = "none", bytes_per_value: float = 4) -> float:
+    """Activation bytes the lab's own layer keeps for backward, per GPU (``parlab.model``
+    Block, ``tensor_parallel.TPBlock``: pre-LN, biases, no dropout, fp32 by default).
+
+    ``activation_memory(..., dropout=False)`` plus what Korthikanti et al. (§4, "we only
+    consider the main contributors") leave out and this small model makes visible:
+    each of the 2 LayerNorms saves its mean and 1/std, s b fp32 values each (divided by
+    t with sequence parallelism), and the causal mask, a bool (s, s) tensor of s^2 bytes
+    per layer, saved by ``masked_fill`` (never split: each rank builds its own).
+
+    Measured with saved-tensor hooks, fp32, s=16, b=8, h=32, a=4, per layer: tp=1
+    297,216 B; tp=2 182,528 (SP 148,736); tp=4 125,184 (SP 74,496) -- all reproduced
+    exactly (tests/test_cost_tp.py). ``recompute`` "selective" (no s^2 terms, no mask:
+    the attention core keeps only q, k, v) and "full" (the layer input only) follow
+    the same accounting but have not been measured yet.
+    """
+    s, b = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch)
+    n_layers, t = check_int("n_layers", n_layers), check_int("tp", tp)
+    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
+    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    core = activation_memory(s, b, d_model, n_heads, n_layers, recompute, t,
+                             sequence_parallel, bytes_per_value, dropout=False)
     if recompute == "full":
-        per_layer = 2 * s * b * h / (t if sequence_parallel else 1)
-    elif sequence_parallel:
-        per_layer = s * b * h * (34 + attn_scores) / t
-    else:
-        per_layer = s * b * h * (10 + 24 / t + attn_scores / t)
-    return per_layer * n_layers * bytes_per_value / 2
+        return core
+    ln_stats = 2 * 2 * s * b / (t if sequence_parallel else 1) * 4
+    causal_mask = s * s if recompute == "none" else 0
+    return core + (ln_stats + causal_mask) * n_layers
+
+
+# Korthikanti et al. Table 2: (label, recompute, sequence_parallel, expression as printed)
+_TABLE2 = (
+    ("no parallelism", "none", False, "sbh(34 + 5as/h)"),
+    ("tensor parallel (baseline)", "none", False, "sbh(10 + 24/t + 5as/(ht))"),
+    ("tensor + sequence parallel", "none", True, "sbh(34/t + 5as/(ht))"),
+    ("tensor parallel + selective activation recomputation", "selective", False,
+     "sbh(10 + 24/t)"),
+    ("tensor parallel + sequence parallel + selective activation recomputation",
+     "selective", True, "sbh(34/t)"),
+    ("full activation recomputation", "full", False, "sbh(2)"),
+)
+
+
+def activation_table(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
+                     tp: int) -> list[dict]:
+    """Korthikanti et al.'s Table 2 ("Activations memory, in bytes, per transformer layer
+    for different techniques", §5) evaluated at these shapes: one dict per row, in the
+    paper's order, with "label", "expression" (as printed there) and "bytes" (per layer,
+    16-bit values and 1-byte masks, from ``activation_memory``). The first row has no
+    parallelism (t = 1); full recomputation keeps 2 s b h whatever t (the paper does not
+    split it)."""
+    s, b = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch)
+    h, a, t = check_int("d_model", d_model), check_int("n_heads", n_heads), check_int("tp", tp)
+    if a % t:
+        raise ValueError(f"tp={t} must divide n_heads={a}")
+    return [{"label": label, "expression": expr,
+             "bytes": activation_memory(s, b, h, a, 1, recompute, 1 if i == 0 else t, sp)}
+            for i, (label, recompute, sp, expr) in enumerate(_TABLE2)]
 
 
 # --- "does it fit?": model presets and a per-GPU memory plan ----------------------------

@@ -1,0 +1,172 @@
+"""Tensor and sequence parallelism: what one transformer layer communicates, and what
+that costs one TP group on real links.
+
+Tensor parallelism (Shoeybi et al., "Megatron-LM: Training Multi-Billion Parameter
+Language Models Using Model Parallelism", 2019, §3, Fig. 3-4) puts the conjugate pair
+f (identity forward, all-reduce backward) before each column-parallel layer and g
+(all-reduce forward, identity backward) after each row-parallel one: "4 total
+communication operations in the forward and backward pass of a single model parallel
+transformer layer" (Fig. 4). Sequence parallelism (Korthikanti et al., "Reducing
+Activation Recomputation in Large Transformer Models", MLSys 2023, §4.2.2, Fig. 5)
+turns them into g (all-gather forward, reduce-scatter backward) and g-bar
+(reduce-scatter forward, all-gather backward).
+
+Every count here is what ``parlab.tensor_parallel`` issues per block per training step,
+as traced: embeddings, the vocabulary-parallel loss and the once-per-step all-reduce of
+the sequence-parallel parameters' gradients are not per layer and are left out.
+
+Domains: shapes and degrees integers >= 1, ``tp`` dividing ``n_heads`` where heads are
+given (the lab also needs ``tp`` to divide ``seq_len`` with sequence parallelism; the
+byte counts do not); ``bytes_per_value``, ``peak_flops`` and ``bandwidth`` finite and
+> 0; ``alpha`` finite and >= 0; ``efficiency`` in (0, 1].
+"""
+
+from __future__ import annotations
+
+from ..validate import check_bool, check_float, check_int
+from .collectives import collective_bytes, collective_time
+from .compute import flops_per_token, transformer_params
+
+# per layer, per training step (forward + backward), t > 1
+_TP = ({"all_reduce": 2},                      # g after attn.proj and after mlp.fc2
+       {"all_reduce": 2})                      # f before attn.qkv and before mlp.fc1
+_SP = ({"all_gather": 2, "reduce_scatter": 2},  # g before qkv / fc1, g-bar after proj / fc2
+       {"reduce_scatter": 2, "all_gather": 4})  # their conjugates + 2 re-gathers (below)
+
+
+def tp_comm_per_layer(micro_batch: int, seq_len: int, d_model: int, tp: int,
+                      sequence_parallel: bool = False, bytes_per_value: float = 2) -> dict:
+    """The collectives one transformer layer issues per training step (forward +
+    backward) on each rank of a TP group of degree ``tp``, and the bytes they move.
+
+    Without sequence parallelism: forward 2 all-reduces (g after attn.proj and
+    mlp.fc2), backward 2 (f before attn.qkv and mlp.fc1) -- Shoeybi et al. §3, Fig. 4.
+    With it: forward 2 all-gathers (g) + 2 reduce-scatters (g-bar); backward 2
+    reduce-scatters + 4 all-gathers. Korthikanti §4.2.2 counts "four all-gathers and
+    four reduce-scatters"; the 2 extra all-gathers come from saving only this rank's
+    sequence shard of the qkv / fc1 input for backward and gathering it again there
+    (the same section's last paragraph; Megatron-LM's
+    LinearWithGradAccumulationAndAsyncCommunication does the same). ``tp`` = 1: every
+    operator is a no-op, nothing is sent.
+
+    Every collective moves one full activation, M = micro_batch * seq_len * d_model *
+    bytes_per_value bytes (the all-reduce buffer, the all-gather's output, the
+    reduce-scatter's input). "bytes" is what each rank sends with ring algorithms
+    (``collective_bytes``): 8 (t-1)/t M without SP -- Narayanan et al. 2021, §3.2:
+    "8bsh((t-1)/t) per layer per device", counted there in values -- and 10 (t-1)/t M
+    with it.
+
+    The honest conclusion: for the activations' collectives SP moves exactly the bytes
+    TP does (a ring all-reduce *is* a reduce-scatter then an all-gather, Korthikanti
+    §4.2.2), plus the re-gather -- 2 (t-1)/t M, 25% more -- when only the shard is
+    saved. SP buys memory (``activation_memory``), not bandwidth.
+
+    Returns {"collectives": count, "forward": {op: n}, "backward": {op: n},
+    "by_op": {op: n}, "message_bytes": M, "bytes": sent per rank, "regather_bytes":
+    the part of "bytes" due to the backward re-gather}.
+    """
+    b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
+    h, t = check_int("d_model", d_model), check_int("tp", tp)
+    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
+    bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
+    M = b * s * h * bytes_per_value
+    forward, backward = ({}, {}) if t == 1 else (_SP if sequence_parallel else _TP)
+    by_op = {op: forward.get(op, 0) + backward.get(op, 0) for op in {**forward, **backward}}
+    sent = sum((n * collective_bytes(op, M, t) for op, n in by_op.items()), 0.0)
+    regather = 2 * collective_bytes("all_gather", M, t) if sequence_parallel else 0.0
+    return {"collectives": sum(by_op.values()), "forward": dict(forward),
+            "backward": dict(backward), "by_op": by_op, "message_bytes": M,
+            "bytes": sent, "regather_bytes": regather}
+
+
+def tp_scaling(n_layers: int, d_model: int, n_heads: int, seq_len: int, micro_batch: int,
+               tp: int, peak_flops: float, bandwidth: float, alpha: float,
+               efficiency: float = 0.5, sequence_parallel: bool = False,
+               bytes_per_value: float = 2) -> dict:
+    """Predicted time for ONE TP group of degree ``tp`` to train one micro-batch
+    (forward + backward) through ``n_layers`` GPT layers: compute, then communication,
+    not overlapped.
+
+    compute_s = model FLOPs / (tp * peak_flops * efficiency). Model FLOPs per layer are
+    3 x (24 b s h^2 + 4 b s^2 h): the forward count of Narayanan et al., "Efficient
+    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM" (SC 2021),
+    Appendix "Floating-Point Operations", backward twice forward, no recomputation
+    (Korthikanti et al. Appendix A, Eq. 7, without the logits) -- equal to
+    ``flops_per_token(transformer_params(L, h), L, s, h) * b * s``, which computes it.
+    ``efficiency``: the fraction of peak the matmuls reach; it should fall as tp
+    grows and they get thinner, which this model leaves to the caller.
+
+    comm_s = n_layers x the ring ``collective_time`` of each collective of
+    ``tp_comm_per_layer``. ``bandwidth`` (bytes/s, per GPU per direction) and ``alpha``
+    (s) are those of the slowest link on the TP ring: NVLink while tp fits in a node,
+    the inter-node network once it does not (``tp_scaling_curve`` picks).
+
+    Returns {"model_flops", "compute_s", "comm_s", "step_s", "comm_bytes" (sent per GPU),
+    "tokens_per_s" (the group's, b s / step_s), "tokens_per_s_per_gpu", "mfu" (model
+    FLOPs / (step_s tp peak_flops)), "comm_fraction" (comm_s / step_s)}.
+    """
+    L, h, a = check_int("n_layers", n_layers), check_int("d_model", d_model), \
+        check_int("n_heads", n_heads)
+    s, b, t = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch), \
+        check_int("tp", tp)
+    peak_flops = check_float("peak_flops", peak_flops, 0.0)
+    bandwidth = check_float("bandwidth", bandwidth, 0.0)
+    alpha = check_float("alpha", alpha, 0.0, strict=False)
+    efficiency = check_float("efficiency", efficiency, 0.0, high=1.0)
+    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
+    bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
+    if a % t:
+        raise ValueError(f"tp={t} must divide n_heads={a} (each rank holds whole heads)")
+    comm = tp_comm_per_layer(b, s, h, t, sequence_parallel, bytes_per_value)
+    flops = flops_per_token(transformer_params(L, h), L, s, h) * b * s
+    compute_s = flops / (t * peak_flops * efficiency)
+    comm_s = L * sum(n * collective_time(op, comm["message_bytes"], t, alpha, bandwidth)
+                     for op, n in comm["by_op"].items())
+    step_s = compute_s + comm_s
+    return {"model_flops": flops, "compute_s": compute_s, "comm_s": comm_s, "step_s": step_s,
+            "comm_bytes": L * comm["bytes"], "tokens_per_s": b * s / step_s,
+            "tokens_per_s_per_gpu": b * s / step_s / t, "mfu": flops / (step_s * t * peak_flops),
+            "comm_fraction": comm_s / step_s}
+
+
+def tp_scaling_curve(n_layers: int, d_model: int, n_heads: int, seq_len: int,
+                     micro_batch: int, tps, gpus_per_node: int, intra_bandwidth: float,
+                     intra_alpha: float, inter_bandwidth: float, inter_alpha: float,
+                     peak_flops: float, efficiency: float = 0.5,
+                     sequence_parallel: bool = False, bytes_per_value: float = 2) -> list[dict]:
+    """``tp_scaling`` for each degree in ``tps``: one row per tp, in the given order, with
+    "tp", "link" ("intra" while tp <= gpus_per_node: the group fits in one node and
+    its ring runs over ``intra_bandwidth`` / ``intra_alpha``, e.g. NVLink; "inter"
+    beyond, where the ring's slowest hops cross nodes over ``inter_bandwidth`` /
+    ``inter_alpha``, e.g. InfiniBand), "bandwidth", "alpha" and tp_scaling's keys.
+    Megatron keeps TP inside a node for this reason (Narayanan et al. 2021, §3.2,
+    Takeaway #1; Korthikanti et al. §1).
+    """
+    try:
+        degrees = list(tps)
+    except TypeError:
+        raise ValueError(f"tps={tps!r} must be a sequence of TP degrees") from None
+    if not degrees:
+        raise ValueError(f"tps={tps!r} must hold at least one TP degree")
+    a = check_int("n_heads", n_heads)
+    for i, t in enumerate(degrees):
+        try:
+            check_int(f"tps[{i}]", t)
+        except ValueError as e:
+            raise ValueError(f"tps={tps!r}: {e}") from None
+        if a % t:
+            raise ValueError(f"tps={tps!r}: tp={t} must divide n_heads={a}")
+    gpus_per_node = check_int("gpus_per_node", gpus_per_node)
+    links = {"intra": (check_float("intra_bandwidth", intra_bandwidth, 0.0),
+                       check_float("intra_alpha", intra_alpha, 0.0, strict=False)),
+             "inter": (check_float("inter_bandwidth", inter_bandwidth, 0.0),
+                       check_float("inter_alpha", inter_alpha, 0.0, strict=False))}
+    rows = []
+    for t in degrees:
+        link = "intra" if t <= gpus_per_node else "inter"
+        bw, lat = links[link]
+        row = {"tp": int(t), "link": link, "bandwidth": bw, "alpha": lat}
+        row.update(tp_scaling(n_layers, d_model, a, seq_len, micro_batch, t, peak_flops, bw,
+                              lat, efficiency, sequence_parallel, bytes_per_value))
+        rows.append(row)
+    return rows
