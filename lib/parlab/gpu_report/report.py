@@ -83,6 +83,8 @@ def headline(report: dict) -> list[str]:
     out.append(f"device: {dev['gpus'][0]['name'] if dev['gpus'] else 'no GPU'}, torch {dev['torch']}")
     for name in GPU_SECTIONS:
         rec = report.get(name) or skipped("not run")
+        if rec.get("reason", "").startswith("not selected"):
+            continue
         if rec["status"] != OK:
             out.append(f"{name}: {rec['status']}: {rec['reason']}")
         elif name == "matmul":
