@@ -140,11 +140,12 @@ def test_model_speed_and_mfu_on_cpu():
     assert any("eager    batch 4:" in line and "MFU" in line for line in training.lines(rec))
 
 
-def test_compile_failure_is_recorded_and_eager_still_reported(monkeypatch):
+@pytest.mark.parametrize("when", ["first call", "torch.compile"])
+def test_compile_failure_is_recorded_and_eager_still_reported(monkeypatch, when):
     def broken(model):
         def call(*a, **k):
             raise RuntimeError("inductor: no C compiler")
-        return call
+        return call() if when == "torch.compile" else call
     monkeypatch.setattr(torch, "compile", broken)
     setup = {"config": TINY, "batch_size": 2, "warmup": 1, "steps": 1}
     rec = training.measure(setup, "cpu", peak_flops=None)

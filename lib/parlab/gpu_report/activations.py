@@ -62,12 +62,12 @@ def predicted(seq_len: int, micro_batch: int, d_model: int, n_heads: int, recomp
     """The formulas for one layer without dropout (the lab's layer has none), where this
     parlab's ``cost`` has them: Korthikanti et al.'s and the lab's exact count."""
     args = (seq_len, micro_batch, d_model, n_heads, 1)
-    no_dropout = "dropout" in inspect.signature(cost.activation_memory).parameters
+    has_dropout_kw = "dropout" in inspect.signature(cost.activation_memory).parameters
     kor = cost.activation_memory(*args, recompute=recompute, bytes_per_value=bytes_per_value,
-                                 **({"dropout": False} if no_dropout else {}))
+                                 **({"dropout": False} if has_dropout_kw else {}))
     lab_fn = getattr(cost_memory, "lab_activation_memory", None)
     lab = lab_fn(*args, recompute=recompute, bytes_per_value=bytes_per_value) if lab_fn else None
-    return {"korthikanti_bytes": kor, "korthikanti_dropout": not no_dropout, "lab_bytes": lab}
+    return {"korthikanti_bytes": kor, "korthikanti_dropout": not has_dropout_kw, "lab_bytes": lab}
 
 
 def measure_layer(seq_len: int, micro_batch: int, d_model: int, n_heads: int, kind: str,
