@@ -162,3 +162,34 @@ def test_bad_input_is_refused_before_any_rank_starts(kwargs, t, field):
 def test_run_wants_a_tprun():
     with pytest.raises(ValueError, match="TPRun"):
         tp.run(object(), 2)
+
+
+@pytest.mark.parametrize("t", [1, 2, 4])
+@pytest.mark.parametrize("sequence_parallel", [False, True])
+@pytest.mark.parametrize("recompute", ["none", "selective"])
+def test_activation_bytes_equal_the_formula(t, sequence_parallel, recompute):
+    # What autograd saved for backward in one block (saved-tensor hooks, weights left
+    # out, each storage once) is exactly Korthikanti's count for a layer without
+    # dropout, in fp32, plus LayerNorm's mean/rstd and the causal mask.
+    from parlab import cost
+    r = tp.run(TPRun(CFG, steps=1, batch_size=BATCH, sequence_parallel=sequence_parallel,
+                     recompute=recompute), t)
+    predicted = cost.lab_activation_memory(CFG.seq_len, BATCH, CFG.d_model, CFG.n_heads, tp=t,
+                                           sequence_parallel=sequence_parallel,
+                                           recompute=recompute, bytes_per_value=4)
+    assert r.ranks[0]["activations"]["per_layer"] == [predicted] * CFG.n_layers
+
+
+def test_collectives_counted_equal_the_formula():
+    from parlab import cost
+    for t in (2, 4):
+        for sp in (False, True):
+            r = tp.run(TPRun(CFG, steps=1, batch_size=BATCH, sequence_parallel=sp), t)
+            mine = [c for c in r.ranks[0]["collectives"] if c["layer"].startswith("blocks.0")]
+            formula = cost.tp_comm_per_layer(BATCH, CFG.seq_len, CFG.d_model, t, sp,
+                                             bytes_per_value=4)
+            assert len(mine) == formula["collectives"]
+            assert sum(c["bytes_sent"] for c in mine) == pytest.approx(formula["bytes"])
+            for direction in ("forward", "backward"):
+                assert Counter(c["op"] for c in mine if c["direction"] == direction) \
+                    == formula[direction]
