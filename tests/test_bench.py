@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("data_parallel", "ours / DDP"),
     ("zero", "FSDP2"),
     ("pipeline", "ours / torch"),
+    ("tensor_parallel", "DTensor + SP"),
 ])
 def test_quick_mode_prints_its_table(bench, expect):
     out = subprocess.run([sys.executable, "-m", f"bench.{bench}", "--quick"], cwd=ROOT,

@@ -14,6 +14,8 @@ def _diffs(text: str) -> list[float]:
     ["dp", "--ranks", "2", "--steps", "2"],
     ["dp", "--ranks", "2", "--steps", "2", "--variant", "naive", "--accumulation", "2"],
     ["zero", "--ranks", "2", "--steps", "2", "--stage", "3"],
+    ["tp", "--ranks", "2", "--steps", "2"],
+    ["tp", "--ranks", "4", "--steps", "2", "--sequence-parallel"],
 ])
 def test_strategy_commands_match_the_single_device(argv, capsys):
     main(argv)
@@ -32,7 +34,9 @@ def test_zero_command_reports_memory_and_traffic(capsys):
                                   ["dp", "--variant", "ring"], ["dp", "--lr", "nan"],
                                   ["zero", "--steps", "0"], ["dp", "--bucket-kib", "0"],
                                   ["pipeline", "--ranks", "2", "--m", "0"],
-                                  ["pipeline", "--ranks", "2", "--lr", "inf"]])
+                                  ["pipeline", "--ranks", "2", "--lr", "inf"],
+                                  ["tp", "--ranks", "3"], ["tp", "--steps", "0"],
+                                  ["tp", "--ranks", "8", "--sequence-parallel"]])
 def test_bad_input_exits_with_the_constraint(argv, capsys):
     """One `error:` line naming the constraint, raised before any rank starts; no traceback."""
     with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:
@@ -48,3 +52,18 @@ def test_pipeline_command(capsys):
     assert "simulated [2, 2]" in out and "(P-1)/(vM+P-1) = 33.3%" in out
     with pytest.raises(SystemExit, match="error: interleaved 1F1B needs m divisible by p"):
         main(["pipeline", "--ranks", "4", "--m", "6", "--schedule", "interleaved", "--v", "2"])
+
+
+@pytest.mark.parametrize("sp, expect", [
+    (False, {("forward", "all_reduce"): 2, ("backward", "all_reduce"): 2}),
+    (True, {("forward", "all_gather"): 2, ("forward", "reduce_scatter"): 2,
+            ("backward", "all_gather"): 4, ("backward", "reduce_scatter"): 2}),
+])
+def test_tp_command_counts_one_layers_collectives_beside_the_formula(sp, expect, capsys):
+    main(["tp", "--ranks", "2", "--steps", "2"] + (["--sequence-parallel"] if sp else []))
+    out = capsys.readouterr().out
+    rows = re.findall(r"^  (forward|backward) +(\w+) +(\d+) x .*\| (\d+) x$", out, re.M)
+    assert {(d, op): int(n) for d, op, n, _ in rows} == expect, out
+    assert all(n == formula for _, _, n, formula in rows), out
+    total = re.search(r"^  total +(\d+) x +(.+?) \| (\d+) x +(.+)$", out, re.M)
+    assert total and total[1] == total[3] and total[2] == total[4], out  # count and bytes

@@ -9,6 +9,7 @@
     python -m parlab dp --ranks 4              data parallelism vs the single-device run
     python -m parlab zero --ranks 4 --stage 3  ZeRO: losses, bytes held, bytes moved
     python -m parlab pipeline --ranks 4 --m 8  a pipeline schedule: losses, bubble, memory
+    python -m parlab tp --ranks 4 --sequence-parallel   tensor parallelism: losses, traffic
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
 (``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
@@ -166,20 +167,54 @@ def cmd_pipeline(args, out):
             "and more ranks than cores wait for a core; --compute emulated shows the schedule alone)")
 
 
+def cmd_tp(args, out):
+    """tensor parallelism (Megatron; --sequence-parallel) vs one device; collectives per layer"""
+    from . import cost
+    from . import tensor_parallel as tp
+    t = _world(args)
+    run = tp.TPRun(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                   sequence_parallel=args.sequence_parallel)
+    res = tp.run(run, t)
+    _check_against_reference(out, res.losses, args.steps, args.batch_size, args.lr)
+    rows = {}  # (direction, op) -> [count, bytes sent], over all steps
+    for c in res.ranks[0]["collectives"]:
+        if c["layer"] == "blocks.0" or (c["layer"] or "").startswith("blocks.0."):
+            row = rows.setdefault((c["direction"], c["op"]), [0, 0])
+            row[0], row[1] = row[0] + 1, row[1] + c["bytes_sent"]
+    cfg, steps = run.config, args.steps
+    want = None
+    if hasattr(cost, "tp_comm_per_layer"):
+        want = cost.tp_comm_per_layer(args.batch_size, cfg.seq_len, cfg.d_model, t,
+                                      args.sequence_parallel, bytes_per_value=4)
+    out(f"tensor parallelism on {t} ranks, sequence parallelism "
+        f"{'on' if args.sequence_parallel else 'off'}; one transformer layer (blocks.0) per "
+        "step on rank 0, traced (bytes: what a ring moves)"
+        + (" | formula, cost.tp_comm_per_layer:" if want else ":"))
+    order = {"forward": 0, "backward": 1}
+    for (direction, op), (n, sent) in sorted(rows.items(), key=lambda r: (order.get(r[0][0], 2),
+                                                                          r[0])):
+        formula = f" | {want[direction].get(op, 0)} x" if want and direction in order else ""
+        out(f"  {direction:<8} {op:<15} {n / steps:>4g} x  {_bytes(sent / steps):>10}{formula}")
+    n, sent = sum(r[0] for r in rows.values()) / steps, sum(r[1] for r in rows.values()) / steps
+    out(f"  {'total':<24} {n:>4g} x  {_bytes(sent):>10}"
+        + (f" | {want['collectives']} x  {_bytes(want['bytes'])}" if want else ""))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
                      ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
-                     ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline)]:
+                     ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
+                     ("tp", cmd_tp)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
         p.set_defaults(fn=fn)
         p.add_argument("--ranks", type=int, default=4, help="local ranks (ignored under torchrun)")
         if name == "bytes":
             p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
             p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
-        if name in ("train", "dp", "zero", "pipeline"):
-            steps = 50 if name == "train" else 5 if name != "pipeline" else 3
+        if name in ("train", "dp", "zero", "pipeline", "tp"):
+            steps = 50 if name == "train" else 3 if name in ("pipeline", "tp") else 5
             p.add_argument("--steps", type=int, default=steps)
             p.add_argument("--batch-size", type=int, default=None if name == "pipeline" else 8,
                            help="global batch" + (" (default: M)" if name == "pipeline" else ""))
@@ -194,6 +229,9 @@ def main(argv=None) -> None:
             p.add_argument("--m", type=int, default=8, help="micro-batches per step")
             p.add_argument("--v", type=int, default=1, help="model chunks per rank (interleaved)")
             p.add_argument("--compute", default="real", help="real or emulated (sleeps)")
+        if name == "tp":
+            p.add_argument("--sequence-parallel", action="store_true",
+                           help="Korthikanti's sequence parallelism on top")
         if name == "zero":
             p.add_argument("--stage", default="3", help="0, 1, 2, 3, ddp or fsdp2")
     args = ap.parse_args(argv)
