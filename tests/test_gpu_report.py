@@ -308,3 +308,33 @@ def test_device_script_is_valid_bash():
     text = script.read_text()
     assert "gpu-report --quick --json" in text and "gpu-report --json" in text
     subprocess.run(["bash", "-n", str(script)], check=True)
+
+
+# --- the command in parlab's CLI -------------------------------------------------------
+
+@no_gpu
+def test_cli_gpu_report_on_cpu(tmp_path, capsys):
+    from parlab.__main__ import main as cli
+    cli(["gpu-report", "--quick", "--json", str(tmp_path / "q.json")])  # exit status 0: no SystemExit
+    out = capsys.readouterr().out
+    assert out.startswith("device: torch") and "strategies: skipped: no CUDA GPU" in out
+    assert tuple(json.loads((tmp_path / "q.json").read_text())) == SECTIONS
+
+
+def test_cli_refuses_a_bad_json_path():
+    from parlab.__main__ import main as cli
+    with pytest.raises(SystemExit, match="^error: --json /no/such/dir/r.json: directory /no/such/dir"):
+        cli(["gpu-report", "--json", "/no/such/dir/r.json"])
+
+
+def test_a_failed_section_makes_the_exit_status_1(monkeypatch, capsys):
+    from parlab.__main__ import main as cli
+    monkeypatch.setattr(report, "plan", lambda dev, only=None: {**dict.fromkeys(GPU_SECTIONS, "not here"),
+                                                               "matmul": None})
+    monkeypatch.setattr(report, "_runners", lambda *a: {"matmul": lambda: 1 / 0})
+    with pytest.raises(SystemExit) as e:
+        cli(["gpu-report"])
+    assert e.value.code == 1
+    out = capsys.readouterr().out
+    assert "matmul: error: ZeroDivisionError: division by zero" in out
+    assert "0 sections measured, 4 skipped, 1 failed: matmul" in out

@@ -10,6 +10,7 @@
     python -m parlab zero --ranks 4 --stage 3  ZeRO: losses, bytes held, bytes moved
     python -m parlab pipeline --ranks 4 --m 8  a pipeline schedule: losses, bubble, memory
     python -m parlab tp --ranks 4 --sequence-parallel   tensor parallelism: losses, traffic
+    python -m parlab gpu-report [--quick] [--json PATH]   the formulas vs this GPU
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
 (``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
@@ -200,15 +201,27 @@ def cmd_tp(args, out):
         + (f" | {want['collectives']} x  {_bytes(want['bytes'])}" if want else ""))
 
 
+def cmd_gpu_report(args, out):
+    """the lab's formulas vs this GPU: GEMM TFLOP/s, MFU, activation bytes, NCCL (skips without one)"""
+    from .gpu_report import run_cli
+    code = run_cli(args, out)
+    if code:
+        sys.exit(code)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
                      ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
                      ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
-                     ("tp", cmd_tp)]:
+                     ("tp", cmd_tp), ("gpu-report", cmd_gpu_report)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
         p.set_defaults(fn=fn)
+        if name == "gpu-report":  # its ranks are the GPUs here
+            from .gpu_report import add_arguments
+            add_arguments(p)
+            continue
         p.add_argument("--ranks", type=int, default=4, help="local ranks (ignored under torchrun)")
         if name == "bytes":
             p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
