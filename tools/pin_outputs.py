@@ -2,7 +2,7 @@
 
     .venv/bin/python tools/pin_outputs.py notebooks/00_collectives.ipynb [...]
 
-Cells marked ``# NBVAL_CHECK_OUTPUT`` keep their text output (nbval compares it on
+Cells marked ``# NBVAL_CHECK_OUTPUT`` keep their printed (stdout) output (nbval compares it on
 every run); every other output is dropped, so the committed notebooks stay small and
 free of machine-specific timings. Run it after editing a notebook's pinned cells.
 """
@@ -23,7 +23,10 @@ def pin(path: str) -> None:
         if cell.cell_type != "code":
             continue
         keep = MARK in cell.source
-        cell.outputs = [o for o in cell.outputs if keep and o.output_type == "stream"]
+        # stdout only: stderr carries run-dependent notes (e.g. the launcher restarting
+        # its ranks after a code change), which nbval would then demand on every run
+        cell.outputs = [o for o in cell.outputs
+                        if keep and o.output_type == "stream" and o.name == "stdout"]
         if not keep:  # nbval only compares cells that look run: keep their counts
             cell.execution_count = None
         for o in cell.outputs:
