@@ -1,0 +1,15 @@
+"""Context parallelism: the sequence itself is split over the ranks, read in this order:
+
+  layout.py   which positions each rank holds: contiguous, or zigzag (load-balanced)
+  ring.py     ring attention (Liu et al. 2023): K/V blocks go round, online-softmax merge
+  ulysses.py  DeepSpeed-Ulysses (Jacobs et al. 2023): all-to-all to head shards and back
+  model.py    the reference GPT with its sequence sharded over one process group
+  runner.py   CPRun and run(): the lab's run convention
+"""
+
+from .layout import LAYOUTS, shard_positions, shard_sequence, unshard_sequence
+from .ring import ring_attention
+from .ulysses import ulysses_attention
+
+__all__ = ["LAYOUTS", "shard_sequence", "unshard_sequence", "shard_positions",
+           "ring_attention", "ulysses_attention"]
