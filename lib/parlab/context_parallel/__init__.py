@@ -8,8 +8,11 @@
 """
 
 from .layout import LAYOUTS, shard_positions, shard_sequence, unshard_sequence
+from .model import CPGPT, sync_grads
 from .ring import ring_attention
+from .runner import CPRun, collect, run, train_worker
 from .ulysses import ulysses_attention
 
 __all__ = ["LAYOUTS", "shard_sequence", "unshard_sequence", "shard_positions",
-           "ring_attention", "ulysses_attention"]
+           "ring_attention", "ulysses_attention", "CPGPT", "sync_grads", "CPRun", "run",
+           "train_worker", "collect"]
