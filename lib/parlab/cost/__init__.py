@@ -20,6 +20,9 @@ ValueError naming the argument (each module's docstring states its domains).
   tensor_parallel  tp_comm_per_layer (Megatron-LM, Shoeybi et al.; sequence parallelism,
                  Korthikanti et al.), tp_scaling, tp_scaling_curve (one TP group on
                  NVLink or across nodes)
+  context_parallel  CP_METHODS, CP_LAYOUTS, cp_comm_per_layer (ring attention, Liu et al.;
+                 DeepSpeed-Ulysses, Jacobs et al.; Megatron SP for comparison),
+                 causal_work_per_rank (contiguous vs zigzag), attention_memory_per_rank
 
 ``check_int`` (re-exported from ``parlab.validate``) is the lab's integer check.
 """
@@ -37,6 +40,8 @@ from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGES, ModelPreset, activat
 from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                        pipeline_peak_activations)
 from .tensor_parallel import tp_comm_per_layer, tp_scaling, tp_scaling_curve
+from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank,
+                               causal_work_per_rank, cp_comm_per_layer)
 
 __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
@@ -50,5 +55,7 @@ __all__ = [
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
     "dp_step_time", "dp_speedup",
     "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve",
+    "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
+    "attention_memory_per_rank",
     "check_int",
 ]
