@@ -32,6 +32,8 @@ def run_classes():
         pass
     from parlab.tensor_parallel import TPRun
     out.append((TPRun(sequence_parallel=True), 2))
+    from parlab.context_parallel import CPRun
+    out.append((CPRun(layout="zigzag", attention="ulysses"), 2))
     return out
 
 
