@@ -67,3 +67,37 @@ def test_tp_command_counts_one_layers_collectives_beside_the_formula(sp, expect,
     assert all(n == formula for _, _, n, formula in rows), out
     total = re.search(r"^  total +(\d+) x +(.+?) \| (\d+) x +(.+)$", out, re.M)
     assert total and total[1] == total[3] and total[2] == total[4], out  # count and bytes
+
+
+@pytest.mark.parametrize("argv", [
+    ["cp", "--ranks", "2", "--steps", "2"],
+    ["cp", "--ranks", "4", "--steps", "2", "--layout", "contiguous", "--attention", "ulysses"],
+])
+def test_cp_command_matches_the_single_device(argv, capsys):
+    main(argv)
+    out = capsys.readouterr().out
+    diffs = _diffs(out)
+    assert len(diffs) == 2 and max(diffs) < 1e-5, out
+
+
+@pytest.mark.parametrize("layout, imbalance", [("contiguous", "1.60"), ("zigzag", "1.00")])
+def test_cp_command_shows_bytes_and_work_beside_the_formulas(layout, imbalance, capsys):
+    main(["cp", "--ranks", "4", "--steps", "1", "--layout", layout])
+    out = capsys.readouterr().out
+    rows = re.findall(r"^  rank \d: forward (\d+) x p2p .*backward (\d+) x .*total (.+) \| "
+                      r"(\d+) x, (.+)$", out, re.M)
+    assert len(rows) == 4 and all(int(f) + int(b) == int(n) and t == want
+                                  for f, b, t, n, want in rows), out
+    work = re.findall(r"= (\S+) blocks \| cost.causal_work_per_rank (\S+)$", out, re.M)
+    assert len(work) == 4 and all(a == b for a, b in work), out
+    assert f"measured {imbalance}, predicted {imbalance}" in out
+
+
+@pytest.mark.parametrize("argv", [["cp", "--ranks", "3"], ["cp", "--layout", "striped"],
+                                  ["cp", "--attention", "flash"], ["cp", "--steps", "0"],
+                                  ["cp", "--ranks", "8", "--attention", "ulysses",
+                                   "--layout", "contiguous"]])
+def test_cp_bad_input_exits_with_the_constraint(argv, capsys):
+    with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:
+        main(argv)
+    assert "Traceback" not in str(e.value) + capsys.readouterr().err

@@ -10,6 +10,8 @@
     python -m parlab zero --ranks 4 --stage 3  ZeRO: losses, bytes held, bytes moved
     python -m parlab pipeline --ranks 4 --m 8  a pipeline schedule: losses, bubble, memory
     python -m parlab tp --ranks 4 --sequence-parallel   tensor parallelism: losses, traffic
+    python -m parlab cp --ranks 4 --layout zigzag [--attention ring|ulysses]   context
+                                               parallelism: losses, bytes, work per rank
     python -m parlab gpu-report [--quick] [--json PATH]   the formulas vs this GPU
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
@@ -201,6 +203,47 @@ def cmd_tp(args, out):
         + (f" | {want['collectives']} x  {_bytes(want['bytes'])}" if want else ""))
 
 
+def cmd_cp(args, out):
+    """context parallelism (ring attention or Ulysses; contiguous or zigzag) vs one device"""
+    from . import context_parallel as cp
+    from . import cost
+    n = _world(args)
+    run = cp.CPRun(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                   layout=args.layout, attention=args.attention)
+    res = cp.run(run, n)
+    _check_against_reference(out, res.losses, args.steps, args.batch_size, args.lr)
+    cfg = run.config
+    want = cost.cp_comm_per_layer(args.batch_size, cfg.seq_len, cfg.d_model, n, args.attention,
+                                  bytes_per_value=4)
+    op = "p2p" if args.attention == "ring" else "all_to_all"
+    out(f"\n{args.attention} attention on {n} ranks, {args.layout} layout; one layer "
+        f"(blocks.0.attn), step 0, bytes sent per rank ({'exact' if op == 'p2p' else 'modelled'})"
+        " | cost.cp_comm_per_layer:")
+    for rank in res.ranks:
+        lc = rank["layer_comm"]
+        out(f"  rank {rank['rank']}: forward {lc['forward']['messages']} x {op} "
+            f"{_bytes(lc['forward']['bytes'])}, backward {lc['backward']['messages']} x "
+            f"{_bytes(lc['backward']['bytes'])}, total {_bytes(lc['bytes'])} | "
+            f"{want['messages']} x, {_bytes(want['bytes'])}")
+    sp = cost.cp_comm_per_layer(args.batch_size, cfg.seq_len, cfg.d_model, n, "megatron_sp",
+                                bytes_per_value=4)
+    out(f"  (Megatron sequence parallelism at t={n} would send {_bytes(sp['bytes'])} per layer)")
+    block = cfg.n_heads * (cfg.seq_len // n) ** 2
+    work = [r["attention_work"]["forward"] for r in res.ranks]
+    out(f"\nattention scores computed per rank, one layer's forward, per sequence, in blocks "
+        f"of (s/cp)^2 x {cfg.n_heads} heads = {block}:")
+    if args.attention == "ring":
+        f = cost.causal_work_per_rank(n, args.layout)
+        for r, w in enumerate(work):
+            out(f"  rank {r}: {w} = {w / block:g} blocks | cost.causal_work_per_rank {f['blocks'][r]:g}")
+        out(f"  imbalance (max / mean): measured {max(work) / (sum(work) / n):.2f}, "
+            f"predicted {f['imbalance']:.2f}")
+    else:
+        for r, w in enumerate(work):
+            out(f"  rank {r}: {w} = {w / block:g} blocks ({cfg.n_heads // n} of {cfg.n_heads} "
+                "heads x the whole s x s, the causal triangle masked, not skipped)")
+
+
 def cmd_gpu_report(args, out):
     """the lab's formulas vs this GPU: GEMM TFLOP/s, MFU, activation bytes, NCCL (skips without one)"""
     from .gpu_report import run_cli
@@ -215,7 +258,7 @@ def main(argv=None) -> None:
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
                      ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
                      ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
-                     ("tp", cmd_tp), ("gpu-report", cmd_gpu_report)]:
+                     ("tp", cmd_tp), ("cp", cmd_cp), ("gpu-report", cmd_gpu_report)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
         p.set_defaults(fn=fn)
         if name == "gpu-report":  # its ranks are the GPUs here
@@ -226,8 +269,8 @@ def main(argv=None) -> None:
         if name == "bytes":
             p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
             p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
-        if name in ("train", "dp", "zero", "pipeline", "tp"):
-            steps = 50 if name == "train" else 3 if name in ("pipeline", "tp") else 5
+        if name in ("train", "dp", "zero", "pipeline", "tp", "cp"):
+            steps = 50 if name == "train" else 3 if name in ("pipeline", "tp", "cp") else 5
             p.add_argument("--steps", type=int, default=steps)
             p.add_argument("--batch-size", type=int, default=None if name == "pipeline" else 8,
                            help="global batch" + (" (default: M)" if name == "pipeline" else ""))
@@ -245,6 +288,9 @@ def main(argv=None) -> None:
         if name == "tp":
             p.add_argument("--sequence-parallel", action="store_true",
                            help="Korthikanti's sequence parallelism on top")
+        if name == "cp":
+            p.add_argument("--layout", default="zigzag", help="contiguous or zigzag")
+            p.add_argument("--attention", default="ring", help="ring or ulysses")
         if name == "zero":
             p.add_argument("--stage", default="3", help="0, 1, 2, 3, ddp or fsdp2")
     args = ap.parse_args(argv)
