@@ -89,8 +89,10 @@ def _post(send, dst, recv, src, group, tag, name, **meta):
     ``wait()``, which completes both and records one comm event with exact bytes, from
     posting to completion (it spans whatever the caller computed meanwhile)."""
     t0 = trace.now()
-    works = [dist.irecv(recv, src=src, group=group, tag=tag),
-             dist.isend(send, dst=dst, group=group, tag=tag)]
+    # one batch: NCCL then posts both together (a lone recv would block its stream before
+    # the send when left and right are the same rank, cp = 2); gloo simply posts both
+    works = dist.batch_isend_irecv([dist.P2POp(dist.irecv, recv, src, group, tag),
+                                    dist.P2POp(dist.isend, send, dst, group, tag)])
 
     def wait():
         for w in works:
