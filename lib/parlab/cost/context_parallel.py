@@ -80,6 +80,9 @@ def cp_comm_per_layer(micro_batch: int, seq_len: int, d_model: int, cp: int,
     method = check_choice("method", method, CP_METHODS)
     bpv = check_float("bytes_per_value", bytes_per_value, 0.0)
     d_kv = _kv_width(h, n_heads, n_kv_heads)
+    if method == "ulysses" and n_heads is not None and n_heads % n:
+        raise ValueError(f"cp={n} must divide n_heads={n_heads} (Ulysses gives each rank "
+                         "whole heads)")
     if method == "megatron_sp":
         tp = tp_comm_per_layer(b, s, h, n, True, bpv)
         size = {op: tp["message_bytes"] for op in tp["by_op"]}
