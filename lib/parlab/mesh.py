@@ -1,17 +1,37 @@
-"""Named process-group axes (a stub until the 3D issue builds ``Mesh(dp=, pp=, tp=)``).
+"""Named process-group axes: ``Mesh(dp=, pp=, tp=)``, and the older ``split``.
 
 Every strategy's rank-side code takes its process group and never assumes the world
-group or the global rank, so that several strategies can share one launch: a 2-rank
-data-parallel replica inside a 4-rank job, a tensor-parallel group inside a pipeline
-stage. ``split`` is the smallest such layout: the world cut into equal, contiguous
-groups.
+group or the global rank, so that several strategies can share one launch: a
+tensor-parallel group inside a pipeline stage inside a data-parallel replica. A
+``Mesh`` names those groups.
+
+Layout. Axes are ordered ("dp", "pp", "cp", "tp"), outermost first, so
+
+    rank = ((dp_i * pp + pp_i) * cp + cp_i) * tp + tp_i
+
+-- row-major over that shape, which is exactly what
+``torch.distributed.device_mesh.init_device_mesh(device, (dp, pp, cp, tp),
+mesh_dim_names=("dp", "pp", "cp", "tp"))`` builds (tests/test_mesh.py checks it).
+TP is innermost because its all-reduces run inside every layer: its ranks should be
+the closest ones, on one node's NVLink (Narayanan et al. 2021, "Efficient Large-Scale
+Language Model Training on GPU Clusters Using Megatron-LM", SC21, §3.2 and takeaway
+#1: tensor parallelism up to the GPUs of a server, pipeline parallelism across
+servers). Megatron-LM itself orders "tp-cp-ep-dp-pp" (pipeline outermost); either
+keeps TP on a node. Expert parallelism would share ranks with dp x cp (Megatron's
+folding); it is not composed here yet, so ``ep`` must be 1.
+
+``split`` is the smallest layout: the world cut into equal, contiguous groups.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import torch.distributed as dist
 
 from .validate import check_int
+
+AXES = ("dp", "pp", "cp", "tp")  # outermost first; tp varies fastest
 
 
 def split(size: int):
@@ -35,3 +55,123 @@ def global_rank(group, local: int) -> int:
     """The world rank of the ``local``-th member of ``group``: what point-to-point
     calls on the world communicator take as peer."""
     return dist.get_global_rank(group, local) if group is not None else local
+
+
+class Mesh:
+    """A world of ``dp * pp * cp * tp`` ranks seen as a 4-D grid (see the module
+    docstring for the order). The layout part is pure arithmetic and works anywhere;
+    ``init()`` -- on every rank of a launch, collectively -- creates one process group
+    per axis and per slice, once, and then ``group(axis)`` is this rank's.
+
+        m = Mesh(dp=2, pp=2, tp=2)      # 8 ranks
+        m.coords(5)                      # {"dp": 1, "pp": 0, "cp": 0, "tp": 1}
+        m.groups("tp")                   # [[0, 1], [2, 3], [4, 5], [6, 7]]
+        m.init(); m.group("pp")          # this rank's pipeline group
+    """
+
+    def __init__(self, dp: int = 1, pp: int = 1, tp: int = 1, cp: int = 1, ep: int = 1):
+        for name, value in (("dp", dp), ("pp", pp), ("tp", tp), ("cp", cp), ("ep", ep)):
+            check_int(name, value)
+        if ep != 1:
+            raise ValueError(f"ep={ep}: EP (expert parallelism) is not composed into the mesh "
+                             "yet (it would share ranks with dp x cp); use ep=1")
+        self.shape = {"dp": dp, "pp": pp, "cp": cp, "tp": tp}
+        self.size = dp * pp * cp * tp
+        self._groups: dict | None = None  # axis -> this rank's group, after init()
+
+    def __repr__(self):
+        return "Mesh(" + ", ".join(f"{a}={n}" for a, n in self.shape.items()) + ")"
+
+    # --- rank <-> coordinates: pure arithmetic ---------------------------------------
+    def rank(self, dp: int = 0, pp: int = 0, cp: int = 0, tp: int = 0) -> int:
+        """The world rank at these coordinates."""
+        coords = {"dp": dp, "pp": pp, "cp": cp, "tp": tp}
+        r = 0
+        for axis in AXES:
+            if not 0 <= coords[axis] < self.shape[axis]:
+                raise ValueError(f"{axis}={coords[axis]} is outside 0..{self.shape[axis] - 1}")
+            r = r * self.shape[axis] + coords[axis]
+        return r
+
+    def coords(self, rank: int) -> dict:
+        """{axis: index} of a world rank (the inverse of ``rank``)."""
+        if not 0 <= rank < self.size:
+            raise ValueError(f"rank={rank} is outside 0..{self.size - 1}")
+        out = {}
+        for axis in reversed(AXES):
+            rank, out[axis] = divmod(rank, self.shape[axis])
+        return {a: out[a] for a in AXES}
+
+    def groups(self, axis: str) -> list[list[int]]:
+        """Every group along ``axis``: the ranks that differ only in that coordinate,
+        in order of their other coordinates (torch's DeviceMesh order too)."""
+        if axis not in AXES:
+            raise ValueError(f"axis={axis!r} must be one of {AXES}")
+        others = [a for a in AXES if a != axis]
+        out = []
+        for fixed in itertools.product(*(range(self.shape[a]) for a in others)):
+            where = dict(zip(others, fixed))
+            out.append([self.rank(**where, **{axis: i}) for i in range(self.shape[axis])])
+        return out
+
+    def layout(self) -> list[dict]:
+        """The picture as data: one row per rank with its coordinates and the ranks it
+        shares each group with (figures draw from this; ``describe`` prints it)."""
+        rows = []
+        for r in range(self.size):
+            row = {"rank": r, **self.coords(r)}
+            for axis in AXES:
+                row[f"{axis}_group"] = next(g for g in self.groups(axis) if r in g)
+            rows.append(row)
+        return rows
+
+    def describe(self) -> str:
+        """A text picture: per DP replica, a grid of pipeline stages (rows) by TP rank
+        (columns) holding world ranks; then every TP, PP and DP group."""
+        lines = [f"{self!r}: {self.size} ranks, rank = "
+                 "((dp_i * pp + pp_i) * cp + cp_i) * tp + tp_i"]
+        for d in range(self.shape["dp"]):
+            lines.append(f"DP replica {d}:" + ("" if self.shape["cp"] == 1 else " (cp 0 shown)"))
+            for s in range(self.shape["pp"]):
+                ranks = [self.rank(dp=d, pp=s, tp=t) for t in range(self.shape["tp"])]
+                lines.append(f"  stage {s}: " + " ".join(f"{r:>3}" for r in ranks)
+                             + "   <- one TP group")
+        for axis, what in (("tp", "TP groups (same layers, sliced)"),
+                           ("cp", "CP groups (sequence shards)"),
+                           ("pp", "PP groups (stage to stage, same TP rank)"),
+                           ("dp", "DP groups (same shard, gradients averaged)")):
+            if axis != "cp" or self.shape["cp"] > 1:
+                lines.append(f"{what}: " + " ".join(str(g) for g in self.groups(axis)))
+        return "\n".join(lines)
+
+    # --- process groups: collective, once ----------------------------------------------
+    def init(self) -> "Mesh":
+        """Create every axis's groups (every rank creates every group, in the same
+        order: ``new_group`` is a collective over the world) and keep this rank's.
+        Call it on every rank of a world of exactly ``size`` ranks; a second call is a
+        no-op."""
+        if self._groups is not None:
+            return self
+        if dist.get_world_size() != self.size:
+            raise ValueError(f"{self!r} needs {self.size} ranks, the world has "
+                             f"{dist.get_world_size()}")
+        me, mine = dist.get_rank(), {}
+        for axis in AXES:
+            for ranks in self.groups(axis):
+                group = dist.new_group(ranks)
+                if me in ranks:
+                    mine[axis] = group
+        self._groups = mine
+        return self
+
+    def group(self, axis: str):
+        """This rank's process group along ``axis`` (after ``init``)."""
+        if self._groups is None:
+            raise RuntimeError("call Mesh.init() on every rank before asking for groups")
+        if axis not in AXES:
+            raise ValueError(f"axis={axis!r} must be one of {AXES}")
+        return self._groups[axis]
+
+    def my_coords(self) -> dict:
+        """This rank's coordinates (needs a process group, not ``init``)."""
+        return self.coords(dist.get_rank())
