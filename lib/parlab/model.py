@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .validate import check_bool, check_int
+from .validate import check_bool, check_choice, check_float, check_int
 
 
 @dataclass
@@ -40,6 +40,16 @@ class GPTConfig:
     n_layers: int = 4
     d_ff: int | None = None  # MLP hidden width; None -> 4 * d_model
     bias: bool = True        # biases in Linear and LayerNorm layers (never in lm_head)
+    # Mixture of Experts (parlab.moe has the papers): 0 experts = the dense model.
+    n_experts: int = 0
+    top_k: int = 1                         # experts per token (Switch 1, GShard/Mixtral 2)
+    capacity_factor: float | None = None   # None: no capacity, nothing dropped
+    aux_loss_coef: float = 0.01            # Switch load-balancing alpha (Switch §2.2)
+    z_loss_coef: float = 0.001             # ST-MoE router z-loss (Zoph et al. §3.1)
+    moe_layers: tuple | None = None        # which blocks are MoE; None = all
+    balancer: str = "aux_loss"             # or "bias": DeepSeek-V3's loss-free balancer
+    bias_update_rate: float = 0.001        # DeepSeek-V3's gamma
+    renormalize: bool = False              # True: Mixtral's gates; False: Switch's
 
     def __post_init__(self):
         if self.d_ff is None:
@@ -49,6 +59,30 @@ class GPTConfig:
         check_bool("bias", self.bias)
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model}")
+        self._check_moe()
+
+    def _check_moe(self):
+        check_int("n_experts", self.n_experts, 0)
+        check_int("top_k", self.top_k, 1, max(self.n_experts, 1))
+        if self.capacity_factor is not None:
+            check_float("capacity_factor", self.capacity_factor)
+        check_float("aux_loss_coef", self.aux_loss_coef, strict=False)
+        check_float("z_loss_coef", self.z_loss_coef, strict=False)
+        check_choice("balancer", self.balancer, ("aux_loss", "bias"))
+        check_float("bias_update_rate", self.bias_update_rate, strict=False)
+        check_bool("renormalize", self.renormalize)
+        if self.moe_layers is not None:
+            if not isinstance(self.moe_layers, (tuple, list)):
+                raise ValueError(f"moe_layers={self.moe_layers!r} must be None or a tuple "
+                                 "of block indices")
+            self.moe_layers = tuple(check_int("moe_layers", i, 0, self.n_layers - 1)
+                                    for i in self.moe_layers)
+            if len(set(self.moe_layers)) != len(self.moe_layers):
+                raise ValueError(f"moe_layers={self.moe_layers} lists a block twice")
+
+    def is_moe_layer(self, i: int) -> bool:
+        """Whether block ``i`` has a MoE layer instead of the MLP."""
+        return self.n_experts > 0 and (self.moe_layers is None or i in self.moe_layers)
 
     @property
     def head_dim(self) -> int:
@@ -77,7 +111,8 @@ def init_tensor(name: str, shape, seed: int, n_layers: int) -> torch.Tensor:
     if kind != "weight":
         raise ValueError(f"init_tensor: don't know how to initialise parameter {name!r}")
     std = 0.02
-    if name.endswith(("attn.proj.weight", "mlp.fc2.weight")):
+    if name.endswith(("attn.proj.weight", "mlp.fc2.weight")) or (
+            ".moe.experts." in name and name.endswith(".fc2.weight")):  # an expert's fc2
         std = 0.02 / math.sqrt(2 * n_layers)
     # A private generator seeded from a stable hash (Python's hash() is salted
     # per process): same numbers in every process, whatever the global RNG.
@@ -141,19 +176,23 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-LayerNorm residual block: x + attn(ln1(x)), then + mlp(ln2(x))."""
+    """Pre-LayerNorm residual block: x + attn(ln1(x)), then + mlp(ln2(x)); with ``moe``
+    (a MoE layer, parlab.moe) that replaces the MLP, named ``moe``."""
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig, moe: nn.Module | None = None):
         super().__init__()
         c = config
         self.ln1 = nn.LayerNorm(c.d_model, bias=c.bias)
         self.attn = CausalSelfAttention(c.d_model, c.n_heads, c.bias)
         self.ln2 = nn.LayerNorm(c.d_model, bias=c.bias)
-        self.mlp = MLP(c.d_model, c.d_ff, c.bias)
+        if moe is None:
+            self.mlp = MLP(c.d_model, c.d_ff, c.bias)
+        else:
+            self.moe = moe
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
+        return x + (self.moe if hasattr(self, "moe") else self.mlp)(self.ln2(x))
 
 
 def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -162,8 +201,13 @@ def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 class GPT(nn.Module):
-    def __init__(self, config: GPTConfig, seed: int = 0):
+    """The reference model. ``moe_factory(config, i)``: the MoE layer of block i (default
+    ``moe.MoE``); expert parallelism passes one that holds only this rank's experts."""
+
+    def __init__(self, config: GPTConfig, seed: int = 0, moe_factory=None):
         super().__init__()
+        from .moe import MoE
+        moe_factory = moe_factory or MoE
         self.config, self.seed = config, seed
         c = config
         # Built on the meta device: no memory and no default init (which would
@@ -171,7 +215,9 @@ class GPT(nn.Module):
         with torch.device("meta"):
             self.wte = nn.Embedding(c.vocab_size, c.d_model)   # token embeddings
             self.wpe = nn.Embedding(c.seq_len, c.d_model)      # learned positions
-            self.blocks = nn.ModuleList(Block(c) for _ in range(c.n_layers))
+            self.blocks = nn.ModuleList(
+                Block(c, moe_factory(c, i) if c.is_moe_layer(i) else None)
+                for i in range(c.n_layers))
             self.ln_f = nn.LayerNorm(c.d_model, bias=c.bias)
             # Not tied to wte (GPT-2 ties them): with pipeline parallelism wte
             # lives on the first stage and lm_head on the last, and tying would
@@ -180,6 +226,9 @@ class GPT(nn.Module):
             self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.to_empty(device="cpu")
         init_module_(self, "", seed, c.n_layers)
+        for name, buf in self.named_buffers():  # to_empty left them uninitialised
+            if name.endswith("expert_bias"):
+                buf.zero_()
 
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """(B, T) token ids -> (B, T, d_model) residual stream."""
@@ -199,7 +248,13 @@ class GPT(nn.Module):
             x = block(x)
         logits = self.head(x)
         loss = None if targets is None else loss_fn(logits, targets)
+        if loss is not None and self.config.n_experts:  # Switch / ST-MoE auxiliary losses
+            loss = loss + sum(m.aux_loss for m in self.moe_layers())
         return logits, loss
+
+    def moe_layers(self) -> list:
+        from .moe import moe_layers
+        return moe_layers(self)
 
     def num_params(self, include_embeddings: bool = True) -> int:
         """Parameter count; include_embeddings=False leaves out the wte and wpe
@@ -220,7 +275,10 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
     Step s trains on the global batch parlab.data.get_batch(s, batch_size, ...)
     with AdamW(lr, betas=(0.9, 0.95), weight_decay).  Returns {"losses": [float
     per step], "state_dict": final parameters, "grads": {name: gradient of the
-    last step}}, tensors cloned to the CPU.
+    last step}}, tensors cloned to the CPU. A MoE config adds "moe": per step,
+    {layer name: {"routed": assignments per expert (before capacity), "kept": per
+    expert, "capacity": int or None, "dropped": [(token, choice)] in the global batch's
+    row-major token order}}; DeepSeek-V3's bias balancer moves its biases after each step.
     """
     from parlab.data import get_batch
 
@@ -228,7 +286,7 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
         raise ValueError(f"need steps >= 0 and batch_size >= 1, got steps={steps}, batch_size={batch_size}")
     model = GPT(config, seed).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
-    losses = []
+    losses, moe = [], []
     for step in range(steps):
         x, y = get_batch(step, batch_size, config.seq_len, config.vocab_size, seed=data_seed)
         _, loss = model(x.to(device), y.to(device))
@@ -236,7 +294,12 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return {
+        if config.n_experts:
+            moe.append({f"blocks.{m.layer}.moe": dict(m.stats) for m in model.moe_layers()})
+            for m in model.moe_layers():
+                m.update_bias_()
+    extra = {"moe": moe} if config.n_experts else {}
+    return {**extra,
         "losses": losses,
         "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
         "grads": {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()

@@ -1,0 +1,113 @@
+"""Mixture of Experts and expert parallelism: capacity, all-to-all traffic, FLOPs and
+parameters (total vs active).
+
+Domains: token counts, widths, expert counts, layer counts and degrees are integers
+>= 1 (``tokens`` may be 0 where said); ``top_k`` between 1 and ``n_experts``;
+``capacity_factor`` a finite number > 0 (or None: no capacity limit, where accepted);
+``bytes_per_value`` > 0; fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..validate import check_bool, check_float, check_int
+
+
+def _check_k(top_k, n_experts) -> int:
+    n_experts = check_int("n_experts", n_experts)
+    return check_int("top_k", top_k, 1, n_experts)
+
+
+def expert_capacity(tokens: int, n_experts: int, capacity_factor: float, top_k: int = 1) -> int:
+    """Most assignments one expert takes in a step: floor(tokens * top_k / n_experts *
+    capacity_factor).
+
+    Switch Transformers (Fedus et al. 2021, §2.1, eq. 3): expert capacity = (tokens per
+    batch / number of experts) x capacity factor; the paper writes the product
+    unrounded, its Mesh-TensorFlow implementation truncates it to an integer, as here
+    (we leave out that code's minimum capacity). GShard (Lepikhin et al. 2020, §2.2)
+    counts top-2 assignments: 2N/E, hence the ``top_k`` factor. The assignments beyond
+    it are dropped: the token goes on through the residual connection."""
+    tokens = check_int("tokens", tokens, 0)
+    top_k = _check_k(top_k, n_experts)
+    capacity_factor = check_float("capacity_factor", capacity_factor, 0.0)
+    # tokens * top_k * cf / E, rounded down; the small epsilon keeps 1.25 * 32 = 40
+    # from becoming 39.999... in binary floating point.
+    return int(math.floor(tokens * top_k * capacity_factor / n_experts + 1e-9))
+
+
+def moe_all_to_all_bytes(tokens: int, d_model: int, top_k: int = 1, ep: int = 2,
+                         bytes_per_value: float = 4, remote_fraction: float | None = None
+                         ) -> dict:
+    """Bytes one rank sends in one MoE layer's all-to-alls in one training step.
+
+    ``tokens``: the rank's tokens; each makes ``top_k`` assignments of ``d_model``
+    values. Forward: the dispatch all-to-all sends every assignment whose expert lives
+    on another rank, the combine all-to-all sends the same number of rows back
+    (GShard, Lepikhin et al. 2020, §3.2: dispatch and combine); backward runs both in
+    reverse with the gradients, the same bytes. ``remote_fraction``: the share of
+    assignments going to other ranks; None = (ep - 1) / ep, balanced routing with
+    nothing dropped (the rows for this rank's own experts never leave it). Returns
+    {"dispatch", "combine", "forward", "backward", "total"} in bytes."""
+    tokens = check_int("tokens", tokens, 0)
+    d_model, ep = check_int("d_model", d_model), check_int("ep", ep)
+    top_k = check_int("top_k", top_k)
+    bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
+    if remote_fraction is None:
+        remote_fraction = (ep - 1) / ep
+    remote_fraction = check_float("remote_fraction", remote_fraction, 0.0, strict=False,
+                                  high=1.0)
+    one = tokens * top_k * remote_fraction * d_model * bytes_per_value
+    return {"dispatch": one, "combine": one, "forward": 2 * one, "backward": 2 * one,
+            "total": 4 * one}
+
+
+def moe_flops_per_token(d_model: int, d_ff: int, n_experts: int, top_k: int = 1,
+                        capacity_factor: float | None = None, training: bool = True,
+                        gated: bool = False) -> float:
+    """Matmul FLOPs per token of one MoE layer (router + experts): 2 d E for the router,
+    plus per chosen expert 2 x (2 or 3 with a gated MLP) d d_ff. A token costs
+    ``top_k`` experts, not ``n_experts``: the sparsity is the point (Switch §2;
+    Mixtral §2.1: 13B active of 47B). ``capacity_factor``: experts computed on
+    capacity-sized buffers, as on accelerators (Switch §2.1: the padding is computed),
+    cost capacity_factor x top_k experts per token. ``training``: x3 (forward +
+    backward, as ``cost.flops_per_token``)."""
+    d_model, d_ff = check_int("d_model", d_model), check_int("d_ff", d_ff)
+    top_k = _check_k(top_k, n_experts)
+    training, gated = check_bool("training", training), check_bool("gated", gated)
+    slots = float(top_k)
+    if capacity_factor is not None:
+        slots = top_k * check_float("capacity_factor", capacity_factor, 0.0)
+    per = 2 * d_model * n_experts + slots * 2 * (3 if gated else 2) * d_model * d_ff
+    return float(3 * per if training else per)
+
+
+def moe_params(n_layers: int, d_model: int, d_ff: int, n_experts: int, top_k: int = 1,
+               n_heads: int = 1, n_kv_heads: int | None = None, vocab_size: int = 0,
+               gated: bool = False, tied_embeddings: bool = False, norms: int = 2) -> dict:
+    """Parameters of a decoder-only MoE transformer (every layer MoE), total and active
+    per token: {"total", "active", "experts", "attention", "router", "embeddings"}.
+
+    Per layer: attention 2 d^2 + 2 d d_kv (q, o; k, v with grouped-query attention,
+    d_kv = d n_kv_heads / n_heads), router d E, E experts of (3 if ``gated`` (SwiGLU)
+    else 2) d d_ff, ``norms`` d (RMSNorm weights); embeddings V d (x2 if untied) + a
+    final norm d. Active: the same with ``top_k`` experts instead of E. Mixtral 8x7B
+    (Jiang et al. 2024, Table 1): 32 layers, d 4096, d_ff 14336, 8 experts top-2, 32
+    heads / 8 KV heads, V 32000, SwiGLU, untied: 46.7B total, 12.9B active."""
+    L, d = check_int("n_layers", n_layers), check_int("d_model", d_model)
+    d_ff, top_k = check_int("d_ff", d_ff), _check_k(top_k, n_experts)
+    n_heads = check_int("n_heads", n_heads)
+    n_kv_heads = n_heads if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads)
+    vocab_size, norms = check_int("vocab_size", vocab_size, 0), check_int("norms", norms, 0)
+    gated, tied = check_bool("gated", gated), check_bool("tied_embeddings", tied_embeddings)
+    if d % n_heads or n_heads % n_kv_heads:
+        raise ValueError(f"n_heads={n_heads} must divide d_model={d} and n_kv_heads="
+                         f"{n_kv_heads} must divide n_heads")
+    attention = 2 * d * d + 2 * d * (d // n_heads * n_kv_heads)
+    expert = (3 if gated else 2) * d * d_ff
+    router, embeddings = d * n_experts, vocab_size * d * (1 if tied else 2) + d
+    shared = L * (attention + router + norms * d) + embeddings
+    return {"total": shared + L * n_experts * expert, "active": shared + L * top_k * expert,
+            "experts": L * n_experts * expert, "attention": L * attention,
+            "router": L * router, "embeddings": embeddings}
