@@ -1,0 +1,173 @@
+"""Planning: the pieces of a 3D-parallel step time that the other modules do not have --
+FLOPs as Megatron counts them, one layer's time on a GPU (matmuls at a fraction of peak
+plus memory-bound traffic), the pipeline's point-to-point time, the data-parallel
+gradient synchronisation (exposed or hidden behind backward), and the activations an
+interleaved pipeline's first stage holds. ``parlab.planner`` composes them with
+``bubble_ratio``, ``tp_comm_per_layer``, ``collective_time``, ``zero_memory`` and
+``activation_memory``.
+
+Domains: shapes, degrees and counts integers >= 1; ``recompute`` one of RECOMPUTE;
+``peak_flops``, ``hbm_bandwidth``, ``bandwidth`` and ``bytes_per_value`` finite and > 0;
+``alpha``, ``grad_bytes``, ``traffic_factor`` and times finite and >= 0;
+``matmul_efficiency`` in (0, 1]; ``n_params`` a whole number >= 0; flags True/False.
+"""
+
+from __future__ import annotations
+
+from ..validate import check_bool, check_choice, check_float, check_int, check_whole
+from .collectives import collective_steps
+from .data_parallel import dp_step_time
+from .memory import RECOMPUTE, _check_stage, activation_memory, zero_comm_volume
+
+# forward passes' worth of layer matmuls per training step: forward 1 + backward 2,
+# plus the forward again under full recomputation (Narayanan et al. 2021, Appendix)
+_PASSES = {"none": 3, "selective": 3, "full": 4}
+
+
+def megatron_flops(batch: int, seq_len: int, n_layers: int, d_model: int, vocab_size: int,
+                   recompute: str = "full") -> float:
+    """FLOPs of one training iteration of a GPT as Narayanan et al. count them ("Efficient
+    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC 2021, §5.1
+    and Appendix "Floating-Point Operations"): the matmuls actually executed.
+
+    One layer's forward is 24 B s h^2 (qkv, projection, the 4h MLP) + 4 B s^2 h (QK^T and
+    attention over V); the logits 2 B s h V. Backward is twice the forward; full
+    recomputation runs each layer's forward once more (the logits are not recomputed):
+
+        full:      96 B s l h^2 (1 + s/(6h) + V/(16 l h))    (the paper's formula)
+        none:      72 B s l h^2 (1 + s/(6h) + V/(12 l h))
+        selective: "none" + one more 4 B s^2 h per layer (the attention core recomputed,
+                   Korthikanti et al. 2022, §5)
+
+    With "full" this is the paper's accounting for its achieved teraFLOP/s (hardware
+    FLOPs); "none" is the model FLOPs of PaLM's MFU (Chowdhery et al. 2022, App. B),
+    logits included."""
+    B, s = check_int("batch", batch), check_int("seq_len", seq_len)
+    l, h = check_int("n_layers", n_layers), check_int("d_model", d_model)
+    V = check_int("vocab_size", vocab_size)
+    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    layer_fwd = 24 * B * s * h * h + 4 * B * s * s * h
+    total = _PASSES[recompute] * l * layer_fwd + 3 * 2 * B * s * h * V
+    if recompute == "selective":
+        total += l * 4 * B * s * s * h
+    return float(total)
+
+
+def layer_time(micro_batch: int, seq_len: int, d_model: int, n_heads: int, tp: int,
+               peak_flops: float, hbm_bandwidth: float, recompute: str = "none",
+               sequence_parallel: bool = False, matmul_efficiency: float = 0.65,
+               traffic_factor: float = 7.0, cp: int = 1) -> dict:
+    """Seconds one GPU spends on one transformer layer's forward + backward for one
+    micro-batch, communication excluded: a roofline-style sum of two parts.
+
+    matmul_s = matmul FLOPs / (peak_flops x matmul_efficiency): the layer's forward
+    (24 b s h^2 + 4 b s^2 h) times 3 (4 with full recomputation; selective adds the
+    attention core's 4 b s^2 h), split over the tp x cp GPUs of the group (each holds
+    1/tp of the weights and 1/cp of the sequence).
+
+    memory_s = traffic_factor x activation bytes / hbm_bandwidth: LayerNorm, softmax,
+    GeLU, dropout and the residual adds do a few FLOPs per byte, so they run at memory
+    speed. Their traffic is taken proportional to the activations the layer keeps
+    (``activation_memory`` at recompute "none": Korthikanti et al.'s s b h (34 + 5 a s/h),
+    divided by t where TP / SP divide it), scaled by passes / 3 when recomputation reruns
+    the forward. This is why small-h models reach a lower share of peak: matmul FLOPs
+    grow like h^2 per token, these bytes like h (and a s).
+
+    ``matmul_efficiency`` and ``traffic_factor`` are properties of the kernels, not of
+    the model; ``parlab.planner`` uses one value of each for every configuration (it
+    states them and how they were chosen). Returns {"flops", "matmul_s", "memory_s",
+    "memory_bytes", "time_s"}.
+    """
+    b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
+    h, a = check_int("d_model", d_model), check_int("n_heads", n_heads)
+    t, cp = check_int("tp", tp), check_int("cp", cp)
+    peak_flops = check_float("peak_flops", peak_flops, 0.0)
+    hbm_bandwidth = check_float("hbm_bandwidth", hbm_bandwidth, 0.0)
+    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
+    matmul_efficiency = check_float("matmul_efficiency", matmul_efficiency, 0.0, high=1.0)
+    traffic_factor = check_float("traffic_factor", traffic_factor, 0.0, strict=False)
+    if a % t:
+        raise ValueError(f"tp={t} must divide n_heads={a}")
+    if s % cp:
+        raise ValueError(f"cp={cp} must divide seq_len={s}")
+    s_local = s // cp
+    fwd = 24 * b * s_local * h * h + 4 * b * s_local * s * h
+    flops = _PASSES[recompute] * fwd + (4 * b * s_local * s * h if recompute == "selective" else 0)
+    flops /= t
+    act = activation_memory(s_local, b, h, a, 1, "none", t, sequence_parallel)
+    if cp > 1:  # the scores are s_local x s, not s_local x s_local
+        act += 5 * a * s_local * (s - s_local) * b / t
+    traffic = traffic_factor * act * _PASSES[recompute] / 3
+    matmul_s = flops / (peak_flops * matmul_efficiency)
+    memory_s = traffic / hbm_bandwidth
+    return {"flops": float(flops), "matmul_s": matmul_s, "memory_s": memory_s,
+            "memory_bytes": traffic, "time_s": matmul_s + memory_s}
+
+
+def pipeline_p2p_time(micro_batch: int, seq_len: int, d_model: int, p: int, m: int,
+                      alpha: float, bandwidth: float, v: int = 1, tp: int = 1,
+                      scatter_gather: bool = True, bytes_per_value: float = 2) -> float:
+    """Exposed seconds of a pipeline's point-to-point transfers in one step (1F1B, or
+    interleaved with ``v`` chunks per rank), per rank on the critical path.
+
+    Each micro-batch crosses each stage boundary twice: its activations forward and their
+    gradient backward, b s h values each. Megatron's blocking send/recv pairs put every
+    one of a rank's 2 v m transfers on its critical path, and the fill and drain add
+    2 (p - 1) more hops: 2 (v m + p - 1) x (alpha + S / bandwidth). With the
+    scatter/gather optimisation (Narayanan et al. 2021, §4.1) each of the tp ranks sends
+    1/tp of the tensor over its own network card and the pieces are re-gathered over
+    NVLink (not counted here): S = b s h bytes_per_value / tp. p = 1: nothing is sent.
+    """
+    b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
+    h, p, m = check_int("d_model", d_model), check_int("p", p), check_int("m", m)
+    alpha = check_float("alpha", alpha, 0.0, strict=False)
+    bandwidth = check_float("bandwidth", bandwidth, 0.0)
+    v, t = check_int("v", v), check_int("tp", tp)
+    scatter_gather = check_bool("scatter_gather", scatter_gather)
+    bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
+    if p == 1:
+        return 0.0
+    size = b * s * h * bytes_per_value / (t if scatter_gather else 1)
+    return 2 * (v * m + p - 1) * (alpha + size / bandwidth)
+
+
+def dp_grad_sync(n_params: float, dp: int, alpha: float, bandwidth: float, stage: int = 0,
+                 grad_bytes: float = 2, backward_s: float = 0.0, overlap: bool = True) -> dict:
+    """The data-parallel synchronisation of one GPU's ``n_params`` parameters once per
+    step, and how much of it shows.
+
+    Bytes: ``zero_comm_volume`` (ring: plain DP and ZeRO-1/2 2 Psi (dp-1)/dp, ZeRO-3
+    3 Psi (dp-1)/dp); time: that over ``bandwidth`` plus alpha per ring step (2 (dp-1)
+    for the all-reduce, 3 (dp-1) for ZeRO-3). Exposed: what does not fit behind the
+    backward compute it can overlap with, ``backward_s`` -- with gradient accumulation
+    over micro-batches (any pipeline) only the last micro-batch's backward, as in
+    PyTorch DDP -- by ``dp_step_time`` (Li et al. 2020): max(backward_s, time) -
+    backward_s with ``overlap``, all of it without (Megatron's "local" DDP all-reduces
+    after backward). Returns {"bytes", "time_s", "exposed_s"}.
+    """
+    n_params, dp = check_whole("n_params", n_params), check_int("dp", dp)
+    alpha = check_float("alpha", alpha, 0.0, strict=False)
+    bandwidth = check_float("bandwidth", bandwidth, 0.0)
+    stage = _check_stage(stage)
+    grad_bytes = check_float("grad_bytes", grad_bytes, 0.0, strict=False)
+    backward_s = check_float("backward_s", backward_s, 0.0, strict=False)
+    overlap = check_bool("overlap", overlap)
+    sent = zero_comm_volume(n_params, dp, stage, grad_bytes)
+    steps = collective_steps("all_reduce", dp) * (1.5 if stage == 3 else 1)
+    time_s = steps * alpha + sent / bandwidth
+    exposed = dp_step_time(0.0, backward_s, time_s, overlap) - backward_s
+    return {"bytes": sent, "time_s": time_s, "exposed_s": max(0.0, exposed)}
+
+
+def interleaved_peak_activations(p: int, m: int, v: int = 1) -> float:
+    """Micro-batches' worth of a whole stage's activations that the first pipeline rank
+    holds at its peak: 1F1B (v = 1) min(m, p) (``pipeline_peak_activations``); the
+    interleaved schedule (v chunks of L/(p v) layers each) warms up with
+    2 (p - 1) + (v - 1) p chunk forwards plus the one in flight (Megatron-LM's
+    interleaved schedule; Narayanan et al. 2021, §2.2.2, "memory footprint comparable"):
+    min(m v, (v + 1) p - 1) chunks = that / v stages' worth, about p (1 + 1/v)."""
+    p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
+    if v == 1:
+        return float(min(m, p))
+    return min(m * v, (v + 1) * p - 1) / v
