@@ -23,6 +23,9 @@ ValueError naming the argument (each module's docstring states its domains).
   context_parallel  CP_METHODS, CP_LAYOUTS, cp_comm_per_layer (ring attention, Liu et al.;
                  DeepSpeed-Ulysses, Jacobs et al.; Megatron SP for comparison),
                  causal_work_per_rank (contiguous vs zigzag), attention_memory_per_rank
+  planning      megatron_flops (Narayanan et al.'s FLOP count), layer_time (matmuls at a
+                 share of peak + memory-bound traffic), pipeline_p2p_time, dp_grad_sync
+                 (exposed vs overlapped), interleaved_peak_activations -- for parlab.planner
 
 ``check_int`` (re-exported from ``parlab.validate``) is the lab's integer check.
 """
@@ -42,6 +45,8 @@ from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_mi
 from .tensor_parallel import tp_comm_per_layer, tp_scaling, tp_scaling_curve
 from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank,
                                causal_work_per_rank, cp_comm_per_layer)
+from .planning import (dp_grad_sync, interleaved_peak_activations, layer_time, megatron_flops,
+                       pipeline_p2p_time)
 
 __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
@@ -57,5 +62,7 @@ __all__ = [
     "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve",
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",
+    "megatron_flops", "layer_time", "pipeline_p2p_time", "dp_grad_sync",
+    "interleaved_peak_activations",
     "check_int",
 ]
