@@ -1,0 +1,93 @@
+"""cost.planning: Narayanan et al.'s FLOP count, the layer-time roofline, pipeline p2p,
+the DP gradient sync (exposed vs overlapped), interleaved peak activations."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parlab import cost
+
+FAST = settings(max_examples=40, deadline=None, database=None)
+
+
+def test_megatron_flops_is_the_papers_formula():
+    B, s, l, h, V = 512, 2048, 24, 2304, 51200
+    paper = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))  # §5.1
+    assert cost.megatron_flops(B, s, l, h, V, "full") == pytest.approx(paper, rel=1e-12)
+    none = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
+    assert cost.megatron_flops(B, s, l, h, V, "none") == pytest.approx(none, rel=1e-12)
+    # PaLM's 6N + 12 L T d per token, N = 12 l h^2 + V h (the logits' matmul)
+    palm = cost.flops_per_token(12 * l * h * h + V * h, l, s, h) * B * s
+    assert cost.megatron_flops(B, s, l, h, V, "none") == pytest.approx(palm, rel=1e-12)
+    sel = cost.megatron_flops(B, s, l, h, V, "selective")
+    assert sel - cost.megatron_flops(B, s, l, h, V, "none") == pytest.approx(l * 4 * B * s * s * h)
+
+
+def test_layer_time_by_hand():
+    # b=1, s=4, h=8, a=2, t=1: forward matmuls 24*4*64 + 4*16*8 = 6656; x3 = 19968
+    lt = cost.layer_time(1, 4, 8, 2, 1, peak_flops=1e3, hbm_bandwidth=1e2,
+                         matmul_efficiency=0.5, traffic_factor=2.0)
+    assert lt["flops"] == 19968 and lt["matmul_s"] == pytest.approx(19968 / 500)
+    act = 4 * 1 * 8 * (34 + 5 * 2 * 4 / 8)  # Korthikanti: sbh(34 + 5as/h) = 1248 bytes
+    assert lt["memory_bytes"] == pytest.approx(2 * act) and lt["memory_s"] == pytest.approx(2 * act / 100)
+    assert lt["time_s"] == pytest.approx(lt["matmul_s"] + lt["memory_s"])
+    full = cost.layer_time(1, 4, 8, 2, 1, 1e3, 1e2, "full", matmul_efficiency=0.5, traffic_factor=2.0)
+    assert full["flops"] == 4 * 6656 and full["memory_bytes"] == pytest.approx(2 * act * 4 / 3)
+
+
+@FAST
+@given(st.integers(1, 8), st.sampled_from([512, 2048]), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from([1, 2, 4]), st.sampled_from(cost.RECOMPUTE), st.booleans())
+def test_layer_time_properties(b, s, tp, cp, recompute, sp):
+    h, a = 4096, 32
+    lt = cost.layer_time(b, s, h, a, tp, 312e12, 2e12, recompute, sp, cp=cp)
+    assert all(math.isfinite(x) and x > 0 for x in lt.values())
+    one = cost.layer_time(b, s, h, a, 1, 312e12, 2e12, recompute, sp, cp=cp)
+    assert lt["matmul_s"] == pytest.approx(one["matmul_s"] / tp)  # TP divides the matmuls
+    assert lt["time_s"] <= one["time_s"] * (1 + 1e-12)
+    twice = cost.layer_time(2 * b, s, h, a, tp, 312e12, 2e12, recompute, sp, cp=cp)
+    assert twice["time_s"] == pytest.approx(2 * lt["time_s"])  # linear in the micro-batch
+
+
+@FAST
+@given(st.integers(1, 64), st.integers(1, 256), st.integers(1, 4), st.sampled_from([1, 8]))
+def test_pipeline_p2p_time(p, m, v, tp):
+    t = cost.pipeline_p2p_time(1, 2048, 4096, p, m, 1e-6, 25e9, v, tp)
+    S = 2048 * 4096 * 2 / tp
+    assert t == (0.0 if p == 1 else pytest.approx(2 * (v * m + p - 1) * (1e-6 + S / 25e9)))
+    if p > 1:
+        assert cost.pipeline_p2p_time(1, 2048, 4096, p, m, 1e-6, 25e9, v, tp, False) >= t
+
+
+@FAST
+@given(st.integers(0, 10 ** 10), st.integers(1, 1024), st.sampled_from(cost.ZERO_STAGES),
+       st.floats(0, 10))
+def test_dp_grad_sync_exposed_vs_overlapped(n, dp, stage, backward):
+    over = cost.dp_grad_sync(n, dp, 1e-6, 25e9, stage, 2, backward, True)
+    after = cost.dp_grad_sync(n, dp, 1e-6, 25e9, stage, 2, backward, False)
+    assert over["bytes"] == cost.zero_comm_volume(n, dp, stage, 2)
+    assert after["exposed_s"] == pytest.approx(after["time_s"])
+    assert 0 <= over["exposed_s"] <= after["exposed_s"] + 1e-12
+    assert over["exposed_s"] == pytest.approx(max(0.0, over["time_s"] - backward), abs=1e-12)
+    if dp == 1:
+        assert over["time_s"] == 0 and over["bytes"] == 0
+
+
+def test_dp_grad_sync_by_hand():
+    # 1e9 fp16 gradients, dp=4 ring: 2 * 3/4 * 2e9 = 3e9 bytes at 1e10 B/s + 6 alpha
+    r = cost.dp_grad_sync(10 ** 9, 4, 1e-3, 1e10, 0, 2, backward_s=0.1)
+    assert r["bytes"] == 3e9 and r["time_s"] == pytest.approx(0.3 + 0.006)
+    assert r["exposed_s"] == pytest.approx(0.206)
+
+
+@FAST
+@given(st.integers(1, 64), st.integers(1, 512), st.integers(1, 8))
+def test_interleaved_peak_activations(p, m, v):
+    x = cost.interleaved_peak_activations(p, m, v)
+    if v == 1:
+        assert x == cost.pipeline_peak_activations("1f1b", p, m, 0)
+    else:
+        assert x == min(m * v, (v + 1) * p - 1) / v and x <= p * (1 + 1 / v)
+    assert 0 < x <= m
