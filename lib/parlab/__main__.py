@@ -13,6 +13,8 @@
     python -m parlab cp --ranks 4 --layout zigzag [--attention ring|ulysses]   context
                                                parallelism: losses, bytes, work per rank
     python -m parlab gpu-report [--quick] [--json PATH]   the formulas vs this GPU
+    python -m parlab plan --model 70B --gpus 512 --gpu H100-80GB [--global-batch N]
+                          [--seq-len N] [--top N]    3D layouts ranked by predicted time
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
 (``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
@@ -252,15 +254,44 @@ def cmd_gpu_report(args, out):
         sys.exit(code)
 
 
+def cmd_plan(args, out):
+    """3D-parallel layouts ranked by predicted step time (parlab.planner), and the infeasible"""
+    from .planner import plan
+    from .validate import check_int
+    top = check_int("top", args.top)
+    p = plan(args.model, args.gpus, args.gpu, args.global_batch, seq_len=args.seq_len)
+    out(f"{p.model['name']} ({p.model['n_layers']} layers, d_model {p.model['d_model']}) on "
+        f"{p.n_gpus} x {p.gpu}, global batch {p.global_batch} x {p.seq_len} tokens")
+    out(f"\nranked by predicted step time ({len(p.ranked)} layouts fit; top {top}):")
+    for i, c in enumerate(p.ranked[:top], 1):
+        e = c.estimate
+        out(f"{i:>3}. {c.label}: {c.step_time:.2f} s/step, MFU {e.mfu:.0%}, "
+            f"{e.memory_per_gpu.total / 1e9:.1f} GB/GPU")
+        for r in c.reasons:
+            out(f"       - {r}")
+    out(f"\ninfeasible ({len(p.infeasible)}):")
+    for i in p.infeasible:
+        out(f"     {i.label}: " + "; ".join(i.reasons))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
                      ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
                      ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
-                     ("tp", cmd_tp), ("cp", cmd_cp), ("gpu-report", cmd_gpu_report)]:
+                     ("tp", cmd_tp), ("cp", cmd_cp), ("gpu-report", cmd_gpu_report),
+                     ("plan", cmd_plan)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
         p.set_defaults(fn=fn)
+        if name == "plan":  # a prediction: no ranks start
+            p.add_argument("--model", default="70B", help="a planner.MODELS name, e.g. 70B, 175B")
+            p.add_argument("--gpus", type=int, default=512)
+            p.add_argument("--gpu", default="H100-80GB", help="a hardware preset or alias")
+            p.add_argument("--global-batch", type=int, default=None, help="sequences per step")
+            p.add_argument("--seq-len", type=int, default=None)
+            p.add_argument("--top", type=int, default=10)
+            continue
         if name == "gpu-report":  # its ranks are the GPUs here
             from .gpu_report import add_arguments
             add_arguments(p)
