@@ -1,0 +1,21 @@
+"""Expert parallelism for Mixture-of-Experts layers (GShard, Lepikhin et al. 2020;
+Switch Transformers, Fedus et al. 2021), composed with data parallelism. Read in this
+order (the single-device MoE layer itself is ``parlab.moe``):
+
+  router.py    the global counts every rank needs for capacity and the aux loss
+  dispatch.py  the counts exchange, dispatch and combine all-to-alls (autograd)
+  layers.py    EPMoE: the reference MoE layer with this rank's experts only
+  model.py     EPGPT, the EP and expert-data-parallel groups, gradient averaging
+  runner.py    EPRun and run(): the lab's run convention
+  peers.py     a dense baseline (every rank every expert) and PyTorch's autograd
+               all-to-all, on the same model
+"""
+
+from . import dispatch  # the module: dispatch.dispatch / combine / exchange_counts
+from .layers import EPMoE
+from .model import EPGPT, make_groups, sync_grads
+from .router import global_counts_hook
+from .runner import EPRun, collect, run, train_worker
+
+__all__ = ["dispatch", "global_counts_hook", "EPMoE", "EPGPT",
+           "make_groups", "sync_grads", "EPRun", "run", "train_worker", "collect"]
