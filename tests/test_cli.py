@@ -101,3 +101,24 @@ def test_cp_bad_input_exits_with_the_constraint(argv, capsys):
     with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:
         main(argv)
     assert "Traceback" not in str(e.value) + capsys.readouterr().err
+
+
+def test_plan_command_ranks_and_lists_the_infeasible(capsys):
+    main(["plan", "--model", "70B", "--gpus", "512", "--gpu", "H100-80GB", "--top", "3"])
+    out = capsys.readouterr().out
+    assert "on 512 x H100-SXM5-80GB, global batch 1024 x 4096 tokens" in out
+    ranked = re.findall(r"^ +(\d+)\. dp=\d+ tp=\d+ pp=\d+.*: ([\d.]+) s/step", out, re.M)
+    assert [int(i) for i, _ in ranked] == [1, 2, 3]
+    times = [float(t) for _, t in ranked]
+    assert times == sorted(times)
+    assert "fits in one node (NVLink4)" in out and "infeasible (" in out
+    assert "GB short" in out and "pp=32 must divide n_layers=80" in out
+
+
+@pytest.mark.parametrize("argv", [["plan", "--gpu", "Z100"], ["plan", "--model", "9T"],
+                                  ["plan", "--gpus", "0"], ["plan", "--top", "0"],
+                                  ["plan", "--seq-len", "-1"]])
+def test_plan_bad_input_exits_with_the_constraint(argv, capsys):
+    with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:
+        main(argv)
+    assert "Traceback" not in str(e.value) + capsys.readouterr().err
