@@ -128,7 +128,9 @@ class Hardware:
     cpu_model: str | None = None
     logical_cpus: int | None = None
     usable_cpus: int | None = None
-    memory_gb: float | None = None  # GiB
+    memory_gb: float | None = None  # GiB of physical RAM
+    memory_limit_gb: float | None = None  # GiB this session may use: the cgroup limit, else RAM
+    memory_limit_source: str | None = None  # where memory_limit_gb comes from
     torch_version: str | None = None
     cuda_available: bool = False
     gpus: list = field(default_factory=list)  # dicts: index, name, memory_gb, capability, preset
@@ -165,6 +167,97 @@ def _memory_gb() -> float | None:
             return None
 
 
+_UNLIMITED = 2 ** 60  # cgroup v1 writes "no limit" as a huge number (2^63 rounded to pages)
+
+
+def _cgroup_dirs(controller: str, cgroup_file: str, mount: str) -> list[str]:
+    """This process's cgroup directories for ``controller`` ("" = the v2 unified tree),
+    innermost first and up to the mount's root: a limit may sit on any ancestor."""
+    root = mount + (f"/{controller}" if controller else "")
+    path = "/"
+    try:
+        with open(cgroup_file) as f:
+            for line in f:  # "0::/user.slice/..." (v2) or "4:memory:/docker/..." (v1)
+                _, names, p = line.rstrip("\n").split(":", 2)
+                if (names == "" if not controller else controller in names.split(",")):
+                    path = p
+    except (OSError, ValueError):
+        pass
+    parts = [x for x in path.split("/") if x]
+    dirs = [os.path.join(root, *parts[:i]) for i in range(len(parts), 0, -1)]
+    return [d for d in dirs if os.path.isdir(d)] + [root]  # inside a container: root is ours
+
+
+def _read_limit(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        value = None if text == "max" else int(text)
+    except (OSError, ValueError):
+        return None
+    return value if value and value < _UNLIMITED else None
+
+
+def cgroup_memory_limit(cgroup_file: str = "/proc/self/cgroup",
+                        mount: str = "/sys/fs/cgroup") -> tuple[int, str] | None:
+    """(bytes, source) of the tightest cgroup memory limit on this process, or None.
+
+    cgroup v2 (Binder, recent Docker): ``memory.max``; v1: ``memory.limit_in_bytes``."""
+    found = [(v, f"cgroup v2 {d}/memory.max") for d in _cgroup_dirs("", cgroup_file, mount)
+             if (v := _read_limit(os.path.join(d, "memory.max")))]
+    found += [(v, f"cgroup v1 {d}/memory.limit_in_bytes")
+              for d in _cgroup_dirs("memory", cgroup_file, mount)
+              if (v := _read_limit(os.path.join(d, "memory.limit_in_bytes")))]
+    return min(found) if found else None
+
+
+def memory_limit() -> tuple[int | None, str]:
+    """(bytes, source): the memory this session really has. The cgroup limit when one is
+    set below the RAM (Binder, Docker, Kubernetes: exceeding it gets the kernel killed),
+    otherwise the physical RAM; (None, "unknown") when neither can be read."""
+    ram = _memory_gb()
+    ram = int(ram * 2**30) if ram else None
+    limit = cgroup_memory_limit()
+    if limit and (ram is None or limit[0] < ram):
+        return limit
+    return (ram, "physical RAM") if ram else (None, "unknown")
+
+
+BUDGET_FRACTION = 0.85  # the rest: the Jupyter server, and a job's peak above its estimate
+_UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+
+
+def parse_bytes(text: str) -> int | None:
+    """"1.5G" / "1500M" / "1500MiB" / "1610612736" -> bytes; "off" / "none" / "0" -> None."""
+    t = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    if t in ("OFF", "NONE", "0", ""):
+        return None
+    unit = t[-1] if t[-1] in _UNITS else ""
+    try:
+        value = float(t[: len(t) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"PARLAB_MEMORY_BUDGET={text!r} must be a positive size such as '1.5G', "
+                         "'1500M' or a number of bytes, or 'off'")
+    return int(value)
+
+
+def memory_budget() -> tuple[int | None, str]:
+    """(bytes, or None for none; where it comes from): what parlab's launcher lets this
+    process and its ranks hold together (parlab.launch closes idle pools to stay within
+    it). PARLAB_MEMORY_BUDGET when set, else BUDGET_FRACTION of memory_limit()."""
+    env = os.environ.get("PARLAB_MEMORY_BUDGET")
+    if env is not None:
+        value = parse_bytes(env)
+        return value, f"PARLAB_MEMORY_BUDGET={env}" if value else "PARLAB_MEMORY_BUDGET=off"
+    limit, source = memory_limit()
+    if limit is None:
+        return None, "no memory limit could be read"
+    return (int(BUDGET_FRACTION * limit),
+            f"{BUDGET_FRACTION:.0%} of the {limit / 2**30:.1f} GiB memory limit ({source})")
+
+
 def _usable_cpus() -> int | None:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     limit = _cgroup_cpu_limit()
@@ -182,8 +275,10 @@ def _dist_has(what: str) -> bool:
 def detect() -> Hardware:
     """Inspect this machine (cached; detect.cache_clear() to redo). Never raises; unknowns are None."""
     cpu = _proc_field("/proc/cpuinfo", "model name") or platform.processor() or None
+    limit, source = memory_limit()
     hw = Hardware(cpu_model=cpu, logical_cpus=os.cpu_count(), usable_cpus=_usable_cpus(),
-                  memory_gb=_memory_gb(), torch_version=torch.__version__)
+                  memory_gb=_memory_gb(), torch_version=torch.__version__,
+                  memory_limit_gb=limit / 2**30 if limit else None, memory_limit_source=source)
     try:
         hw.cuda_available = torch.cuda.is_available()
         for i in range(torch.cuda.device_count() if hw.cuda_available else 0):
@@ -219,6 +314,7 @@ def describe(world_size: int | None = None) -> str:
     hw, yn = detect(), (lambda b: "yes" if b else "no")
     mem = f"{hw.memory_gb:.1f} GiB RAM" if hw.memory_gb else "RAM unknown"
     lines = [f"CPU: {hw.cpu_model or 'unknown'} | {hw.usable_cpus} usable of {hw.logical_cpus} cores | {mem}",
+             _memory_line(hw),
              f"torch {hw.torch_version} | CUDA {yn(hw.cuda_available)} | gloo {yn(hw.gloo_available)}, "
              f"nccl {yn(hw.nccl_available)}"]
     for g in hw.gpus:
@@ -236,6 +332,23 @@ def describe(world_size: int | None = None) -> str:
             lines.append(f"{world_size} ranks will share {hw.usable_cpus} cores (oversubscribed "
                          f"x{world_size / hw.usable_cpus:.3g}): timings show scheduling as much as communication")
     return "\n".join(lines)
+
+
+def _memory_line(hw: Hardware) -> str:
+    """The memory limit found, and the budget parlab's ranks keep to within it."""
+    if not hw.memory_limit_gb:
+        limit = "memory limit: unknown"
+    elif hw.memory_limit_source == "physical RAM":
+        limit = f"memory limit: {hw.memory_limit_gb:.1f} GiB (the RAM; no cgroup limit)"
+    else:
+        limit = f"memory limit: {hw.memory_limit_gb:.1f} GiB ({hw.memory_limit_source})"
+    try:
+        value, source = memory_budget()
+    except ValueError as e:  # a malformed PARLAB_MEMORY_BUDGET: say so, do not fail
+        return f"{limit} | {e}"
+    if value is None:
+        return f"{limit} | parlab's memory budget is off ({source})"
+    return f"{limit} | parlab keeps itself and its ranks within {value / 2**30:.1f} GiB ({source.split(' of ')[0]})"
 
 
 def measure_matmul_flops(n: int = 256, repeats: int = 20, dtype=torch.float32, device="cpu") -> float:

@@ -36,13 +36,22 @@ re-create their process group, so a job never sees groups, pending messages or
 sequence numbers left by the previous one. They do it while the caller is busy
 with the result, so it costs a launch nothing unless launches come back to back.
 
+Memory. Every pool costs memory while it waits, and a free Binder session has
+about 2 GB. Before a new pool starts, idle pools of other world sizes are closed,
+oldest first, until the new ranks fit the memory budget (budget.py: 85% of the
+cgroup limit, or of the RAM when there is none); a launch that cannot fit even
+then raises ``MemoryBudgetError`` (a ValueError) saying how many ranks would.
+Ranks share what the fork server imported, and after each job they give back what
+it left behind (rank.py).
+
 Stale code. Ranks import your function's module once. If that file or any
 ``parlab`` source changes after the pool started, the next launch restarts the
 ranks so that they run the code you see.
 
 Files: this one (API, argument checks, the pools kept alive), ``pool.py`` (the
-caller's side of one pool), ``rank.py`` (a rank's serve loop), ``errors.py``
-(the exceptions and their messages), ``torchrun.py`` (running as one rank).
+caller's side of one pool), ``rank.py`` (a rank's serve loop), ``budget.py`` (the
+memory budget), ``errors.py`` (the exceptions and their messages), ``torchrun.py``
+(running as one rank).
 """
 
 from __future__ import annotations
@@ -53,11 +62,13 @@ import sys
 import threading
 
 from ..validate import check_float, check_int
-from .errors import LaunchError, LaunchTimeout
+from . import budget
+from .errors import LaunchError, LaunchTimeout, MemoryBudgetError
 from .pool import Pool
 from .torchrun import default_backend, launch_in_process, under_torchrun
 
-__all__ = ["launch", "run_on_ranks", "shutdown", "pool_info", "LaunchError", "LaunchTimeout"]
+__all__ = ["launch", "run_on_ranks", "shutdown", "pool_info", "memory_budget", "LaunchError",
+           "LaunchTimeout", "MemoryBudgetError"]
 
 MAX_LOCAL_RANKS = int(os.environ.get("PARLAB_MAX_RANKS", "32"))
 MAX_POOLED_RANKS = int(os.environ.get("PARLAB_MAX_POOLED_RANKS", "16"))  # kept alive, all pools
@@ -117,6 +128,15 @@ def shutdown() -> None:
     with _lock:
         while _pools:
             _pools.pop(next(iter(_pools))).close()
+
+
+def memory_budget() -> dict:
+    """The memory budget the pools keep to, and what this session holds now (bytes):
+    ``{"budget", "source", "used", "rank_bytes"}``; ``budget`` is None when off."""
+    limit, source = budget.budget()
+    with _lock:
+        used = budget.session_bytes(sum(k[0] for k in _pools))
+    return {"budget": limit, "source": source, "used": used, "rank_bytes": budget.RANK_BYTES}
 
 
 def pool_info() -> list[dict]:
@@ -192,13 +212,34 @@ def _get_pool(world_size: int, backend: str, code_files: list[str]) -> Pool:
         pool.close()
         pool = None
     if pool is None:
-        # Keep the number of idle ranks bounded (each holds ~150 MB): drop the oldest pools.
+        # Keep the number of idle ranks bounded: drop the oldest pools.
         while _pools and sum(k[0] for k in _pools) + world_size > MAX_POOLED_RANKS:
             _pools.pop(next(iter(_pools))).close()
+        _make_room(world_size)
         pool = Pool(world_size, backend)
     pool.watch(code_files)  # parlab's sources and fn's module, as the ranks will see them
     _pools[key] = pool  # most recently used last
     return pool
+
+
+def _make_room(world_size: int) -> None:
+    """Close idle pools, oldest first, until ``world_size`` new ranks fit the memory
+    budget (budget.py); refuse in words when they do not fit even alone."""
+    limit, source = budget.budget()
+    if limit is None:
+        return
+    need = budget.new_pool_bytes(world_size)
+    used = budget.session_bytes(sum(k[0] for k in _pools))
+    if used + need <= limit:
+        return
+    pooled = sum(budget.ranks_bytes([p.pid for p in pool.procs]) for pool in _pools.values())
+    if used - pooled + need > limit:  # no use closing the others: refuse, keep them
+        raise budget.too_many(world_size, used - pooled, need, limit, source)
+    while _pools and used + need > limit:
+        _pools.pop(next(iter(_pools))).close()
+        used = budget.session_bytes(sum(k[0] for k in _pools))
+    if used + need > limit:
+        raise budget.too_many(world_size, used, need, limit, source)
 
 
 def _drop_unhealthy() -> None:

@@ -33,6 +33,11 @@ class LaunchTimeout(LaunchError):
         self.blocked_in = blocked_in
 
 
+class MemoryBudgetError(ValueError):
+    """More ranks than the memory budget holds (budget.py). A ValueError like every
+    other refused argument: raised before any rank of that launch starts."""
+
+
 def failure(label: str, rank: int, tb: str) -> LaunchError:
     return LaunchError(f"rank {rank} raised during {label}; the other ranks were stopped.\n"
                        f"--- traceback from rank {rank} ---\n{tb}", rank=rank,

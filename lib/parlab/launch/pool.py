@@ -22,7 +22,7 @@ from multiprocessing import connection as mp_connection
 from multiprocessing import util as mp_util
 
 from . import errors
-from .processes import bare_main, ctrl_c_deferred, every_step, mp_context
+from .processes import bare_main, ctrl_c_deferred, every_step, mp_context, no_torch_cache_dir_left
 from .rank import SLOT, START_TIMEOUT, rank_main
 
 KILL_GRACE = 2.0  # seconds to wait for a killed rank to be reaped
@@ -54,9 +54,10 @@ class Pool:
                        else []) + [self.rendezvous_dir]
             self.status = ctx.Array("c", SLOT * world_size, lock=False)
             try:
-                for rank in range(world_size):
-                    self._start_rank(ctx, rank, store_path, lifeline_r,
-                                     private if rank == 0 else [])
+                with no_torch_cache_dir_left():  # the fork server may start here
+                    for rank in range(world_size):
+                        self._start_rank(ctx, rank, store_path, lifeline_r,
+                                         private if rank == 0 else [])
             finally:
                 lifeline_r.close()
             self._wait_ready()

@@ -11,6 +11,13 @@ import types
 from contextlib import contextmanager
 
 
+# What the fork server imports for every rank. A rank's first optimizer imports
+# torch._dynamo (about 800 modules: fx, sympy, ...): ~90 MB and seconds of CPU that
+# each rank would pay again. Imported here once, the ranks share those pages.
+PRELOAD = ("torch", "torch.distributed", "torch._dynamo", "torch.distributed.fsdp",
+           "torch.distributed.pipelining")
+
+
 def mp_context():
     import multiprocessing as mp
     method = os.environ.get("PARLAB_START_METHOD")
@@ -21,8 +28,33 @@ def mp_context():
         # The fork server imports torch once; ranks forked from it start in ~0.1 s.
         # Nothing threaded has run in it, so forking is safe for OpenMP. parlab itself
         # is not preloaded, so edited sources are picked up by new ranks.
-        ctx.set_forkserver_preload(["torch", "torch.distributed"])
+        ctx.set_forkserver_preload(list(PRELOAD))
     return ctx
+
+
+@contextmanager
+def no_torch_cache_dir_left():
+    """Importing torch._dynamo (PRELOAD) creates torch's compile cache directory in the
+    temp dir. Remove it again if starting ranks created it and left it empty, so that
+    the launcher leaves no files behind; torch makes it again when something compiles."""
+    path = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if path is None:
+        import getpass
+        import tempfile
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError, ImportError):
+            user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+        path = os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")
+    existed = os.path.exists(path)
+    try:
+        yield
+    finally:
+        if not existed:
+            try:
+                os.rmdir(path)  # only when empty
+            except OSError:
+                pass
 
 
 @contextmanager

@@ -10,6 +10,7 @@ holds open.
 from __future__ import annotations
 
 import faulthandler
+import gc
 import io
 import os
 import pickle
@@ -56,6 +57,10 @@ def rank_main(rank, world_size, backend, store_path, conn, lifeline, dump_w, sta
 
     (The pool finds this function's name in a rank's faulthandler dump to pick the
     thread that runs jobs.)"""
+    # What the fork server imported (torch, its autograd machinery) is shared with us
+    # page by page until written to. The collector's first full pass would write to
+    # every object it tracks, giving each rank its own copy: keep it off them.
+    gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C means
     threading.Thread(target=_die_with_caller, args=(lifeline, caller, cleanup_dirs),
                      daemon=True).start()
@@ -77,6 +82,7 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
 
     from .. import trace
 
+    gc.freeze()  # (spawned ranks) modules live as long as we do: no collection scans them
     lock = threading.Lock()
 
     def send(obj):
@@ -150,6 +156,23 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
             sys.stdout.flush()
             sys.stdout, sys.stderr = stdout, stderr
         send(reply)
+        del job, body, reply
+        fn = args = kwargs = None
+        release_memory()
+
+
+def release_memory() -> None:
+    """Give back what a finished job left behind: its garbage (reference cycles such
+    as autograd graphs and modules with hooks) and the heap pages malloc keeps for
+    reuse after large tensors are freed. An idle rank then holds about what it held
+    before the job, not its peak."""
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None).malloc_trim(0)  # glibc; absent (AttributeError) on musl
+        except (OSError, AttributeError):
+            pass
 
 
 def _loopback_ifname() -> str | None:
