@@ -12,6 +12,8 @@
     python -m parlab tp --ranks 4 --sequence-parallel   tensor parallelism: losses, traffic
     python -m parlab cp --ranks 4 --layout zigzag [--attention ring|ulysses]   context
                                                parallelism: losses, bytes, work per rank
+    python -m parlab 3d --ranks 8 --dp 2 --pp 2 --tp 2 [--sequence-parallel] [--zero-stage 1]
+                                               3D parallelism (PTD-P): mesh, losses vs one device
     python -m parlab gpu-report [--quick] [--json PATH]   the formulas vs this GPU
     python -m parlab plan --model 70B --gpus 512 --gpu H100-80GB [--global-batch N]
                           [--seq-len N] [--top N]    3D layouts ranked by predicted time
@@ -246,6 +248,26 @@ def cmd_cp(args, out):
                 "heads x the whole s x s, the causal triangle masked, not skipped)")
 
 
+def cmd_3d(args, out):
+    """3D parallelism (TP in each pipeline stage, DP or ZeRO-1 across replicas) vs one device"""
+    from . import parallel_3d as p3
+    n = _world(args)
+    batch = args.batch_size or args.dp * args.micro_batches
+    run = p3.Run3D(steps=args.steps, batch_size=batch, lr=args.lr, dp=args.dp, pp=args.pp,
+                   tp=args.tp, micro_batches=args.micro_batches, schedule=args.schedule,
+                   zero_stage=args.zero_stage, sequence_parallel=args.sequence_parallel,
+                   compute=args.compute)
+    run.check(n)
+    out(p3.Mesh(dp=args.dp, pp=args.pp, tp=args.tp).describe())
+    res = p3.run(run, n)
+    if args.compute == "real":
+        _check_against_reference(out, res.losses, args.steps, batch, args.lr)
+    out(f"{args.schedule}, {args.micro_batches} micro-batches per replica, ZeRO stage "
+        f"{args.zero_stage}, sequence parallelism {'on' if args.sequence_parallel else 'off'}, "
+        f"{args.compute} compute; step times (s): "
+        + ", ".join(f"{t:.3f}" for t in res.step_times))
+
+
 def cmd_gpu_report(args, out):
     """the lab's formulas vs this GPU: GEMM TFLOP/s, MFU, activation bytes, NCCL (skips without one)"""
     from .gpu_report import run_cli
@@ -280,7 +302,8 @@ def main(argv=None) -> None:
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
                      ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
                      ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
-                     ("tp", cmd_tp), ("cp", cmd_cp), ("gpu-report", cmd_gpu_report),
+                     ("tp", cmd_tp), ("cp", cmd_cp), ("3d", cmd_3d),
+                     ("gpu-report", cmd_gpu_report),
                      ("plan", cmd_plan)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
         p.set_defaults(fn=fn)
@@ -319,6 +342,18 @@ def main(argv=None) -> None:
         if name == "tp":
             p.add_argument("--sequence-parallel", action="store_true",
                            help="Korthikanti's sequence parallelism on top")
+        if name == "3d":
+            for axis in ("dp", "pp", "tp"):
+                p.add_argument(f"--{axis}", type=int, default=2)
+            p.add_argument("--micro-batches", type=int, default=4, help="per replica, per step")
+            p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b or interleaved")
+            p.add_argument("--zero-stage", type=int, default=0, help="0 (all-reduce) or 1")
+            p.add_argument("--sequence-parallel", action="store_true")
+            p.add_argument("--compute", default="real", help="real or emulated (sleeps)")
+            p.add_argument("--steps", type=int, default=3)
+            p.add_argument("--batch-size", type=int, default=None,
+                           help="global batch (default: dp x micro-batches)")
+            p.add_argument("--lr", type=float, default=3e-3)
         if name == "cp":
             p.add_argument("--layout", default="zigzag", help="contiguous or zigzag")
             p.add_argument("--attention", default="ring", help="ring or ulysses")
