@@ -23,6 +23,9 @@ ValueError naming the argument (each module's docstring states its domains).
   context_parallel  CP_METHODS, CP_LAYOUTS, cp_comm_per_layer (ring attention, Liu et al.;
                  DeepSpeed-Ulysses, Jacobs et al.; Megatron SP for comparison),
                  causal_work_per_rank (contiguous vs zigzag), attention_memory_per_rank
+  expert_parallel  expert_capacity (Switch, Fedus et al.; GShard, Lepikhin et al.),
+                 moe_all_to_all_bytes (dispatch + combine), moe_flops_per_token,
+                 moe_params (total vs active; Mixtral, Jiang et al.)
   planning      megatron_flops (Narayanan et al.'s FLOP count), layer_time (matmuls at a
                  share of peak + memory-bound traffic), pipeline_p2p_time, dp_grad_sync
                  (exposed vs overlapped), interleaved_peak_activations -- for parlab.planner
@@ -45,6 +48,8 @@ from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_mi
 from .tensor_parallel import tp_comm_per_layer, tp_scaling, tp_scaling_curve
 from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank,
                                causal_work_per_rank, cp_comm_per_layer)
+from .expert_parallel import (expert_capacity, moe_all_to_all_bytes, moe_flops_per_token,
+                              moe_params)
 from .planning import (dp_grad_sync, interleaved_peak_activations, layer_time, megatron_flops,
                        pipeline_p2p_time)
 
@@ -62,6 +67,7 @@ __all__ = [
     "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve",
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",
+    "expert_capacity", "moe_all_to_all_bytes", "moe_flops_per_token", "moe_params",
     "megatron_flops", "layer_time", "pipeline_p2p_time", "dp_grad_sync",
     "interleaved_peak_activations",
     "check_int",
