@@ -122,3 +122,26 @@ def test_plan_bad_input_exits_with_the_constraint(argv, capsys):
     with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:
         main(argv)
     assert "Traceback" not in str(e.value) + capsys.readouterr().err
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("argv", [
+    ["3d", "--ranks", "8", "--dp", "2", "--pp", "2", "--tp", "2", "--steps", "2"],
+    ["3d", "--ranks", "4", "--dp", "2", "--pp", "1", "--tp", "2", "--steps", "2",
+     "--sequence-parallel", "--zero-stage", "1"],
+])
+def test_3d_command_prints_the_mesh_and_matches_the_single_device(argv, capsys):
+    main(argv)
+    out = capsys.readouterr().out
+    diffs = _diffs(out)
+    assert len(diffs) == 2 and max(diffs) < 1e-5, out
+    assert "DP replica 1:" in out and "TP groups" in out and "step times" in out
+
+
+@pytest.mark.parametrize("argv", [["3d", "--ranks", "4", "--dp", "2", "--pp", "2", "--tp", "2"],
+                                  ["3d", "--ranks", "8", "--zero-stage", "2"],
+                                  ["3d", "--ranks", "8", "--tp", "3", "--dp", "1", "--pp", "1"]])
+def test_3d_bad_input_exits_with_the_constraint(argv, capsys):
+    with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:
+        main(argv)
+    assert "Traceback" not in str(e.value) + capsys.readouterr().err
