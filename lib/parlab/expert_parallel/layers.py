@@ -37,7 +37,7 @@ class EPMoE(MoE):
         send = torch.bincount(flat[slots], minlength=E)         # rows per expert
         recv = dispatch.exchange_counts(send, self.ep_group, self.name).view(ep, per)
         in_splits, out_splits = send.view(ep, per).sum(1).tolist(), recv.sum(1).tolist()
-        got = dispatch.dispatch(x2[slots // k], out_splits, in_splits, self.ep_group, self.name)
+        got = self.send(x2[slots // k], out_splits, in_splits, "dispatch")
         # ``got`` is source-major, then expert-major: gather each local expert's rows
         # (sources in rank order = the reference's global token order) and run it once.
         start = (recv.reshape(-1).cumsum(0) - recv.reshape(-1)).view(ep, per).tolist()
@@ -48,7 +48,13 @@ class EPMoE(MoE):
             outs.append(expert(got[mine]))
             rows.append(mine)
         y = scatter_rows(torch.cat(outs), torch.cat(rows), got.size(0))
-        back = dispatch.combine(y, in_splits, out_splits, self.ep_group, self.name)
+        back = self.send(y, in_splits, out_splits, "combine")
         self.stats["local_tokens"] = {int(e): int(n) for e, n in
                                       zip(self.experts, recv.sum(0).tolist())}
         return scatter_rows(back, slots, idx.numel())
+
+    def send(self, rows, out_splits, in_splits, operator: str):
+        """One payload all-to-all over the EP group (looked up on the module at each
+        call, so a test can plant a bug there; peers.py swaps in torch's)."""
+        fn = dispatch.dispatch if operator == "dispatch" else dispatch.combine
+        return fn(rows, out_splits, in_splits, self.ep_group, self.name)

@@ -45,8 +45,9 @@ class EPGPT(GPT):
     """This rank's part of the reference GPT: everything replicated but the experts."""
 
     def __init__(self, config: GPTConfig, seed: int = 0, group=None, ep_group=None,
-                 dp_group=None):
-        super().__init__(config, seed, moe_factory=lambda c, i: EPMoE(c, i, group, ep_group))
+                 dp_group=None, moe_class=EPMoE):
+        super().__init__(config, seed,
+                         moe_factory=lambda c, i: moe_class(c, i, group, ep_group))
         self.group, self.ep_group, self.dp_group = group, ep_group, dp_group
 
     def expert_params(self):

@@ -58,14 +58,20 @@ def _step_of(t: float, windows) -> int:
     return next((s for s, (_, end) in enumerate(windows) if t <= end), len(windows) - 1)
 
 
-def train_worker(run: EPRun, group=None) -> dict:
+def build(run: EPRun, group=None):
+    """(our expert-parallel model for this rank, its gradient sync); ``peers`` has others."""
+    ep_group, dp_group = make_groups(group, run.ep or dist.get_world_size(group))
+    return EPGPT(run.config, run.seed, group, ep_group, dp_group), sync_grads
+
+
+def train_worker(run: EPRun, group=None, builder=None) -> dict:
     """Rank worker: ``run.steps`` AdamW steps, mirroring ``reference_train``, on this
-    rank's slice of each global batch."""
+    rank's slice of each global batch. ``builder(run, group)``: (model, sync_grads);
+    default ``build`` (ours); ``peers.build_dense`` / ``peers.build_torch_a2a``."""
     torch.set_num_threads(1)
     W, rank, cfg = dist.get_world_size(group), dist.get_rank(group), run.config
     ep = run.ep or W
-    ep_group, dp_group = make_groups(group, ep)
-    model = EPGPT(cfg, run.seed, group, ep_group, dp_group)
+    model, sync = (builder or build)(run, group)
     opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=(0.9, 0.95),
                             weight_decay=run.weight_decay)
     losses, step_times, windows, tokens, routed, dropped = [], [], [], [], [], []
@@ -79,7 +85,7 @@ def train_worker(run: EPRun, group=None) -> dict:
             _, loss = model(x, y)
         with trace.span("backward", step=step):
             loss.backward()
-            sync_grads(model)
+            sync(model)
         with trace.span("optimizer", step=step):
             opt.step()
             for m in model.moe_layers():
@@ -87,8 +93,8 @@ def train_worker(run: EPRun, group=None) -> dict:
         windows.append((t0, trace.now()))
         step_times.append(windows[-1][1] - t0)
         losses.append(loss.item())
-        layers = {m.name: m.stats for m in model.moe_layers()}
-        tokens.append({k: s["local_tokens"] for k, s in layers.items()})
+        layers = {f"blocks.{m.layer}.moe": m.stats for m in model.moe_layers()}
+        tokens.append({k: s.get("local_tokens") for k, s in layers.items()})
         routed.append({k: s["routed"] for k, s in layers.items()})
         dropped.append({k: s["dropped"] for k, s in layers.items()})
     events = [dict(e, rank=dist.get_rank()) for e in trace.stop()]

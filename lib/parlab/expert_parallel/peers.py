@@ -1,0 +1,67 @@
+"""Two peers for our expert parallelism, on the same model, weights and batches.
+
+Core PyTorch has no expert-parallel module (torchtitan and Megatron-LM build theirs
+on all_to_all_single), so we compare with:
+
+* ``build_dense``: every rank holds and computes every expert (data parallelism of
+  the reference MoE model, ``model.GPT``): no all-to-all at all, more memory and
+  E/ep times the expert weights' gradient all-reduce. Same numbers: capacity still
+  counts the global batch (the counts all-gather of ``router``).
+* ``build_torch_a2a``: our EPGPT with dispatch and combine done by PyTorch's own
+  differentiable all-to-all,
+  ``torch.distributed._functional_collectives.all_to_all_single_autograd`` (a private
+  module in torch 2.13, the one torchtitan's MoE token dispatch uses): it works on gloo
+  with uneven splits, and autograd reverses it as ours does.
+
+Each returns (model, sync_grads) for ``runner.train_worker(run, group, builder)``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+
+from .. import comm
+from ..model import GPT
+from .layers import EPMoE
+from .model import EPGPT, make_groups, sync_grads
+from .router import global_counts_hook
+
+
+def _average_all(model) -> None:
+    """Every gradient averaged over the whole group (plain data parallelism)."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    W = dist.get_world_size(model.group)
+    if W > 1:
+        comm.all_reduce(flat, group=model.group, label="dp_grads", layer="all",
+                        direction="backward", operator="dp_grads")
+    flat.div_(W)
+    for p, chunk in zip(params, flat.split([p.numel() for p in params])):
+        p.grad.copy_(chunk.view_as(p.grad))
+
+
+def build_dense(run, group=None):
+    """The reference GPT on every rank (all experts), capacity over the global batch."""
+    model = GPT(run.config, run.seed)
+    model.group = group
+    for m in model.moe_layers():
+        m.counts_hook = global_counts_hook(group, f"blocks.{m.layer}.moe")
+    return model, _average_all
+
+
+class TorchA2AMoE(EPMoE):
+    """EPMoE whose payload all-to-alls are PyTorch's autograd-aware functional one."""
+
+    def send(self, rows, out_splits, in_splits, operator: str):
+        group = self.ep_group if self.ep_group is not None else dist.group.WORLD
+        out = funcol.all_to_all_single_autograd(rows.contiguous(), out_splits, in_splits,
+                                                group)
+        return funcol.wait_tensor(out)  # an AsyncCollectiveTensor until waited
+
+
+def build_torch_a2a(run, group=None):
+    """EPGPT with torch's functional all-to-all for dispatch and combine."""
+    ep_group, dp_group = make_groups(group, run.ep or dist.get_world_size(group))
+    return EPGPT(run.config, run.seed, group, ep_group, dp_group, TorchA2AMoE), sync_grads
