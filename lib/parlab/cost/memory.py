@@ -211,6 +211,7 @@ class ModelPreset:
     n_heads: int
     seq_len: int  # the context length the model was trained with
     source: str
+    n_active_params: int | None = None  # per token (MoE: top-k experts); None = n_params
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -219,6 +220,9 @@ class ModelPreset:
             check_int(field, getattr(self, field))
         if not isinstance(self.source, str):
             raise ValueError(f"source={self.source!r} must be a string")
+        if self.n_active_params is None:
+            object.__setattr__(self, "n_active_params", self.n_params)
+        check_int("n_active_params", self.n_active_params, 1, self.n_params)
 
 
 # n_params: exact counts of the released LLaMA checkpoints, which follow from the shapes
@@ -244,6 +248,21 @@ MODEL_PRESETS = {p.name: p for p in [
     ModelPreset("70B", 68_976_648_192, 80, 8192, 64, 4096,
                 "Llama 2 70B: Touvron et al., 'Llama 2: Open Foundation and Fine-Tuned Chat "
                 "Models', 2023, Table 1 (grouped-query attention, 8 KV heads; d_ff 28672)"),
+    # MoE: n_params counts every expert (all of them are stored and trained), active
+    # the top-k experts a token uses. Mixtral from its shapes by cost.moe_params.
+    ModelPreset("mixtral-8x7b", 46_702_792_704, 32, 4096, 32, 32768,
+                "Mixtral 8x7B: Jiang et al., 'Mixtral of Experts', 2024, Table 1 (8 SwiGLU "
+                "experts of d_ff 14336, top-2, 8 KV heads, vocab 32000; 46.7B total, 12.9B "
+                "active)", n_active_params=12_879_925_248),
+    # Switch-Base-8: T5-Base (12 + 12 layers, d 768, d_ff 3072, 12 heads, vocab 32128,
+    # tied embeddings) with every other FFN a Switch layer of 8 experts, top-1: attention
+    # 36 x 4 d^2 (encoder self, decoder self + cross), 12 dense FFNs and 12 MoE FFNs of
+    # 8 x 2 d d_ff + d x 8 router, V d, 62 LayerNorm weights, 2 x 32 x 12 relative
+    # position biases (tests/test_cost_ep.py recomputes it).
+    ModelPreset("switch-base-8", 619_339_008, 24, 768, 12, 512,
+                "Switch-Base-8: Fedus et al., 'Switch Transformers', 2021, §2-§3 (T5-Base "
+                "shapes, Raffel et al. 2020; experts every other FFN layer), top-1",
+                n_active_params=222_977_280),
 ]}
 
 
