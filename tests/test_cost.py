@@ -225,7 +225,9 @@ def test_model_presets_counts_follow_from_the_shapes():
     # (n_layers, d_model, n_heads, seq_len) as the papers' tables print them
     shapes = {"1.3B": (24, 2048, 24, 2048),  # GPT-3 Table 2.1: 24 heads (of d_head 128, so
               # 24 x 128 = 3072 != d_model: the table's own inconsistency, see cost.memory)
-              "7B": (32, 4096, 32, 2048), "13B": (40, 5120, 40, 2048), "70B": (80, 8192, 64, 4096)}
+              "7B": (32, 4096, 32, 2048), "13B": (40, 5120, 40, 2048), "70B": (80, 8192, 64, 4096),
+              # MoE presets (their counts: tests/test_cost_ep.py)
+              "mixtral-8x7b": (32, 4096, 32, 32768), "switch-base-8": (24, 768, 12, 512)}
     assert set(P) == set(shapes)
     for name, p in P.items():
         assert (p.n_layers, p.d_model, p.n_heads, p.seq_len) == shapes[name] and p.source
