@@ -369,3 +369,77 @@ def test_max_differences_finds_the_largest_gap_of_each_kind():
            "state_dict": {"w": torch.tensor([1.0, 1.125])}}
     assert max_differences(run, ref) == {"loss": 0.5, "grad": 0.25, "param": 0.125}
     assert max_differences(ref, ref) == {"loss": 0.0, "grad": 0.0, "param": 0.0}
+
+
+# --- Mixture of Experts (parlab.moe) ----------------------------------------------------
+
+def _moe_cfg(**kw):
+    from parlab.model import GPTConfig
+    return GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=2,
+                     n_experts=4, **kw)
+
+
+def test_moe_names_init_and_layers():
+    import torch
+
+    from parlab.model import GPT, init_tensor
+    m = GPT(_moe_cfg(moe_layers=(1,)))
+    names = dict(m.named_parameters())
+    assert "blocks.0.mlp.fc1.weight" in names and "blocks.1.mlp.fc1.weight" not in names
+    assert names["blocks.1.moe.router.weight"].shape == (4, 32)
+    w = names["blocks.1.moe.experts.3.fc2.weight"]
+    assert torch.equal(w, init_tensor("blocks.1.moe.experts.3.fc2.weight", w.shape, 0, 2))
+    assert w.std() < 0.02 / 1.5  # scaled like every residual output projection
+    assert "blocks.1.moe.expert_bias" not in m.state_dict()  # not trained state by default
+
+
+def test_moe_layer_is_the_gated_sum_of_its_experts():
+    import torch
+
+    from parlab.model import GPT
+    for k, renorm in ((1, False), (2, False), (2, True)):
+        moe = GPT(_moe_cfg(top_k=k, renormalize=renorm)).blocks[0].moe
+        x = torch.randn(3, 5, 32, generator=torch.Generator().manual_seed(1))
+        y = moe(x).view(-1, 32)
+        probs = (x.view(-1, 32) @ moe.router.weight.T).softmax(-1)
+        top = probs.topk(k, -1)
+        for t, xt in enumerate(x.view(-1, 32)):
+            g = top.values[t] / (top.values[t].sum() if renorm else 1)  # Mixtral vs Switch
+            want = sum(g[j] * moe.experts[str(int(top.indices[t, j]))](xt) for j in range(k))
+            torch.testing.assert_close(y[t], want, rtol=1e-5, atol=1e-6)
+
+
+def test_capacity_priority_first_choices_then_token_order():
+    import torch
+
+    from parlab.moe import positions_before, slot_positions
+    idx = torch.tensor([[0, 1], [0, 1], [1, 0]])       # 3 tokens, top-2, 2 experts
+    counts = torch.nn.functional.one_hot(idx, 2).sum(0).unsqueeze(0)
+    pos = slot_positions(idx, 2, positions_before(counts, 0))
+    # expert 0: token 0 (1st), token 1 (1st), then token 2's 2nd choice
+    assert pos.tolist() == [[0, 1], [1, 2], [0, 2]]
+
+
+def test_aux_and_z_losses_follow_the_papers():
+    import torch
+
+    from parlab.model import GPT
+    moe = GPT(_moe_cfg(top_k=2, aux_loss_coef=0.1, z_loss_coef=0.01)).blocks[0].moe
+    x = torch.randn(40, 32, generator=torch.Generator().manual_seed(2))
+    moe(x)
+    logits = x @ moe.router.weight.T
+    probs, idx = logits.softmax(-1), logits.topk(2, -1).indices
+    f = torch.nn.functional.one_hot(idx, 4).sum((0, 1)).float() / (40 * 2)
+    want = 0.1 * 4 * (f * probs.mean(0)).sum() + 0.01 * logits.logsumexp(-1).square().mean()
+    torch.testing.assert_close(moe.aux_loss, want)
+
+
+def test_reference_train_reports_routing_and_drops():
+    from parlab.model import reference_train
+    ref = reference_train(_moe_cfg(top_k=2, capacity_factor=0.5), 2, 4)
+    step = ref["moe"][0]["blocks.0.moe"]
+    assert sum(step["routed"]) == 4 * 16 * 2 and step["capacity"] == 16
+    assert len(step["dropped"]) == sum(step["routed"]) - sum(step["kept"]) > 0
+    dense = reference_train(_moe_cfg().__class__(vocab_size=64, seq_len=16, d_model=32,
+                                                n_heads=4, n_layers=2), 1, 4)
+    assert "moe" not in dense
