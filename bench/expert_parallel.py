@@ -1,0 +1,145 @@
+"""Step time of our expert parallelism against two peers: the dense baseline (every rank
+holds and computes every expert, no all-to-all: data parallelism of the MoE model) and
+the same EPGPT with PyTorch's autograd all-to-all
+(``_functional_collectives.all_to_all_single_autograd``) for dispatch and combine.
+
+For each world size one launch builds the three trainers in the same rank processes on
+the same weights and batches (ep = world size, the batch split over the ranks), and
+times them with ``trace.interleaved``: every round runs one AdamW step of each, in an
+order rotated every round, started together on all ranks (barrier) and timed as the
+slowest rank's. We report medians and the median of the per-round ratios.
+
+    python -m bench.expert_parallel                 # 2 and 4 ranks, 10 rounds
+    python -m bench.expert_parallel --quick         # a smoke run (seconds)
+    python -m bench.expert_parallel --json ep.json
+
+``--json PATH`` writes {"ratios": {"ep/dense@2": ..., "ep/torch_a2a@2": ..., "@4": ...},
+"times": {...}, "load": [1-min load before, after], "cores": n, "config": {...}}.
+
+CPU ranks over gloo: with more ranks than cores the timings include the operating
+system's scheduling; the output says how many cores there were and the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+
+import torch
+import torch.distributed as dist
+
+from parlab import trace
+from parlab.data import local_batch
+from parlab.expert_parallel import EPRun, peers, runner
+from parlab.model import GPT, GPTConfig
+
+PAIRS = [("ep", "dense"), ("ep", "torch_a2a")]   # (ours, peer)
+NAMES = {"ep": "ours (EP)", "dense": "dense (every expert everywhere)",
+         "torch_a2a": "EP on torch's autograd all-to-all"}
+BUILDERS = {"ep": runner.build, "dense": peers.build_dense, "torch_a2a": peers.build_torch_a2a}
+
+
+class Trainer:
+    """One AdamW step as ``expert_parallel.train_worker`` trains, with a given builder."""
+
+    def __init__(self, run: EPRun, variant: str, group=None):
+        self.run, self.group = run, group
+        self.model, self.sync = BUILDERS[variant](run, group)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=run.lr, betas=(0.9, 0.95))
+
+    def step(self, x, y):
+        self.opt.zero_grad(set_to_none=True)
+        _, loss = self.model(x, y)
+        loss.backward()
+        self.sync(self.model)
+        self.opt.step()
+        for m in self.model.moe_layers():
+            m.update_bias_()
+        return loss
+
+
+def step_times_worker(run: EPRun, rounds: int, warmup: int = 2, group=None) -> dict:
+    """Rank side: {variant: [s per round]} for every variant of BUILDERS."""
+    torch.set_num_threads(1)
+    W, r, c = dist.get_world_size(group), dist.get_rank(group), run.config
+    trainers = {v: Trainer(run, v, group) for v in BUILDERS}
+    batches = [local_batch(k, run.batch_size, c.seq_len, c.vocab_size, r, W, seed=run.data_seed)
+               for k in range(warmup + rounds)]
+    steps = {v: (lambda k, t=t: t.step(*batches[k]).item()) for v, t in trainers.items()}
+    out = trace.interleaved(steps, rounds, warmup, group=group)["times"]
+    dist.barrier(group=group)
+    return out
+
+
+def step_times(world: int, run: EPRun, rounds: int, warmup: int, timeout: float = 600.0):
+    """{variant: {"median": s, "times": [slowest rank's s per round]}} on ``world`` ranks."""
+    from parlab.launch import launch
+
+    import bench.expert_parallel as me  # by module name: the ranks import it so
+    run.check(world)
+    res = launch(me.step_times_worker, world, run, rounds, warmup, timeout=timeout)
+    out = {}
+    for v in BUILDERS:
+        times = [max(r[v][k] for r in res) for k in range(rounds)]
+        out[v] = {"median": statistics.median(times), "times": times}
+    return out
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--d-model", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--seq-len", type=int, default=64)
+    ap.add_argument("--vocab", type=int, default=256)
+    ap.add_argument("--experts", type=int, default=8)
+    ap.add_argument("--top-k", type=int, default=2)
+    ap.add_argument("--capacity-factor", type=float, default=1.25)
+    ap.add_argument("--batch", type=int, default=16, help="global batch, split over ranks")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 3 rounds, tiny model")
+    ap.add_argument("--json", help="write the ratios and the raw times here")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.rounds, a.warmup, a.d_model, a.heads, a.layers = 3, 1, 32, 4, 2
+        a.seq_len, a.vocab, a.batch, a.experts = 16, 64, 8, 4
+    config = GPTConfig(vocab_size=a.vocab, seq_len=a.seq_len, d_model=a.d_model,
+                       n_heads=a.heads, n_layers=a.layers, n_experts=a.experts,
+                       top_k=a.top_k, capacity_factor=a.capacity_factor)
+    run = EPRun(config=config, batch_size=a.batch)
+    load = [os.getloadavg()[0]]
+    print(f"model: {GPT(config).num_params():,} parameters (d_model={a.d_model}, "
+          f"layers={a.layers}, {a.experts} experts top-{a.top_k}, capacity factor "
+          f"{a.capacity_factor}, seq_len={a.seq_len}), global batch {a.batch}, fp32, AdamW; "
+          f"{a.rounds} rounds after {a.warmup} warm-up; {os.cpu_count()} CPU cores, load "
+          f"average {load[0]:.1f} before\n")
+    raw, ratios = {}, {}
+    print("| ranks | ours | ms/step (median) | peer | ms/step (median) | ratio of medians "
+          "| median per-round ratio [p25, p75] |")
+    print("|---|---|---|---|---|---|---|")
+    for world in a.ranks:
+        res = raw[world] = step_times(world, run, a.rounds, a.warmup)
+        for ours, peer in PAIRS:
+            paired = sorted(o / p for o, p in zip(res[ours]["times"], res[peer]["times"]))
+            q = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
+            ratios[f"{ours}/{peer}@{world}"] = statistics.median(paired)
+            print(f"| {world} | {NAMES[ours]} | {res[ours]['median'] * 1e3:.1f} | {NAMES[peer]} "
+                  f"| {res[peer]['median'] * 1e3:.1f} | "
+                  f"{res[ours]['median'] / res[peer]['median']:.2f} | "
+                  f"{statistics.median(paired):.2f} [{q[0]:.2f}, {q[2]:.2f}] |", flush=True)
+    load.append(os.getloadavg()[0])
+    print(f"\nload average {load[0]:.1f} before, {load[1]:.1f} after ({os.cpu_count()} cores)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"ratios": ratios, "load": load, "cores": os.cpu_count(),
+                       "config": {k: v for k, v in vars(a).items() if k != "json"},
+                       "times": {str(t): res for t, res in raw.items()}}, f, indent=1)
+    return ratios
+
+
+if __name__ == "__main__":
+    main()
