@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("zero", "FSDP2"),
     ("pipeline", "ours / torch"),
     ("tensor_parallel", "DTensor + SP"),
+    ("expert_parallel", "torch's autograd all-to-all"),
 ])
 def test_quick_mode_prints_its_table(bench, expect):
     out = subprocess.run([sys.executable, "-m", f"bench.{bench}", "--quick"], cwd=ROOT,
