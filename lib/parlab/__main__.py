@@ -14,6 +14,8 @@
                                                parallelism: losses, bytes, work per rank
     python -m parlab 3d --ranks 8 --dp 2 --pp 2 --tp 2 [--sequence-parallel] [--zero-stage 1]
                                                3D parallelism (PTD-P): mesh, losses vs one device
+    python -m parlab ep --ranks 4 --experts 8 --top-k 2 [--capacity-factor 1.25] [--ep 2]
+                                               expert parallelism: losses, drops, bytes
     python -m parlab gpu-report [--quick] [--json PATH]   the formulas vs this GPU
     python -m parlab plan --model 70B --gpus 512 --gpu H100-80GB [--global-batch N]
                           [--seq-len N] [--top N]    3D layouts ranked by predicted time
@@ -268,6 +270,13 @@ def cmd_3d(args, out):
         + ", ".join(f"{t:.3f}" for t in res.step_times))
 
 
+def cmd_ep(args, out):
+    """expert parallelism (MoE) vs one device: tokens per expert, drops, all-to-all bytes"""
+    from .expert_parallel.report import ep_report
+    ep_report(_world(args), args.experts, args.top_k, args.capacity_factor, args.ep,
+              args.steps, args.batch_size, args.lr, out)
+
+
 def cmd_gpu_report(args, out):
     """the lab's formulas vs this GPU: GEMM TFLOP/s, MFU, activation bytes, NCCL (skips without one)"""
     from .gpu_report import run_cli
@@ -302,7 +311,7 @@ def main(argv=None) -> None:
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
                      ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
                      ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
-                     ("tp", cmd_tp), ("cp", cmd_cp), ("3d", cmd_3d),
+                     ("tp", cmd_tp), ("cp", cmd_cp), ("3d", cmd_3d), ("ep", cmd_ep),
                      ("gpu-report", cmd_gpu_report),
                      ("plan", cmd_plan)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
@@ -323,8 +332,8 @@ def main(argv=None) -> None:
         if name == "bytes":
             p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
             p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
-        if name in ("train", "dp", "zero", "pipeline", "tp", "cp"):
-            steps = 50 if name == "train" else 3 if name in ("pipeline", "tp", "cp") else 5
+        if name in ("train", "dp", "zero", "pipeline", "tp", "cp", "ep"):
+            steps = 50 if name == "train" else 3 if name in ("pipeline", "tp", "cp", "ep") else 5
             p.add_argument("--steps", type=int, default=steps)
             p.add_argument("--batch-size", type=int, default=None if name == "pipeline" else 8,
                            help="global batch" + (" (default: M)" if name == "pipeline" else ""))
@@ -354,6 +363,11 @@ def main(argv=None) -> None:
             p.add_argument("--batch-size", type=int, default=None,
                            help="global batch (default: dp x micro-batches)")
             p.add_argument("--lr", type=float, default=3e-3)
+        if name == "ep":
+            p.add_argument("--experts", type=int, default=8)
+            p.add_argument("--top-k", type=int, default=2)
+            p.add_argument("--capacity-factor", type=float, default=None)
+            p.add_argument("--ep", type=int, default=None, help="default: all ranks")
         if name == "cp":
             p.add_argument("--layout", default="zigzag", help="contiguous or zigzag")
             p.add_argument("--attention", default="ring", help="ring or ulysses")
