@@ -145,3 +145,19 @@ def test_3d_bad_input_exits_with_the_constraint(argv, capsys):
     with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:
         main(argv)
     assert "Traceback" not in str(e.value) + capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["ep", "--ranks", "2", "--steps", "2", "--experts", "4", "--top-k", "2",
+     "--capacity-factor", "1.0"],
+    ["ep", "--ranks", "4", "--steps", "2", "--experts", "4", "--top-k", "1", "--ep", "2"],
+])
+def test_ep_command_matches_the_single_device_and_reports_drops(argv, capsys):
+    main(argv)
+    out = capsys.readouterr().out
+    diffs = _diffs(out)
+    assert len(diffs) == 2 and max(diffs) < 1e-5, out
+    assert out.count("same as the single device") == 2 and "DIFFERENT" not in out, out
+    assert "tokens per expert" in out and "cost.moe_all_to_all_bytes" in out, out
+    if "--capacity-factor" not in argv:
+        assert "dropped 0 of" in out, out
