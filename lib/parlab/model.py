@@ -10,7 +10,9 @@ this file: same loss, same gradients, same parameters after a few AdamW steps
   builds only blocks 2..3, or a tensor-parallel rank that keeps a slice of a
   weight, gets exactly the reference numbers.
 * Stable, addressable names: wte, wpe, blocks.{i}.{ln1,attn.qkv,attn.proj,ln2,
-  mlp.fc1,mlp.fc2}, ln_f, lm_head.
+  mlp.fc1,mlp.fc2}, ln_f, lm_head; a MoE block (``GPTConfig(n_experts=...)``, layer
+  in ``parlab.moe``) has blocks.{i}.moe.router and blocks.{i}.moe.experts.{e}.{fc1,fc2}
+  in place of its mlp.
 * Composable pieces: embed(idx) -> blocks -> head(x) -> loss_fn, which is what
   pipeline stages run one part of.
 
