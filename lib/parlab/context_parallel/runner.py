@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from .. import trace
+from .. import comm, trace
 from ..data import get_batch
 from ..memory import held_bytes, optimizer_states
 from ..runs import RunResult, TrainRun
@@ -91,15 +91,16 @@ def train_worker(run: CPRun, group=None) -> dict:
     (default: the world), mirroring ``reference_train``."""
     torch.set_num_threads(1)
     rank, cp, cfg = dist.get_rank(group), dist.get_world_size(group), run.config
-    model = CPGPT(cfg, run.seed, group, run.layout, run.attention)
+    device = comm.device(group)  # the rank's GPU under NCCL, else the CPU
+    model = CPGPT(cfg, run.seed, group, run.layout, run.attention).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=(0.9, 0.95),
                             weight_decay=run.weight_decay)
-    positions = shard_positions(cfg.seq_len, cp, rank, run.layout)
+    positions = shard_positions(cfg.seq_len, cp, rank, run.layout).to(device)
     losses, step_times, windows = [], [], []
     trace.start()
     for step in range(run.steps):
         x, y = get_batch(step, run.batch_size, cfg.seq_len, cfg.vocab_size, seed=run.data_seed)
-        x, y = (shard_sequence(t, 1, cp, rank, run.layout) for t in (x, y))
+        x, y = (shard_sequence(t, 1, cp, rank, run.layout).to(device) for t in (x, y))
         t0 = trace.now()
         opt.zero_grad(set_to_none=True)
         with trace.span("forward", step=step):
@@ -117,7 +118,7 @@ def train_worker(run: CPRun, group=None) -> dict:
     params = list(model.parameters())
     return {"rank": rank, "local_losses": losses, "step_times": step_times,
             "comm": comm_rows, "layer_comm": layer_comm, "attention_work": work,
-            "positions": positions.tolist(), "events": events if run.trace else [],
+            "positions": positions.cpu().tolist(), "events": events if run.trace else [],
             "memory": held_bytes(params=params, grads=[p.grad for p in params],
                                  optimizer=optimizer_states(opt)),
             "state_dict": ({k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
