@@ -30,6 +30,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .moe import MoE, moe_layers
 from .validate import check_bool, check_choice, check_float, check_int
 
 
@@ -208,8 +209,7 @@ class GPT(nn.Module):
 
     def __init__(self, config: GPTConfig, seed: int = 0, moe_factory=None):
         super().__init__()
-        from .moe import MoE
-        moe_factory = moe_factory or MoE
+        moe_factory = moe_factory or (lambda c, i: MoE(c, i, mlp=MLP))
         self.config, self.seed = config, seed
         c = config
         # Built on the meta device: no memory and no default init (which would
@@ -255,7 +255,6 @@ class GPT(nn.Module):
         return logits, loss
 
     def moe_layers(self) -> list:
-        from .moe import moe_layers
         return moe_layers(self)
 
     def num_params(self, include_embeddings: bool = True) -> int:

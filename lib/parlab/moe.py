@@ -59,7 +59,8 @@ def positions_before(counts_all: torch.Tensor, rank: int) -> torch.Tensor:
 
 
 class MoE(nn.Module):
-    """The MoE layer of block ``layer`` (names: router, experts.{e}.fc1/fc2, as MLP).
+    """The MoE layer of block ``layer`` (names: router, experts.{e}.fc1/fc2, as MLP);
+    ``experts``: the expert numbers held here (default all).
 
     ``counts_hook``: None on one device; under data or expert parallelism a function
     taking this rank's (k, E) assignment counts and returning (every rank's counts
@@ -67,16 +68,16 @@ class MoE(nn.Module):
     After each forward: ``aux_loss`` (this rank's share: its mean over ranks is the
     global loss) and ``stats`` (python numbers, for the runs' reports)."""
 
-    def __init__(self, config, layer: int = 0, experts: list[int] | None = None):
+    def __init__(self, config, layer: int = 0, experts: list[int] | None = None, mlp=None):
         super().__init__()
-        from .model import MLP
+        # ``mlp``: the expert class, model.MLP (passed in: model imports this module)
         c = self.config = config
         self.layer, self.counts_hook = layer, None
         self.router = nn.Linear(c.d_model, c.n_experts, bias=False)
         local = range(c.n_experts) if experts is None else experts
         # A dict keyed by the global expert number: a rank holding experts 4..7 names
         # them experts.4.. exactly as the reference does (init and checks by name).
-        self.experts = nn.ModuleDict({str(e): MLP(c.d_model, c.d_ff, c.bias) for e in local})
+        self.experts = nn.ModuleDict({str(e): mlp(c.d_model, c.d_ff, c.bias) for e in local})
         # persistent only when it is trained state (DeepSeek-V3's balancer)
         self.register_buffer("expert_bias", torch.zeros(c.n_experts),
                              persistent=c.balancer == "bias")

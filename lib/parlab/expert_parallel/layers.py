@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from ..model import MLP
 from ..moe import MoE, scatter_rows
 from . import dispatch
 from .router import global_counts_hook
@@ -25,7 +26,7 @@ class EPMoE(MoE):
     def __init__(self, config, layer: int, group=None, ep_group=None):
         ep, g = dist.get_world_size(ep_group), dist.get_rank(ep_group)
         per = config.n_experts // ep
-        super().__init__(config, layer, experts=list(range(g * per, (g + 1) * per)))
+        super().__init__(config, layer, experts=list(range(g * per, (g + 1) * per)), mlp=MLP)
         self.name, self.ep_group, self.ep, self.per_rank = f"blocks.{layer}.moe", ep_group, ep, per
         self.counts_hook = global_counts_hook(group, self.name)
 
