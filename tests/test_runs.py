@@ -4,6 +4,7 @@ reference_train's dict."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -61,7 +62,7 @@ def test_valid_defaults_pass(run, world):
 @pytest.mark.parametrize("run, world", RUNS, ids=IDS)
 @pytest.mark.parametrize("field, bad", BAD)
 def test_bad_field_is_named(run, world, field, bad):
-    broken = type(run)(**{**{f: getattr(run, f) for f in run.__dataclass_fields__}, field: bad})
+    broken = type(run)(**{**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)}, field: bad})
     with pytest.raises(ValueError, match=field):
         broken.check(world)
 
@@ -78,7 +79,7 @@ def test_bad_world_size(run, world, world_size):
        lr=st.one_of(st.floats(max_value=0.0), st.just(float("nan")), st.just(float("inf"))))
 def test_property_bad_steps_or_lr_never_pass(steps, lr):
     for run, world in RUNS:
-        fields = {f: getattr(run, f) for f in run.__dataclass_fields__}
+        fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
         with pytest.raises(ValueError, match="steps"):
             type(run)(**{**fields, "steps": steps}).check(world)
         with pytest.raises(ValueError, match="lr"):
@@ -124,3 +125,15 @@ def test_validate_helpers():
         with pytest.raises(ValueError, match="stage"):
             validate.check_choice("stage", bad, (0, 1, 2, 3))
     assert validate.check_choice("c", None, (None, "fp16")) is None
+
+
+@pytest.mark.parametrize("run, world", RUNS, ids=IDS)
+def test_only_expert_parallelism_takes_a_moe_config(run, world):
+    moe = GPTConfig(n_experts=4, top_k=2)
+    fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
+    changed = type(run)(**{**fields, "config": moe})
+    if type(run).trains_moe:
+        changed.check(world)
+    else:
+        with pytest.raises(ValueError, match="n_experts"):
+            changed.check(world)

@@ -14,6 +14,7 @@ compares any run with any other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from .model import GPTConfig
 from .validate import check_float, check_int
@@ -31,6 +32,10 @@ class TrainRun:
     weight_decay: float = 0.0
     seed: int = 0
     data_seed: int = 0
+    # Only expert parallelism knows Mixture-of-Experts layers; the other strategies build
+    # dense blocks (and their capacity would be counted over a rank's slice, not the
+    # global batch), so they refuse a MoE config rather than train something else.
+    trains_moe: ClassVar[bool] = False
 
     def check(self, world_size: int) -> None:
         """Raise ValueError naming the first broken field. Subclasses call this first,
@@ -38,6 +43,10 @@ class TrainRun:
         check_int("world_size", world_size)
         if not isinstance(self.config, GPTConfig):
             raise ValueError(f"config must be a GPTConfig, got {type(self.config).__name__}")
+        if getattr(self.config, "n_experts", 0) and not self.trains_moe:
+            raise ValueError(f"config.n_experts={self.config.n_experts}: {type(self).__name__} "
+                             "trains dense models only; a MoE config trains with "
+                             "parlab.expert_parallel (EPRun)")
         check_int("steps", self.steps)
         check_int("batch_size", self.batch_size)
         check_float("lr", self.lr)

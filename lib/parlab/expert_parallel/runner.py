@@ -13,6 +13,7 @@ every rank reports which of its tokens were dropped, with their global token ind
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.distributed as dist
@@ -35,6 +36,8 @@ class EPRun(TrainRun):
     rank's traced events (the collectives are always returned, per step)."""
     ep: int | None = None
     trace: bool = False
+
+    trains_moe: ClassVar[bool] = True
 
     def check(self, world_size: int) -> None:
         """Raise ValueError naming the broken field (before any rank starts)."""
