@@ -1,0 +1,145 @@
+"""Figures of notebook 06 (3D parallelism): the mesh, Table 1 predicted vs paper, measured
+vs predicted step times, a plan's time breakdown and memory per GPU. Data comes from
+``experiments``; the style from ``parlab.viz``."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+from ..viz.charts import memory_bars
+from ..viz.style import base_layout, rank_color
+
+MAX_REPLICAS, MAX_STAGES, MAX_TP = 4, 8, 8  # larger meshes are drawn in part, and say so
+NODE_SHADES = ["#F2F2F2", "#DDEAF6"]
+
+
+def mesh_figure(layout: list[dict], title: str = "", gpus_per_node: int | None = None) -> go.Figure:
+    """One panel per DP replica (left to right), pipeline stages as rows, TP ranks as
+    columns: each cell a world rank, coloured by its pipeline stage; a TP group is a row
+    of one panel, a PP group a column, a DP group the same cell in every panel. With
+    ``gpus_per_node``, cells of alternate nodes sit on alternate shades and say their node.
+    Meshes beyond 4 replicas x 8 stages x 8 TP ranks are drawn in part (the title says)."""
+    dp = 1 + max(r["dp"] for r in layout)
+    pp = 1 + max(r["pp"] for r in layout)
+    tp = 1 + max(r["tp"] for r in layout)
+    shown = [r for r in layout if r["dp"] < MAX_REPLICAS and r["pp"] < MAX_STAGES
+             and r["tp"] < MAX_TP and r.get("cp", 0) == 0]
+    cols = min(tp, MAX_TP)
+    fig = go.Figure()
+    for r in shown:
+        x0 = r["dp"] * (cols + 1) + r["tp"]
+        y0 = -r["pp"]
+        node = r.get("node", 0)
+        fig.add_shape(type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5,
+                      line=dict(width=1, color="#555"),
+                      fillcolor=NODE_SHADES[node % 2] if gpus_per_node else "#FFFFFF",
+                      layer="below")
+        fig.add_shape(type="rect", x0=x0 - 0.4, x1=x0 + 0.4, y0=y0 - 0.4, y1=y0 + 0.4,
+                      line=dict(width=0), fillcolor=rank_color(r["pp"]), opacity=0.35,
+                      layer="below")
+        label = f"<b>{r['rank']}</b>" + (f"<br><span style='font-size:9px'>node {node}</span>"
+                                         if gpus_per_node else "")
+        fig.add_annotation(x=x0, y=y0, text=label, showarrow=False, font=dict(size=12))
+    for d in range(min(dp, MAX_REPLICAS)):
+        fig.add_annotation(x=d * (cols + 1) + (cols - 1) / 2, y=0.75, showarrow=False,
+                           text=f"DP replica {d}", font=dict(size=12))
+    for s in range(min(pp, MAX_STAGES)):
+        fig.add_annotation(x=-0.6, y=-s, text=f"stage {s}", showarrow=False, xanchor="right",
+                           font=dict(color=rank_color(s), size=12))
+    cut = dp > MAX_REPLICAS or pp > MAX_STAGES or tp > MAX_TP
+    text = title or f"Mesh(dp={dp}, pp={pp}, tp={tp}): {dp * pp * tp} ranks"
+    if cut:
+        text += f" (first {min(dp, MAX_REPLICAS)} replicas x {min(pp, MAX_STAGES)} stages shown)"
+    base_layout(fig, text, height=130 + 60 * min(pp, MAX_STAGES), showlegend=False)
+    fig.update_xaxes(visible=False, range=[-2.2, min(dp, MAX_REPLICAS) * (cols + 1) - 0.5])
+    fig.update_yaxes(visible=False, range=[-min(pp, MAX_STAGES) + 0.3, 1.1])
+    fig.add_annotation(x=0, y=-0.02, xref="paper", yref="paper", yanchor="top", showarrow=False,
+                       xanchor="left", font=dict(size=11, color="#444"),
+                       text="row of a panel = one TP group · column = one pipeline (PP group) · "
+                            "same cell across panels = one DP group")
+    fig.update_layout(margin=dict(b=50))
+    return fig
+
+
+def table1_figure(rows: list[dict], title: str = "") -> go.Figure:
+    """Narayanan et al. 2021 Table 1: achieved TFLOP/s per A100 (paper) vs the planner's
+    prediction, one pair of bars per model, the error written above."""
+    x = [r["model"] for r in rows]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(name="paper (Table 1)", x=x, y=[r["paper_tflops"] for r in rows],
+                         marker=dict(color="#4C78A8")))
+    fig.add_trace(go.Bar(name="planner.estimate", x=x,
+                         y=[round(r["predicted_tflops"], 1) for r in rows],
+                         marker=dict(color="#F58518")))
+    for r in rows:
+        fig.add_annotation(x=r["model"], y=max(r["paper_tflops"], r["predicted_tflops"]),
+                           yanchor="bottom", showarrow=False, text=f"{r['error']:+.0%}",
+                           font=dict(size=11))
+    fig.add_hline(y=312, line=dict(dash="dash", color="#C62828"))
+    fig.add_annotation(x=0, xref="paper", y=312, yanchor="bottom", xanchor="left",
+                       showarrow=False, text="A100 bf16 dense peak, 312 TFLOP/s",
+                       font=dict(color="#C62828", size=11))
+    base_layout(fig, title or "TFLOP/s per A100: Narayanan et al. 2021 Table 1 vs the planner",
+                barmode="group", legend=dict(orientation="h", y=-0.2))
+    fig.update_yaxes(title_text="TFLOP/s per GPU", rangemode="tozero")
+    fig.update_xaxes(title_text="model (TP x PP on the GPUs of the table)")
+    return fig
+
+
+def sweep_figure(sweep: dict, title: str = "") -> go.Figure:
+    """Measured (best and median) vs predicted step time for every layout of the sweep,
+    sorted by the measurement; the ideal (no bubble, no communication) as a line."""
+    rows = sorted(sweep["rows"], key=lambda r: r["measured"])
+    x = [f"{r['dp']}×{r['pp']}×{r['tp']}" for r in rows]
+    fig = go.Figure()
+    for key, name, color in (("measured", "measured (best step)", "#4C78A8"),
+                             ("median", "measured (median)", "#9ECAE9"),
+                             ("predicted", "predicted (cost formulas)", "#F58518")):
+        fig.add_trace(go.Bar(name=name, x=x, y=[round(r[key] * 1e3, 2) for r in rows],
+                             marker=dict(color=color)))
+    fig.add_hline(y=sweep["ideal"] * 1e3, line=dict(dash="dash", color="#444"))
+    base_layout(fig, title or f"8 ranks, emulated compute: step time per layout dp×pp×tp "
+                              f"(Spearman ρ = {sweep['spearman']:.2f})", barmode="group",
+                legend=dict(orientation="h", y=-0.25))
+    fig.update_yaxes(title_text="ms per step (pipeline + grad sync)", type="log")
+    fig.update_xaxes(title_text="dp × pp × tp")
+    return fig
+
+
+_PARTS = (("compute", "compute", "#4C78A8"), ("communication", "exposed communication", "#F58518"),
+          ("bubble", "pipeline bubble", "#E45756"))
+
+
+def breakdown_figure(rows: list[dict], title: str = "") -> go.Figure:
+    """Stacked step time (compute, exposed communication, bubble) of ranked candidates
+    (``experiments.candidate_row``), fastest first."""
+    x = [f"#{k + 1} dp{r['dp']} tp{r['tp']} pp{r['pp']}" for k, r in enumerate(rows)]
+    fig = go.Figure()
+    for key, name, color in _PARTS:
+        fig.add_trace(go.Bar(name=name, x=x, y=[round(r[key], 4) for r in rows],
+                             marker=dict(color=color),
+                             hovertemplate=f"{name}: %{{y:.3g}} s<extra>%{{x}}</extra>"))
+    base_layout(fig, title or "predicted step time", barmode="stack",
+                legend=dict(orientation="h", y=-0.3))
+    fig.update_yaxes(title_text="seconds per step")
+    return fig
+
+
+def memory_figure(rows: list[dict], title: str = "") -> go.Figure:
+    """Memory per GPU of ranked candidates against the device's memory."""
+    plans = [dict(label=f"#{k + 1} dp{r['dp']} tp{r['tp']} pp{r['pp']}",
+                  **{p: r[p] for p in ("params", "grads", "optimizer", "activations")})
+             for k, r in enumerate(rows)]
+    return memory_bars(plans, title or "memory per GPU (first pipeline stage)",
+                       limit=rows[0]["capacity"], unit="GB")
+
+
+def answer(summary: str, lines: list[str], verdict: str = ""):
+    """An HTML box that opens on click to ``lines``; ``verdict`` first, in bold."""
+    from IPython.display import HTML
+    body = "".join(f"<li>{line}</li>" for line in lines)
+    head = f"<p><b>{html.escape(verdict)}</b></p>" if verdict else ""
+    return HTML(f"<details><summary><b>{html.escape(summary)}</b> (click to open)</summary>"
+                f"{head}<ul>{body}</ul></details>")
