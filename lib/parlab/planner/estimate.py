@@ -9,7 +9,8 @@ n_gpus = dp x tp x pp x cp, Megatron's rank order (tp fastest, then cp, dp, pp).
     step = m t_stage                                    (m = global_batch / (dp b))
          + cost.bubble_ratio(pp, m, v) x m t_stage      (fill and drain)
          + cost.pipeline_p2p_time                       (stage boundaries)
-         + cost.dp_grad_sync(...)["exposed_s"]          (gradients, over dp x cp ranks)
+         + cost.dp_grad_sync(...)["exposed_s"]          (gradients, over dp x cp ranks;
+                                                         ZeRO-3: once per micro-batch)
 
 TP collectives are exposed (Megatron 2021 does not overlap them; full recomputation
 repeats the forward ones); ring attention's K/V hops hide behind the attention core up
@@ -248,8 +249,14 @@ def _estimate(b, L, h, a, s, V, n_gpus, dp, tp, pp, cp, v, B, zero, recompute, s
     dp_link = _link(dp_group, tp, gpn, intra, inter)
     passes = 4 if recompute == "full" else 3
     backward = (passes - 1) / passes * compute1
-    sync = cost.dp_grad_sync(round(stage_params), dp_group, dp_link.latency_us * 1e-6,
-                             dp_link.gb_per_s_per_direction * 1e9, zero, 2, backward, overlap)
+    # ZeRO-3 keeps no whole weights between micro-batches: it all-gathers them again for
+    # every micro-batch's forward and backward and reduce-scatters every micro-batch's
+    # gradients (DeepSpeed stage 3; FSDP without no_sync), so its traffic grows with m,
+    # and each micro-batch's share can hide only behind that micro-batch's backward.
+    repeat = m if zero == 3 else 1
+    sync = cost.dp_grad_sync(round(stage_params) * repeat, dp_group,
+                             dp_link.latency_us * 1e-6, dp_link.gb_per_s_per_direction * 1e9,
+                             zero, 2, backward * repeat, overlap)
     comm_total = m * (tp1 + cp1) + pp_s + sync["exposed_s"]
     total = m * compute1 + comm_total + bubble
     step = StepTime(m * compute1, comm_total, bubble, total, m * tp1, m * cp1, pp_s,
