@@ -13,7 +13,7 @@ replicas, on a ``mesh.Mesh(dp, pp, tp)``. Read in this order:
 from ..mesh import Mesh
 from .replicas import ReplicaAllReduce, ReplicaZero1
 from .runner import Run3D, collect, run, train_worker
-from .stages import EmulatedTPCompute, TPRealCompute, TPStage, build_tp_stage
+from .stages import EmulatedTPCompute, TPStage, build_tp_stage
 
 __all__ = ["Mesh", "Run3D", "run", "collect", "train_worker", "TPStage", "build_tp_stage",
-           "TPRealCompute", "EmulatedTPCompute", "ReplicaAllReduce", "ReplicaZero1"]
+           "EmulatedTPCompute", "ReplicaAllReduce", "ReplicaZero1"]

@@ -25,15 +25,15 @@ from .. import trace
 from ..data import get_batch
 from ..memory import held_bytes, optimizer_states
 from ..mesh import Mesh
-from ..pipeline_parallel.compute import ActivationProbe
+from ..pipeline_parallel.compute import ActivationProbe, RealCompute
 from ..pipeline_parallel.executor import PipelineExecutor
-from ..pipeline_parallel.schedules import bubble, op_durations
+from ..pipeline_parallel.schedules import op_durations
 from ..pipeline_parallel.stages import split_layers
 from ..runs import RunResult, TrainRun
 from ..tensor_parallel.model import full_tensors, sync_sequence_parallel_grads
 from ..validate import check_bool, check_choice, check_float, check_int
 from .replicas import ReplicaAllReduce, ReplicaZero1
-from .stages import EmulatedTPCompute, TPRealCompute, TPStage
+from .stages import EmulatedTPCompute, TPStage
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")  # ZB-H1's split backward would re-run TP's f
 COMPUTE = ("real", "emulated")
@@ -125,7 +125,7 @@ def train_worker(run: Run3D) -> dict:
                       k * run.pp + me["pp"] == n_stages - 1, run.seed, tp_g,
                       run.sequence_parallel) for k in range(run.v)]
     if real:
-        compute = TPRealCompute(stages, m, False, ActivationProbe(stages))
+        compute = RealCompute(stages, m, False, ActivationProbe(stages))
     else:
         share = run.dp * m * run.pp * run.tp
         compute = EmulatedTPCompute(

@@ -11,8 +11,6 @@ replicated ``dp`` times (§2.1). So one rank holds *one TP slice of one stage*:
                     vocab-parallel embedding (+ the position table), the last the final
                     LayerNorm and the vocab-parallel ``lm_head``, whose loss is
                     ``vocab_parallel_cross_entropy`` (logits never gathered).
-  TPRealCompute     pipeline_parallel's RealCompute, but the last stage's loss is the
-                    vocab-parallel one.
   EmulatedTPCompute pipeline_parallel's EmulatedCompute (sleeps instead of math), plus
                     the TP collectives a stage's layers really issue, with real bytes.
 
@@ -36,7 +34,7 @@ import torch.nn as nn
 
 from .. import comm
 from ..model import GPTConfig
-from ..pipeline_parallel.compute import EmulatedCompute, RealCompute
+from ..pipeline_parallel.compute import EmulatedCompute
 from ..pipeline_parallel.stages import split_layers
 from ..tensor_parallel import mappings
 from ..tensor_parallel.layers import (ColumnParallelLinear, VocabParallelEmbedding, _param,
@@ -93,23 +91,6 @@ def build_tp_stage(config: GPTConfig, pp: int, stage: int, seed: int, group,
     the TP ``group``."""
     layers = split_layers(config.n_layers, pp)[stage]
     return TPStage(config, layers, stage == 0, stage == pp - 1, seed, group, sequence_parallel)
-
-
-class TPRealCompute(RealCompute):
-    """RealCompute whose last stage ends in the vocab-parallel loss (scaled by 1/m, so the
-    m micro-batches' gradients add up to the mean over the replica's batch)."""
-
-    def forward(self, a, stage: int, inp, target):
-        if inp.is_floating_point():  # an activation: its gradient goes back to stage - 1
-            inp.requires_grad_()
-        chunk = self.stages[a.chunk]
-        with self.probe.measure((a.mb, a.chunk)) as keep:
-            out = chunk(inp)
-            if chunk.last:
-                out = chunk.loss(out, target) / self.m
-            for t in (inp, out):
-                keep(t)
-        return out
 
 
 class EmulatedTPCompute(EmulatedCompute):

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
-from ..model import GPT, Block, GPTConfig, init_module_
+from ..model import GPT, Block, GPTConfig, init_module_, loss_fn
 
 
 def split_layers(n_layers: int, n_stages: int) -> list[range]:
@@ -52,6 +52,11 @@ class Stage(nn.Module):
             # sublinear memory cost").
             x = _checkpoint(block, x, use_reentrant=False) if self.checkpoint else block(x)
         return GPT.head(self, x) if self.last else x
+
+    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The last stage's loss on its logits (a stage that splits the vocabulary, as
+        3D's tensor-parallel stage does, brings its own)."""
+        return loss_fn(logits, targets)
 
 
 def build_stages(config: GPTConfig, p: int, rank: int, v: int = 1, seed: int = 0,

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import cost
-from ..hardware import LINK_PRESETS
 from ..validate import check_int
 from .estimate import Estimate, _check_layout, estimate
 from .presets import CONSTANTS, resolve_gpu, resolve_link, resolve_model
