@@ -260,6 +260,24 @@ def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, label: str | None = Non
     return tensor
 
 
+def all_reduce_grads(params, group=None, scale: float = 1.0, label: str = "grads",
+                     **meta) -> None:
+    """Sum the gradients of ``params`` over ``group`` as ONE flat, traced all-reduce (one
+    message instead of one per tensor), then multiply them by ``scale`` (1/n: a mean).
+    Parameters without a gradient are skipped; on a group of one rank it only scales.
+    What every strategy does after backward for the parameters its ranks share."""
+    params = [p for p in params if p.grad is not None]
+    if not params:
+        return
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    if dist.get_world_size(group) > 1:
+        all_reduce(flat, group=group, label=label, **meta)
+    if scale != 1.0:
+        flat.mul_(scale)
+    for p, chunk in zip(params, flat.split([p.numel() for p in params])):
+        p.grad.copy_(chunk.view_as(p.grad))
+
+
 # torch 2.13 renamed the flat-tensor forms; older releases have only the old names.
 _all_gather_flat = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _reduce_scatter_flat = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor

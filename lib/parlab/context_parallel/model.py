@@ -17,8 +17,6 @@ alone; only attention needs the other ranks' keys and values (``ring.py`` or
 
 from __future__ import annotations
 
-import torch
-import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -73,11 +71,5 @@ class CPGPT(GPT):
 
 def sync_grads(model: CPGPT, group=None) -> None:
     """Sum every gradient over the context-parallel group: one flat, traced all-reduce."""
-    params = [p for p in model.parameters() if p.grad is not None]
-    if dist.get_world_size(group) == 1 or not params:
-        return
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
-    comm.all_reduce(flat, group=group, label="cp grads", layer="all", direction="backward",
-                    operator="cp_grad_sync")
-    for p, chunk in zip(params, flat.split([p.numel() for p in params])):
-        p.grad.copy_(chunk.view_as(p.grad))
+    comm.all_reduce_grads(model.parameters(), group, label="cp grads", layer="all",
+                          direction="backward", operator="cp_grad_sync")

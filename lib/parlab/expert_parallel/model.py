@@ -16,7 +16,6 @@ in), so it is summed over its W/ep replicas and divided by W.
 
 from __future__ import annotations
 
-import torch
 import torch.distributed as dist
 
 from .. import comm
@@ -57,25 +56,18 @@ class EPGPT(GPT):
         return [p for n, p in self.named_parameters() if ".moe.experts." not in n]
 
 
-def _average(params, group, scale: float, operator: str, reduce: bool = True) -> None:
-    params = [p for p in params if p.grad is not None]
-    if not params:
-        return
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
-    if reduce and dist.get_world_size(group) > 1:  # (group None: the world)
-        comm.all_reduce(flat, group=group, label=operator, layer="all", direction="backward",
-                        operator=operator)
-    flat.mul_(scale)
-    for p, chunk in zip(params, flat.split([p.numel() for p in params])):
-        p.grad.copy_(chunk.view_as(p.grad))
-
-
 def sync_grads(model: EPGPT) -> None:
     """Replicated parameters: mean over all ranks. Experts: sum over their replicas / W."""
     W = dist.get_world_size(model.group)
-    _average(model.replicated_params(), model.group, 1.0 / W, "dp_grads")
-    _average(model.expert_params(), model.dp_group, 1.0 / W, "expert_dp_grads",
-             reduce=model.dp_group is not None)
+    comm.all_reduce_grads(model.replicated_params(), model.group, 1.0 / W, "dp_grads",
+                          layer="all", direction="backward", operator="dp_grads")
+    if model.dp_group is not None:  # each expert lives on world/ep ranks
+        comm.all_reduce_grads(model.expert_params(), model.dp_group, 1.0 / W, "expert_dp_grads",
+                              layer="all", direction="backward", operator="expert_dp_grads")
+    else:  # one copy of each expert: nothing to sum, only the 1/W of the mean loss
+        for p in model.expert_params():
+            if p.grad is not None:
+                p.grad.mul_(1.0 / W)
 
 
 def local_tensors(model: EPGPT) -> tuple[dict, dict]:

@@ -18,7 +18,6 @@ Each returns (model, sync_grads) for ``runner.train_worker(run, group, builder)`
 
 from __future__ import annotations
 
-import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 
@@ -31,15 +30,9 @@ from .router import global_counts_hook
 
 def _average_all(model) -> None:
     """Every gradient averaged over the whole group (plain data parallelism)."""
-    params = [p for p in model.parameters() if p.grad is not None]
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
-    W = dist.get_world_size(model.group)
-    if W > 1:
-        comm.all_reduce(flat, group=model.group, label="dp_grads", layer="all",
-                        direction="backward", operator="dp_grads")
-    flat.div_(W)
-    for p, chunk in zip(params, flat.split([p.numel() for p in params])):
-        p.grad.copy_(chunk.view_as(p.grad))
+    comm.all_reduce_grads(model.parameters(), model.group,
+                          1.0 / dist.get_world_size(model.group), "dp_grads", layer="all",
+                          direction="backward", operator="dp_grads")
 
 
 def build_dense(run, group=None):

@@ -64,13 +64,10 @@ class ReplicaAllReduce:
         is the mean of the replicas' means: equal slices)."""
         if self.dp == 1:
             return
-        flat = _flat_grads(self.params, sum(p.numel() for p in self.params))
-        comm.all_reduce(flat, group=self.group, label="dp grads", axis="dp")
-        flat.div_(self.dp)
-        for p in self.params:  # a parameter that got no gradient now gets its average
+        for p in self.params:  # a parameter that got no gradient here still gets the mean
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-        _unflatten_into(flat, [p.grad for p in self.params])
+        comm.all_reduce_grads(self.params, self.group, 1.0 / self.dp, "dp grads", axis="dp")
 
     def step(self) -> None:
         self.optimizer.step()

@@ -158,14 +158,9 @@ def sync_sequence_parallel_grads(model: TPGPT) -> None:
     """Sum, over the group, the gradients of parameters that saw only this rank's
     positions (LayerNorms, row-layer biases, the position table): one all-reduce of
     them all, flattened, once per step -- Megatron does the same after backward."""
-    params = [p for p in model.sequence_parallel_params() if p.grad is not None]
-    if not params or tp_size(model.group) == 1:
-        return
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
-    comm.all_reduce(flat, group=model.group, label="sequence-parallel grads",
-                    layer="all", direction="backward", operator="sp_param_grads")
-    for p, chunk in zip(params, flat.split([p.numel() for p in params])):
-        p.grad.copy_(chunk.view_as(p.grad))
+    comm.all_reduce_grads(model.sequence_parallel_params(), model.group,
+                          label="sequence-parallel grads", layer="all", direction="backward",
+                          operator="sp_param_grads")
 
 
 @torch.no_grad()
