@@ -40,7 +40,7 @@ from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, _log2, bus_band
                           ring_tree_crossover)
 from .compute import flops_per_token, mfu, transformer_params
 from .data_parallel import dp_speedup, dp_step_time
-from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGES, ModelPreset, activation_memory,
+from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset, activation_memory,
                      activation_table, lab_activation_memory, max_micro_batch, memory_plan,
                      zero_comm_volume, zero_memory)
 from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
@@ -60,7 +60,7 @@ __all__ = [
     "transformer_params", "flops_per_token", "mfu",
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations",
-    "ZERO_STAGES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
+    "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
     "activation_table", "lab_activation_memory",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
     "dp_step_time", "dp_speedup",

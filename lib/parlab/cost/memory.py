@@ -18,7 +18,7 @@ from ..validate import check_bool, check_choice, check_float, check_int, check_w
 
 ZERO_STAGES = (0, 1, 2, 3)
 RECOMPUTE = ("none", "selective", "full")
-_STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+ZERO_STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
 
 
 def _check_stage(stage) -> int:
@@ -301,7 +301,7 @@ def memory_plan(model="7B", n_gpus: int = 4, gpu_memory_gb: float = 80.0, stage:
     gb = lambda b: f"{b / 1e9:.1f} GB"  # noqa: E731
     margin = (f"fits, {gb(plan['gpu'] - plan['total'])} spare" if plan["fits"]
               else f"does NOT fit, {gb(plan['total'] - plan['gpu'])} short")
-    plan["verdict"] = (f"{model.name}, {_STAGE_NAMES[stage]} on {n_gpus} GPUs, micro-batch "
+    plan["verdict"] = (f"{model.name}, {ZERO_STAGE_NAMES[stage]} on {n_gpus} GPUs, micro-batch "
                        f"{micro_batch} x {seq_len} tokens, recompute={recompute}: "
                        f"{gb(states['total'])} model states + {gb(act)} activations = "
                        f"{gb(plan['total'])} of {gb(plan['gpu'])} per GPU: {margin}")

@@ -12,23 +12,26 @@ from ..validate import check_int
 from .estimate import Estimate, _check_layout, estimate
 from .presets import CONSTANTS, resolve_gpu, resolve_link, resolve_model
 
-_ZERO = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+_ZERO = cost.ZERO_STAGE_NAMES
+
+
+# the layout of a candidate: fields of its Estimate
+_LAYOUT = ("dp", "tp", "pp", "cp", "ep", "v", "micro_batch", "zero_stage", "recompute",
+           "sequence_parallel")
 
 
 @dataclass(frozen=True)
 class Candidate:
-    dp: int
-    tp: int
-    pp: int
-    cp: int
-    ep: int
-    v: int
-    micro_batch: int
-    zero_stage: int
-    recompute: str
-    sequence_parallel: bool
+    """A layout that fits: its ``estimate`` (which holds the layout -- ``.dp``, ``.tp``,
+    ``.pp``, ``.cp``, ``.ep``, ``.v``, ``.micro_batch``, ``.zero_stage``, ``.recompute``,
+    ``.sequence_parallel`` read through to it) and the ``reasons`` it ranks where it does."""
     estimate: Estimate
     reasons: tuple
+
+    def __getattr__(self, name):
+        if name in _LAYOUT:
+            return getattr(self.estimate, name)
+        raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
 
     @property
     def step_time(self) -> float:
@@ -183,11 +186,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
                                                          < leanest.memory_per_gpu.total):
                                     leanest = e
                 if best is not None:
-                    ranked.append(Candidate(best.dp, tp, pp, cp, 1, best.v, best.micro_batch,
-                                            best.zero_stage, best.recompute,
-                                            best.sequence_parallel, best,
-                                            _reasons(best, gpn, spec.link, inter.name,
-                                                     dp_overlap)))
+                    ranked.append(Candidate(best, _reasons(best, gpn, spec.link, inter.name,
+                                                           dp_overlap)))
                 elif leanest is not None:
                     m = leanest.memory_per_gpu
                     short = m.total - m.capacity
