@@ -187,6 +187,24 @@ def sync_clocks(rounds: int = 8, group=None) -> float:
     return _offset
 
 
+def step_of(t: float, windows) -> int | None:
+    """Index of the training step whose (start, end) window, from ``windows`` in order,
+    ``t`` falls in (or before the end of); None after the last."""
+    return next((s for s, (_, end) in enumerate(windows) if t <= end), None)
+
+
+def comm_rows(events: list[dict], windows, meta=("op", "layer", "direction", "operator")
+              ) -> list[dict]:
+    """One flat row per comm event of ``events`` (``stop()``'s dicts): the ``meta``
+    fields named, its name, bytes, start and end, and the ``step`` it began in
+    (``step_of`` over ``windows``, the (start, end) of each training step)."""
+    return [{**{k: e["meta"].get(k) for k in meta}, "name": e["name"],
+             "bytes_sent": e["bytes_sent"], "bytes_recv": e["bytes_recv"],
+             "bytes_modelled": e["bytes_modelled"], "start": e["start"], "end": e["end"],
+             "step": step_of(e["start"], windows)}
+            for e in events if e["kind"] == "comm"]
+
+
 def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
                 sync=None, group=None) -> dict:
     """Time several ways of doing a step against each other on this rank (A/B testing).

@@ -64,14 +64,7 @@ class CPRun(TrainRun):
 def _summary(events: list[dict], windows) -> tuple[list[dict], dict, dict]:
     """(one row per comm event, the traffic of LAYER in step 0 by direction, the attention
     scores of LAYER in step 0 by direction) from one rank's events."""
-    def step_of(e):
-        return next((s for s, (_, end) in enumerate(windows) if e["start"] <= end), None)
-
-    comm_rows = [{**{k: e["meta"].get(k) for k in ("op", "layer", "direction", "operator")},
-                  "name": e["name"], "bytes_sent": e["bytes_sent"],
-                  "bytes_recv": e["bytes_recv"], "bytes_modelled": e["bytes_modelled"],
-                  "start": e["start"], "end": e["end"], "step": step_of(e)}
-                 for e in events if e["kind"] == "comm"]
+    comm_rows = trace.comm_rows(events, windows)
     layer_comm, work = {}, {}
     for d in ("forward", "backward"):
         mine = [c for c in comm_rows if c["layer"] == LAYER and c["direction"] == d
@@ -80,7 +73,7 @@ def _summary(events: list[dict], windows) -> tuple[list[dict], dict, dict]:
         blocks = [e["meta"]["scores"] for e in events
                   if e["kind"] == "compute" and "scores" in e["meta"]
                   and e["meta"].get("layer") == LAYER and e["meta"].get("direction") == d
-                  and step_of(e) == 0]
+                  and trace.step_of(e["start"], windows) == 0]
         work[d] = sum(blocks) if blocks else None  # Ulysses' backward is autograd's: untraced
     layer_comm["bytes"] = layer_comm["forward"]["bytes"] + layer_comm["backward"]["bytes"]
     return comm_rows, layer_comm, work

@@ -57,10 +57,6 @@ class EPRun(TrainRun):
                              f"{self.batch_size}: every rank takes an equal slice")
 
 
-def _step_of(t: float, windows) -> int:
-    return next((s for s, (_, end) in enumerate(windows) if t <= end), len(windows) - 1)
-
-
 def build(run: EPRun, group=None):
     """(our expert-parallel model for this rank, its gradient sync); ``peers`` has others."""
     ep_group, dp_group = make_groups(group, run.ep or dist.get_world_size(group))
@@ -101,11 +97,8 @@ def train_worker(run: EPRun, group=None, builder=None) -> dict:
         routed.append({k: s["routed"] for k, s in layers.items()})
         dropped.append({k: s["dropped"] for k, s in layers.items()})
     events = [dict(e, rank=dist.get_rank()) for e in trace.stop()]
-    collectives = [{**{k: e["meta"].get(k) for k in ("op", "layer", "direction", "operator",
-                                                     "payload_sent", "payload_recv")},
-                    "bytes_sent": e["bytes_sent"], "start": e["start"], "end": e["end"],
-                    "step": _step_of(e["start"], windows)}
-                   for e in events if e["kind"] == "comm"]
+    collectives = trace.comm_rows(events, windows, ("op", "layer", "direction", "operator",
+                                                    "payload_sent", "payload_recv"))
     a2a = [{} for _ in range(run.steps)]  # payload bytes sent, per step, layer and pass
     for c in collectives:
         if c["operator"] in ("dispatch", "combine"):

@@ -119,11 +119,7 @@ def train_worker(run: TPRun, group=None) -> dict:
         step_times.append(windows[-1][1] - t0)
         losses.append(loss.item())
     events = [dict(e, rank=rank) for e in trace.stop()]
-    collectives = [  # one row per collective: which layer, pass and operator it served
-        {**{k: e["meta"].get(k) for k in ("op", "layer", "direction", "operator")},
-         "bytes_sent": e["bytes_sent"], "start": e["start"], "end": e["end"],
-         "step": next(s for s, (_, end) in enumerate(windows) if e["start"] <= end)}
-        for e in events if e["kind"] == "comm"]
+    collectives = trace.comm_rows(events, windows)  # which layer, pass and operator each served
     state, grads = full_tensors(model), full_tensors(model, grads=True)
     return {"rank": rank, "losses": losses, "step_times": step_times,
             "collectives": collectives,
