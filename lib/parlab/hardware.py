@@ -366,3 +366,19 @@ def measure_matmul_flops(n: int = 256, repeats: int = 20, dtype=torch.float32, d
             sync()
             times.append(time.perf_counter() - t0)
     return 2 * n**3 / max(statistics.median(times[3:]), 1e-9)
+
+
+def timing_note() -> tuple[bool, str]:
+    """(quiet, line) for the top of a timing's output: the machine's load, and whether
+    the numbers below can be trusted. Busy = the 1-minute load average exceeds the
+    usable cores: other programs then take turns with the ranks, and a measured
+    difference of a few tens of percent can flip."""
+    avg = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    cores = detect().usable_cpus or 1
+    if avg != avg:  # NaN: no load average on this platform
+        return True, "load average unknown on this platform"
+    if avg <= cores:
+        return True, f"load average {avg:.1f} on {cores} usable cores: quiet enough to time"
+    return False, (f"load average {avg:.1f} on {cores} usable cores: other programs are using "
+                   "the CPUs, so these timings are noisy; rerun when the machine is quiet before "
+                   "drawing a conclusion from a difference under ~2x")

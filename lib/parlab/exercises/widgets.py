@@ -1,0 +1,56 @@
+"""The small widget that checks a numeric (or list) answer: one text box per field,
+a Check button and the checker's message. A thin shell over a checker function
+``check(*values) -> {"ok", "message"}``, which the tests call directly."""
+
+from __future__ import annotations
+
+import ast
+import html
+
+import ipywidgets as W
+
+__all__ = ["answer_box", "parse_value"]
+
+
+def parse_value(text: str):
+    """What a learner typed: a number ("1.5e9", "3,072"), a Python literal ("[(0, 1)]"),
+    or None when empty."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def answer_box(check, fields=("answer",), label: str = "", placeholder: str = "a number"):
+    """A row of text boxes (one per field of ``check``), a Check button and the verdict.
+    Pressing Enter in a box checks too."""
+    boxes = [W.Text(placeholder=placeholder, description=f, continuous_update=False,
+                    layout=W.Layout(width="260px"), style={"description_width": "initial"})
+             for f in fields]
+    button = W.Button(description="Check", button_style="primary", layout=W.Layout(width="90px"))
+    out = W.HTML(value="<i>type your answer, then Check</i>")
+
+    def on_check(_=None):
+        values = [parse_value(b.value) for b in boxes]
+        try:
+            v = check(*values)
+        except Exception as e:  # a checker bug must not look like a wrong answer
+            out.value = f"<span style='color:#b00'>checker error: {html.escape(repr(e))}</span>"
+            return
+        colour = "#137333" if v["ok"] else "#b3261e"
+        out.value = f"<span style='color:{colour}'>{html.escape(v['message'])}</span>"
+
+    button.on_click(on_check)
+    for b in boxes:
+        b.observe(lambda ch: on_check() if ch["name"] == "value" else None, names="value")
+    head = [W.HTML(f"<b>{html.escape(label)}</b>")] if label else []
+    box = W.VBox(head + [W.HBox(boxes + [button]), out])
+    box.add_class("parlab-answer")
+    return box
