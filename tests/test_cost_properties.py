@@ -110,6 +110,23 @@ def test_compute(L, d, d_ff, T, training):
 
 
 @FAST
+@given(st.floats(0, 1e25), st.integers(1, 4096), st.floats(1e12, 1e16), st.floats(0.01, 1))
+def test_training_time_inverts_mfu(total, n, peak, u):
+    t = cost.training_time(total, n, peak, u)
+    assert math.isfinite(t) and t >= 0
+    assert close(t * n * peak * u, total, rel=1e-9, abs_=1e-6)
+
+
+@FAST
+@given(st.integers(1, 64), st.integers(1, 64), st.integers(1, 8), st.integers(1, 8))
+def test_data_parallel_degree_times_the_others_is_the_cluster(d, t, p, c):
+    assert cost.data_parallel_degree(d * t * p * c, t, p, c) == d
+    if t * p * c > 1:
+        with pytest.raises(ValueError, match="must divide n_gpus"):
+            cost.data_parallel_degree(d * t * p * c + 1, t, p, c)
+
+
+@FAST
 @given(st.integers(1, 512), st.integers(1, 4096), st.integers(1, 16))
 def test_bubble(p, m, v):
     f, r = cost.bubble_fraction(p, m, v), cost.bubble_ratio(p, m, v)
@@ -290,6 +307,9 @@ CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid 
     cost.mfu: (dict(tokens_per_second=1e4, flops_per_token_=6e9, peak_flops=312e12),
                dict(tokens_per_second=NOT_NONNEG, flops_per_token_=NOT_NONNEG,
                     peak_flops=NOT_POS)),
+    cost.training_time: (dict(total_flops=1e23, n_gpus=1024, peak_flops=312e12, utilisation=0.4),
+                         dict(total_flops=NOT_NONNEG, n_gpus=NOT_INT1, peak_flops=NOT_POS,
+                              utilisation=_not_finite_or(lambda x: 0 < x <= 1))),
     cost.bubble_fraction: (dict(p=P, m=M, v=1), dict(p=NOT_INT1, m=NOT_INT1, v=NOT_INT1)),
     cost.bubble_ratio: (dict(p=P, m=M, v=2), dict(p=NOT_INT1, m=NOT_INT1, v=NOT_INT1)),
     cost.min_micro_batches: (dict(p=P, target=0.2, v=1, normalisation="fraction"),
@@ -443,6 +463,8 @@ CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid 
                              backward_s=NOT_NONNEG, overlap=NOT_BOOL)),
     cost.interleaved_peak_activations: (dict(p=8, m=32, v=2),
                                         dict(p=NOT_INT1, m=NOT_INT1, v=NOT_INT1)),
+    cost.data_parallel_degree: (dict(n_gpus=3072, tp=8, pp=64, cp=1),
+                                dict(n_gpus=NOT_INT1, tp=NOT_INT1, pp=NOT_INT1, cp=NOT_INT1)),
 }
 BAD = [pytest.param(f, arg, id=f"{getattr(f, '__qualname__', f)}-{arg}")
        for f, (_, bad) in CASES.items() for arg in bad]

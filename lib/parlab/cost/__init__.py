@@ -9,7 +9,8 @@ ValueError naming the argument (each module's docstring states its domains).
                  collective_steps, collective_bytes, reduced_bytes, collective_time,
                  p2p_time, ring_tree_crossover; nccl-tests' bus_bandwidth_factor,
                  bus_bandwidth; AlphaBetaFit, fit_alpha_beta
-  compute        transformer_params (Kaplan et al.), flops_per_token, mfu (PaLM)
+  compute        transformer_params (Kaplan et al.), flops_per_token, mfu (PaLM),
+                 training_time (Narayanan et al.)
   pipeline       PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                  pipeline_peak_activations (GPipe; Narayanan et al.)
   memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE,
@@ -28,7 +29,8 @@ ValueError naming the argument (each module's docstring states its domains).
                  moe_params (total vs active; Mixtral, Jiang et al.)
   planning      megatron_flops (Narayanan et al.'s FLOP count), layer_time (matmuls at a
                  share of peak + memory-bound traffic), pipeline_p2p_time, dp_grad_sync
-                 (exposed vs overlapped), interleaved_peak_activations -- for parlab.planner
+                 (exposed vs overlapped), interleaved_peak_activations, data_parallel_degree
+                 -- for parlab.planner
 
 ``check_int`` (re-exported from ``parlab.validate``) is the lab's integer check.
 """
@@ -38,7 +40,7 @@ from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, _log2, bus_band
                           bus_bandwidth_factor, collective_bytes, collective_steps,
                           collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
                           ring_tree_crossover)
-from .compute import flops_per_token, mfu, transformer_params
+from .compute import flops_per_token, mfu, training_time, transformer_params
 from .data_parallel import dp_speedup, dp_step_time
 from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset, activation_memory,
                      activation_table, lab_activation_memory, max_micro_batch, memory_plan,
@@ -50,14 +52,14 @@ from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank
                                causal_work_per_rank, cp_comm_per_layer)
 from .expert_parallel import (expert_capacity, moe_all_to_all_bytes, moe_flops_per_token,
                               moe_params)
-from .planning import (dp_grad_sync, interleaved_peak_activations, layer_time, megatron_flops,
-                       pipeline_p2p_time)
+from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
+                       layer_time, megatron_flops, pipeline_p2p_time)
 
 __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
     "collective_time", "p2p_time", "ring_tree_crossover", "bus_bandwidth_factor",
     "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta",
-    "transformer_params", "flops_per_token", "mfu",
+    "transformer_params", "flops_per_token", "mfu", "training_time",
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations",
     "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
@@ -69,6 +71,6 @@ __all__ = [
     "attention_memory_per_rank",
     "expert_capacity", "moe_all_to_all_bytes", "moe_flops_per_token", "moe_params",
     "megatron_flops", "layer_time", "pipeline_p2p_time", "dp_grad_sync",
-    "interleaved_peak_activations",
+    "interleaved_peak_activations", "data_parallel_degree",
     "check_int",
 ]

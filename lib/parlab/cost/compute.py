@@ -48,3 +48,20 @@ def mfu(tokens_per_second: float, flops_per_token_: float, peak_flops: float) ->
     flops_per_token_ = check_float("flops_per_token_", flops_per_token_, 0.0, strict=False)
     peak_flops = check_float("peak_flops", peak_flops, 0.0)
     return tokens_per_second * flops_per_token_ / peak_flops
+
+
+def training_time(total_flops: float, n_gpus: int, peak_flops: float, utilisation: float) -> float:
+    """Seconds to execute ``total_flops`` on ``n_gpus`` GPUs each reaching ``utilisation``
+    (MFU, or HFU if ``total_flops`` counts recomputation) of ``peak_flops``:
+    total_flops / (n_gpus x peak_flops x utilisation).
+
+    Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU Clusters
+    Using Megatron-LM", SC 2021, §5.1) estimate end-to-end training time this way, as
+    8 T P / (n X) with full recomputation (8 = 2 x (1 + 2 + 1) FLOPs per parameter per
+    token); with ``total_flops`` = tokens x ``flops_per_token`` (6N + 12 L T d) it is the
+    same estimate without recomputation. ``utilisation`` in (0, 1]."""
+    total_flops = check_float("total_flops", total_flops, 0.0, strict=False)
+    n_gpus = check_int("n_gpus", n_gpus)
+    peak_flops = check_float("peak_flops", peak_flops, 0.0)
+    utilisation = check_float("utilisation", utilisation, 0.0, high=1.0)
+    return total_flops / (n_gpus * peak_flops * utilisation)

@@ -171,3 +171,16 @@ def interleaved_peak_activations(p: int, m: int, v: int = 1) -> float:
     if v == 1:
         return float(min(m, p))
     return min(m * v, (v + 1) * p - 1) / v
+
+
+def data_parallel_degree(n_gpus: int, tp: int = 1, pp: int = 1, cp: int = 1) -> int:
+    """The data-parallel degree d of a layout: n = d x t x p (x cp), Narayanan et al.
+    2021, §3 ("PTD-P": n GPUs as t-way tensor, p-way pipeline and d-way data
+    parallelism, d = n / (t p)); context parallelism takes its own factor. The product
+    of the other degrees must divide ``n_gpus``."""
+    n_gpus, tp = check_int("n_gpus", n_gpus), check_int("tp", tp)
+    pp, cp = check_int("pp", pp), check_int("cp", cp)
+    if n_gpus % (tp * pp * cp):
+        raise ValueError(f"tp={tp} x pp={pp} x cp={cp} = {tp * pp * cp} must divide "
+                         f"n_gpus={n_gpus}")
+    return n_gpus // (tp * pp * cp)
