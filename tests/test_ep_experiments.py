@@ -1,8 +1,7 @@
 """Notebook 04's experiments (``parlab.expert_parallel.experiments``): the skew knob
 leaves ``reference_train`` unchanged at zero and skews when set, counted drops follow
 ``cost.expert_capacity``, traced all-to-all bytes add up to ``cost.moe_all_to_all_bytes``,
-the busiest rank sets the emulated layer's time, the exercise checkers accept the right
-answers only, and the figures and the widget build. Small runs: seconds."""
+the busiest rank sets the emulated layer's time, and the figures and the widget build. Small runs: seconds."""
 
 import pytest
 import torch
@@ -94,18 +93,6 @@ def test_interview_numbers():
     assert n["mixtral_params"]["active"] == pytest.approx(12.9e9, rel=0.01)
     assert n["models"]["Mixtral 8x7B"]["n_experts"] == 8 < 64
     assert n["ep_vs_tp"]["ep8"] == pytest.approx(2 * n["ep_vs_tp"]["tp8_mlp_only"])
-
-
-def test_checkers():
-    assert ex.check_capacity(160)["ok"] and not ex.check_capacity(80)["ok"]
-    want = cost.moe_all_to_all_bytes(4096, 4096, 2, 8, 2)["total"]
-    assert ex.check_a2a_bytes(want)["ok"] and not ex.check_a2a_bytes(want / 4)["ok"]
-    assert ex.check_mixtral_params(46.7e9, 12.9e9)["ok"]
-    assert not ex.check_mixtral_params(56e9, 14e9)["ok"]
-    right = [(0, 1), (2, 1), (3, 0), (4, 1), (5, 1)]
-    assert ex.check_dropped(right)["ok"] and not ex.check_dropped([(3, 0), (5, 1)])["ok"]
-    assert not any(c(None)["ok"] for c in (ex.check_capacity, ex.check_a2a_bytes,
-                                            ex.check_dropped))
 
 
 def test_figures_and_widget_build():

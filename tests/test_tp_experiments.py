@@ -1,7 +1,6 @@
 """Notebook 02's experiments (``parlab.tensor_parallel.experiments``): what they count and
 measure agrees with ``parlab.cost``, the interview numbers are the ones the notebook
-states, the exercise checkers accept the right answers only, and the figures and the
-widget build. Small models, one or two steps: this file runs in seconds."""
+states, and the figures and the widget build. Small models, one or two steps: this file runs in seconds."""
 
 import math
 
@@ -123,23 +122,6 @@ def test_live_reports_bad_choices_and_measures():
     assert set(r["activations"]) == {r["activation_formula"]}
 
 
-def test_checkers():
-    assert not ex.check_block_collectives(None)["ok"]
-    right = {"forward": {"all_gather": 2, "reduce_scatter": 2},
-             "backward": {"all_gather": 4, "reduce_scatter": 2}}
-    assert ex.check_block_collectives(right)["ok"]
-    assert not ex.check_block_collectives({"forward": {"all_reduce": 2},
-                                           "backward": {"all_reduce": 2}})["ok"]
-    assert ex.check_block_collectives({"forward": {"all_reduce": 2}, "backward": {"all_reduce": 2}},
-                                      tp=2, sequence_parallel=False)["ok"]
-    want = cost.lab_activation_memory(64, 2, 128, 4, 1, 2, True, "none", 4)
-    assert ex.check_activation_bytes(want)["ok"] and not ex.check_activation_bytes(want * 2)["ok"]
-    assert not ex.check_activation_bytes(None)["ok"]
-    assert ex.check_where_f("A")["ok"]
-    assert not any(ex.check_where_f(x)["ok"] for x in ("B", "C", "D", "E", None))
-    assert ex.check_layer_bytes(352_321_536)["ok"] and not ex.check_layer_bytes(96 * 2 ** 20)["ok"]
-
-
 def test_peer_check_small():
     pytest.importorskip("torch.distributed.tensor.parallel")
     (row,) = ex.peer_check([(2, False)], CFG, steps=2, batch_size=BATCH)
@@ -159,7 +141,6 @@ def test_figures_build(traced, sweep):
     assert len(fg.throughput_figure([dict(tp=1, tokens_per_s=5.0, speedup=1.0)]).data) == 1
     curves = {p: ex.gpu_scale("GPT-3 175B", p, (1, 8, 16)) for p in ex.PLATFORMS}
     assert len(fg.gpu_scale_figure(curves).data) == 2 * len(ex.PLATFORMS)
-    assert "<details>" in fg.answer("q", ["a"], "v").data
 
 
 def test_widgets_build():

@@ -12,7 +12,7 @@ Timings only illustrate; every lesson rests on counts.
 * on ranks, where the model is built inside ``expert_parallel.run``: the model seed.
   ``SEEDS["skewed"]`` routes half of step 0's tokens of block 0 to one expert,
   ``SEEDS["balanced"]`` spreads them within 1.2x of the mean (found by scanning seeds).
-Checkers for the notebook's exercises are at the end."""
+The notebook's exercises and their checkers: ``parlab.exercises.expert_parallel``."""
 
 from __future__ import annotations
 
@@ -338,61 +338,3 @@ def interview(sweep: list[dict] | None = None) -> dict:
     out["ep_vs_tp"] = dict(ep8=cost.moe_all_to_all_bytes(s, d, 2, 8, 2)["total"], tp8=tp["bytes"],
                            tp8_mlp_only=tp["bytes"] / 2)
     return out
-
-
-# --- 6. exercises: checkers ---------------------------------------------------------------------
-
-def _verdict(ok: bool, good: str, bad: str) -> dict:
-    return dict(ok=ok, message=("correct: " + good) if ok else ("not yet: " + bad))
-
-
-def _number(answer, want: float, hint: str, what: str = "") -> dict:
-    if answer is None:
-        return dict(ok=False, message="fill in answer = a number")
-    ok = abs(float(answer) - want) <= 0.01 * max(abs(want), 1)
-    return _verdict(ok, f"{want:,.0f}{what}", f"{float(answer):,.0f} is not it: {hint}")
-
-
-def check_capacity(answer, tokens: int = 4096, n_experts: int = 64, capacity_factor: float = 1.25,
-                   top_k: int = 2) -> dict:
-    """Exercise 1: one expert's capacity (``cost.expert_capacity``)."""
-    want = cost.expert_capacity(tokens, n_experts, capacity_factor, top_k)
-    return _number(answer, want, "tokens x top_k / experts x capacity factor, rounded down",
-                   " assignments")
-
-
-def check_a2a_bytes(answer, tokens: int = 4096, d_model: int = 4096, top_k: int = 2, ep: int = 8,
-                    bytes_per_value: int = 2) -> dict:
-    """Exercise 2: bytes one rank sends in one MoE layer's all-to-alls, one training step,
-    balanced routing (``cost.moe_all_to_all_bytes``)."""
-    want = cost.moe_all_to_all_bytes(tokens, d_model, top_k, ep, bytes_per_value)["total"]
-    return _number(answer, want, "count dispatch and combine, forward and backward, and "
-                   "only the rows that leave the rank ((ep-1)/ep of them)", " bytes")
-
-
-def check_mixtral_params(total, active) -> dict:
-    """Exercise 3: Mixtral 8x7B's total and active parameters (``cost.moe_params``),
-    within 2%."""
-    p = cost.moe_params(**MIXTRAL)
-    if total is None or active is None:
-        return dict(ok=False, message="fill in total = ..., active = ...")
-    ok = abs(total - p["total"]) <= 0.02 * p["total"] and abs(active - p["active"]) <= 0.02 * p["active"]
-    return _verdict(ok, f"{p['total'] / 1e9:.1f}B total, {p['active'] / 1e9:.1f}B active",
-                    "only the expert MLPs are 8x; attention, norms and embeddings are shared "
-                    "(and 2 of 8 experts run per token)")
-
-
-DROP_CASE = dict(choices=[[2, 0], [2, 1], [0, 2], [2, 3], [1, 2], [0, 2]], n_experts=4,
-                 capacity=2)
-
-
-def check_dropped(answer, case: dict = DROP_CASE) -> dict:
-    """Exercise 4: which (token, choice) assignments are dropped, by ``parlab.moe``'s rule."""
-    idx = torch.tensor(case["choices"])
-    keep = kept_mask(idx, case["n_experts"], case["capacity"])
-    want = sorted(tuple(x) for x in (~keep).nonzero().tolist())
-    if answer is None:
-        return dict(ok=False, message="fill in answer = [(token, choice), ...]")
-    got = sorted(tuple(x) for x in answer)
-    return _verdict(got == want, f"{want}", "every first choice goes before any second "
-                    "choice; within a choice, earlier tokens first")

@@ -2,15 +2,13 @@
 coloured by the rank that holds the expert, drop rate and balance over training steps,
 drop rate against the capacity factor, all-to-all bytes per rank against the formula,
 the busiest rank setting the layer's time, step time against the EP degree. Plain data
-in (from ``experiments``), a plotly ``Figure`` out; ``answer`` (notebook 02's) wraps an
-interview answer in a click-to-open box."""
+in (from ``experiments``), a plotly ``Figure`` out (interview answers: ``parlab.viz.answer``)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..tensor_parallel.figures import answer  # noqa: F401  (the notebooks' shared box)
 from ..viz.charts import bars
 from ..viz.style import KIND_COLORS, base_layout, rank_color, series_colors
 

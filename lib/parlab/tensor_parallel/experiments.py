@@ -6,7 +6,7 @@ or saved-activation bytes (``["activations"]``) and set next to the formula that
 it, which lives once in ``parlab.cost``: ``tp_comm_per_layer`` (Shoeybi et al. 2019, §3;
 Korthikanti et al. 2022, §4.2.2), ``lab_activation_memory`` / ``activation_memory``
 (Korthikanti §4, Eq. 1-4), ``tp_scaling`` / ``tp_scaling_curve`` (a GPU-scale time model).
-Checkers for the notebook's exercises are at the end.
+The notebook's exercises and their checkers: ``parlab.exercises.tensor_parallel``.
 """
 
 from __future__ import annotations
@@ -297,66 +297,3 @@ def interview(comm: list[dict] | None = None, activations: list[dict] | None = N
                     comm_bytes={t: cost.tp_comm_per_layer(1, m13["seq_len"], m13["d_model"], t)["bytes"]
                                 for t in (4, 8)})
     return out
-
-
-# --- 7. exercises: checkers ------------------------------------------------------------------
-
-WHERE_F = {"A": "before qkv and before fc1: the inputs of the column-parallel layers",
-           "B": "after proj and after fc2: the outputs of the row-parallel layers",
-           "C": "between qkv and proj, around the attention core",
-           "D": "on the residual additions"}
-
-
-def _verdict(ok: bool, good: str, bad: str) -> dict:
-    return dict(ok=ok, message=("correct: " + good) if ok else ("not yet: " + bad))
-
-
-def check_block_collectives(answer, tp: int = 4, sequence_parallel: bool = True) -> dict:
-    """Exercise 1: ``answer`` = {"forward": {op: n}, "backward": {op: n}} for one block and
-    one training step; checked against ``cost.tp_comm_per_layer``."""
-    if answer is None:
-        return dict(ok=False, message="fill in answer = {'forward': {...}, 'backward': {...}}")
-    f = cost.tp_comm_per_layer(1, tp, 1, tp, sequence_parallel)  # counts only: any shape
-    wrong = [d for d in ("forward", "backward")
-             if {k: v for k, v in dict(answer.get(d, {})).items() if v} != f[d]]
-    return _verdict(not wrong, f"{f['forward']} forward, {f['backward']} backward",
-                    f"check the {' and '.join(wrong)} pass (think of what g and g-bar are "
-                    "in each direction, and what backward needs from the saved shard)")
-
-
-def check_activation_bytes(answer, seq_len: int = 64, micro_batch: int = 2, d_model: int = 128,
-                           n_heads: int = 4, tp: int = 2, sequence_parallel: bool = True) -> dict:
-    """Exercise 2: bytes one of our fp32 blocks saves per rank; within 1% of
-    ``cost.lab_activation_memory``."""
-    want = cost.lab_activation_memory(seq_len, micro_batch, d_model, n_heads, 1, tp,
-                                      sequence_parallel, "none", FP32)
-    if answer is None:
-        return dict(ok=False, message="fill in answer = bytes (a number)")
-    ok = abs(float(answer) - want) <= 0.01 * want
-    return _verdict(ok, f"{want:,.0f} bytes", f"{float(answer):,.0f} is {float(answer) / want:.2f}x "
-                    "the formula: did you count fp32 (4 bytes), the (T, T) scores per head, "
-                    "and which tensors SP divides by t?")
-
-
-def check_where_f(answer) -> dict:
-    """Exercise 3: where does f go? One of WHERE_F's keys."""
-    if answer not in WHERE_F:
-        return dict(ok=False, message=f"answer with one of {sorted(WHERE_F)}")
-    return _verdict(answer == "A", "f copies the whole input to every rank's column slice "
-                    "(identity forward) and sums the ranks' partial input gradients (all-reduce "
-                    "backward)", f"{WHERE_F[answer]} is where " + (
-                        "g goes (partial sums to add up)" if answer == "B" else
-                        "nothing is needed: every rank works on its own heads" if answer == "C"
-                        else "the full activation already is on every rank"))
-
-
-def check_layer_bytes(answer, micro_batch: int = 1, seq_len: int = 2048, d_model: int = 12288,
-                      tp: int = 8, sequence_parallel: bool = False) -> dict:
-    """Exercise 4: bytes one rank sends for one layer in one training step (fp16, ring);
-    within 1% of ``cost.tp_comm_per_layer``."""
-    want = cost.tp_comm_per_layer(micro_batch, seq_len, d_model, tp, sequence_parallel)["bytes"]
-    if answer is None:
-        return dict(ok=False, message="fill in answer = bytes (a number)")
-    ok = abs(float(answer) - want) <= 0.01 * want
-    return _verdict(ok, f"{want:,.0f} bytes", f"{float(answer):,.0f} is {float(answer) / want:.2f}x "
-                    "the formula: how many collectives per step, and what does a ring send per rank?")

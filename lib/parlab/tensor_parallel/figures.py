@@ -1,17 +1,17 @@
 """Figures of notebook 02 (tensor parallelism): the f/g block diagram, one step's
 collectives on a timeline, counted-vs-formula bars, activation bytes, tokens/s, and the
 GPU-scale model against the TP degree. Plain data in (from ``experiments``), a plotly
-``Figure`` out; ``answer`` wraps an interview answer in a click-to-open box."""
+``Figure`` out (interview answers: ``parlab.viz.answer``)."""
 
 from __future__ import annotations
 
-import html
 import math
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..viz.charts import bars, timeline
+from ..viz.tables import answer  # noqa: F401  (the shared box; context_parallel.figures imports it from here)
 from ..viz.style import KIND_COLORS, NEUTRAL_COLOR, base_layout, rank_color, series_colors
 
 COMM = KIND_COLORS["comm"]
@@ -181,15 +181,3 @@ def gpu_scale_figure(curves: dict[str, list[dict]], metrics=("mfu", "tokens_per_
                 height=440, legend=dict(orientation="h", y=-0.2))
     fig.update_layout(margin=dict(t=80, b=110))
     return fig
-
-
-# --- 4. interview answers, hidden until clicked ----------------------------------------------
-
-def answer(summary: str, lines: list[str], verdict: str = ""):
-    """An HTML box that shows ``summary`` and opens on click to ``lines`` (computed in
-    the notebook); ``verdict`` first, in bold."""
-    from IPython.display import HTML
-    body = "".join(f"<li>{line}</li>" for line in lines)
-    head = f"<p><b>{html.escape(verdict)}</b></p>" if verdict else ""
-    return HTML(f"<details><summary><b>{html.escape(summary)}</b> (click to open)</summary>"
-                f"{head}<ul>{body}</ul></details>")
