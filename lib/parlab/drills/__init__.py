@@ -1,8 +1,21 @@
 """Interview drills: randomised questions whose answers are computed by ``parlab.cost``.
 
-(Work in progress: the question bank is being filled in.)
+    from parlab import drills
+    q = drills.generate(topic="pp", seed=3)     # or template="bubble_1f1b"
+    print(q.prompt); q.check(12.5); print(q.answer_text, q.explanation)
+
+Each question template draws realistic parameters from a seed (model presets from
+``cost.MODEL_PRESETS``, GPUs and links from ``parlab.hardware``), computes the answer
+with ``parlab.cost`` and explains it: the formula, the worked numbers, and the notebook
+section that measures the same thing. Front-ends: ``python -m parlab drill`` (a terminal
+quiz, ``drills.quiz``) and ``drills.widgets.drill_widget`` (a notebook widget).
+
+  core          Question, Ask, templates(), generate(), parse_answer(); the registry
+  collectives   dp_zero  tp_sp  pp  moe_ep  memory_flops  cp  threed: the templates
+  quiz          the terminal quiz
+  widgets       drill_widget (the only module here that imports ipywidgets)
 """
 
-TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp", "3d")
+from .core import TOPICS, Ask, Question, generate, parse_answer, templates
 
-__all__ = ["TOPICS"]
+__all__ = ["TOPICS", "Ask", "Question", "generate", "parse_answer", "templates"]

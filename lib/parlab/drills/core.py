@@ -1,0 +1,198 @@
+"""The question type, the template registry, and how answers are read and checked.
+
+A template is a function ``make(rng) -> Ask``: it draws realistic parameters from
+``rng`` (a ``random.Random``), computes the answer by calling ``parlab.cost`` and says
+how (``working``). ``generate`` turns it into a frozen ``Question`` whose explanation
+adds the tolerance and the notebook section that measures the same quantity.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp", "3d")
+
+# Units an answer may be typed in, by family: factor to the family's base unit.
+_UNITS = {
+    "B": ("bytes", 1), "KB": ("bytes", 1e3), "MB": ("bytes", 1e6), "GB": ("bytes", 1e9),
+    "TB": ("bytes", 1e12), "KiB": ("bytes", 2 ** 10), "MiB": ("bytes", 2 ** 20),
+    "GiB": ("bytes", 2 ** 30), "TiB": ("bytes", 2 ** 40),
+    "us": ("time", 1e-6), "µs": ("time", 1e-6), "ms": ("time", 1e-3), "s": ("time", 1),
+    "min": ("time", 60), "h": ("time", 3600), "hours": ("time", 3600),
+    "days": ("time", 86400), "day": ("time", 86400),
+    "FLOP": ("flop", 1), "MFLOP": ("flop", 1e6), "GFLOP": ("flop", 1e9),
+    "TFLOP": ("flop", 1e12), "PFLOP": ("flop", 1e15),
+    "GB/s": ("rate", 1e9), "MB/s": ("rate", 1e6), "TB/s": ("rate", 1e12),
+    "billion": ("count", 1e9), "B params": ("count", 1e9), "M": ("count", 1e6),
+    "%": ("percent", 1), "x": ("ratio", 1), "": ("plain", 1),
+}
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a template returns: the question, the answer (in ``unit``) and the working."""
+    prompt: str
+    answer: float
+    unit: str
+    working: str
+    rel_tol: float = 0.02  # 0: an exact count
+
+
+@dataclass(frozen=True)
+class Question:
+    template: str
+    topic: str
+    seed: int
+    prompt: str
+    answer: float
+    unit: str
+    rel_tol: float
+    explanation: str
+    section: str
+
+    def check(self, value) -> bool:
+        """True when ``value`` (a number, or text such as "1.5e9", "3,072", "1.5 GB",
+        "12.5%") is within ``rel_tol`` of the answer (exact counts: equal)."""
+        v = parse_answer(value, self.unit) if isinstance(value, str) else value
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return False
+        tol = max(self.rel_tol * abs(self.answer), 1e-9 * max(1.0, abs(self.answer)))
+        return abs(v - self.answer) <= tol
+
+    @property
+    def answer_text(self) -> str:
+        return f"{fmt(self.answer)}{_sep(self.unit)}{self.unit}"
+
+    @property
+    def tolerance_text(self) -> str:
+        return "exact" if self.rel_tol == 0 else f"within {self.rel_tol:.0%}"
+
+
+def _sep(unit: str) -> str:
+    return "" if unit in ("", "%", "x") else " "
+
+
+def fmt(x: float) -> str:
+    """A number as a person would write it: ints with thousands separators, others to
+    4 significant digits (scientific when very large or small)."""
+    if isinstance(x, int) or (float(x).is_integer() and abs(x) < 1e15):
+        return f"{int(x):,}"
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
+        return f"{x:.4g}"
+    return f"{x:,.4g}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def parse_answer(text, unit: str = ""):
+    """A typed answer in the question's ``unit``: "1.5e9", "3,072", "1.5 GB" (converted
+    when the unit typed is another of the same family, e.g. "1500 MB" for GB), "12.5%".
+    None when empty or unreadable (or typed in a unit of another family)."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        return text
+    m = _NUMBER.match(text)
+    if not m:
+        return None
+    value = float(m.group(1).replace(",", "").replace("_", ""))
+    typed = m.group(2)
+    if not typed or typed == unit:
+        return value
+    if typed not in _UNITS or unit not in _UNITS:
+        return None
+    (fam_t, f_t), (fam_u, f_u) = _UNITS[typed], _UNITS[unit]
+    if fam_t != fam_u:
+        return None
+    return value * f_t / f_u
+
+
+# --- the registry ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    topic: str
+    section: tuple  # (notebook "03", section number 4, its title)
+    make: Callable[[random.Random], Ask]
+
+    @property
+    def citation(self) -> str:
+        nb, n, title = self.section
+        return f"notebook {nb} §{n} '{title}'"
+
+
+_REGISTRY: dict[str, Template] = {}
+
+
+def template(name: str, topic: str, section: tuple):
+    """Register ``make(rng) -> Ask`` as the template ``name`` of ``topic``."""
+    if topic not in TOPICS:
+        raise ValueError(f"topic={topic!r} must be one of {', '.join(TOPICS)}")
+
+    def register(make):
+        if name in _REGISTRY:
+            raise ValueError(f"template={name!r} is registered twice")
+        _REGISTRY[name] = Template(name, topic, section, make)
+        return make
+    return register
+
+
+def _load():
+    from . import collectives, cp, dp_zero, memory_flops, moe_ep, pp, threed, tp_sp  # noqa: F401
+
+
+def registry() -> dict[str, Template]:
+    _load()
+    return dict(_REGISTRY)
+
+
+def _topics(topic) -> tuple:
+    if topic is None:
+        return TOPICS
+    names = (topic,) if isinstance(topic, str) else tuple(topic)
+    for t in names:
+        if t not in TOPICS:
+            raise ValueError(f"topic={t!r} must be one of {', '.join(TOPICS)}")
+    if not names:
+        raise ValueError(f"topic={topic!r} must name at least one of {', '.join(TOPICS)}")
+    return names
+
+
+def templates(topic=None) -> list[str]:
+    """Names of the question templates (of ``topic``: a name or a tuple of names), in
+    topic order."""
+    topics = _topics(topic)
+    reg = registry()
+    return [n for t in topics for n, tp in reg.items() if tp.topic == t]
+
+
+def generate(template: str | None = None, topic=None, seed: int = 0) -> Question:
+    """One question. ``template`` given: that template with parameters drawn from
+    ``seed``. Else a template of ``topic`` (None: all topics; a name or a tuple of names):
+    consecutive seeds walk through every template of those topics in a shuffled order
+    before any repeats, with new parameters each round."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed={seed!r} must be an integer")
+    reg = registry()
+    if template is None:
+        pool = templates(topic)
+        order = sorted(pool)
+        random.Random("order:" + ",".join(_topics(topic))).shuffle(order)
+        template = order[seed % len(order)]
+    elif template not in reg:
+        raise ValueError(f"template={template!r} must be one of {', '.join(sorted(reg))}")
+    elif topic is not None and reg[template].topic not in _topics(topic):
+        raise ValueError(f"template={template!r} belongs to topic={reg[template].topic!r}, "
+                         f"not {topic!r}")
+    t = reg[template]
+    ask = t.make(random.Random(f"{template}:{seed}"))
+    tol = "Exact answer expected." if ask.rel_tol == 0 else \
+        f"Accepted within {ask.rel_tol:.0%} of the answer."
+    unit = f" Answer in {ask.unit}." if ask.unit else ""
+    explanation = f"{ask.working}\n{tol} Measured or computed in {t.citation}."
+    return Question(template, t.topic, seed, ask.prompt + unit, float(ask.answer), ask.unit,
+                    ask.rel_tol, explanation, t.citation)
