@@ -3,7 +3,7 @@ of one attention call and ``parlab.cost``, returning plain data for ``figures``/
 Counted on real ranks, next to their formulas: attention work per rank (traced blocks) vs
 ``cost.causal_work_per_rank``, bytes per layer vs ``cost.cp_comm_per_layer``, one call's
 allocations (``LiveBytes``) vs ``cost.attention_memory_per_rank``. Timings only illustrate.
-Checkers for the notebook's exercises are at the end."""
+The notebook's exercises and their checkers are in ``parlab.exercises.context_parallel``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from torch.utils._pytree import tree_leaves
 from .. import cost, hardware, trace
 from ..launch import launch
 from ..model import GPTConfig, causal_attention
-from .layout import rank_chunks, shard_positions, shard_sequence
+from .layout import rank_chunks, shard_sequence
 from .ring import ring_attention
 from .runner import LAYER, CPRun, run
 from .ulysses import ulysses_attention
@@ -347,53 +347,3 @@ def peer_check(seq_len: int = 8192) -> dict:
     ranks = launch(torch_cp_worker, cp, seq_len, backend="nccl")
     return dict(cp=cp, seq_len=seq_len, local=ranks[0]["local"],
                 error=max(r["error"] for r in ranks), gpu=torch.cuda.get_device_name(0))
-
-
-# --- 10. exercises: checkers -------------------------------------------------------------------
-
-WHY_CAP = {"A": "after the all-to-all each rank computes whole heads: cp ranks share n_heads heads",
-           "B": "all-to-all only works on a power-of-two number of ranks",
-           "C": "the (s, s) scores of one head would not fit on a rank"}
-
-
-def _verdict(ok: bool, good: str, bad: str) -> dict:
-    return dict(ok=ok, message=("correct: " + good) if ok else ("not yet: " + bad))
-
-
-def _number(answer, want: float, what: str, hint: str, rel: float = 0.01) -> dict:
-    if answer is None:
-        return dict(ok=False, message=f"fill in answer = {what}")
-    ok = abs(float(answer) - want) <= rel * abs(want)
-    return _verdict(ok, f"{want:,.4g}", f"{float(answer):,.4g} is {float(answer) / want:.3g}x "
-                    f"the formula: {hint}")
-
-
-def check_zigzag_positions(answer, seq_len: int = 16, cp: int = 4, rank: int = 1) -> dict:
-    """Exercise 1: the global positions rank ``rank`` holds under zigzag, in its order."""
-    want = shard_positions(seq_len, cp, rank, "zigzag").tolist()
-    if answer is None:
-        return dict(ok=False, message="fill in answer = [positions]")
-    return _verdict(list(answer) == want, f"{want}", "cut the sequence into 2 cp chunks; rank r "
-                    "holds chunk r and chunk 2cp-1-r, early one first")
-
-
-def check_ring_bytes(answer, micro_batch: int = 1, seq_len: int = 131072, d_model: int = 4096,
-                     cp: int = 8, bytes_per_value: float = 2) -> dict:
-    """Exercise 2: bytes one rank sends for one layer per training step with ring attention."""
-    want = cost.cp_comm_per_layer(micro_batch, seq_len, d_model, cp, "ring", bytes_per_value)
-    return _number(answer, want["bytes"], "bytes (a number)", "how many hops forward, how many "
-                   "backward (K/V again, and the dK/dV accumulators), and how big is one hop?")
-
-
-def check_imbalance(answer, cp: int = 4) -> dict:
-    """Exercise 3: max/mean causal work per rank with contiguous shards."""
-    return _number(answer, cost.causal_work_per_rank(cp, "contiguous")["imbalance"],
-                   "max/mean (a number)", "rank r needs the blocks of ranks 0..r", rel=0.005)
-
-
-def check_ulysses_cap(answer) -> dict:
-    """Exercise 4: why must cp divide (so be at most) the number of heads for Ulysses?"""
-    if answer not in WHY_CAP:
-        return dict(ok=False, message=f"answer with one of {sorted(WHY_CAP)}")
-    return _verdict(answer == "A", WHY_CAP["A"] + " -- at most one rank per head",
-                    "that is not it: look at what the all-to-all trades (sequence for heads)")

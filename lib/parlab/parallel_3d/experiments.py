@@ -1,6 +1,6 @@
 """Notebook 06's experiments: pure functions over ``parallel_3d.run``, ``mesh.Mesh``,
 ``parlab.cost`` and ``parlab.planner``, returning plain data that ``figures`` draws and
-``widgets`` shows. Checkers for the notebook's exercises are at the end.
+``widgets`` shows. The exercises' checkers are in ``parlab.exercises.parallel_3d``.
 
 Measured vs predicted (``emulated_sweep``, ``predict_emulated``): every dp x pp x tp
 layout of 8 ranks trains the small GPT with emulated compute (each F/B sleeps its share
@@ -280,58 +280,6 @@ def rule_of_thumb(plan_result, gpus_per_node: int = 8) -> dict:
     return dict(rank=k + 1, of=len(ranked), label=pick.label, tp=pick.tp, pp=pick.pp,
                 dp=pick.dp, slower=pick.step_time / ranked[0].step_time - 1,
                 best=ranked[0].label)
-
-
-# --- 6. exercises: checkers -----------------------------------------------------------------
-
-def _result(ok: bool, message: str) -> dict:
-    return dict(ok=ok, message=("Right: " if ok else "Not yet: ") + message)
-
-
-def check_coords(answer, rank: int = 5, dp: int = 2, pp: int = 2, tp: int = 2) -> dict:
-    """Exercise 1: ``answer`` = {"dp":, "pp":, "tp":} of ``rank`` in Mesh(dp, pp, tp)."""
-    want = {k: v for k, v in Mesh(dp=dp, pp=pp, tp=tp).coords(rank).items() if k != "cp"}
-    if not isinstance(answer, dict):
-        return _result(False, "give a dict like {'dp': 0, 'pp': 1, 'tp': 0}.")
-    got = {k: answer.get(k) for k in want}
-    return _result(got == want, f"rank {rank} is {want}" if got == want else
-                   "rank = (dp_i * pp + pp_i) * tp + tp_i: TP varies fastest.")
-
-
-def check_tp_group(answer, rank: int = 6, dp: int = 2, pp: int = 2, tp: int = 2) -> dict:
-    """Exercise 2: ``answer`` = the world ranks in ``rank``'s TP group."""
-    want = next(g for g in Mesh(dp=dp, pp=pp, tp=tp).groups("tp") if rank in g)
-    ok = isinstance(answer, (list, tuple, set)) and sorted(answer) == want
-    return _result(ok, f"{want}: ranks that differ only in the TP coordinate" if ok else
-                   "a TP group is tp consecutive ranks (TP is innermost).")
-
-
-def check_bubble(answer, pp: int = 4, micro_batches: int = 8) -> dict:
-    """Exercise 3: the bubble's share of the step, (p-1)/(m+p-1), ``cost.bubble_fraction``."""
-    want = cost.bubble_fraction(pp, micro_batches)
-    try:
-        ok = abs(float(answer) - want) < 0.005
-    except (TypeError, ValueError):
-        return _result(False, "give a number between 0 and 1.")
-    return _result(ok, f"{want:.3f}" if ok else "idle / total = (p - 1) / (m + p - 1).")
-
-
-def check_memory(answer, model: str = "175B", n_gpus: int = 1024, tp: int = 8, pp: int = 16,
-                 global_batch: int = 1536) -> dict:
-    """Exercise 4: weights + gradients + Adam states per GPU (GB, 1e9), plain DP (16 bytes
-    per parameter of the first stage), as ``planner.estimate`` counts them."""
-    m = planner.resolve_model(model)
-    e = planner.estimate(m["n_layers"], m["d_model"], m["n_heads"], m["seq_len"],
-                         m["vocab_size"], n_gpus, tp, pp, global_batch, 1, recompute="full")
-    mem = e.memory_per_gpu
-    want = (mem.params + mem.grads + mem.optimizer) / 1e9
-    try:
-        ok = abs(float(answer) - want) <= 0.05 * want
-    except (TypeError, ValueError):
-        return _result(False, "give a number of GB.")
-    return _result(ok, f"{want:.1f} GB" if ok else
-                   "the first stage holds L/pp layers of 12 h^2 (plus the embedding), "
-                   "split over tp; 16 bytes each.")
 
 
 # --- 7. the interview corner's numbers -----------------------------------------------------

@@ -1,0 +1,174 @@
+"""Notebook 06 (3D parallelism), "Your turn": checkers and reference solutions.
+
+Coding exercise: ``my_groups(rank, dp, pp, tp) -> {"tp": [...], "pp": [...], "dp": [...]}``,
+the world ranks in each of ``rank``'s three groups, in the mesh order of ``parlab.mesh``
+(rank = (dp_i * pp + pp_i) * tp + tp_i: TP fastest, DP outermost). Checked first for every
+rank of 8 against ``Mesh.groups``; then really used on 8 ranks: every rank creates the
+groups the function describes, all-reduces its rank id over each, and the sums are
+compared with the mesh's, naming the rank and the group.
+
+Numeric ones (``check_*``) compare with ``mesh.Mesh``, ``parlab.cost`` and ``planner.estimate``.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+import torch.distributed as dist
+
+from .. import cost, planner
+from ..mesh import Mesh
+from . import core
+
+__all__ = ["check_coords", "check_tp_group", "check_bubble", "check_memory", "memory_answer",
+           "check_groups", "solution_groups", "show_solution", "AXES"]
+
+AXES = ("tp", "pp", "dp")
+
+
+# --- numeric answers ----------------------------------------------------------------------
+
+def check_coords(answer, rank: int = 5, dp: int = 2, pp: int = 2, tp: int = 2) -> dict:
+    """``answer`` = {"dp":, "pp":, "tp":} of ``rank`` in Mesh(dp, pp, tp)."""
+    want = {k: v for k, v in Mesh(dp=dp, pp=pp, tp=tp).coords(rank).items() if k != "cp"}
+    if answer is None:
+        return core.missing("answer = {'dp': ..., 'pp': ..., 'tp': ...}")
+    if not isinstance(answer, dict):
+        return core.verdict(False, f"give a dict like {{'dp': 0, 'pp': 1, 'tp': 0}}, got {answer!r}")
+    got = {k: answer.get(k) for k in want}
+    if got == want:
+        return core.verdict(True, f"rank {rank} is {want}.")
+    wrong = [k for k in want if got[k] != want[k]]
+    return core.verdict(False, f"{', '.join(wrong)} wrong: rank = (dp_i * pp + pp_i) * tp + tp_i, "
+                        "TP varies fastest.")
+
+
+def check_tp_group(answer, rank: int = 6, dp: int = 2, pp: int = 2, tp: int = 2) -> dict:
+    """``answer`` = the world ranks in ``rank``'s TP group."""
+    want = next(g for g in Mesh(dp=dp, pp=pp, tp=tp).groups("tp") if rank in g)
+    if answer is None:
+        return core.missing("answer = [ranks]")
+    if not isinstance(answer, (list, tuple, set)):
+        return core.verdict(False, f"give a list of ranks, got {answer!r}")
+    if sorted(answer) == want:
+        return core.verdict(True, f"{want}: the ranks that differ only in the TP coordinate.")
+    return core.verdict(False, f"{sorted(answer)} is not it: a TP group is tp consecutive ranks "
+                        "(TP is innermost).")
+
+
+def check_bubble(answer, pp: int = 4, micro_batches: int = 8) -> dict:
+    """The bubble's share of the step, (p-1)/(m+p-1): ``cost.bubble_fraction``."""
+    want = cost.bubble_fraction(pp, micro_batches)
+    return core.check_number(answer, want, rel_tol=0.01, name="bubble share",
+                             hint="idle / total = (p - 1) / (m + p - 1).",
+                             explanation=f"(p-1)/(m+p-1) = {pp - 1}/{micro_batches + pp - 1}.")
+
+
+def memory_answer(model: str = "175B", n_gpus: int = 1024, tp: int = 8, pp: int = 16,
+                  global_batch: int = 1536) -> float:
+    """Weights + gradients + Adam states per GPU of the first stage (GB, 1e9), plain DP,
+    as ``planner.estimate`` counts them."""
+    m = planner.resolve_model(model)
+    e = planner.estimate(m["n_layers"], m["d_model"], m["n_heads"], m["seq_len"],
+                         m["vocab_size"], n_gpus, tp, pp, global_batch, 1, recompute="full")
+    mem = e.memory_per_gpu
+    return (mem.params + mem.grads + mem.optimizer) / 1e9
+
+
+def check_memory(answer, model: str = "175B", n_gpus: int = 1024, tp: int = 8, pp: int = 16,
+                 global_batch: int = 1536) -> dict:
+    """Model states per GPU (GB) of the first stage: its L/pp layers plus the embedding,
+    split over tp, 16 bytes a parameter."""
+    want = memory_answer(model, n_gpus, tp, pp, global_batch)
+    return core.check_number(answer, want, rel_tol=0.05, unit="GB", name="GB", hint=(
+        "the first stage holds L/pp layers of 12 h^2 parameters (plus the embedding), "
+        "split over tp; 16 bytes each."),
+        explanation="16 bytes for each parameter of the first stage's tp-th share.")
+
+
+# --- coding exercise: the 3D groups, then used on 8 ranks --------------------------------
+
+def solution_groups(rank, dp, pp, tp):
+    """The world ranks of ``rank``'s TP, PP and DP groups; rank = (d * pp + p) * tp + t."""
+    d, rest = divmod(rank, pp * tp)
+    p, t = divmod(rest, tp)
+    return {"tp": [(d * pp + p) * tp + i for i in range(tp)],
+            "pp": [(d * pp + i) * tp + t for i in range(pp)],
+            "dp": [(i * pp + p) * tp + t for i in range(dp)]}
+
+
+def _call(fn, rank, dp, pp, tp):
+    """The learner's answer for one rank, or a verdict if it raises or returns junk."""
+    try:
+        got = fn(rank, dp, pp, tp)
+    except NotImplementedError:
+        return None, core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
+    except Exception as e:  # a learner's bug, reported, never raised
+        return None, core.verdict(False, f"{fn.__name__}({rank}, {dp}, {pp}, {tp}) raised "
+                                  f"{type(e).__name__}: {e}")
+    if not isinstance(got, dict) or any(a not in got for a in AXES):
+        return None, core.verdict(False, f"{fn.__name__}({rank}, ...) must return a dict with keys "
+                                  f"'tp', 'pp', 'dp', got {got!r}")
+    try:
+        return {a: sorted(int(r) for r in got[a]) for a in AXES}, None
+    except (TypeError, ValueError):
+        return None, core.verdict(False, f"rank {rank}: each group must be a list of ranks, got {got!r}")
+
+
+def groups_harness(source: str, name: str, dp: int, pp: int, tp: int):
+    """On each rank: create every group the learner's function describes (on every rank,
+    in one order: ``new_group`` is collective), then all-reduce the rank id over this
+    rank's tp, pp and dp groups."""
+    fn = core.load_learner(source, name)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    mine = {a: sorted(fn(rank, dp, pp, tp)[a]) for a in AXES}
+    every = sorted({(a, tuple(sorted(fn(r, dp, pp, tp)[a]))) for r in range(world) for a in AXES})
+    groups = {key: dist.new_group(list(key[1])) for key in every}
+    sums = {}
+    for a in AXES:
+        x = torch.tensor([float(rank)])
+        dist.all_reduce(x, group=groups[a, tuple(mine[a])])
+        sums[a] = int(x.item())
+    return sums
+
+
+def check_groups(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 30.0) -> dict:
+    """``fn(rank, dp, pp, tp)`` against ``Mesh`` for every rank, then on dp*pp*tp real ranks."""
+    mesh = Mesh(dp=dp, pp=pp, tp=tp)
+    world = mesh.size
+    for rank in range(world):
+        got, bad = _call(fn, rank, dp, pp, tp)
+        if bad:
+            return bad
+        for a in AXES:
+            want = next(g for g in mesh.groups(a) if rank in g)
+            if got[a] != want:
+                return core.verdict(False, f"rank {rank}, {a.upper()} group: {got[a]}, expected {want} "
+                                    f"(rank {rank} is dp={mesh.coords(rank)['dp']}, "
+                                    f"pp={mesh.coords(rank)['pp']}, tp={mesh.coords(rank)['tp']}; "
+                                    f"a {a.upper()} group varies only the {a} coordinate)")
+    sums, bad = core.run_learner(groups_harness, fn, world, dp, pp, tp, timeout=timeout)
+    if bad:
+        return bad
+    for rank, s in enumerate(sums):
+        for a in AXES:
+            want = sum(next(g for g in mesh.groups(a) if rank in g))
+            if s[a] != want:
+                return core.verdict(False, f"on the ranks: rank {rank}'s all-reduce over its "
+                                    f"{a.upper()} group summed to {s[a]}, expected {want}")
+    return core.verdict(True, f"every rank's groups equal Mesh(dp={dp}, pp={pp}, tp={tp})'s, and on "
+                        f"{world} real ranks each all-reduce of the rank ids summed its group: e.g. "
+                        f"rank {world - 1} got tp {sums[-1]['tp']}, pp {sums[-1]['pp']}, dp {sums[-1]['dp']}.",
+                        sums=sums)
+
+
+SOLUTIONS = {"my_groups": solution_groups}
+
+
+def show_solution(name: str = "my_groups") -> None:
+    """Print the reference solution of a coding exercise (its source)."""
+    if name not in SOLUTIONS:
+        print(f"no solution named {name!r}; one of {sorted(SOLUTIONS)}")
+        return
+    print(inspect.getsource(SOLUTIONS[name]).replace(SOLUTIONS[name].__name__, name, 1))
