@@ -19,6 +19,8 @@
     python -m parlab gpu-report [--quick] [--json PATH]   the formulas vs this GPU
     python -m parlab plan --model 70B --gpus 512 --gpu H100-80GB [--global-batch N]
                           [--seq-len N] [--top N]    3D layouts ranked by predicted time
+    python -m parlab drill [--topic pp[,cp]] [--n 10] [--seed 1]   interview drills: a quiz
+                                               on stdin, answers computed by parlab.cost
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
 (``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
@@ -305,6 +307,15 @@ def cmd_plan(args, out):
         out(f"     {i.label}: " + "; ".join(i.reasons))
 
 
+def cmd_drill(args, out):
+    """interview drills: questions on stdin, answers and explanations computed by parlab.cost"""
+    from .drills.quiz import parse_topics, run_quiz
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a quiz for one person, not one per rank
+        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: the drill must run as one "
+                         "process; start it with `python -m parlab drill`, not torchrun")
+    run_quiz(parse_topics(args.topic), args.n, args.seed, out=out)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -313,7 +324,7 @@ def main(argv=None) -> None:
                      ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
                      ("tp", cmd_tp), ("cp", cmd_cp), ("3d", cmd_3d), ("ep", cmd_ep),
                      ("gpu-report", cmd_gpu_report),
-                     ("plan", cmd_plan)]:
+                     ("plan", cmd_plan), ("drill", cmd_drill)]:
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
         p.set_defaults(fn=fn)
         if name == "plan":  # a prediction: no ranks start
@@ -323,6 +334,13 @@ def main(argv=None) -> None:
             p.add_argument("--global-batch", type=int, default=None, help="sequences per step")
             p.add_argument("--seq-len", type=int, default=None)
             p.add_argument("--top", type=int, default=10)
+            continue
+        if name == "drill":  # a quiz: no ranks start
+            p.add_argument("--topic", default=None,
+                           help="one topic or several, comma-separated (default: all): "
+                                "collectives, dp_zero, tp_sp, pp, moe_ep, memory_flops, cp, 3d")
+            p.add_argument("--n", type=int, default=10, help="number of questions")
+            p.add_argument("--seed", type=int, default=0, help="the first question's seed")
             continue
         if name == "gpu-report":  # its ranks are the GPUs here
             from .gpu_report import add_arguments

@@ -52,14 +52,14 @@ def flops_per_token(rng):
 def training_days(rng):
     p, n, said = dense(rng)
     g, peak, gsaid = gpu(rng)
-    tokens, n_gpus, u = rng.choice((3e11, 1e12, 2e12)), rng.choice((256, 512, 1024, 2048)), \
+    tokens, n_gpus, u = rng.choice((3e11, 1e12, 2e12, 15e12)), rng.choice((64, 128, 256, 512)), \
         rng.choice((0.35, 0.4, 0.45, 0.5))
     fpt = cost.flops_per_token(n, p.n_layers, p.seq_len, p.d_model)
     days = cost.training_time(tokens * fpt, n_gpus, peak, u) / 86400
     return Ask(f"Training {said} on {fmt(tokens / 1e9)} billion tokens with {n_gpus} {gsaid} "
                f"at {fmt(u * 100)}% MFU, counting 6N + 12·L·T·d FLOPs per token. How many "
                f"days?", days, "days",
-               f"{fmt(fpt / 1e9)} GFLOP/token × {fmt(tokens)} tokens / ({n_gpus} × "
+               f"{fmt(fpt / 1e9)} GFLOP/token × {fmt(tokens / 1e9)}e9 tokens / ({n_gpus} × "
                f"{fmt(peak / 1e12)} TFLOP/s × {u}) = {fmt(days)} days (cost.flops_per_token, "
                f"cost.training_time).")
 
