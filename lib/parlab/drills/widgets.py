@@ -1,4 +1,6 @@
-"""The drill widget: one interview question at a time (stub; the real one follows)."""
+"""The drill widget: one interview question at a time, asked first; Check, Show answer,
+Next question, and a running score. A thin shell over ``generate`` and
+``Question.check`` (the tests drive it through its buttons)."""
 
 from __future__ import annotations
 
@@ -6,18 +8,93 @@ import html
 
 import ipywidgets as W
 
-from . import TOPICS
+from ..exercises.widgets import parse_value
+from .core import _topics, generate
 
 __all__ = ["drill_widget"]
 
+_ALL = "all of these"
+
+
+def _para(text: str) -> str:
+    return "<br>".join(html.escape(line) for line in text.splitlines())
+
 
 def drill_widget(topic=None, seed: int = 0):
-    """A quiz on ``topic`` (None = all topics, a name, or a tuple of names)."""
-    names = TOPICS if topic is None else ((topic,) if isinstance(topic, str) else tuple(topic))
-    bad = [t for t in names if t not in TOPICS]
-    if bad:
-        raise ValueError(f"topic={bad[0]!r} is not one of {', '.join(TOPICS)}")
-    box = W.VBox([W.HTML(f"<b>Interview drill</b> ({html.escape(', '.join(names))}): "
-                         "questions coming soon.")])
-    box.add_class("parlab-drill")
-    return box
+    """A quiz on ``topic``: None (every topic), a name, or a tuple of names (then a
+    dropdown picks one of them or all). Questions follow ``generate(topic=..., seed=...)``
+    from ``seed``; "Next question" moves to the next seed."""
+    topics = _topics(topic)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed={seed!r} must be an integer")
+    state = {"seed": seed, "q": None, "checked": False, "revealed": False,
+             "right": 0, "answered": 0}
+
+    pick = W.Dropdown(options=[_ALL] + list(topics), value=_ALL, description="topic",
+                      layout=W.Layout(width="260px"))
+    prompt = W.HTML()
+    box = W.Text(placeholder="your answer", continuous_update=False,
+                 layout=W.Layout(width="200px"))
+    check = W.Button(description="Check", button_style="primary", layout=W.Layout(width="90px"))
+    reveal = W.Button(description="Show answer", layout=W.Layout(width="120px"))
+    nxt = W.Button(description="Next question", layout=W.Layout(width="130px"))
+    feedback, answer, score = W.HTML(), W.HTML(), W.HTML()
+
+    def chosen():
+        return topics if pick.value == _ALL else pick.value
+
+    def show_score():
+        score.value = (f"<small>score: {state['right']} right of {state['answered']} "
+                       f"answered (first try counts)</small>")
+
+    def ask(_=None):
+        q = generate(topic=chosen(), seed=state["seed"])
+        state.update(q=q, checked=False, revealed=False)
+        prompt.value = (f"<b>Question</b> <small>[{html.escape(q.topic)} · "
+                        f"{html.escape(q.template)} · seed {state['seed']}]</small><br>"
+                        f"{_para(q.prompt)}")
+        box.value = ""
+        box.placeholder = f"your answer{' in ' + q.unit if q.unit else ''}"
+        feedback.value, answer.value = "", ""
+        show_score()
+
+    def on_check(_=None):
+        q = state["q"]
+        value = parse_value(box.value)
+        if value is None:
+            feedback.value = "<i>type a number first</i>"
+            return
+        ok = q.check(value)
+        if not state["checked"] and not state["revealed"]:
+            state["checked"] = True
+            state["answered"] += 1
+            state["right"] += ok
+        colour, word = ("#137333", "Right") if ok else ("#b3261e", "Not quite")
+        tail = f" ({q.tolerance_text})." if ok else ": try again, or Show answer."
+        feedback.value = f"<span style='color:{colour}'>{word}{html.escape(tail)}</span>"
+        show_score()
+
+    def on_reveal(_=None):
+        q = state["q"]
+        state["revealed"] = True
+        answer.value = (f"<div style='border-left:3px solid #888;padding-left:8px'>"
+                        f"<b>Answer: {html.escape(q.answer_text)}</b><br>"
+                        f"{_para(q.explanation)}</div>")
+
+    def on_next(_=None):
+        state["seed"] += 1
+        ask()
+
+    check.on_click(on_check)
+    reveal.on_click(on_reveal)
+    nxt.on_click(on_next)
+    box.observe(lambda ch: on_check() if ch["new"].strip() else None, names="value")  # Enter
+    pick.observe(lambda ch: ask(), names="value")
+
+    head = [W.HTML(f"<b>Interview drill</b> · {html.escape(', '.join(topics))}")]
+    if len(topics) > 1:
+        head.append(pick)
+    root = W.VBox(head + [prompt, W.HBox([box, check, reveal, nxt]), feedback, answer, score])
+    root.add_class("parlab-drill")
+    ask()
+    return root
