@@ -62,3 +62,14 @@ def test_model_agreement():
     agree = demos.model_agreement(rows)
     assert agree["best_over_predicted"] == (1.0, 2.0, 4.0)  # torch's row is left out
     assert agree["median_over_best_max"] == 3.0
+
+
+def test_fit_verdict_says_when_not_to_trust_the_fit():
+    sizes = [4, 4096, 1 << 20]
+    good = {"sizes": sizes, "times": [1e-4 + s / 2e9 for s in sizes], "alpha": 1e-4,
+            "bandwidth": 2e9, "r2": 0.99}
+    assert "read latency and bandwidth off this fit" in demos.fit_verdict(good)
+    assert "machine was busy" in demos.fit_verdict(good, quiet=False)
+    bad = dict(good, times=[3e-4, 1e-4, 6e-4], r2=0.4)
+    line = demos.fit_verdict(bad)
+    assert "do NOT read exact numbers" in line and "r2 = 0.40" in line and "3.0x off" in line

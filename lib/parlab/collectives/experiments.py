@@ -143,7 +143,7 @@ def _times(fn, repeats: int) -> list[float]:
     return times
 
 
-def pingpong_worker(sizes: list[int], repeats: int = 20, duplex: bool = False) -> dict | None:
+def pingpong_worker(sizes: list[int], repeats: int = 30, duplex: bool = False) -> dict | None:
     """Message time between ranks 0 and 1, per size, with the traced send/recv the ring
     is built from.
 
@@ -151,30 +151,40 @@ def pingpong_worker(sizes: list[int], repeats: int = 20, duplex: bool = False) -
     round trip. ``duplex=True``: both ranks send S to each other at once (one
     ``comm.exchange``, exactly a ring step); the time of one exchange. Returns
     size -> (best, median) over ``repeats``.
+
+    The sizes take turns, one message of each per round: a busy moment on a shared
+    machine then spoils one sample of every size instead of every sample of one size,
+    and the best of each size comes from a quiet moment.
     """
     r = dist.get_rank()
     if r > 1:
         return None
     peer = 1 - r
-    out = {}
+    bufs = {}
     for nbytes in sizes:
         buf = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32)
-        incoming = torch.empty_like(buf)
+        bufs[buf.numel() * 4] = (buf, torch.empty_like(buf))
 
-        def once():
-            if duplex:
-                comm.exchange(buf, peer, incoming, peer)
-            elif r == 0:
-                comm.send(buf, peer)
-                comm.recv(buf, peer)
-            else:
-                comm.recv(buf, peer)
-                comm.send(buf, peer)
+    def once(buf, incoming):
+        if duplex:
+            comm.exchange(buf, peer, incoming, peer)
+        elif r == 0:
+            comm.send(buf, peer)
+            comm.recv(buf, peer)
+        else:
+            comm.recv(buf, peer)
+            comm.send(buf, peer)
 
-        once()  # warm-up: the first message on a pair sets up buffers
-        times = [t / (1 if duplex else 2) for t in _times(once, repeats)]
-        out[buf.numel() * 4] = (min(times), statistics.median(times))
-    return out if r == 0 else None
+    for pair in bufs.values():
+        once(*pair)  # warm-up: the first message of a size sets up buffers
+    times = {s: [] for s in bufs}
+    order = list(bufs)
+    for k in range(repeats):
+        for s in order[k % len(order):] + order[:k % len(order)]:  # no size always follows the largest
+            t0 = time.perf_counter()
+            once(*bufs[s])
+            times[s].append((time.perf_counter() - t0) / (1 if duplex else 2))
+    return {s: (min(ts), statistics.median(ts)) for s, ts in times.items()} if r == 0 else None
 
 
 def reduce_gamma_worker(nbytes: int = 4 << 20, repeats: int = 20) -> float:
@@ -210,7 +220,11 @@ def all_reduce_timing_worker(sizes: list[int], repeats: int = 15) -> dict:
             for name, by_size in times.items()}
 
 
-def measure_alpha_beta(sizes=None, repeats: int = 20, duplex: bool = False,
+ALPHA_BETA_SIZES = [4 << k for k in range(0, 21, 2)]  # 4 B .. 4 MiB
+TRUSTED_R2 = 0.9  # below this the points do not follow alpha + size / bandwidth
+
+
+def measure_alpha_beta(sizes=None, repeats: int = 30, duplex: bool = False,
                        world_size: int = 2) -> dict:
     """Messages between ranks 0 and 1 (see ``pingpong_worker``), fitted to
     time = alpha + size / bandwidth.
@@ -218,9 +232,12 @@ def measure_alpha_beta(sizes=None, repeats: int = 20, duplex: bool = False,
     The fit uses the best of ``repeats`` per size: what the link costs when nothing
     else gets in the way, which is what the alpha-beta model describes. On a
     shared machine the median also contains the scheduler's delays; it is returned
-    too (``medians``). ``world_size`` > 2 only under torchrun.
+    too (``medians``). The largest default size is 4 MiB: big enough that the
+    transfer (about a millisecond here) dwarfs alpha, small enough to fit in one
+    time slice of the scheduler, so that a best-of exists even when other programs
+    take turns with the ranks. ``world_size`` > 2 only under torchrun.
     """
-    sizes = sizes or [4 << k for k in range(0, 23, 2)]  # 4 B .. 16 MiB
+    sizes = sizes or ALPHA_BETA_SIZES
     times = launch(pingpong_worker, world_size, sizes, repeats, duplex)[0]
     xs = sorted(times)
     best = [times[s][0] for s in xs]
@@ -228,6 +245,24 @@ def measure_alpha_beta(sizes=None, repeats: int = 20, duplex: bool = False,
     return {"sizes": xs, "times": best, "medians": [times[s][1] for s in xs],
             "alpha": fit.alpha, "beta": fit.beta, "bandwidth": fit.bandwidth, "r2": fit.r2,
             "duplex": duplex}
+
+
+def fit_verdict(ab: dict, quiet: bool = True) -> str:
+    """What to conclude from a ``measure_alpha_beta`` result, in one line: whether the
+    best times follow the model (r2, and the point farthest from the fit) and whether
+    the machine was quiet (``hardware.timing_note()[0]``)."""
+    off = max(max(t / p, p / t) for t, p in
+              ((t, ab["alpha"] + s / ab["bandwidth"]) for s, t in zip(ab["sizes"], ab["times"])))
+    head = (f"alpha = {ab['alpha'] * 1e6:.0f} us, bandwidth = {ab['bandwidth'] / 1e9:.2f} GB/s "
+            f"(r2 = {ab['r2']:.2f}; farthest point {off:.1f}x off the fit)")
+    if ab["r2"] < TRUSTED_R2:
+        return (f"{head}: do NOT read exact numbers off this fit. r2 < {TRUSTED_R2}: the best "
+                "times scatter around alpha + size/B (some sizes never had a quiet moment); "
+                "only the orders of magnitude hold. Rerun on a quiet machine.")
+    if not quiet:
+        return (f"{head}: the points follow the model, but the machine was busy, so alpha may "
+                "be too high and B too low.")
+    return f"{head}: the points follow the model; read latency and bandwidth off this fit."
 
 
 def measure_gamma() -> float:
