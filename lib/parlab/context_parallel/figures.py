@@ -2,7 +2,7 @@
 attention matrix, work per rank, the ring on a timeline (compute and transfers in separate
 lanes), bytes per rank, attention memory against sequence length, and when a ring hop's
 transfer hides behind its compute. Plain data in (from ``experiments``), a plotly
-``Figure`` out; ``answer`` (shared with notebook 02) wraps an interview answer."""
+``Figure`` out. Interview answers use ``parlab.viz.answer``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..tensor_parallel.figures import answer  # noqa: F401  (one click-to-open box for every notebook)
 from ..viz.style import KIND_COLORS, base_layout, fmt_bytes, rank_color, series_colors
 
-__all__ = ["answer", "layout_figure", "balance_figure", "ring_timeline", "bytes_figure", "memory_figure",
+__all__ = ["layout_figure", "balance_figure", "ring_timeline", "bytes_figure", "memory_figure",
            "hiding_figure"]
 METHOD_NAMES = {"ring": "ring attention", "ulysses": "Ulysses", "megatron_sp": "Megatron SP"}
 

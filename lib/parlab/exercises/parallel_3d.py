@@ -12,6 +12,7 @@ Numeric ones (``check_*``) compare with ``mesh.Mesh``, ``parlab.cost`` and ``pla
 
 from __future__ import annotations
 
+import html
 import inspect
 
 import torch
@@ -22,7 +23,7 @@ from ..mesh import Mesh
 from . import core
 
 __all__ = ["check_coords", "check_tp_group", "check_bubble", "check_memory", "memory_answer",
-           "check_groups", "solution_groups", "show_solution", "AXES"]
+           "check_groups", "solution_groups", "show_solution", "solution_html", "AXES"]
 
 AXES = ("tp", "pp", "dp")
 
@@ -166,9 +167,19 @@ def check_groups(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 30.
 SOLUTIONS = {"my_groups": solution_groups}
 
 
+def _solution_source(name: str) -> str:
+    fn = SOLUTIONS[name]
+    return inspect.getsource(fn).replace(fn.__name__, name, 1)
+
+
+def solution_html(name: str = "my_groups") -> str:
+    """The reference solution as an HTML ``<pre>`` block (for ``viz.note``: opens on a click)."""
+    return f"<pre>{html.escape(_solution_source(name))}</pre>"
+
+
 def show_solution(name: str = "my_groups") -> None:
     """Print the reference solution of a coding exercise (its source)."""
     if name not in SOLUTIONS:
         print(f"no solution named {name!r}; one of {sorted(SOLUTIONS)}")
         return
-    print(inspect.getsource(SOLUTIONS[name]).replace(SOLUTIONS[name].__name__, name, 1))
+    print(_solution_source(name))

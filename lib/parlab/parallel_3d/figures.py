@@ -4,8 +4,6 @@ vs predicted step times, a plan's time breakdown and memory per GPU. Data comes 
 
 from __future__ import annotations
 
-import html
-
 import plotly.graph_objects as go
 
 from ..viz.charts import memory_bars
@@ -134,12 +132,3 @@ def memory_figure(rows: list[dict], title: str = "") -> go.Figure:
              for k, r in enumerate(rows)]
     return memory_bars(plans, title or "memory per GPU (first pipeline stage)",
                        limit=rows[0]["capacity"], unit="GB")
-
-
-def answer(summary: str, lines: list[str], verdict: str = ""):
-    """An HTML box that opens on click to ``lines``; ``verdict`` first, in bold."""
-    from IPython.display import HTML
-    body = "".join(f"<li>{line}</li>" for line in lines)
-    head = f"<p><b>{html.escape(verdict)}</b></p>" if verdict else ""
-    return HTML(f"<details><summary><b>{html.escape(summary)}</b> (click to open)</summary>"
-                f"{head}<ul>{body}</ul></details>")
