@@ -338,3 +338,22 @@ def test_a_failed_section_makes_the_exit_status_1(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "matmul: error: ZeroDivisionError: division by zero" in out
     assert "0 sections measured, 4 skipped, 1 failed: matmul" in out
+
+
+def test_a_compiled_module_that_refuses_bool_is_still_measured(monkeypatch):
+    """torch 2.11's OptimizedModule raises TypeError on len() (so on bool()); the H200 run
+    of this report once lost its compiled figures to `forward or model`."""
+    class Refuses:
+        def __init__(self, model):
+            self.model = model
+
+        def __len__(self):
+            raise TypeError("GPT does not support len()")
+
+        def __call__(self, *a, **k):
+            return self.model(*a, **k)
+
+    monkeypatch.setattr(torch, "compile", Refuses)
+    setup = {"config": TINY, "batch_size": 2, "warmup": 1, "steps": 1}
+    rec = training.measure(setup, "cpu", peak_flops=None)
+    assert rec["runs"]["compiled"]["status"] == "ok", rec["runs"]["compiled"]

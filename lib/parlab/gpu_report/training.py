@@ -49,7 +49,8 @@ def train_speed(model: GPT, batch_size: int, steps: int, warmup: int, device, fo
     """Tokens/s of ``steps`` AdamW steps (after ``warmup`` more) on one fixed random batch,
     bf16 autocast. ``forward``: what to call instead of ``model`` (a compiled model)."""
     device = torch.device(device)
-    c, forward = model.config, forward or model
+    c = model.config
+    forward = model if forward is None else forward  # not `or`: a compiled module refuses bool() on torch 2.11
     model.zero_grad(set_to_none=True)  # nothing left over from a run that ran out of memory
     g = torch.Generator(device=device).manual_seed(0)
     x, y = (torch.randint(c.vocab_size, (batch_size, c.seq_len), device=device, generator=g)
