@@ -13,6 +13,7 @@ from parlab.collectives import figures as coll_fig
 from parlab.data_parallel import figures as dp_fig
 from parlab.pipeline_parallel import figures as pp_fig
 from parlab.viz import charts, controls, style
+from parlab.viz.style import COMPUTE_PHASE_COLORS, compute_phase
 from ring_reference import simulate_ring
 
 MAX_JSON = 100_000  # bytes of figure JSON saved in a notebook
@@ -223,10 +224,12 @@ def test_timeline_traces_extent_and_hover():
               ev(1, "comm", "all_reduce", 10.006, 10.008, 4096, 4096, True),
               ev(1, "compute", "backward", 10.008, 10.010)]
     fig = viz.timeline(events, title="two ranks")
-    assert legend_kinds(fig) == ["compute", "comm"]  # each kind once, no "wait"
-    assert {t.name for t in fig.data} == {"compute", "comm"}
+    # each kind once, compute by phase, no "wait"
+    assert legend_kinds(fig) == ["compute: forward", "compute: backward", "comm"]
+    assert {t.name for t in fig.data} == {"compute: forward", "compute: backward", "comm"}
     assert all(t.type == "bar" and t.orientation == "h" for t in fig.data)
-    assert all(t.marker.color == viz.KIND_COLORS[t.name] for t in fig.data)
+    colors = {**viz.KIND_COLORS, **{f"compute: {k}": c for k, c in COMPUTE_PHASE_COLORS.items()}}
+    assert all(t.marker.color == colors[t.name] for t in fig.data)
     assert sum(len(t.x) for t in fig.data) == len(events)
     # the axis runs a little past the last bar's end, so that bar is not seen as cut off
     assert fig.layout.xaxis.range == pytest.approx((0.0, 10.2))
@@ -270,14 +273,32 @@ def test_timeline_colours_comm_by_collective_when_it_mixes_them():
               ev(0, "comm", "reduce_scatter block0 grads", 4.0, 5.0, 8, 8, True,
                  op="reduce_scatter")]
     fig = viz.timeline(events)
-    assert legend_kinds(fig) == ["compute", "comm: all_gather", "comm: reduce_scatter"]
+    assert legend_kinds(fig) == ["compute: forward", "comm: all_gather", "comm: reduce_scatter"]
     color = {t.name: t.marker.color for t in fig.data}
-    assert color["comm: all_gather"] != color["comm: reduce_scatter"] != color["compute"]
+    assert color["comm: all_gather"] != color["comm: reduce_scatter"] != color["compute: forward"]
     assert color["comm: all_gather"] == viz.COMM_OP_COLORS["all_gather"]
     # one collective only (or none named): comm keeps its one colour and name
     one = viz.timeline(events[:3])
-    assert legend_kinds(one) == ["compute", "comm"]
+    assert legend_kinds(one) == ["compute: forward", "comm"]
     assert {t.marker.color for t in one.data if t.name == "comm"} == {viz.KIND_COLORS["comm"]}
+
+
+def test_timeline_compute_phases_get_distinct_colours():
+    # notebook 01's step: forward, backward, optimizer were one blue block
+    events = [ev(0, "compute", "forward", 0.0, 1.0), ev(0, "compute", "backward", 1.0, 3.0),
+              ev(0, "compute", "AdamW", 3.0, 3.5), ev(0, "compute", "compress", 3.5, 3.6),
+              ev(0, "compute", "forward loss", 0.5, 1.0)]
+    fig = viz.timeline(events)
+    assert legend_kinds(fig) == ["compute: forward", "compute: backward", "compute: optimizer",
+                                 "compute"]
+    colours = {t.name: t.marker.color for t in fig.data}
+    assert len(set(colours.values())) == 4  # four distinct colours
+    assert colours["compute"] == viz.KIND_COLORS["compute"]
+    assert compute_phase("forward loss") == "forward" and compute_phase("optimizer") == "optimizer"
+    assert compute_phase("reduce") is None and compute_phase("") is None
+    # without phase names a kind keeps its one legend entry and colour
+    plain = viz.timeline([ev(0, "compute", "reduce", 0, 1)])
+    assert [t.name for t in plain.data] == ["compute"]
 
 
 def test_timeline_many_names_fall_back_to_one_trace_per_kind():
@@ -534,7 +555,10 @@ def test_pipeline_timeline_bars_colours_and_rows():
     assert list(f.base[:3]) == [0, 1, 2] and list(b.x) == [2] * 6
     assert f.marker.color[0] == pp_fig.op_color("F", 0) != b.marker.color[0] == pp_fig.op_color("B", 0)
     assert pp_fig.op_color("F", 0) != pp_fig.op_color("F", 1)
-    assert pp_fig.op_color("B", 10) == pp_fig.op_color("B", 0)  # the palette repeats
+    assert pp_fig.op_color("B", 10) == pp_fig.op_color("B", 0)  # n_mb unknown: it repeats
+    # more than 10 micro-batches: every one its own hue, in order
+    many = [pp_fig.op_color("B", i, 16) for i in range(16)]
+    assert len(set(many)) == 16 and pp_fig.op_color("F", 3, 16) != many[3]
     assert list(fig.layout.yaxis.categoryarray) == ["rank 1", "rank 0"]  # rank 0 on top
     # labels read horizontally; one that does not fit is hidden, not shrunk or rotated
     assert f.textangle == 0 and f.textposition == "inside"
@@ -555,7 +579,7 @@ def test_pipeline_timeline_interleaved_and_zero_bubble_labels():
     assert 0 in chunk and 1 in chunk  # the two chunks look different
     # short bars carry the short label; the hover shows the chunk
     mbs = [c[1][1:].split("·")[0] for c in f.customdata]
-    assert all(t in (f"F{mb}", f"F{mb}·c1") for t, mb in zip(f.text, mbs))
+    assert all(t in (f"F{mb}", f"F{mb}·c1", "") for t, mb in zip(f.text, mbs))
     assert {c[1] for c, k in zip(f.customdata, chunk) if k} == {f"F{i}·c1" for i in range(8)}
     assert "customdata[1]" in f.hovertemplate
     zb = pp_fig.pipeline_timeline(pp.simulate("zb-h1", 4, 8, t_fwd=0.01, t_bwd=0.02).events)
@@ -563,6 +587,25 @@ def test_pipeline_timeline_interleaved_and_zero_bubble_labels():
     assert all(t.textangle == 0 for t in zb.data)
     assert "W weight gradients (dark)" in zb.layout.annotations[0].text
     assert "chunk" not in zb.layout.annotations[0].text
+
+
+def test_pipeline_timeline_labels_only_where_they_fit():
+    from parlab import pipeline_parallel as pp
+    for schedule, p, m, v in [("1f1b", 8, 16, 1), ("interleaved", 4, 16, 4), ("zb-h1", 8, 16, 1)]:
+        sim = pp.simulate(schedule, p, m, v, 0.01, 0.02)
+        fig = pp_fig.pipeline_timeline(sim.events, width=1000)
+        span = sim.makespan
+        for t in fig.data:
+            for text, w in zip(t.text, t.x):
+                px = w / (span * 1e3) * (1000 - 80 - 7 * len("rank 7"))
+                assert text == "" or px >= 6.2 * len(text) + 4, (schedule, text, px)
+            assert len(t.customdata) == len(t.x)  # every bar keeps its hover
+        key = fig.layout.annotations[0].text
+        assert "colour wheel" in key
+    f = pp_fig.pipeline_timeline(pp.simulate("1f1b", 8, 16).events).data[1]
+    assert "B15" in f.text  # 1F1B, P=8, M=16: the backward bars keep their labels
+    narrow = pp_fig.pipeline_timeline(pp.simulate("1f1b", 8, 16).events, width=300).data[1]
+    assert set(narrow.text) == {""}
 
 
 def test_pipeline_timeline_overlay_gets_two_rows_per_rank():
@@ -613,7 +656,9 @@ def test_dp_timeline_has_a_compute_and_a_comm_lane_per_rank():
     assert list(fig.layout.yaxis.ticktext) == ["rank 0 compute", "rank 0 comm",
                                                "rank 1 compute", "rank 1 comm"]
     lanes = {t.legendgroup: set(t.y) for t in fig.data}
-    assert lanes["compute"] == {0, 2} and lanes["comm"] == {1, 3} and lanes["wait"] == {1, 3}
+    assert lanes["compute: forward"] == lanes["compute: backward"] == {0, 2}
+    assert lanes["compute: optimizer"] == {0, 2}
+    assert lanes["comm"] == {1, 3} and lanes["wait"] == {1, 3}
     small(fig)
     assert len(dp_fig.dp_timeline([]).data) == 0
 

@@ -7,11 +7,14 @@ import plotly.graph_objects as go
 
 from ..viz.style import base_layout, rank_color, text_color
 
-# One hue per micro-batch (Tableau 10, repeating); F drawn as a light tint, B in the full
-# colour, W (zero-bubble weight gradients) dark: read a column of one colour as one
-# micro-batch travelling down the pipeline and back.
+# One hue per micro-batch; F drawn as a light tint, B in the full colour, W (zero-bubble
+# weight gradients) dark: read a column of one colour as one micro-batch travelling down
+# the pipeline and back. Up to 10 micro-batches: Tableau 10. More: hues taken in order
+# round the colour wheel (micro-batch 0 red-orange ... the last violet), so no two
+# micro-batches share a colour and neighbours look alike -- the hover names each bar.
 MICROBATCH_COLORS = ["#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F",
                      "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#BAB0AC"]
+PLOT_WIDTH = 1000  # px a notebook gives a figure (JupyterLab, default zoom): labels fit it
 _OP_SHADE = {"F": 0.55, "B": 0.0, "W": -0.35}  # > 0: towards white, < 0: towards black
 _OP_WORDS = {"F": "F forward (light)", "B": "B backward (full colour)",
              "W": "W weight gradients (dark)"}
@@ -27,9 +30,28 @@ def _shade(hex_color: str, amount: float) -> str:
     return "#" + "".join(f"{c:02X}" for c in rgb)
 
 
-def op_color(op: str, mb: int) -> str:
-    """Colour of pipeline op ``op`` ("F", "B", "W") of micro-batch ``mb``."""
-    return _shade(MICROBATCH_COLORS[int(mb) % len(MICROBATCH_COLORS)], _OP_SHADE[op])
+def microbatch_color(mb: int, n_mb: int | None = None) -> str:
+    """The hue of micro-batch ``mb`` of ``n_mb``: Tableau 10 while n_mb <= 10 (or unknown),
+    else evenly spaced hues (0 .. 300 degrees) at one saturation and lightness."""
+    if n_mb is None or n_mb <= len(MICROBATCH_COLORS):
+        return MICROBATCH_COLORS[int(mb) % len(MICROBATCH_COLORS)]
+    import colorsys
+    r, g, b = colorsys.hls_to_rgb((int(mb) / (n_mb - 1)) * 300 / 360, 0.45, 0.65)
+    return "#" + "".join(f"{round(255 * c):02X}" for c in (r, g, b))
+
+
+def op_color(op: str, mb: int, n_mb: int | None = None) -> str:
+    """Colour of pipeline op ``op`` ("F", "B", "W") of micro-batch ``mb`` (of ``n_mb``)."""
+    return _shade(microbatch_color(mb, n_mb), _OP_SHADE[op])
+
+
+def _fit(full: str, short: str, px: float) -> str:
+    """The longest label that fits a bar ``px`` wide (about 6.2 px a character at the
+    11 px font, and a little air), or "" -- the hover still names the bar."""
+    for text in (full, short):
+        if px >= 6.2 * len(text) + 4:
+            return text
+    return ""
 
 
 def _op_label(op: str, meta: dict) -> str:
@@ -40,11 +62,13 @@ def _op_label(op: str, meta: dict) -> str:
 
 def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] | None = None,
                       labels: tuple[str, str] = ("simulated", "measured"),
-                      unit: str = "ms") -> go.Figure:
+                      unit: str = "ms", width: int = PLOT_WIDTH) -> go.Figure:
     """One row per rank (rank 0 on top), one bar per F / B / W op coloured by its
     micro-batch, shaded by op (F light, B full, W dark: a key under the axis), hatched
     by model chunk (interleaved: chunk 1 "/"), labelled F3, B3·c1 (micro-batch 3,
-    chunk 1) where the label fits (horizontal, else hidden; hover shows it). The reader should
+    chunk 1) where the label fits on a ``width``-px-wide figure (else "F3", else nothing;
+    the hover names every bar). More than 10 micro-batches get hues in order round the
+    colour wheel (``microbatch_color``) instead of a repeating palette. The reader should
     see the fill and drain triangles (the bubble) and, across rows, each micro-batch
     go down the pipeline and back. With ``overlay``, each rank gets two rows: the
     ``events`` (labels[0]) above the ``overlay`` (labels[1]), on the same time axis.
@@ -56,8 +80,12 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
     used_ops, used_chunks = set(), set()
     scale = 1e3 if unit == "ms" else 1.0
     ranks = sorted({int(e["rank"]) for _, evs in sets for e in evs})
+    n_mb = 1 + max((int(e["meta"]["mb"]) for _, evs in sets for e in evs
+                    if e.get("name") in _OP_SHADE), default=0)
     rows = {(r, name): f"rank {r}" + (f" · {name}" if overlay is not None else "")
             for r in ranks for name, _ in sets}
+    # the plot area: the figure less its margins and the row labels ("rank 3 · measured")
+    plot_px = width - 80 - 7 * max(len(v) for v in rows.values())
     fig = go.Figure()
     for name, evs in sets:
         ops = [e for e in evs if e.get("name") in _OP_SHADE]
@@ -70,18 +98,18 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
             if not mine:
                 continue
             full = [_op_label(op, e["meta"]) for e in mine]
-            # a bar too narrow for "F3·c1" (at ~7 px a character on a ~760 px wide plot)
-            # says "F3": its hatching tells the chunk, its hover the full label
-            text = [f if (e["end"] - e["start"]) / span * 760 >= 7 * len(f) + 4
-                    else f"{op}{e['meta']['mb']}" for f, e in zip(full, mine)]
+            # a bar too narrow for "F3·c1" says "F3" (its hatching tells the chunk), one
+            # too narrow for that says nothing: the hover gives every bar's full label
+            text = [_fit(f, f"{op}{e['meta']['mb']}", (e["end"] - e["start"]) / span * plot_px)
+                    for f, e in zip(full, mine)]
             chunks = [int(e["meta"].get("chunk") or 0) for e in mine]
-            colors = [op_color(op, e["meta"]["mb"]) for e in mine]
+            colors = [op_color(op, e["meta"]["mb"], n_mb) for e in mine]
             marker = dict(color=colors, line=dict(width=0.5, color="#FFFFFF"))
             if any(chunks):
                 used_chunks.update(chunks)
                 marker["pattern"] = dict(
                     shape=[CHUNK_PATTERNS[c % len(CHUNK_PATTERNS)] for c in chunks],
-                    fgcolor=[text_color(c) for c in colors], fgopacity=0.45, size=6)
+                    fgcolor=[text_color(c) for c in colors], fgopacity=0.35, size=8)
             fig.add_trace(go.Bar(
                 name=f"{op} ({name})" if overlay is not None else op, orientation="h",
                 base=[round((e["start"] - t0) * scale, 4) for e in mine],
@@ -89,22 +117,24 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
                 y=[rows[int(e["rank"]), name] for e in mine], text=text,
                 textposition="inside", insidetextanchor="middle", textangle=0,
                 constraintext="inside", width=0.8, marker=marker,
-                textfont=dict(color=[text_color(c) for c in colors]),
+                textfont=dict(size=11, color=[text_color(c) for c in colors]),
                 customdata=[[round((e["start"] - t0) * scale, 4), f] for e, f in zip(mine, full)],
                 hovertemplate=f"%{{customdata[1]}} ({name})<br>start %{{customdata[0]:.4g}} "
                               f"{unit}, lasts %{{x:.4g}} {unit}<extra></extra>"))
             used_ops.add(op)
     order = [rows[r, name] for r in ranks for name, _ in sets]
     base_layout(fig, title, barmode="overlay", showlegend=False,
-                 height=max(200, 120 + 34 * len(order)), uniformtext=dict(minsize=8, mode="hide"))
-    fig.update_layout(margin=dict(b=80))
+                 height=max(220, 140 + 36 * len(order)), uniformtext=dict(minsize=8, mode="hide"))
+    fig.update_layout(margin=dict(b=100))
     # the key: what the shades (and the hatching) mean, under the time axis
     key = [_OP_WORDS[op] for op in "FBW" if op in used_ops]
     key += [f"chunk {c} {_CHUNK_WORDS[c % len(_CHUNK_WORDS)]}" for c in sorted(used_chunks)]
     if key:
-        fig.add_annotation(text="key: " + " · ".join(key) + " · one hue per micro-batch",
+        hue = "one hue per micro-batch" + (" (in order round the colour wheel)"
+                                           if n_mb > len(MICROBATCH_COLORS) else "")
+        fig.add_annotation(text="key: " + " · ".join(key) + f" · {hue} · hover a bar for its name",
                            xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
-                           yshift=-42, showarrow=False, font=dict(size=11, color="#555555"))
+                           yshift=-60, showarrow=False, font=dict(size=11, color="#555555"))
     fig.update_xaxes(title_text=f"time ({unit})", zeroline=False)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=order[::-1],
                      showgrid=False)

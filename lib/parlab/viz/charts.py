@@ -13,9 +13,9 @@ import math
 
 import plotly.graph_objects as go
 
-from .style import (BYTES_AXIS, COMM_OP_COLORS, KIND_COLORS, OTHER_COLOR, SECONDS_AXIS,
-                    base_layout, byte_unit, fmt_bytes, log_ticks, series_color, series_colors,
-                    series_dash, si)
+from .style import (BYTES_AXIS, COMM_OP_COLORS, COMPUTE_PHASE_COLORS, KIND_COLORS, OTHER_COLOR,
+                    SECONDS_AXIS, base_layout, byte_unit, compute_phase, fmt_bytes, log_ticks,
+                    series_color, series_colors, series_dash, si)
 
 # --- 3. timelines of trace events -------------------------------------------------------
 
@@ -68,9 +68,20 @@ def _hover_template(events: list[dict], kind: str) -> tuple[str, list[list] | No
 
 def _timeline_groups(events: list[dict], kinds: list[str]):
     """(legend name, colour, events) per kind; comm split by collective (``meta["op"]``,
-    e.g. "comm: all_gather") when the events use more than one."""
+    e.g. "comm: all_gather") when the events use more than one; compute split by phase
+    ("compute: forward", "compute: backward", "compute: optimizer", ``style.compute_phase``)
+    when its spans are named after one, the rest staying "compute"."""
     for kind in kinds:
         mine = [e for e in events if e["kind"] == kind]
+        if kind == "compute":
+            phases = [compute_phase(e.get("name", "")) for e in mine]
+            if any(phases):
+                for phase in [*COMPUTE_PHASE_COLORS, None]:
+                    part = [e for e, ph in zip(mine, phases) if ph == phase]
+                    if part:
+                        yield ((f"compute: {phase}", COMPUTE_PHASE_COLORS[phase], part) if phase
+                               else (kind, KIND_COLORS[kind], part))
+                continue
         ops = list(dict.fromkeys((e.get("meta") or {}).get("op") for e in mine))
         if kind != "comm" or len(ops) < 2:
             yield kind, KIND_COLORS.get(kind, OTHER_COLOR), mine
@@ -83,8 +94,10 @@ def _timeline_groups(events: list[dict], kinds: list[str]):
 
 def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go.Figure:
     """Gantt chart of trace events: one row per rank (rank 0 on top), time in ms
-    from ``t0`` (default: the earliest start), bars coloured by kind. The reader
-    should see who computes, who communicates and who sits waiting, and when.
+    from ``t0`` (default: the earliest start), bars coloured by kind, compute by phase
+    (forward light blue, backward dark blue, optimizer green: ``COMPUTE_PHASE_COLORS``,
+    legend "compute: forward"...). The reader should see who computes what, who
+    communicates and who sits waiting, and when.
 
     Hovering a bar shows the event's name, duration, bytes and meta. To keep saved
     notebooks small, each kind is drawn as a few bar traces, one per event name,

@@ -20,6 +20,21 @@ KIND_COLORS = {
     "comm": "#F58518",  # orange: bytes on the wire
     "wait": "#B0B0B0",  # grey: idle, waiting for someone else
 }
+# Compute spans split by phase (a trace name starting "forward", "backward", "optimizer"
+# or "AdamW"...): forward light, backward dark -- one blue family, read as "useful work" --
+# and the optimizer step green, so the three never merge into one blue block.
+COMPUTE_PHASE_COLORS = {"forward": "#9ECAE9", "backward": "#2C5F8A", "optimizer": "#54A24B"}
+COMPUTE_PHASE_WORDS = {"forward": ("forward", "fwd", "f"), "backward": ("backward", "bwd", "b"),
+                       "optimizer": ("optimizer", "adamw", "adam", "sgd", "optim")}
+
+
+def compute_phase(name: str) -> str | None:
+    """"forward", "backward" or "optimizer" from a compute span's name (its first word),
+    else None: "forward loss" -> "forward", "AdamW" -> "optimizer"."""
+    first = str(name).strip().lower().replace("_", " ").split(" ")[0] if name else ""
+    return next((phase for phase, words in COMPUTE_PHASE_WORDS.items() if first in words), None)
+
+
 # One colour per rank; colour-blind-friendly (Okabe & Ito), mid-tones so both black
 # and white text stay readable. Ranks beyond 8 reuse the palette.
 RANK_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7",
