@@ -8,7 +8,7 @@ import statistics
 from .. import cost
 from ..model import GPTConfig
 from .runner import PipelineResult, PPRun, run
-from .schedules import make_schedule, simulate, validate
+from .schedules import Action, dependency, make_schedule, simulate, validate
 from .stages import build_stages
 
 
@@ -66,6 +66,31 @@ def reference_check(cases, config: GPTConfig, steps: int = 3, batch_size: int = 
     return rows
 
 
+def message_costs(events: list[dict], p: int, v: int = 1) -> dict:
+    """What this machine added to a measured step, in the simulator's two terms:
+    ``t_comm``, a message's latency (from the producer's end to the start of the op
+    that was waiting for it, over the ops whose message arrived last), and ``t_gap``,
+    a rank's pause between two of its own ops when its input was already there.
+    Means over the step's ops (0 when no op of that sort): the idle time adds up along
+    the chain of dependencies, so a few slow messages count by what they cost."""
+    end = {(e["name"], e["meta"]["mb"], e["meta"]["chunk"] * p + e["rank"]): e["end"]
+           for e in events}
+    comm, gap = [], []
+    for r in range(p):
+        mine = sorted((e for e in events if e["rank"] == r), key=lambda e: e["start"])
+        for prev, e in zip([None] + mine, mine):
+            a = Action(e["name"], e["meta"]["mb"], e["meta"]["chunk"])
+            dep = dependency(a, r, p, p * v)
+            ready = end.get(dep) if dep is not None and dep[2] % p != r else None
+            free = prev["end"] if prev is not None else None
+            if ready is not None and (free is None or ready >= free):
+                comm.append(e["start"] - ready)
+            elif free is not None:
+                gap.append(e["start"] - free)
+    mean = lambda xs: max(statistics.fmean(xs), 0.0) if xs else 0.0  # noqa: E731
+    return dict(t_comm=mean(comm), t_gap=mean(gap))
+
+
 def measured_bubble(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 0.02,
                     t_bwd: float = 0.04, repeats: int = 3) -> dict:
     """Emulated-compute run of ``repeats`` + 1 steps; the first (cold) step is dropped.
@@ -73,18 +98,24 @@ def measured_bubble(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 0.
     ``measured``: the smallest bubble of the other steps. Other processes on the
     machine can only add idle time (a rank that wants to run but has no core), so
     the best step is the closest to what the schedule itself costs; ``median``
-    shows the typical step. Both next to ``cost.bubble_fraction`` (``formula``,
-    None for zb-h1) and to the simulator. ``*_ratio``: idle / busy instead."""
+    shows the typical step. Beside it: ``formula`` (``cost.bubble_fraction``, None
+    for zb-h1), ``simulated`` (the simulator, messages free) and ``simulated_comm``
+    (the simulator charged this run's own ``t_comm`` and ``t_gap``, from
+    ``message_costs`` of the best step: what the machine adds per message and per op).
+    ``*_ratio``: idle / busy instead."""
     # one sequence per micro-batch: the messages are what the default model would send
     r = run(PPRun(schedule=schedule, p=p, m=m, v=v, batch_size=m, compute="emulated",
                   t_fwd=t_fwd, t_bwd=t_bwd, steps=repeats + 1), p)
     steps = sorted((r.timeline(s) for s in range(1, repeats + 1)),
                    key=lambda t: t.bubble_fraction)
     sim = simulate(schedule, p, m, v, t_fwd, t_bwd)
+    costs = message_costs(steps[0].events, p, v)
+    with_comm = simulate(schedule, p, m, v, t_fwd, t_bwd, **costs)
     known = schedule != "zb-h1"
     return dict(schedule=schedule, p=p, m=m, v=v, measured=steps[0].bubble_fraction,
                 median=statistics.median(t.bubble_fraction for t in steps),
                 measured_ratio=steps[0].bubble_ratio, simulated=sim.bubble_fraction,
+                simulated_comm=with_comm.bubble_fraction, **costs,
                 formula=cost.bubble_fraction(p, m, v) if known else None,
                 formula_ratio=cost.bubble_ratio(p, m, v) if known else None,
                 timeline=steps[0], stash_peak=r.stash_peak)

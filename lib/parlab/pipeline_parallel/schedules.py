@@ -198,9 +198,11 @@ def peak_in_flight(actions: list[Action]) -> int:
 
 
 def replay(actions: list[list[Action]], p: int, v: int, durations: dict,
-           t_comm: float = 0.0) -> list[dict]:
+           t_comm: float = 0.0, t_gap: float = 0.0) -> list[dict]:
     """Start every op as soon as its rank is free and its input has arrived
-    (``t_comm`` after the producer ended, when that is on another rank)."""
+    (``t_comm`` after the producer ended, when that is on another rank: a message's
+    latency). ``t_gap``: what a rank spends between two of its own ops even when the
+    input is there (posting messages, bookkeeping); it counts as idle, like t_comm."""
     n_stages, done, events = p * v, {}, []
     pos, free = [0] * p, [0.0] * p
     progress = True
@@ -213,7 +215,7 @@ def replay(actions: list[list[Action]], p: int, v: int, durations: dict,
                 if dep is not None and dep not in done:
                     break  # another rank must get further first
                 ready = 0.0 if dep is None else done[dep] + (t_comm if dep[2] % p != r else 0)
-                start = max(free[r], ready)
+                start = max(free[r] + (t_gap if pos[r] else 0.0), ready)
                 free[r] = done[(a.op, a.mb, a.chunk * p + r)] = start + durations[a.op]
                 events.append(dict(rank=r, kind="compute", name=a.op, start=start, end=free[r],
                                    bytes_sent=0, bytes_recv=0, bytes_modelled=False,
@@ -236,15 +238,18 @@ def op_durations(schedule: str, v: int, t_fwd: float, t_bwd: float) -> dict:
 
 
 def simulate(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 1.0,
-             t_bwd: float = 2.0, t_comm: float = 0.0) -> Timeline:
+             t_bwd: float = 2.0, t_comm: float = 0.0, t_gap: float = 0.0) -> Timeline:
     """Replay ``schedule`` instantly (see ``op_durations`` for what t_fwd, t_bwd mean).
 
     ``.bubble_fraction``: idle share of p x makespan (``bubble``); for GPipe, 1F1B
-    and interleaved it equals ``cost.bubble_fraction(p, m, v)`` when t_comm = 0.
+    and interleaved it equals ``cost.bubble_fraction(p, m, v)`` when t_comm = t_gap = 0.
+    ``t_comm``: each message's latency; ``t_gap``: a rank's pause between two ops (see
+    ``replay``). Interleaving sends v times more messages along a v times longer
+    chain of dependencies, so it pays t_comm v times more often than 1F1B.
     ``.peak_activations[r]``: the most micro-batches (for interleaved: micro-batch x
     chunk pairs, each 1/v of the rank's layers) whose activations rank r holds at
     once. ``.events``: the timeline, in the units of t_fwd."""
     actions = make_schedule(schedule, p, m, v)
-    events = replay(actions, p, v, op_durations(schedule, v, t_fwd, t_bwd), t_comm)
+    events = replay(actions, p, v, op_durations(schedule, v, t_fwd, t_bwd), t_comm, t_gap)
     fraction, ratio, makespan = bubble(events, p)
     return Timeline(events, p, fraction, ratio, makespan, [peak_in_flight(a) for a in actions])

@@ -1,0 +1,259 @@
+"""Exercises of notebook 03 (pipeline parallelism): checkers and reference solutions.
+
+Coding, on real ranks:
+  my_1f1b(stage, n_stages, n_micro) -> list of ("F", mb) / ("B", mb)
+      1F1B written as data. ``check_1f1b`` validates the list (every micro-batch
+      forward then backward once per stage), replays it in the simulator (no
+      deadlock), compares its peak activations with 1F1B's min(P - stage, M) and its
+      bubble with (P - 1)/(M + P - 1), then RUNS it on P ranks with the lab's executor
+      and real compute: the loss and every gradient must equal the single device's.
+Coding, pure:
+  my_partition(n_layers, n_stages) -> list of layer counts per stage, balanced.
+Numeric (answer_box): ``check_bubble``, ``check_interleaved``, ``check_min_m``,
+``check_peak`` -- computed from ``parlab.cost``.
+
+Checkers never raise on a wrong or missing answer; they return a verdict.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from .. import cost
+from ..pipeline_parallel.schedules import Action, bubble, peak_in_flight, replay
+from . import core
+
+# the notebook's sizes for the numeric questions
+P, M, V, TARGET, PEAK_STAGE = 8, 24, 3, 0.10, 2
+GPIPE_EXAMPLE = "[('F', i) for i in range(n_micro)] + [('B', i) for i in range(n_micro)]"
+
+
+# ----------------------------------------------------------------------------- references
+
+def ref_1f1b(stage, n_stages, n_micro):
+    """1F1B (PipeDream-Flush): warm-up forwards, then one forward / one backward, then
+    the remaining backwards."""
+    warmup = min(n_stages - stage - 1, n_micro)
+    actions = [("F", i) for i in range(warmup)]
+    for i in range(n_micro - warmup):          # steady state: 1F, 1B
+        actions += [("F", warmup + i), ("B", i)]
+    actions += [("B", i) for i in range(n_micro - warmup, n_micro)]  # cool-down
+    return actions
+
+
+def ref_partition(n_layers, n_stages):
+    """Sizes differ by at most one; the larger stages first."""
+    base, extra = divmod(n_layers, n_stages)
+    return [base + (s < extra) for s in range(n_stages)]
+
+
+REFERENCES = {"my_1f1b": ref_1f1b, "my_partition": ref_partition}
+
+
+def show_solution(name: str) -> None:
+    """Print the reference solution of exercise ``name`` ("my_1f1b", "my_partition")."""
+    print(inspect.getsource(REFERENCES[name]))
+
+
+# ----------------------------------------------------------------------------- 1F1B as data
+
+def _as_actions(raw, stage: int) -> tuple[list[Action] | None, str | None]:
+    """The learner's list as Actions, or (None, what is wrong)."""
+    if not isinstance(raw, (list, tuple)):
+        return None, f"stage {stage}: returned a {type(raw).__name__}, expected a list"
+    out = []
+    for k, a in enumerate(raw):
+        if isinstance(a, str) and len(a) > 1 and a[0] in "FB" and a[1:].isdigit():
+            a = (a[0], int(a[1:]))
+        if not isinstance(a, (tuple, list)) or len(a) < 2 or a[0] not in ("F", "B") \
+                or not isinstance(a[1], int):
+            return None, (f"stage {stage}: item {k} is {a!r}; each action must be a tuple "
+                          f"('F', mb) or ('B', mb)")
+        out.append(Action(a[0], int(a[1]), 0))
+    return out, None
+
+
+def _structure(actions: list[Action], stage: int, m: int) -> str | None:
+    """Every micro-batch: one F, then one B, on this stage."""
+    seen = {}
+    for a in actions:
+        if not 0 <= a.mb < m:
+            return f"stage {stage}: {a.op}({a.mb}) names a micro-batch outside 0..{m - 1}"
+        if (a.op, a.mb) in seen:
+            return f"stage {stage}: {a.op}({a.mb}) appears twice"
+        if a.op == "B" and ("F", a.mb) not in seen:
+            return f"stage {stage}: B({a.mb}) comes before F({a.mb})"
+        seen[a.op, a.mb] = True
+    for mb in range(m):
+        for op in "FB":
+            if (op, mb) not in seen:
+                return f"stage {stage}: {op}({mb}) is missing"
+    return None
+
+
+def plan_1f1b(fn, p: int = 4, m: int = 8) -> dict:
+    """Everything about ``fn`` that needs no ranks: the per-stage Actions and a verdict
+    (ok=False names the stage and the action), with the simulated bubble and peaks."""
+    schedule = []
+    for stage in range(p):
+        try:
+            raw = fn(stage, p, m)
+        except NotImplementedError:
+            return core.missing("write my_1f1b (it still raises NotImplementedError)")
+        except Exception as e:  # a learner's bug: report it, never raise
+            return core.verdict(False, f"my_1f1b({stage}, {p}, {m}) raised "
+                                f"{type(e).__name__}: {e}")
+        acts, problem = _as_actions(raw, stage)
+        problem = problem or _structure(acts, stage, m)
+        if problem:
+            return core.verdict(False, problem)
+        schedule.append(acts)
+    try:
+        events = replay(schedule, p, 1, {"F": 1.0, "B": 2.0})
+    except RuntimeError as e:
+        stuck = str(e).split("at ", 1)[-1]
+        return core.verdict(False, f"P={p}, M={m} deadlocks: every stage waits for another "
+                            f"(stage: next action) {stuck}. F(mb) on stage s needs F(mb) on "
+                            f"s-1; B(mb) needs B(mb) on s+1")
+    peaks = [peak_in_flight(a) for a in schedule]
+    for stage, peak in enumerate(peaks):
+        want = cost.pipeline_peak_activations("1f1b", p, m, stage)
+        if peak > want:
+            return core.verdict(False, f"stage {stage} holds {peak} activations at peak, 1F1B "
+                                f"holds {want}: start backwards earlier (after P - stage "
+                                f"forwards)", peaks=peaks)
+    fraction = bubble(events, p)[0]
+    want = cost.bubble_fraction(p, m)
+    if fraction > want + 1e-9:
+        return core.verdict(False, f"a valid schedule, but its bubble is {fraction:.1%} of the "
+                            f"step (F = 1, B = 2 time units), 1F1B's is (P-1)/(M+P-1) = "
+                            f"{want:.1%}: a stage waits where it could work", peaks=peaks)
+    return dict(ok=True, schedule=schedule, peaks=peaks, bubble=fraction)
+
+
+def _run_harness(source, name, run, p, m):
+    """On each rank: the learner's actions for this stage, run by the lab's executor
+    with real compute for one step; returns the loss and this stage's gradients."""
+    import torch
+    import torch.distributed as dist
+
+    from ..data import get_batch
+    from ..pipeline_parallel.compute import ActivationProbe, RealCompute
+    from ..pipeline_parallel.executor import PipelineExecutor
+    from ..pipeline_parallel.stages import build_stages
+
+    fn = core.load_learner(source, name)
+    torch.set_num_threads(1)
+    rank, c = dist.get_rank(), run.config
+    acts, problem = _as_actions(fn(rank, p, m), rank)
+    if problem:
+        raise ValueError(problem)
+    stages = build_stages(c, p, rank, 1, run.seed)
+    compute = RealCompute(stages, m, False, ActivationProbe(stages))
+    me = PipelineExecutor("1f1b", p, m, 1, compute, (run.batch_size // m, c.seq_len, c.d_model))
+    me.actions = acts  # the learner's schedule instead of ours
+    x, y = get_batch(0, run.batch_size, c.seq_len, c.vocab_size, seed=run.data_seed)
+    loss = me.step(0, [t.clone() for t in x.chunk(m)], [t.clone() for t in y.chunk(m)])
+    grads = {n: q.grad.clone() for st in stages for n, q in st.named_parameters()}
+    return dict(loss=loss if stages[-1].last else None, grads=grads, peak=me.peak)
+
+
+def check_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 60.0) -> dict:
+    """The verdict on the learner's ``my_1f1b``: structure, deadlock, peak, bubble
+    (``plan_1f1b``), then one training step on ``p`` real ranks compared with the
+    single device: the loss and every parameter's gradient."""
+    plan = plan_1f1b(fn, p, m)
+    if not plan["ok"]:
+        return plan
+    from ..model import GPTConfig, reference_train
+    from ..pipeline_parallel.runner import PPRun
+
+    run = PPRun(config=GPTConfig(n_layers=p, d_model=32, n_heads=4, seq_len=16), steps=1,
+                batch_size=m, schedule="1f1b", p=p, m=m)
+    ranks, bad = core.run_learner(_run_harness, fn, p, run, p, m, timeout=timeout)
+    if bad:
+        return bad
+    ref = reference_train(run.config, 1, run.batch_size, run.lr)
+    loss = next(r["loss"] for r in ranks if r["loss"] is not None)
+    if abs(loss - ref["losses"][0]) > 1e-5:
+        return core.verdict(False, f"stage {p - 1}: loss {loss:.6g}, the single device's "
+                            f"{ref['losses'][0]:.6g}")
+    for stage, r in enumerate(ranks):
+        for name, g in r["grads"].items():
+            msg = core.compare_tensors(g, ref["grads"][name], where=f"stage {stage}, {name}",
+                                       atol=1e-6, rtol=1e-4)
+            if msg:
+                return core.verdict(False, msg)
+    return core.verdict(True, f"your schedule ran on {p} ranks; loss and gradients equal "
+                        f"the single device's; peak activations per stage {plan['peaks']} "
+                        f"(1F1B's min(P - stage, M)); bubble {plan['bubble']:.1%} = "
+                        f"(P-1)/(M+P-1)", peaks=plan["peaks"])
+
+
+# ----------------------------------------------------------------------------- partition
+
+def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5))) -> dict:
+    """``fn(n_layers, n_stages)`` -> layer counts per stage: all layers, none empty,
+    sizes differing by at most one, the larger stages first (the last one carries the
+    head and the loss, so it should not also get an extra block)."""
+    for n_layers, n_stages in cases:
+        try:
+            got = fn(n_layers, n_stages)
+        except NotImplementedError:
+            return core.missing("write my_partition (it still raises NotImplementedError)")
+        except Exception as e:
+            return core.verdict(False, f"my_partition({n_layers}, {n_stages}) raised "
+                                f"{type(e).__name__}: {e}")
+        want = ref_partition(n_layers, n_stages)
+        where = f"my_partition({n_layers}, {n_stages}) = {got!r}"
+        if not isinstance(got, (list, tuple)) or len(got) != n_stages:
+            return core.verdict(False, f"{where}: expected a list of {n_stages} layer counts")
+        if sum(got) != n_layers:
+            return core.verdict(False, f"{where}: covers {sum(got)} layers, not {n_layers}")
+        for s, (g, w) in enumerate(zip(got, want)):
+            if g != w:
+                return core.verdict(False, f"{where}: stage {s} gets {g} layers, expected {w} "
+                                    f"(sizes differ by at most one, larger stages first)")
+    return core.verdict(True, "balanced, larger stages first, as pp.split_layers cuts them.")
+
+
+# ----------------------------------------------------------------------------- numeric
+
+def check_bubble(answer) -> dict:
+    """Idle share of the step, 1F1B, P = 8, M = 24 (a fraction, e.g. 0.25)."""
+    return core.check_number(answer, cost.bubble_fraction(P, M), rel_tol=0.01,
+                             hint="(P - 1) / (M + P - 1), as a fraction of the whole step.",
+                             explanation="7 idle slots out of 31 per rank.", name="bubble")
+
+
+def check_interleaved(answer) -> dict:
+    """The same with v = 3 chunks per rank (interleaved 1F1B)."""
+    return core.check_number(answer, cost.bubble_fraction(P, M, V), rel_tol=0.01,
+                             hint="each chunk's op is v times shorter: (P - 1) / (vM + P - 1).",
+                             explanation="v divides the ideal bubble; messages grow by "
+                                         "(vP - 1)/(P - 1).", name="bubble")
+
+
+def check_min_m(answer) -> dict:
+    """Fewest micro-batches for an idle share <= 10% at P = 8 (1F1B)."""
+    want = cost.min_micro_batches(P, TARGET)
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        return core.missing("set M = a whole number")
+    try:
+        got = float(answer)
+    except (TypeError, ValueError):
+        return core.verdict(False, f"M must be a number, got {answer!r}")
+    if got == want:
+        return core.verdict(True, f"M = {want}: (P-1)/(M+P-1) = {cost.bubble_fraction(P, want):.2%}; "
+                            f"M = {want - 1} gives {cost.bubble_fraction(P, want - 1):.2%}.")
+    if got < want:
+        return core.verdict(False, f"at M = {got:g} the bubble is still "
+                            f"{cost.bubble_fraction(P, int(got)) if got >= 1 else 1:.2%}")
+    return core.verdict(False, f"M = {got:g} works but is not the fewest: try smaller")
+
+
+def check_peak(answer) -> dict:
+    """Micro-batches whose activations stage 2 holds at its peak, 1F1B, P = 8, M = 24."""
+    return core.check_number(answer, cost.pipeline_peak_activations("1f1b", P, M, PEAK_STAGE),
+                             rel_tol=0, hint="1F1B runs P - stage forwards before its first "
+                             "backward, then frees one per new one.", name="peak")
