@@ -19,8 +19,7 @@
     python -m parlab gpu-report [--quick] [--json PATH]   the formulas vs this GPU
     python -m parlab plan --model 70B --gpus 512 --gpu H100-80GB [--global-batch N]
                           [--seq-len N] [--top N]    3D layouts ranked by predicted time
-    python -m parlab drill [--topic pp[,cp]] [--n 10] [--seed 1]   interview drills: a quiz
-                                               on stdin, answers computed by parlab.cost
+    python -m parlab drill [--topic pp,cp] [--n 10] [--seed 1]   interview drills on stdin
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
 (``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
@@ -312,7 +311,7 @@ def cmd_drill(args, out):
     from .drills.quiz import parse_topics, run_quiz
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a quiz for one person, not one per rank
         raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: the drill must run as one "
-                         "process; start it with `python -m parlab drill`, not torchrun")
+                         "process (python -m parlab drill, not torchrun)")
     run_quiz(parse_topics(args.topic), args.n, args.seed, out=out)
 
 
@@ -336,9 +335,7 @@ def main(argv=None) -> None:
             p.add_argument("--top", type=int, default=10)
             continue
         if name == "drill":  # a quiz: no ranks start
-            p.add_argument("--topic", default=None,
-                           help="one topic or several, comma-separated (default: all): "
-                                "collectives, dp_zero, tp_sp, pp, moe_ep, memory_flops, cp, 3d")
+            p.add_argument("--topic", default=None, help="topics, comma-separated (default: all)")
             p.add_argument("--n", type=int, default=10, help="number of questions")
             p.add_argument("--seed", type=int, default=0, help="the first question's seed")
             continue

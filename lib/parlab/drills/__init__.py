@@ -10,12 +10,14 @@ with ``parlab.cost`` and explains it: the formula, the worked numbers, and the n
 section that measures the same thing. Front-ends: ``python -m parlab drill`` (a terminal
 quiz, ``drills.quiz``) and ``drills.widgets.drill_widget`` (a notebook widget).
 
-  core          Question, Ask, templates(), generate(), parse_answer(); the registry
+  core          Question, Ask, parse_answer(), the @template registry
+  bank          templates(), generate(): the topic modules' templates together
   collectives   dp_zero  tp_sp  pp  moe_ep  memory_flops  cp  threed: the templates
   quiz          the terminal quiz
   widgets       drill_widget (the only module here that imports ipywidgets)
 """
 
-from .core import TOPICS, Ask, Question, generate, parse_answer, templates
+from .bank import generate, registry, templates
+from .core import TOPICS, Ask, Question, parse_answer
 
-__all__ = ["TOPICS", "Ask", "Question", "generate", "parse_answer", "templates"]
+__all__ = ["TOPICS", "Ask", "Question", "generate", "parse_answer", "registry", "templates"]

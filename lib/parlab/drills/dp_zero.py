@@ -95,7 +95,7 @@ def dp_speedup(rng):
     return Ask(f"One GPU does a step in forward {tf} ms + backward {tb} ms. With {n} GPUs "
                f"(same per-GPU batch), the gradient all-reduce takes {tc} ms, {how}. What "
                f"throughput speedup over one GPU does that give?", s, "x",
-               f"step = t_f + " + ("max(t_b, t_c)" if overlap else "t_b + t_c") +
+               "step = t_f + " + ("max(t_b, t_c)" if overlap else "t_b + t_c") +
                f"; speedup = n (t_f + t_b) / step = {n}·{tf + tb} / "
                f"{fmt(cost.dp_step_time(tf, tb, tc, overlap))} = {fmt(s)} (cost.dp_speedup).")
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import textwrap
 
 from ..validate import check_int
-from .core import TOPICS, Question, generate, parse_answer
+from .bank import generate
+from .core import TOPICS, Question, parse_answer
 
 
 def parse_topics(text: str | None):

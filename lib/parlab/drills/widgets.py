@@ -9,7 +9,7 @@ import html
 import ipywidgets as W
 
 from ..exercises.widgets import parse_value
-from .core import _topics, generate
+from .bank import _topics, generate
 
 __all__ = ["drill_widget"]
 
