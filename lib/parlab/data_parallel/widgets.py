@@ -14,8 +14,10 @@ def dp_bucket_explorer(sweep: dict):
     """Pick a bucket size from a measured ``experiments.bucket_sweep``: the timeline of one
     typical step, with its step time, overlap fraction and exposed communication."""
     labels = [k for k in sweep if sweep[k].get("bucket_bytes")]
-    size = w.SelectionSlider(options=labels, value=labels[len(labels) // 2],
-                             description="bucket size", layout=LAYOUT, style=STYLE)
+    # buttons with the size alone ("256 KiB"): a slider's readout is too narrow for it
+    size = w.ToggleButtons(options=[(experiments._kib(sweep[k]["bucket_bytes"]), k) for k in labels],
+                           value=labels[len(labels) // 2], description="bucket size",
+                           style={"description_width": "initial", "button_width": "72px"})
 
     def draw(label):
         r = sweep[label]
