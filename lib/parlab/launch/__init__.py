@@ -77,6 +77,9 @@ _pools: dict[tuple[int, str], Pool] = {}  # insertion order = least recently use
 # One job at a time per process: a pool's pipes carry one job's replies, so two threads
 # sharing a pool would read each other's results. Re-entrant for shutdown() at exit.
 _lock = threading.RLock()
+# (world_size, backend) -> (the pool that ran the last %%ranks code, how many times the
+# ranks holding that code's namespace were replaced)
+_cell_pools: dict[tuple[int, str], tuple[Pool, int]] = {}
 
 
 # ------------------------------------------------------------------------------
@@ -103,24 +106,47 @@ def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
                         timeout, label=_fn_name(fn))
 
 
-def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None) -> list[dict]:
+def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None,
+                 filename: str = "<ranks>") -> list[dict]:
     """Execute Python source on every rank, in a namespace that persists between calls.
 
     This is what the ``%%ranks`` cell magic (``parlab.interactive``) calls. The
     namespace starts with ``torch``, ``dist``, ``rank`` and ``world_size``; the
     process group is kept between calls so groups and tensors made in one cell are
     there in the next. Returns, per rank, ``{"output": printed text, "value": repr of
-    a trailing expression or None, "error": traceback text or None}``.
+    a trailing expression or None, "error": traceback text or None, "error_info":
+    {"type", "message", "frames": [(filename, line), ...]} or None, "restarted",
+    "restarts"}``. ``filename`` names the code in tracebacks and stack dumps.
+
+    The namespace lives in the ranks, so it is lost when they are restarted (after a
+    timeout, a rank that failed while others waited, a killed rank, a code change, or
+    a pool closed to make room). ``restarted`` is True for the first call on the new
+    ranks that replaced ranks which had run code for this world size; ``restarts``
+    counts such replacements so far. A failure raises ``LaunchError`` (or
+    ``LaunchTimeout``) carrying the same two attributes, plus ``outputs`` and
+    ``rank_errors``.
     """
     _check_args(world_size, timeout, backend)
     if not isinstance(code, str):
         raise ValueError(f"code must be a str, got {type(code).__name__}")
-    compile(code, "<ranks>", "exec")  # a SyntaxError here, before any rank sees it
+    compile(code, filename, "exec")  # a SyntaxError here, before any rank sees it
     backend = backend or default_backend(world_size)
+    key = (world_size, backend)
     with _lock:
         pool = _get_pool(world_size, backend, _code_files(None))
-        return pool.run(("exec", code, None, sys.path, dict(os.environ)), timeout,
-                        label="%%ranks cell", cell=True)
+        last, restarts = _cell_pools.get(key, (None, 0))
+        restarted = last is not None and last is not pool
+        restarts += restarted
+        _cell_pools[key] = (pool, restarts)
+        try:
+            results = pool.run(("exec", (code, filename), None, sys.path, dict(os.environ)),
+                               timeout, label="%%ranks cell", cell=True)
+        except LaunchError as e:
+            e.restarted, e.restarts = restarted, restarts
+            raise
+    for r in results:
+        r.update(restarted=restarted, restarts=restarts)
+    return results
 
 
 def shutdown() -> None:

@@ -21,16 +21,24 @@ class LaunchError(RuntimeError):
         super().__init__(message)
         self.rank = rank
         self.remote_traceback = remote_traceback
+        # %%ranks cells only (pool.py): what each rank printed; rank -> {"error", "info"};
+        # the ranks still running when a rank failed (a LaunchTimeout), if any
+        self.outputs: list[str] | None = None
+        self.rank_errors: dict[int, dict] = {}
+        self.still_running: LaunchTimeout | None = None
 
 
 class LaunchTimeout(LaunchError):
     """A job ran past its timeout. ``.ranks``: the ranks still running; ``.blocked_in``:
     rank -> where it was blocked (traced op and Python line), when known."""
 
-    def __init__(self, message: str, ranks: list[int], blocked_in: dict[int, str]):
+    def __init__(self, message: str, ranks: list[int], blocked_in: dict[int, str],
+                 hint: str = "", dumps: dict[int, str] | None = None):
         super().__init__(message, rank=ranks[0] if ranks else None)
         self.ranks = ranks
         self.blocked_in = blocked_in
+        self.hint = hint  # one line: what the hang most likely is
+        self.dumps = dumps or {}  # rank -> its faulthandler stack dump ('' if none came)
 
 
 class MemoryBudgetError(ValueError):
@@ -38,10 +46,13 @@ class MemoryBudgetError(ValueError):
     other refused argument: raised before any rank of that launch starts."""
 
 
-def failure(label: str, rank: int, tb: str) -> LaunchError:
-    return LaunchError(f"rank {rank} raised during {label}; the other ranks were stopped.\n"
-                       f"--- traceback from rank {rank} ---\n{tb}", rank=rank,
-                       remote_traceback=tb)
+def failure(label: str, rank: int, tb: str, still_running: LaunchTimeout | None = None
+            ) -> LaunchError:
+    e = LaunchError(f"rank {rank} raised during {label}; the other ranks were stopped.\n"
+                    f"--- traceback from rank {rank} ---\n{tb}", rank=rank,
+                    remote_traceback=tb)
+    e.still_running = still_running
+    return e
 
 
 def death(label: str, rank: int, exitcode: int | None) -> LaunchError:
@@ -76,10 +87,11 @@ def timeout(label: str, world_size: int, running: list[int], ops: dict[int, str]
             in_comm.append(r)
     detail = "\n".join(f"  rank {r}: blocked in {blocked[r]}" for r in running)
     known = [r for r in running if blocked[r] != "unknown"]
-    detail += "\n  " + _hint(world_size, running, in_comm, known)
+    hint = _hint(world_size, running, in_comm, known)
+    detail += "\n  " + hint
     return LaunchTimeout(f"{label} did not finish within its timeout on {world_size} ranks; "
                          f"still running: {running} (all ranks were stopped).\n{detail}",
-                         running, blocked)
+                         running, blocked, hint=hint, dumps=dumps)
 
 
 def _hint(world_size: int, running: list[int], in_comm: list[int], known: list[int]) -> str:

@@ -158,7 +158,7 @@ class Pool:
         session; it kills the ranks only if some are still busy a second later.
         """
         msg = pickle.dumps(job)
-        results, errs = [None] * self.world_size, {}
+        results, errs, infos = [None] * self.world_size, {}, {}
         outputs = [[] for _ in range(self.world_size)]
         pending = set(range(self.world_size))
 
@@ -171,6 +171,8 @@ class Pool:
                 pending.discard(rank)
             elif kind == "err":
                 errs[rank] = reply[1]
+                if len(reply) > 2:  # a cell's error: type, message, cell lines
+                    infos[rank] = reply[2]
                 pending.discard(rank)
                 if not cell:
                     raise errors.failure(label, rank, reply[1])
@@ -190,13 +192,18 @@ class Pool:
             # the next launch starts a fresh pool.
             if cell and errs and isinstance(e, errors.LaunchTimeout):
                 rank = min(errs)
-                e = errors.failure(label, rank, errs[rank])
+                e = errors.failure(label, rank, errs[rank], still_running=e)
+            if cell and isinstance(e, errors.LaunchError):
+                # what the %%ranks magic shows: what each rank printed, and every error
+                e.outputs = ["".join(o) for o in outputs]
+                e.rank_errors = {r: {"error": errs[r], "info": infos.get(r)} for r in errs}
             self.close()
             raise e
         if cell:
             self.busy = False
             return [{"output": "".join(outputs[r]), "value": (results[r] or {}).get("value"),
-                     "error": errs.get(r)} for r in range(self.world_size)]
+                     "error": errs.get(r), "error_info": infos.get(r)}
+                    for r in range(self.world_size)]
         # Every rank is done: let them renew their process group while we return. (Not
         # earlier: a rank renewing its group would break peers still inside a collective.)
         regroup = pickle.dumps(("regroup",))

@@ -148,10 +148,15 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
                 fn, args, kwargs = pickle.loads(body)
                 reply = ("ok", pickle.dumps(fn(*args, **kwargs)))
             else:
-                reply = ("ok", _exec_cell(body, namespace))
+                code, filename = body if isinstance(body, tuple) else (body, "<ranks>")
+                reply = ("ok", _exec_cell(code, namespace, filename))
         except BaseException as e:  # the rank reports it; the caller decides what to do
-            reply = ("err", "".join(traceback.format_exception(
-                type(e), e, e.__traceback__.tb_next)))  # tb_next: skip this loop's frame
+            tb = e.__traceback__.tb_next  # tb_next: skip this loop's frame
+            if kind == "run":
+                reply = ("err", "".join(traceback.format_exception(type(e), e, tb)))
+            else:  # a cell: its own frames only, and where in the cells it failed
+                reply = ("err", "".join(traceback.format_exception(type(e), e, _from_cell(tb))),
+                         cell_error_info(e))
         finally:
             sys.stdout.flush()
             sys.stdout, sys.stderr = stdout, stderr
@@ -195,18 +200,41 @@ def _load_main(path: str) -> None:
         sys.modules["__main__"] = sys.modules["__mp_main__"] = module
 
 
-def _exec_cell(code: str, namespace: dict) -> dict:
-    """Run a cell's source like IPython does: a trailing expression's value is shown."""
+def _exec_cell(code: str, namespace: dict, filename: str = "<ranks>") -> dict:
+    """Run a cell's source like IPython does: a trailing expression's value is shown.
+
+    ``filename`` names the cell in tracebacks and stack dumps ("<ranks cell 3>"); its
+    lines go to linecache so that tracebacks show them, as they do for files."""
     import ast
-    tree = ast.parse(code, "<ranks>")
+    import linecache
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    tree = ast.parse(code, filename)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    exec(compile(tree, "<ranks>", "exec"), namespace)
+    exec(compile(tree, filename, "exec"), namespace)
     value = None
     if last is not None:
-        result = eval(compile(ast.Expression(last.value), "<ranks>", "eval"), namespace)
+        result = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
         value = None if result is None else repr(result)
     sys.stdout.flush()
     return {"value": value}
+
+
+def _from_cell(tb):
+    """The traceback from the first frame of cell code on (drops _exec_cell's frame)."""
+    t = tb
+    while t is not None and not t.tb_frame.f_code.co_filename.startswith("<ranks"):
+        t = t.tb_next
+    return t or tb
+
+
+def cell_error_info(e: BaseException) -> dict:
+    """What the %%ranks magic shows of a cell's error: type, message, and the cell
+    frames (filename, line), outermost first."""
+    frames = [(f.filename, f.lineno) for f in traceback.extract_tb(e.__traceback__)
+              if f.filename.startswith("<ranks")]
+    if isinstance(e, SyntaxError) and (e.filename or "").startswith("<ranks"):
+        frames.append((e.filename, e.lineno))
+    return {"type": type(e).__name__, "message": str(e), "frames": frames}
 
 
 def _die_with_caller(lifeline, caller: int, cleanup_dirs: list[str]) -> None:
