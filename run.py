@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Set up the lab and run it. Needs only Python >= 3.10.
 
-    python3 run.py lab     create .venv, install, open the notebooks in JupyterLab
-    python3 run.py test    create .venv, install, run the whole test suite
-                           (unit tests and every notebook under nbval)
+    python3 run.py lab          create .venv, install, open JupyterLab on your own copies of
+                                the notebooks (in work/; notebooks/ stays as shipped)
+    python3 run.py lab --reset  the same, after moving your copies to work/backup-<time>/
+    python3 run.py html [NN..]  execute the notebooks (all, or those named: 03 05) and write
+                                them with their figures as HTML pages to build/
+    python3 run.py test         create .venv, install, run the whole test suite
+                                (unit tests and every notebook under nbval)
 
 Extra arguments go to JupyterLab or pytest: `python3 run.py test -k ring -x`.
+As root, `lab` adds JupyterLab's --allow-root.
 
 Environment:
     PARLAB_VENV=path       where the virtualenv lives (default: .venv here)
@@ -13,10 +18,14 @@ Environment:
                            (~200 MB instead of the multi-GB CUDA build PyPI serves on Linux)
 """
 
+import glob
 import hashlib
 import os
+import re
+import shutil
 import subprocess
 import sys
+import time
 import venv
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -25,6 +34,9 @@ REQUIREMENTS = os.path.join(ROOT, "requirements.txt")
 BIN = os.path.join(VENV, "Scripts" if os.name == "nt" else "bin")
 PY = os.path.join(BIN, "python.exe" if os.name == "nt" else "python")
 STAMP = os.path.join(VENV, ".parlab-installed")
+NOTEBOOKS = os.path.join(ROOT, "notebooks")
+WORK = os.path.join(ROOT, "work")  # the learner's copies (gitignored)
+BUILD = os.path.join(ROOT, "build")  # run.py html's pages (gitignored)
 
 
 def sh(*cmd: str) -> None:
@@ -53,14 +65,202 @@ def setup() -> None:
         f.write(wanted)
 
 
+# ------------------------------------------------------------------------------
+# lab: JupyterLab on the learner's copies
+# ------------------------------------------------------------------------------
+
+def prepare_work(reset: bool = False, notebooks: str = NOTEBOOKS, work: str = WORK) -> dict:
+    """Copy every notebook not yet in ``work`` there; keep the copies already there.
+
+    With ``reset``, first move the learner's copies (and JupyterLab's checkpoints of
+    them) to ``work/backup-<time>/``: nothing is deleted. Returns ``{"copied": names,
+    "kept": names, "backup": folder or None}``.
+    """
+    os.makedirs(work, exist_ok=True)
+    backup = None
+    if reset:
+        mine = sorted(f for f in os.listdir(work)
+                      if f.endswith(".ipynb") or f == ".ipynb_checkpoints")
+        if mine:
+            backup = os.path.join(work, "backup-" + time.strftime("%Y%m%d-%H%M%S"))
+            n = 1
+            while os.path.exists(backup):
+                n += 1
+                backup = os.path.join(work, f"backup-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+            os.makedirs(backup)
+            for f in mine:
+                shutil.move(os.path.join(work, f), os.path.join(backup, f))
+    copied, kept = [], []
+    for src in sorted(glob.glob(os.path.join(notebooks, "*.ipynb"))):
+        name = os.path.basename(src)
+        if os.path.exists(os.path.join(work, name)):
+            kept.append(name)
+        else:
+            shutil.copy2(src, os.path.join(work, name))
+            copied.append(name)
+    return {"copied": copied, "kept": kept, "backup": backup}
+
+
+def lab_args(extra: list[str], euid: int | None = None, work: str = WORK) -> list[str]:
+    """The JupyterLab command line: open ``work``; as root add --allow-root (JupyterLab
+    refuses to start as root without it, and containers often run as root)."""
+    if euid is None:
+        euid = os.geteuid() if hasattr(os, "geteuid") else -1
+    args = [PY, "-m", "jupyter", "lab", "--notebook-dir", work, *extra]
+    if euid == 0 and "--allow-root" not in extra:
+        args.append("--allow-root")
+    return args
+
+
+def lab(extra: list[str]) -> None:
+    reset = "--reset" in extra
+    extra = [a for a in extra if a != "--reset"]
+    done = prepare_work(reset=reset)
+    rel = os.path.relpath(WORK, os.getcwd())
+    if done["backup"]:
+        print(f"Your previous copies were moved to {done['backup']}", flush=True)
+    if done["copied"]:
+        print(f"Copied to {rel}/: {', '.join(done['copied'])}", flush=True)
+    print(f"Opening JupyterLab in {WORK}: your own copies of the notebooks (notebooks/ stays as "
+          f"shipped; a notebook added there later is copied on the next start).\n"
+          f"To start over from fresh copies: python3 run.py lab --reset (your copies are moved "
+          f"to {rel}/backup-<time>/, not deleted).", flush=True)
+    args = lab_args(extra)
+    os.execv(args[0], args)
+
+
+# ------------------------------------------------------------------------------
+# html: static pages with the figures, for reading ahead or printing
+# ------------------------------------------------------------------------------
+
+STATIC_NOTE = ("*Static copy, executed by `python3 run.py html` on {date} in {secs:.0f} s on "
+               "this machine. The figures are live (hover, zoom), but sliders and buttons "
+               "(widgets) do nothing here: open the notebook in JupyterLab (`python3 run.py "
+               "lab`) to use them.*")
+WIDGET_NOTE = ('<p style="color:#777"><i>[an interactive widget: it works in JupyterLab '
+               '(<code>python3 run.py lab</code>), not in this static page]</i></p>')
+# The page may load require.js (nbconvert's template does, for widgets); plotly.js would
+# then register as an anonymous AMD module instead of window.Plotly. Hide define for it.
+PLOTLY_JS = ("<script>window.__parlab_define = window.define; window.define = undefined;"
+             "</script>{js}<script>window.define = window.__parlab_define;</script>")
+
+
+def select_notebooks(names: list[str], notebooks: str = NOTEBOOKS) -> list[str]:
+    """``[]`` -> every notebook; ``["03", "05_context"]`` -> those whose name starts so."""
+    every = sorted(glob.glob(os.path.join(notebooks, "*.ipynb")))
+    if not names:
+        return every
+    chosen = []
+    for n in names:
+        hits = [p for p in every if os.path.basename(p).startswith(n.removesuffix(".ipynb"))]
+        if not hits:
+            sys.exit(f"no notebook named {n!r}; there are: "
+                     + ", ".join(os.path.basename(p)[:-6] for p in every))
+        chosen += [p for p in hits if p not in chosen]
+    return chosen
+
+
+def static_outputs(nb) -> None:
+    """Make an executed notebook readable as a page: plotly figures as HTML with plotly.js
+    inline (once per page), widgets as a note saying where they work."""
+    import plotly.io as pio
+    import plotly.offline
+    first = True
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.plotly.v1+json" in data:
+                fig = data["application/vnd.plotly.v1+json"]
+                html = pio.to_html(fig, config=fig.get("config"), include_plotlyjs=False,
+                                   full_html=False, validate=False)
+                if first:
+                    js = f"<script>{plotly.offline.get_plotlyjs()}</script>"
+                    html = PLOTLY_JS.format(js=js) + html
+                    first = False
+                out["data"] = {"text/html": html}
+            elif "application/vnd.jupyter.widget-view+json" in data:
+                out["data"] = {"text/html": WIDGET_NOTE}
+    nb.metadata.pop("widgets", None)  # no widget state: the page loads no widget code
+
+
+def build_html(paths: list[str], build: str = BUILD, timeout: int = 600) -> list[str]:
+    """Execute each notebook (in a scratch folder beside ``build``'s pages, never in
+    notebooks/) and write ``build/<name>.html``. Returns one line per notebook that
+    failed, naming the cell; the others are written regardless."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    os.makedirs(build, exist_ok=True)
+    # plotly figures leave only their JSON in the notebook; static_outputs renders them
+    os.environ["PLOTLY_RENDERER"] = "plotly_mimetype"
+    failures = []
+    for path in paths:
+        name = os.path.basename(path)[:-len(".ipynb")]
+        nb = nbformat.read(path, as_version=4)
+        scratch = os.path.join(build, f".run-{name}")
+        os.makedirs(scratch, exist_ok=True)
+        current = {"index": None}
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                resources={"metadata": {"path": scratch}},
+                                on_cell_execute=lambda cell, cell_index:
+                                current.update(index=cell_index))
+        print(f"executing {name} ...", flush=True)
+        t0, failed = time.perf_counter(), None
+        try:
+            client.execute()
+        except Exception as e:  # a cell raised or timed out, or the kernel died
+            i = current["index"]
+            first = (nb.cells[i].source.strip().splitlines() or [""])[0] if i is not None else ""
+            failed = (f"{name}: cell {i + 1 if i is not None else '?'} ({first[:60]!r}) "
+                      f"failed: {_last_line(str(e))}")
+            failures.append(failed)
+            print("  " + failed, flush=True)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        secs = time.perf_counter() - t0
+        note = STATIC_NOTE.format(date=time.strftime("%Y-%m-%d %H:%M"), secs=secs)
+        if failed:
+            note += f"\n\n**This run failed:** {failed}. The cells after it did not run."
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(note))
+        static_outputs(nb)
+        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+        out = os.path.join(build, name + ".html")
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(body)
+        print(f"  wrote {os.path.relpath(out)} ({secs:.0f} s)", flush=True)
+    return failures
+
+
+def _last_line(text: str) -> str:
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # the kernel's colours
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    for ln in reversed(lines):  # nbclient's message ends with the exception line
+        if not ln.startswith((" ", "-")):
+            return ln.strip()[:200]
+    return (lines[-1].strip() if lines else "")[:200]
+
+
+def html(names: list[str]) -> None:
+    failures = build_html(select_notebooks(names))
+    if failures:
+        sys.exit("failed:\n  " + "\n  ".join(failures))
+    print(f"done: open the pages in {os.path.relpath(BUILD)}/ in a browser")
+
+
+# ------------------------------------------------------------------------------
+
 def main() -> None:
-    if len(sys.argv) < 2 or sys.argv[1] not in ("lab", "test", "setup"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("lab", "test", "setup", "html", "_html"):
         sys.exit(__doc__)
     command, extra = sys.argv[1], sys.argv[2:]
+    if command == "_html":  # html, inside the virtualenv (nbconvert, plotly)
+        return html(extra)
     setup()
     if command == "lab":
-        os.execv(PY, [PY, "-m", "jupyter", "lab", "--notebook-dir", os.path.join(ROOT, "notebooks"),
-                      *extra])
+        lab(extra)
+    elif command == "html":
+        os.execv(PY, [PY, os.path.abspath(__file__), "_html", *extra])
     elif command == "test":
         # pytest settings (test paths, nbval, timeouts) live in pyproject.toml
         os.chdir(ROOT)
