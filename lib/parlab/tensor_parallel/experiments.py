@@ -12,6 +12,7 @@ The notebook's exercises and their checkers: ``parlab.exercises.tensor_parallel`
 from __future__ import annotations
 
 import statistics
+import time
 from collections import Counter
 
 from .. import cost, hardware
@@ -151,10 +152,13 @@ def cpu_caveat(tps=(1, 2, 4)) -> str:
     """Why t ranks on this machine's cores cannot show tensor parallelism's speed-up."""
     cores = hardware.detect().usable_cpus or 1
     return (f"{cores} usable cores, one thread per rank: t ranks split each matmul t ways, but "
-            f"at most {cores} of them run at any moment, so t > {cores} cannot beat t = {cores}; "
-            "every rank also repeats the unsplit work (LayerNorms, embeddings, the loss), and "
-            "each collective is a memory copy through the kernel on the same cores. Tokens/s "
-            f"here show the overheads, not a GPU's speed-up ({hardware.load()}).")
+            f"at most {cores} of them run at any moment, so on an otherwise idle machine t > {cores} "
+            f"cannot beat t = {cores}; every rank also repeats the unsplit work (LayerNorms, "
+            "embeddings, the loss), and each collective is a memory copy through the kernel on the "
+            "same cores. When other programs use the cores too, each rank is one more process "
+            "sharing them, so more ranks get a larger share of the CPU and a larger t can look "
+            "faster: that is the scheduler, not tensor parallelism. Tokens/s here show the "
+            f"overheads, not a GPU's speed-up ({hardware.load()}).")
 
 
 def throughput(config: GPTConfig = MEDIUM, tps=(1, 2, 4), batch_size: int = 8, steps: int = 4,
@@ -170,6 +174,35 @@ def throughput(config: GPTConfig = MEDIUM, tps=(1, 2, 4), batch_size: int = 8, s
     return [dict(tp=t, step_s=statistics.median(times[t]), steps=len(times[t]),
                  tokens_per_s=batch_size * config.seq_len / statistics.median(times[t]),
                  speedup=base / statistics.median(times[t])) for t in tps]
+
+
+def cpu_work_worker(run: TPRun) -> float:
+    """Rank worker: ``runner.train_worker`` under ``time.process_time``: the CPU seconds
+    this rank spent (its own work and its share of the collectives' copies; time spent
+    waiting for the cores or for other ranks does not count)."""
+    from .runner import train_worker
+    t0 = time.process_time()
+    train_worker(run)
+    return time.process_time() - t0
+
+
+def cpu_work(config: GPTConfig = MEDIUM, tps=(1, 2, 4), batch_size: int = 8, steps: int = 5,
+             repeats: int = 3) -> list[dict]:
+    """CPU seconds per training step summed over the t ranks: a run of ``steps`` steps
+    minus a run of 1 (set-up and the first step cancel), / (steps - 1), median of
+    ``repeats`` interleaved rounds. Unlike wall-clock time it does not depend on who else
+    uses the cores: it measures the *work*, which tensor parallelism splits but does not
+    reduce (every rank repeats LayerNorms, embeddings and the loss; collectives copy)."""
+    from ..launch import launch
+    per = {t: [] for t in tps}
+    for _ in range(repeats):
+        for t in tps:
+            one, many = (sum(launch(cpu_work_worker, t, TPRun(config=config, batch_size=batch_size,
+                                                                steps=s))) for s in (1, steps))
+            per[t].append((many - one) / (steps - 1))
+    base = statistics.median(per[tps[0]])
+    return [dict(tp=t, cpu_s=statistics.median(per[t]), samples=per[t],
+                 ratio=statistics.median(per[t]) / base) for t in tps]
 
 
 def gpu_scale(model: str = "GPT-3 175B", platform: str = "A100 (NVLink3, IB-HDR)",
