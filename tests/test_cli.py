@@ -161,3 +161,65 @@ def test_ep_command_matches_the_single_device_and_reports_drops(argv, capsys):
     assert "tokens per expert" in out and "cost.moe_all_to_all_bytes" in out, out
     if "--capacity-factor" not in argv:
         assert "dropped 0 of" in out, out
+
+
+# --- python -m parlab drill ------------------------------------------------------------
+
+def _drill(monkeypatch, capsys, answers, argv):
+    import io
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(a + "\n" for a in answers)))
+    main(["drill"] + argv)
+    return capsys.readouterr().out
+
+
+def test_drill_right_answers_score_full(monkeypatch, capsys):
+    from parlab.drills.quiz import quiz_questions
+    qs = quiz_questions("pp", 4, 5)
+    out = _drill(monkeypatch, capsys, [repr(q.answer) for q in qs],
+                 ["--topic", "pp", "--n", "4", "--seed", "5"])
+    assert out.count("right: ") == 4 and out.rstrip().endswith("score 4/4"), out
+    assert all(q.section in out.replace("\n    ", " ") for q in qs)
+
+
+def test_drill_wrong_answers_score_zero_and_show_the_answer(monkeypatch, capsys):
+    from parlab.drills.quiz import quiz_questions
+    qs = quiz_questions(("cp", "3d"), 3, 0)
+    out = _drill(monkeypatch, capsys, [repr(q.answer * 1.5) for q in qs],
+                 ["--topic", "cp,3d", "--n", "3"])
+    assert out.count("wrong: ") == 3 and out.rstrip().endswith("score 0/3"), out
+    assert all(f"the answer is {q.answer_text}." in out for q in qs)
+
+
+def test_drill_ends_cleanly_at_end_of_input(monkeypatch, capsys):
+    from parlab.drills.quiz import quiz_questions
+    q = quiz_questions(None, 1, 2)[0]
+    out = _drill(monkeypatch, capsys, [repr(q.answer), ""], ["--n", "5", "--seed", "2"])
+    assert "skipped. The answer is" in out and "end of input" in out
+    assert out.rstrip().endswith("score 1/2 (stopped after 2 of 5)"), out
+
+
+def test_drill_through_a_real_pipe():
+    import subprocess
+    import sys
+    from parlab.drills.quiz import quiz_questions
+    q = quiz_questions("collectives", 1, 7)[0]
+    run = subprocess.run([sys.executable, "-m", "parlab", "drill", "--topic", "collectives",
+                          "--n", "2", "--seed", "7"], input=f"{q.answer!r}\nnonsense\n",
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    assert "could not read 'nonsense'" in run.stdout and "score 1/2" in run.stdout
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--topic", "pipeline"], r"topic='pipeline' must be one of collectives"),
+    (["--n", "0"], r"n=0 must be"),
+])
+def test_drill_bad_input_exits_with_the_constraint(argv, match):
+    with pytest.raises(SystemExit, match="^error: " + match):
+        main(["drill"] + argv)
+
+
+def test_drill_refuses_to_run_once_per_rank(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    with pytest.raises(SystemExit, match=r"^error: WORLD_SIZE=4: the drill must run as one"):
+        main(["drill"])
