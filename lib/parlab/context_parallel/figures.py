@@ -192,6 +192,14 @@ def memory_figure(rows: list[dict], title: str = "") -> go.Figure:
 
 # --- 6. when does a ring hop hide its transfer? ---------------------------------------------------
 
+def _seconds(v: float) -> str:
+    """1e-6 -> "1 µs", 0.01 -> "10 ms": a time tick in the unit that keeps it whole."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if v >= scale * 0.999:
+            return f"{v / scale:g} {unit}"
+    return f"{v:g} s"
+
+
 def hiding_figure(curves: dict[str, list[dict]], title: str = "") -> go.Figure:
     """Per link (``experiments.ring_hiding`` rows): one hop's forward compute and its K/V
     transfer against the block size c = s/cp; the transfer hides right of the crossing."""
@@ -207,8 +215,12 @@ def hiding_figure(curves: dict[str, list[dict]], title: str = "") -> go.Figure:
         fig.add_trace(go.Scatter(name=f"K/V transfer over {link}", x=xs,
                                  y=[r["transfer_s"] for r in rows], mode="lines+markers",
                                  line=dict(color=color, dash="dash")))
+    ticks = [b for b in xs if b in (64, 256, 1024, 4096, 16384, 65536)]
     fig.update_xaxes(type="log", title_text="block size c = s/cp (positions per rank)",
-                     tickvals=[b for b in xs if b in (64, 256, 1024, 4096, 16384)])
-    fig.update_yaxes(type="log", title_text="seconds per hop", tickformat="~s", ticksuffix="s")
+                     tickvals=ticks, ticktext=[f"{b // 1024}k" if b >= 1024 else str(b) for b in ticks])
+    ys = [y for tr in fig.data for y in tr.y]
+    decades = [10.0 ** k for k in range(math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys))) + 1)]
+    fig.update_yaxes(type="log", title_text="time per hop", tickvals=decades,
+                     ticktext=[_seconds(v) for v in decades])
     return base_layout(fig, title or "ring attention: compute per hop vs transfer per hop",
                        height=400)

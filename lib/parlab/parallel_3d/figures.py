@@ -4,6 +4,8 @@ vs predicted step times, a plan's time breakdown and memory per GPU. Data comes 
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from ..viz.charts import memory_bars
@@ -97,11 +99,19 @@ def sweep_figure(sweep: dict, title: str = "") -> go.Figure:
                              ("predicted", "predicted (cost formulas)", "#F58518")):
         fig.add_trace(go.Bar(name=name, x=x, y=[round(r[key] * 1e3, 2) for r in rows],
                              marker=dict(color=color)))
-    fig.add_hline(y=sweep["ideal"] * 1e3, line=dict(dash="dash", color="#444"))
+    ideal = sweep["ideal"] * 1e3
+    fig.add_hline(y=ideal, line=dict(dash="dash", color="#444"),
+                  annotation_text=f"ideal: {ideal:.0f} ms", annotation_position="top left")
     base_layout(fig, title or f"8 ranks, emulated compute: step time per layout dp×pp×tp "
                               f"(Spearman ρ = {sweep['spearman']:.2f})", barmode="group",
-                legend=dict(orientation="h", y=-0.25))
-    fig.update_yaxes(title_text="ms per step (pipeline + grad sync)", type="log")
+                legend=dict(orientation="h", y=-0.2))
+    top = max(max(r["measured"], r["median"], r["predicted"]) for r in rows) * 1e3
+    lo, hi = ideal / 1.25, top * 1.15
+    # 1-2-5 ticks labelled in full (plotly's own log ticks label the minor ones "2", "5")
+    ticks = [t for t in (m * 10 ** k for k in range(0, 6) for m in (1, 2, 5)) if lo <= t <= hi]
+    fig.update_yaxes(title_text="ms per step (pipeline + grad sync)", type="log",
+                     range=[math.log10(lo), math.log10(hi)], tickvals=ticks,
+                     ticktext=[f"{t:,g}" for t in ticks])
     fig.update_xaxes(title_text="dp × pp × tp")
     return fig
 
