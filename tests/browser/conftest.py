@@ -1,0 +1,129 @@
+"""Fixtures of the real-browser test: one JupyterLab server and one headless Chromium for
+the module, a report written to build/browser-report.json.
+
+PARLAB_BROWSER_TEST=required (set by .ci/run): a missing Chromium or Playwright is a
+failure. Unset: the test skips, saying what is missing. PARLAB_BROWSER_TEST=skip: always
+skips (a quicker local `python3 run.py test`). PARLAB_CHROMIUM: the browser's path
+(default /usr/bin/chromium, Debian's package)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab_driver import CHROMIUM_ARGS, LabServer, chromium_version, copy_notebooks
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+FAILURES = BUILD / "browser-failures"
+REPORT_PATH = BUILD / "browser-report.json"
+_SUMMARY: list[str] = []
+
+
+def _requirements() -> str:
+    mode = os.environ.get("PARLAB_BROWSER_TEST", "")
+    if mode == "skip":
+        pytest.skip("PARLAB_BROWSER_TEST=skip")
+    chromium = os.environ.get("PARLAB_CHROMIUM", "/usr/bin/chromium")
+    missing = []
+    if not (os.path.isfile(chromium) and os.access(chromium, os.X_OK)):
+        missing.append(f"no Chromium at {chromium}")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append(f"Playwright is not installed in {sys.prefix}")
+    if missing:
+        why = "browser test cannot run: " + "; ".join(missing) + " (.ci/run installs both)"
+        if mode == "required":
+            pytest.fail(why + " and PARLAB_BROWSER_TEST=required", pytrace=False)
+        pytest.skip(why + "; PARLAB_BROWSER_TEST=required makes this a failure")
+    return chromium
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    return _requirements()
+
+
+@pytest.fixture(scope="module")
+def lab(chromium, tmp_path_factory):
+    """JupyterLab serving copies of notebooks/*.ipynb from a temporary folder."""
+    base = tmp_path_factory.mktemp("browser")
+    root, settings = base / "root", base / "settings"
+    root.mkdir()
+    copy_notebooks(ROOT / "notebooks", root)
+    server = LabServer(sys.executable, root, settings, base / "jupyter.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    try:
+        b = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, timeout=120_000)
+        try:
+            yield b
+        finally:
+            b.close()
+    finally:
+        pw.stop()
+
+
+class Report:
+    """Per notebook: Run All seconds; per widget: cell, control changed, update seconds.
+    Rewritten after each notebook, so a crash keeps what was measured."""
+
+    def __init__(self, chromium: str):
+        import importlib.metadata as md
+
+        self.t0 = time.monotonic()
+        self.data = {"chromium": chromium_version(chromium),
+                     "playwright": md.version("playwright"), "notebooks": {}}
+
+    @property
+    def notebooks(self) -> dict:
+        return self.data["notebooks"]
+
+    def write(self) -> None:
+        self.data["total_s"] = round(time.monotonic() - self.t0, 1)
+        REPORT_PATH.write_text(json.dumps(self.data, indent=1) + "\n")
+
+    def summary(self) -> list[str]:
+        d = self.data
+        lines = [f"{d['chromium']}, playwright {d['playwright']}, {d['total_s']:.0f} s in all; "
+                 f"report: {REPORT_PATH.relative_to(ROOT)}"]
+        for name, nb in d["notebooks"].items():
+            widgets = ", ".join(
+                f"cell {w['cell']} {w['update_s']} s" if w.get("update_s") is not None
+                else f"cell {w['cell']} {w.get('note', 'NO UPDATE')}" for w in nb["widgets"])
+            lines.append(f"{name}: Run All {nb.get('run_all_s', '-')} s; "
+                         f"widgets: {widgets or '-'}")
+        return lines
+
+
+@pytest.fixture(scope="module")
+def report(chromium):
+    shutil.rmtree(FAILURES, ignore_errors=True)
+    FAILURES.mkdir(parents=True, exist_ok=True)
+    r = Report(chromium)
+    yield r
+    r.write()
+    _SUMMARY[:] = r.summary()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SUMMARY:
+        terminalreporter.section("browser test (JupyterLab in Chromium)")
+        for line in _SUMMARY:
+            terminalreporter.write_line(line)

@@ -1,0 +1,116 @@
+"""Every notebook in a real browser (JupyterLab in headless Chromium): Run All from the
+menu finishes with no error output and no browser console error, and every widget redraws
+its output when one of its controls changes. Screenshots of failures go to
+build/browser-failures/, timings to build/browser-report.json (see conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import notebook_page as nbp
+from conftest import FAILURES, ROOT
+
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+RUN_ALL_TIMEOUT = float(os.environ.get("PARLAB_BROWSER_RUN_TIMEOUT", 240))
+
+# Console errors that say nothing about the lab, each with why it is harmless. Everything
+# else logged at level "error", and every uncaught page error, fails the test.
+BENIGN_CONSOLE = [
+    # the browser asks for a favicon the server does not have
+    re.compile(r"favicon\.ico"),
+]
+
+
+def _shot(page, name: str, what: str, cell: int | None = None) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{Path(name).stem}-{what}")
+    path = FAILURES / f"{stem}.png"
+    try:
+        page.screenshot(path=str(path), full_page=True, timeout=30_000)
+        if cell is not None:
+            page.locator(f'[data-parlab-cell="{cell}"]').screenshot(
+                path=str(FAILURES / f"{stem}-cell.png"), timeout=30_000)
+    except Exception as e:  # the screenshot must never hide the failure it documents
+        return f"(no screenshot: {e})"
+    return f"screenshot {path.relative_to(ROOT)}"
+
+
+def _saved_errors(path: Path) -> list[str]:
+    nb = json.loads(path.read_text())
+    return [f"cell {i}: {o.get('ename')}: {o.get('evalue')}"
+            for i, c in enumerate(nb["cells"]) for o in c.get("outputs", [])
+            if o.get("output_type") == "error"]
+
+
+def _exercise_widgets(page, name: str, entry: dict, failures: list[str]) -> None:
+    roots = nbp.widget_roots(page)
+    for w in roots:
+        cell = w["cell"]
+        root = page.locator(f'[data-parlab-widget="{w["key"]}"]')
+        choice = nbp.choose_control(root)
+        if choice is None:
+            entry["widgets"].append({"cell": cell, "control": None, "update_s": None,
+                                     "note": "no enabled control"})
+            continue
+        control, act, timeout = choice
+        record = {"cell": cell, "control": control, "update_s": None}
+        entry["widgets"].append(record)
+        nbp.settle(page, cell, timeout=30)
+        before = nbp.digest(page, cell)
+        t0 = time.monotonic()
+        try:
+            act()
+            nbp.wait_until(lambda: nbp.digest(page, cell) != before, timeout,
+                           "the output to change")
+        except Exception as e:
+            failures.append(f"widget in cell {cell}: changing {control} did not redraw its "
+                            f"output within {timeout:.0f} s ({type(e).__name__}: "
+                            f"{str(e).splitlines()[0]}); "
+                            + _shot(page, name, f"widget-cell{cell}", cell))
+            continue
+        record["update_s"] = round(time.monotonic() - t0, 2)
+        nbp.settle(page, cell, timeout=timeout)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", NOTEBOOKS, ids=[Path(n).stem for n in NOTEBOOKS])
+def test_notebook_in_browser(name, lab, browser, report):
+    entry = report.notebooks[name] = {"widgets": []}
+    failures: list[str] = []
+    console: list[str] = []
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.on("console", lambda m: console.append(f"console.error: {m.text[:500]}")
+            if m.type == "error" else None)
+    page.on("pageerror", lambda e: console.append(f"page error: {str(e)[:500]}"))
+    try:
+        try:
+            nbp.open_notebook(page, lab.notebook_url(name, f"w{len(report.notebooks)}"))
+        except Exception as e:
+            pytest.fail(f"{name} did not open with an idle kernel: {str(e).splitlines()[0]}; "
+                        + _shot(page, name, "open"), pytrace=False)
+        try:
+            entry["run_all_s"] = round(nbp.run_all(page, RUN_ALL_TIMEOUT), 1)
+        except nbp.Timeout as e:
+            pytest.fail(f"{name}: {e}; " + _shot(page, name, "run-all"), pytrace=False)
+        nbp.save(page)
+        failures += [f"error output saved in {e}" for e in _saved_errors(lab.root / name)]
+        failures += [f"traceback shown in cell {t['cell']}: {t['text']}"
+                     for t in nbp.dom_tracebacks(page)]
+        if failures:
+            failures.append(_shot(page, name, "run-all-errors"))
+        _exercise_widgets(page, name, entry, failures)
+        failures += [f"traceback shown after the widget changes in cell {t['cell']}: {t['text']}"
+                     for t in nbp.dom_tracebacks(page)]
+        failures += [c for c in console if not any(b.search(c) for b in BENIGN_CONSOLE)]
+        entry["failures"] = failures
+        assert not failures, f"{name} in JupyterLab:\n  " + "\n  ".join(failures)
+    finally:
+        report.write()
+        context.close()
+        lab.shutdown_kernels()
