@@ -175,9 +175,12 @@ def op_times(result: PipelineResult) -> dict:
 
 
 def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
-            t_fwd: float = 0.01, t_bwd: float = 0.02) -> dict:
+            t_fwd: float = 0.03, t_bwd: float = 0.06) -> dict:
     """What the pipeline explorer widget shows: the simulated step (and, if ``live``,
-    a measured one in emulated mode) or the ValueError's message for a bad choice."""
+    a measured one in emulated mode, with the simulator charged that run's message
+    costs) or the ValueError's message for a bad choice. Op times of 30 / 60 ms per
+    rank by default: long next to what a message costs on a busy CPU (~1-10 ms), so
+    the schedule, not the machine, sets the shape."""
     v = v if schedule == "interleaved" else 1
     try:
         validate(schedule, p, m, v)
@@ -185,7 +188,7 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
         return dict(error=str(e))
     sim = simulate(schedule, p, m, v, t_fwd, t_bwd)
     text = (f"{schedule}, P={p}, M={m}" + (f", v={v}" if v > 1 else "") +
-            f": simulated bubble {sim.bubble_fraction:.1%} of the step")
+            f": simulated bubble {sim.bubble_fraction:.1%} of the step, messages free")
     if schedule != "zb-h1":
         text += f" (formula {cost.bubble_fraction(p, m, v):.1%})"
     text += "; peak micro-batches held per rank [" + ",\u00a0".join(map(str, sim.peak_activations)) + "]"
@@ -193,6 +196,7 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
     if live:
         res = measured_bubble(schedule, p, m, v, t_fwd, t_bwd, repeats=1)
         measured = res["timeline"]
-        text += (f"; measured bubble {res['measured']:.1%} "
-                 f"(emulated, {t_fwd * 1e3:g}/{t_bwd * 1e3:g} ms)")
+        text += (f"; measured {res['measured']:.1%} (emulated, {t_fwd * 1e3:g}/{t_bwd * 1e3:g} ms "
+                 f"ops); simulated with this run's message costs ({res['t_comm'] * 1e3:.1f} ms a "
+                 f"message, {res['t_gap'] * 1e3:.1f} ms between ops) {res['simulated_comm']:.1%}")
     return dict(sim=sim, run=measured, text=text)
