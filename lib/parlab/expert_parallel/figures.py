@@ -95,11 +95,15 @@ def busiest_figure(rows: list[dict], title: str = "") -> go.Figure:
     fig.add_trace(go.Bar(name="waiting for the busiest rank", x=x,
                          y=[1e3 * (r["layer_s"] - r["compute_s"]) for r in rows],
                          marker=dict(color=KIND_COLORS["wait"])))
-    fig.add_hline(y=1e3 * rows[0]["predicted_s"], line=dict(dash="dash", color="#C62828"),
-                  annotation_text="predicted: busiest rank's rows", annotation_position="top left")
-    fig.add_hline(y=1e3 * rows[0]["balanced_s"], line=dict(dash="dot", color="#666"),
-                  annotation_text="if balanced", annotation_position="bottom right")
-    base_layout(fig, title or "one MoE layer: every rank waits for the busiest", barmode="stack")
+    # the lines' labels sit right of the plot, where no bar can hide them; legend below
+    for y, dash, color, text in ((rows[0]["predicted_s"], "dash", "#C62828", "predicted:<br>busiest rank's rows"),
+                                 (rows[0]["balanced_s"], "dot", "#666", "if balanced")):
+        fig.add_hline(y=1e3 * y, line=dict(dash=dash, color=color))
+        fig.add_annotation(x=1.01, xref="paper", y=1e3 * y, xanchor="left", showarrow=False,
+                           text=text, font=dict(color=color, size=11), align="left")
+    base_layout(fig, title or "one MoE layer: every rank waits for the busiest", barmode="stack",
+                legend=dict(orientation="h", y=-0.22, x=0))
+    fig.update_layout(margin=dict(r=150, b=110))
     fig.update_yaxes(title_text="ms")
     return fig
 
