@@ -2,6 +2,8 @@
 reference, fails a planted wrong answer with a message naming the rank and the group, and
 says "not answered" for the notebook's placeholder."""
 
+import torch.distributed as dist  # noqa: F401  (the learner functions below run on the ranks)
+
 from parlab import planner
 from parlab.exercises import parallel_3d as ex
 
@@ -60,3 +62,28 @@ def test_groups_checker():
 def test_show_solution(capsys):
     ex.show_solution("my_groups")
     assert capsys.readouterr().out.startswith("def my_groups(rank, dp, pp, tp):")
+
+
+def sync_placeholder(grad, groups):
+    raise NotImplementedError  # your code
+
+
+def sync_over_world(grad, groups):
+    """Planted: averages over every rank, not the DP group."""
+    dist.all_reduce(grad)
+    return grad / dist.get_world_size()
+
+
+def sync_no_divide(grad, groups):
+    """Planted: sums over the DP group."""
+    dist.all_reduce(grad, group=groups["dp"])
+    return grad
+
+
+def test_grad_sync_checker():
+    assert ex.check_grad_sync(ex.solution_grad_sync)["ok"]
+    v = ex.check_grad_sync(sync_over_world)
+    assert not v["ok"] and "rank 0 (stage 0, TP slice 0): element [0]" in v["message"] and "all ranks" in v["message"], v
+    v = ex.check_grad_sync(sync_no_divide)
+    assert not v["ok"] and "sum over the DP group [0, 4]" in v["message"], v
+    assert ex.check_grad_sync(sync_placeholder).get("missing")

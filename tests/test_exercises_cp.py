@@ -2,7 +2,8 @@
 the reference solution, fails a planted wrong one with a message naming where (rank,
 head, position, slot), and says "not answered" for the notebook's placeholder."""
 
-import torch  # noqa: F401  (the learner functions below use torch and dist on the ranks)
+import torch
+import torch.distributed as dist  # noqa: F401  (the learner functions below run on the ranks)
 
 from parlab import cost
 from parlab.exercises import context_parallel as ex

@@ -23,7 +23,8 @@ from ..mesh import Mesh
 from . import core
 
 __all__ = ["check_coords", "check_tp_group", "check_bubble", "check_memory", "memory_answer",
-           "check_groups", "solution_groups", "show_solution", "solution_html", "AXES"]
+           "check_groups", "solution_groups", "check_grad_sync", "solution_grad_sync",
+           "show_solution", "solution_html", "AXES"]
 
 AXES = ("tp", "pp", "dp")
 
@@ -164,7 +165,57 @@ def check_groups(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 30.
                         sums=sums)
 
 
-SOLUTIONS = {"my_groups": solution_groups}
+# --- coding exercise: the DP gradient sync on a 2 x 2 x 2 mesh ---------------------------
+
+def solution_grad_sync(grad, groups):
+    """Average ``grad`` over the data-parallel replicas only: the ranks that hold the same
+    layers (same stage) and the same TP slice."""
+    dist.all_reduce(grad, group=groups["dp"])
+    return grad / dist.get_world_size(groups["dp"])
+
+
+def _grad(coords: dict, n: int = 6):
+    """Rank-distinct gradient: its stage and TP slice set the base, its replica the offset."""
+    return torch.arange(n, dtype=torch.float32) + 100 * coords["pp"] + 10 * coords["tp"] + 3 * coords["dp"]
+
+
+def grad_sync_harness(source: str, name: str, dp: int, pp: int, tp: int):
+    """On each rank: the mesh's groups, this rank's gradient, the learner's sync."""
+    fn = core.load_learner(source, name)
+    mesh = Mesh(dp=dp, pp=pp, tp=tp).init()
+    groups = {a: mesh.group(a) for a in AXES}
+    return fn(_grad(mesh.coords(dist.get_rank())), groups)
+
+
+def check_grad_sync(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 30.0) -> dict:
+    """Run ``fn(grad, groups)`` on dp*pp*tp ranks; each rank must return the mean of its DP
+    group's gradients (its own stage and TP slice, every replica)."""
+    from .context_parallel import _unwritten
+    if _unwritten(fn):
+        return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
+    mesh = Mesh(dp=dp, pp=pp, tp=tp)
+    got, bad = core.run_learner(grad_sync_harness, fn, mesh.size, dp, pp, tp, timeout=timeout)
+    if bad:
+        return bad
+    world_mean = torch.stack([_grad(mesh.coords(r)) for r in range(mesh.size)]).mean(0)
+    for rank, g in enumerate(got):
+        c = mesh.coords(rank)
+        group = next(x for x in mesh.groups("dp") if rank in x)
+        want = torch.stack([_grad(mesh.coords(r)) for r in group]).mean(0)
+        msg = core.compare_tensors(g, want, where=f"rank {rank} (stage {c['pp']}, TP slice {c['tp']})")
+        if msg:
+            if isinstance(g, torch.Tensor) and g.shape == want.shape:
+                if torch.allclose(g, world_mean):
+                    msg += ("; it is the mean over all ranks: other stages' and TP slices' gradients "
+                            "are different parameters, only DP replicas share them")
+                elif torch.allclose(g, want * len(group)):
+                    msg += f"; it is the sum over the DP group {group}: divide by its size"
+            return core.verdict(False, msg)
+    return core.verdict(True, f"every rank holds the mean over its DP group (e.g. rank 0 with "
+                        f"{next(x for x in mesh.groups('dp') if 0 in x)}), not over the world.")
+
+
+SOLUTIONS = {"my_groups": solution_groups, "my_grad_sync": solution_grad_sync}
 
 
 def _solution_source(name: str) -> str:
