@@ -4,7 +4,8 @@ the module, a report written to build/browser-report.json.
 PARLAB_BROWSER_TEST=required (set by .ci/run): a missing Chromium or Playwright is a
 failure. Unset: the test skips, saying what is missing. PARLAB_BROWSER_TEST=skip: always
 skips (a quicker local `python3 run.py test`). PARLAB_CHROMIUM: the browser's path
-(default /usr/bin/chromium, Debian's package)."""
+(default /usr/bin/chromium, Debian's package). PARLAB_BROWSER_NOTEBOOKS: another folder of
+notebooks to run (default notebooks/; the test's own checks were tried on planted bad ones)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 FAILURES = BUILD / "browser-failures"
 REPORT_PATH = BUILD / "browser-report.json"
+NOTEBOOK_DIR = Path(os.environ.get("PARLAB_BROWSER_NOTEBOOKS", ROOT / "notebooks")).resolve()
 _SUMMARY: list[str] = []
 
 
@@ -57,7 +59,7 @@ def lab(chromium, tmp_path_factory):
     base = tmp_path_factory.mktemp("browser")
     root, settings = base / "root", base / "settings"
     root.mkdir()
-    copy_notebooks(ROOT / "notebooks", root)
+    copy_notebooks(NOTEBOOK_DIR, root)
     server = LabServer(sys.executable, root, settings, base / "jupyter.log")
     try:
         yield server

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import notebook_page as nbp
-from conftest import FAILURES, ROOT
+from conftest import FAILURES, NOTEBOOK_DIR, ROOT
 
-NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))
 RUN_ALL_TIMEOUT = float(os.environ.get("PARLAB_BROWSER_RUN_TIMEOUT", 240))
 
 # Console errors that say nothing about the lab, each with why it is harmless. Everything
@@ -31,20 +31,22 @@ def _shot(page, name: str, what: str, cell: int | None = None) -> str:
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{Path(name).stem}-{what}")
     path = FAILURES / f"{stem}.png"
     try:
-        page.screenshot(path=str(path), full_page=True, timeout=30_000)
         if cell is not None:
-            page.locator(f'[data-parlab-cell="{cell}"]').screenshot(
-                path=str(FAILURES / f"{stem}-cell.png"), timeout=30_000)
+            where = page.locator(f'[data-parlab-cell="{cell}"]')
+            where.scroll_into_view_if_needed(timeout=10_000)
+            where.screenshot(path=str(FAILURES / f"{stem}-cell.png"), timeout=30_000)
+        page.screenshot(path=str(path), full_page=True, timeout=30_000)
     except Exception as e:  # the screenshot must never hide the failure it documents
         return f"(no screenshot: {e})"
     return f"screenshot {path.relative_to(ROOT)}"
 
 
-def _saved_errors(path: Path) -> list[str]:
+def _saved_errors(path: Path) -> dict[int, str]:
+    """cell index -> "ename: evalue" of each error output in the saved notebook."""
     nb = json.loads(path.read_text())
-    return [f"cell {i}: {o.get('ename')}: {o.get('evalue')}"
+    return {i: f"{o.get('ename')}: {o.get('evalue')}"
             for i, c in enumerate(nb["cells"]) for o in c.get("outputs", [])
-            if o.get("output_type") == "error"]
+            if o.get("output_type") == "error"}
 
 
 def _exercise_widgets(page, name: str, entry: dict, failures: list[str]) -> None:
@@ -99,14 +101,17 @@ def test_notebook_in_browser(name, lab, browser, report):
         except nbp.Timeout as e:
             pytest.fail(f"{name}: {e}; " + _shot(page, name, "run-all"), pytrace=False)
         nbp.save(page)
-        failures += [f"error output saved in {e}" for e in _saved_errors(lab.root / name)]
+        errors = _saved_errors(lab.root / name)
+        failures += [f"error output in cell {i}: {e}" for i, e in errors.items()]
+        # tracebacks printed to stderr (a worker's, a warning's) are not error outputs
         failures += [f"traceback shown in cell {t['cell']}: {t['text']}"
-                     for t in nbp.dom_tracebacks(page)]
+                     for t in nbp.dom_tracebacks(page) if t["cell"] not in errors]
         if failures:
             failures.append(_shot(page, name, "run-all-errors"))
+        shown = nbp.dom_tracebacks(page)
         _exercise_widgets(page, name, entry, failures)
         failures += [f"traceback shown after the widget changes in cell {t['cell']}: {t['text']}"
-                     for t in nbp.dom_tracebacks(page)]
+                     for t in nbp.dom_tracebacks(page) if t not in shown]
         failures += [c for c in console if not any(b.search(c) for b in BENIGN_CONSOLE)]
         entry["failures"] = failures
         assert not failures, f"{name} in JupyterLab:\n  " + "\n  ".join(failures)
