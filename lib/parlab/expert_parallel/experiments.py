@@ -286,7 +286,7 @@ def step_times(eps=(1, 2, 4), seed: int = SEEDS["balanced"], steps: int = 3, rep
             times[e] += ep_run(e, seed, steps, config, batch_size).step_times[1:]
     med = {e: statistics.median(t) for e, t in times.items()}
     return [dict(ep=e, step_s=med[e], speedup=med[eps[0]] / med[e], steps=len(times[e]),
-                 load=hardware.load()) for e in eps]
+                 load=hardware.timing_note()[1]) for e in eps]
 
 
 # --- 4. the widget's live run and prediction --------------------------------------------------
@@ -321,7 +321,7 @@ def live(ep: int = 2, n_experts: int = 4, top_k: int = 1, capacity_factor: float
     return dict(ep=ep, step_s=statistics.median(r.step_times[1:]), routed=routed,
                 drop_rate=n_drop / sum(routed), bytes=a2a_check(r, cfg, BATCH),
                 rows=[sum(x["tokens_per_expert"][0]["blocks.0.moe"].values()) for x in r.ranks],
-                load=hardware.load())
+                load=hardware.timing_note()[1])
 
 
 # --- 5. the interview corner's numbers ------------------------------------------------------

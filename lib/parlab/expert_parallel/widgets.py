@@ -49,14 +49,14 @@ def live_html(res: dict) -> str:
     if "error" in res:
         return f"<p style='color:#C62828'>{html.escape(res['error'])}</p>"
     b0 = [r for r in res["bytes"] if r["layer"] == "blocks.0.moe"]
-    return "<h4>measured here, on CPU ranks</h4>" + _table([
+    return ("<h4>measured here, on CPU ranks</h4>"
+            f"<p><i>{html.escape(res['load'])}</i></p>") + _table([
         ("step time (median)", f"{res['step_s'] * 1e3:.1f} ms"),
         ("assignments per expert (block 0, step 0)", str(res["routed"])),
         ("dropped", f"{res['drop_rate']:.1%}"),
         ("rows computed per rank", str(res["rows"])),
         ("a2a bytes per rank, block 0 (traced)", ", ".join(fmt_bytes(r["measured"]) for r in b0)),
-        ("formula, balanced", fmt_bytes(b0[0]["balanced"])),
-        ("machine", res["load"])])
+        ("formula, balanced", fmt_bytes(b0[0]["balanced"]))])
 
 
 def ep_explorer(n_experts: int = 4, top_k: int = 1, capacity_factor: float = 1.25,

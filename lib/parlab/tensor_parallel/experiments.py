@@ -237,7 +237,7 @@ def overlap(config: GPTConfig = MEDIUM, tp: int = 2, batch_size: int = 8, steps:
             times[ov] += _run(config, tp, False, batch_size, steps=steps, overlap=ov).step_times[1:]
     off, on = statistics.median(times[False]), statistics.median(times[True])
     return dict(tp=tp, off_s=off, on_s=on, gain=off / on - 1, steps=len(times[True]),
-                load=hardware.load())
+                load=hardware.timing_note()[1])
 
 
 # --- 4. ours vs PyTorch's DTensor tensor parallelism ---------------------------------------
@@ -278,7 +278,7 @@ def live(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32, d_mode
                 activations=[x["activations"]["per_layer"][0] for x in r.ranks],
                 activation_formula=cost.lab_activation_memory(seq_len, BATCH, d_model, 4, 1, tp, sp,
                                                               "none", FP32),
-                losses=r.losses, load=hardware.load())
+                losses=r.losses, load=hardware.timing_note()[1])
 
 
 # --- 6. the interview corner's numbers -----------------------------------------------------

@@ -26,15 +26,15 @@ def live_html(res: dict) -> str:
         return f"<p style='color:#C62828'>{html.escape(res['error'])}</p>"
     b, f = res["block"], res["formula"]
     acts = sorted(set(res["activations"]))
-    return "<h4>measured here, on CPU ranks</h4>" + _table([
+    return ("<h4>measured here, on CPU ranks</h4>"
+            f"<p><i>{html.escape(res['load'])}</i></p>") + _table([
         ("step time (median)", f"{res['step_s'] * 1e3:.1f} ms"),
         ("tokens/s", f"{res['tokens_per_s']:,.0f}"),
         ("one block, forward", _ops(b["forward"])),
         ("one block, backward", _ops(b["backward"])),
         ("bytes sent per rank, block, step", f"{fmt_bytes(b['bytes'])} (formula {fmt_bytes(f['bytes'])})"),
         ("activations per block, each rank", ", ".join(fmt_bytes(a) for a in acts) +
-         f" (formula {fmt_bytes(res['activation_formula'])})"),
-        ("machine", res["load"])])
+         f" (formula {fmt_bytes(res['activation_formula'])})")])
 
 
 def gpu_html(row: dict, model: str, platform: str) -> str:
