@@ -73,3 +73,17 @@ def test_fit_verdict_says_when_not_to_trust_the_fit():
     bad = dict(good, times=[3e-4, 1e-4, 6e-4], r2=0.4)
     line = demos.fit_verdict(bad)
     assert "do NOT read exact numbers" in line and "r2 = 0.40" in line and "3.0x off" in line
+
+
+def test_time_axes_read_in_plain_units():
+    from parlab.collectives.figures import alpha_beta_figure, seconds_ticks
+    wide = seconds_ticks(1.6e-3, 900)  # the cost explorer's naive all-reduce on 1024 ranks
+    assert wide["ticktext"][0] == "1 ms" and wide["ticktext"][-1] == "1,000 s"
+    assert not any("ks" in t for t in wide["ticktext"])
+    narrow = seconds_ticks(7e-5, 5e-3)  # two decades: 1-2-5 ticks, never a single one
+    assert narrow["ticktext"] == ["50 µs", "100 µs", "200 µs", "500 µs", "1 ms", "2 ms", "5 ms"]
+    assert len(seconds_ticks(1.0, 1.0)["tickvals"]) >= 2
+    sizes = [4, 4096, 1 << 20]
+    fig = alpha_beta_figure(sizes, [1e-4 + s / 2e9 for s in sizes], 1e-4, 1 / 2e9)
+    assert fig.layout.legend.x > 1  # outside the plot, not over the largest messages
+    assert len(fig.layout.yaxis.tickvals) >= 3

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from ..viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE, EMPTY_COLOR, KIND_COLORS,
                          RANK_COLORS, byte_unit,
-                         NEUTRAL_COLOR, SECONDS_AXIS, SUBSCRIPTS, base_layout, fmt_bytes,
+                         NEUTRAL_COLOR, SUBSCRIPTS, base_layout, fmt_bytes,
                          rank_color, text_color)
 
 # --- 1. collectives explained --------------------------------------------------------
@@ -317,6 +317,32 @@ def _log_space(lo: float, hi: float, k: int = 64) -> list[float]:
     return [10 ** (a + (b - a) * i / (k - 1)) for i in range(k)]
 
 
+def _fmt_seconds(v: float) -> str:
+    """'20 µs', '1.5 ms', '10 s', '1,000 s': plain units, never an SI prefix on seconds
+    above one ('1ks')."""
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if v >= scale or scale == 1e-9:
+            return f"{v / scale:,.3g} {unit}" if v / scale < 1000 else f"{v / scale:,.0f} {unit}"
+    return f"{v:g} s"
+
+
+def seconds_ticks(lo: float, hi: float) -> dict:
+    """Tick settings for a log time axis covering ``lo``..``hi`` seconds: one tick per
+    decade (1-2-5 when the data span three decades or less, so there are always
+    several), labelled in ns/µs/ms/s, and a range from the tick just below ``lo`` to
+    the one just above ``hi`` (both ends labelled). For ``fig.update_yaxes(**...)``."""
+    if not 0 < lo <= hi:
+        raise ValueError(f"lo={lo} and hi={hi} must satisfy 0 < lo <= hi")
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1,) if b - a > 3 else (1, 2, 5)
+    cand = [m * 10.0 ** k for k in range(a, b + 2) for m in steps]
+    low = max(v for v in cand if v <= lo * (1 + 1e-9))
+    high = min(v for v in cand if v >= hi * (1 - 1e-9) and v > low)
+    vals = [v for v in cand if low <= v <= high]
+    return dict(tickmode="array", tickvals=vals, ticktext=[_fmt_seconds(v) for v in vals],
+                range=[math.log10(low) - 0.05, math.log10(high) + 0.05])  # whole markers at the ends
+
+
 def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta: float,
                       title: str = "", extra: dict[str, tuple[list, list]] | None = None
                       ) -> go.Figure:
@@ -361,7 +387,9 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
         fig.add_annotation(x=math.log10(knee), y=0.02, yref="paper", xanchor="left",
                            yanchor="bottom", showarrow=False, font=dict(size=11, color="#666"),
                            text=f" α = β·size at {fmt_bytes(knee)}")
-    base_layout(fig, title, legend=dict(x=1, xanchor="right", y=0.02, yanchor="bottom"))
+    # the legend sits outside the plot, right of it: inside, it covered the largest messages
+    base_layout(fig, title, legend=dict(x=1.02, xanchor="left", y=1, yanchor="top"))
     fig.update_xaxes(type="log", title_text="message size (bytes)", **BYTES_AXIS)
-    fig.update_yaxes(type="log", title_text="time (s)", **SECONDS_AXIS)
+    all_y = [y for _, ys in series.values() for y in ys if y > 0] + [alpha + beta * x for x in fit_x]
+    fig.update_yaxes(type="log", title_text="time", **seconds_ticks(min(all_y), max(all_y)))
     return fig

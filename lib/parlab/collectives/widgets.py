@@ -8,7 +8,7 @@ from .. import hardware
 from ..viz.charts import cost_curves
 from ..viz.controls import LAYOUT, STYLE, show
 from . import experiments
-from .figures import collective_diagram, ring_animation
+from .figures import collective_diagram, ring_animation, seconds_ticks
 
 
 def collective_picker(n: int = 4):
@@ -55,9 +55,12 @@ def allreduce_cost_explorer(measured_alpha: float | None = None,
         inside = sizes[0] < s < sizes[-1]
         note = ("tree and ring take the same number of steps: the ring is never slower"
                 if s <= 0 else "" if inside else f"tree faster below {s / 1e9:,.0f} GB")
-        show(cost_curves(pred["curves"], f"all-reduce on {n} ranks over {link}"
-                              + (f"<br><sub>{note}</sub>" if note else ""),
-                              vlines={"ring = tree": s} if inside else None))
+        fig = cost_curves(pred["curves"], f"all-reduce on {n} ranks over {link}"
+                          + (f"<br><sub>{note}</sub>" if note else ""),
+                          vlines={"ring = tree": s} if inside else None)
+        ys = [y for _, curve in pred["curves"].values() for y in curve if y > 0]
+        fig.update_yaxes(title_text="time", **seconds_ticks(min(ys), max(ys)))  # not "1ks"
+        show(fig)
 
     return w.VBox([w.HBox([link, ranks]),
                    w.interactive_output(draw, {"link": link, "n": ranks})])
