@@ -112,8 +112,9 @@ def ranks(line: str, cell: str) -> None:
         print(text)
     if errors:
         last_error = "\n".join(f"--- rank {r} ---\n{res['error']}" for r, res in errors.items())
-        _complain(error_message(errors, world_size, filename, results[0].get("restarts", 0),
-                                kept=True))
+        text = error_message(errors, world_size, filename, results[0].get("restarts", 0),
+                             kept=True)
+        _complain(text.rsplit("\n", 1)[0] if verbose else text)  # verbose: shown above
 
 
 def _complain(text: str) -> None:
