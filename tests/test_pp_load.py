@@ -6,7 +6,7 @@ v = 2 measures a smaller bubble than 1F1B, and ZB-H1 a smaller one still; the
 simulator charged the run's own message costs (``simulated_comm``) lands within 10
 points of the measured bubble at P = 2, M = 12, v = 3 (the messages-free simulator
 says 2.7%); and activation checkpointing makes the backward longer (it recomputes the
-forward). Op times are long next to a message's cost (~1-10 ms on a busy CPU), which
+forward): backward / forward within one run rises (about 2 -> 3). Op times are long next to a message's cost (~1-10 ms on a busy CPU), which
 is why the ordering holds: see the notebook's §6.
 """
 
@@ -42,6 +42,6 @@ def test_checkpointing_makes_the_backward_longer_under_load(cpu_hogs):
     times = {c: demos.op_times(run(PPRun(config=wide, steps=3, batch_size=8, schedule="1f1b",
                                          p=2, m=4, checkpoint=c), 2))
              for c in (False, True)}
-    print(f"under load, backward {times[False]['B'] * 1e3:.1f} ms plain, "
-          f"{times[True]['B'] * 1e3:.1f} ms checkpointed")
-    assert times[True]["B"] > 1.1 * times[False]["B"]
+    ratio = {c: t["B"] / t["F"] for c, t in times.items()}  # same run: the load cancels out
+    print(f"under load, backward / forward {ratio[False]:.2f} plain, {ratio[True]:.2f} checkpointed")
+    assert ratio[True] > ratio[False] + 0.3  # seen: +0.6 under load, +1.3 quieter
