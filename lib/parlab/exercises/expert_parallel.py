@@ -144,7 +144,7 @@ def _check_route(fn, world_size: int, seed: int, capacity: int, global_capacity:
                                 f"second choice, then earlier tokens first); {len(diff)} of "
                                 f"{want_k.numel()} assignments differ on rank {r}.")
     n_drop = int((~keep).sum())
-    return core.verdict(True, f"every rank's choices and drops match parlab.moe ({scope}: "
+    return core.verdict(True, f"Every rank's choices and drops match parlab.moe ({scope}: "
                         f"{n_drop} of {keep.numel()} assignments dropped).")
 
 

@@ -201,7 +201,7 @@ def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
                                 f"{n} collectives ({_ops(res['forward_calls'])}); Megatron's MLP "
                                 "needs exactly one all-reduce (g, after the row-parallel matmul).")
     if not with_grads:
-        return core.verdict(True, f"every rank of {world_size} returns the whole MLP output, "
+        return core.verdict(True, f"Every rank of {world_size} returns the whole MLP output, "
                             "with one all-reduce in forward.")
     for r, res in enumerate(results):
         if res.get("no_graph"):
@@ -223,7 +223,7 @@ def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
         if len(res["backward_calls"]) != 1:
             return core.verdict(False, f"rank {r}: values right, but the backward called {ops}; "
                                 "f's all-reduce is the only one backward needs.")
-    return core.verdict(True, f"output and the gradients of x, W1 and W2's shards equal the "
+    return core.verdict(True, f"Output and the gradients of x, W1 and W2's shards equal the "
                         f"single-device MLP on all {world_size} ranks; one all-reduce forward (g), "
                         "one backward (f).")
 
@@ -259,7 +259,7 @@ def check_block_collectives(forward, backward=None, tp: int = 4, sequence_parall
         if {k: v for k, v in got.items() if v} != want[d]:
             wrong.append(d)
     if not wrong:
-        return core.verdict(True, f"forward {want['forward']}, backward {want['backward']}.")
+        return core.verdict(True, f"Forward {want['forward']}, backward {want['backward']}.")
     return core.verdict(False, f"the {' and '.join(wrong)} pass is off: think of what g and ḡ do "
                         "in each direction, and what backward needs from the saved shard.")
 
