@@ -4,6 +4,7 @@ answer with a message naming where, and says "not answered" for the placeholder.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from parlab import cost
 from parlab.exercises import pipeline_parallel as ex
@@ -117,3 +118,28 @@ def test_min_m_says_too_many():
 def test_show_solution_prints_the_reference(capsys):
     ex.show_solution("my_1f1b")
     assert "def ref_1f1b" in capsys.readouterr().out
+
+
+# --- my_pipeline_forward ---------------------------------------------------------------------
+
+def test_pipeline_forward_reference_wrong_and_placeholder():
+    v = ex.check_pipeline_forward(ex.ref_pipeline_forward)
+    assert v["ok"], v["message"]
+
+    def no_recv(micro_batches, stage, n_stages, layer):  # uses its own (zero) inputs
+        import torch.distributed as dist
+        out = []
+        for x in micro_batches:
+            y = layer(x)
+            if stage > 0:
+                buf = torch.empty_like(x)
+                dist.recv(buf, stage - 1)
+            if stage < n_stages - 1:
+                dist.send(y, stage + 1)
+            else:
+                out.append(y)
+        return out
+    v = ex.check_pipeline_forward(no_recv)
+    assert not v["ok"] and "micro-batch 0 leaving the last stage (3)" in v["message"]
+    assert "element [0]" in v["message"] and "expected" in v["message"]
+    assert ex.check_pipeline_forward(placeholder).get("missing")

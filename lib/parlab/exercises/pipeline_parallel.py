@@ -7,6 +7,10 @@ Coding, on real ranks:
       deadlock), compares its peak activations with 1F1B's min(P - stage, M) and its
       bubble with (P - 1)/(M + P - 1), then RUNS it on P ranks with the lab's executor
       and real compute: the loss and every gradient must equal the single device's.
+  my_pipeline_forward(micro_batches, stage, n_stages, layer) -> outputs (last stage)
+      GPipe's forward with dist.send / dist.recv between neighbouring stages;
+      ``check_pipeline_forward`` runs it on P ranks and names the micro-batch, stage and
+      element that differ from one device (a hang names each rank's line).
 Coding, pure:
   my_partition(n_layers, n_stages) -> list of layer counts per stage, balanced.
 Numeric (answer_box): ``check_bubble``, ``check_interleaved``, ``check_min_m``,
@@ -18,6 +22,9 @@ Checkers never raise on a wrong or missing answer; they return a verdict.
 from __future__ import annotations
 
 import inspect
+
+import torch
+import torch.distributed as dist
 
 from .. import cost
 from ..pipeline_parallel.schedules import Action, bubble, peak_in_flight, replay
@@ -41,17 +48,34 @@ def ref_1f1b(stage, n_stages, n_micro):
     return actions
 
 
+def ref_pipeline_forward(micro_batches, stage, n_stages, layer):
+    """Each micro-batch: receive from the previous stage (stage 0: take it), apply this
+    stage's layer, send to the next stage (the last one keeps the output)."""
+    outputs = []
+    for x in micro_batches:
+        if stage > 0:
+            x = torch.empty_like(x)  # every micro-batch has the same shape
+            dist.recv(x, stage - 1)
+        y = layer(x)
+        if stage < n_stages - 1:
+            dist.send(y, stage + 1)
+        else:
+            outputs.append(y)
+    return outputs
+
+
 def ref_partition(n_layers, n_stages):
     """Sizes differ by at most one; the larger stages first."""
     base, extra = divmod(n_layers, n_stages)
     return [base + (s < extra) for s in range(n_stages)]
 
 
-REFERENCES = {"my_1f1b": ref_1f1b, "my_partition": ref_partition}
+REFERENCES = {"my_1f1b": ref_1f1b, "my_pipeline_forward": ref_pipeline_forward,
+              "my_partition": ref_partition}
 
 
 def show_solution(name: str) -> None:
-    """Print the reference solution of exercise ``name`` ("my_1f1b", "my_partition")."""
+    """Print the reference solution of exercise ``name`` (a key of REFERENCES)."""
     print(inspect.getsource(REFERENCES[name]))
 
 
@@ -188,6 +212,50 @@ def check_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 60.0) -> dict:
                         f"the single device's; peak activations per stage {plan['peaks']} "
                         f"(1F1B's min(P - stage, M)); bubble {plan['bubble']:.1%} = "
                         f"(P-1)/(M+P-1)", peaks=plan["peaks"])
+
+
+# ----------------------------------------------------------------------------- forward, sent
+
+def _layer(stage: int):
+    """Stage ``stage``'s toy layer: y = (stage + 2) x + stage (each stage different, so a
+    skipped or repeated stage shows in the numbers)."""
+    return lambda x: x * (stage + 2) + stage
+
+
+def _micro_batches(m: int, width: int = 4) -> list:
+    return [torch.arange(width, dtype=torch.float32) + 10 * i for i in range(m)]
+
+
+def _forward_harness(source, name, p, m):
+    """On each rank: the learner's forward with this stage's layer. Stage 0 gets the
+    micro-batches; the others get zeros of the same shape (the values must come by recv)."""
+    fn = core.load_learner(source, name)
+    stage = dist.get_rank()
+    mbs = _micro_batches(m) if stage == 0 else [torch.zeros(4) for _ in range(m)]
+    out = fn(mbs, stage, p, _layer(stage))
+    return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in (out or [])]
+
+
+def check_pipeline_forward(fn, p: int = 4, m: int = 3, timeout: float = 30.0) -> dict:
+    """Run ``fn`` on ``p`` ranks; the last stage's outputs must be every micro-batch
+    through all p layers, in order."""
+    ranks, bad = core.run_learner(_forward_harness, fn, p, p, m, timeout=timeout)
+    if bad:
+        return bad
+    got = ranks[p - 1]
+    if not isinstance(got, list) or len(got) != m:
+        return core.verdict(False, f"the last stage ({p - 1}) returned {len(got) if isinstance(got, list) else got!r} "
+                            f"outputs, expected a list of {m} (one per micro-batch)")
+    for i, x in enumerate(_micro_batches(m)):
+        want = x
+        for s in range(p):
+            want = _layer(s)(want)
+        msg = core.compare_tensors(got[i], want, where=f"micro-batch {i} leaving the last stage ({p - 1})")
+        if msg:
+            return core.verdict(False, msg + ". Each stage applies its layer once, to what it "
+                                "received from the stage before")
+    return core.verdict(True, f"{m} micro-batches went through {p} stages on {p} ranks, each "
+                        f"output equal to one device's.")
 
 
 # ----------------------------------------------------------------------------- partition
