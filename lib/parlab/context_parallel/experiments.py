@@ -309,7 +309,7 @@ def live(seq_len: int = 32, cp: int = 2, layout: str = "zigzag", attention: str 
     mem = memory_rows((seq_len,), (cp,), (attention,), layout,
                       dict(micro_batch=BATCH, n_heads=c.n_heads, head_dim=c.head_dim))[0]
     block = c.n_heads * (seq_len // cp) ** 2
-    return dict(pred, events=ring_events(r, step=steps - 1), load=hardware.load(),
+    return dict(pred, events=ring_events(r, step=steps - 1), load=hardware.timing_note()[1],
                 counted_bytes=r.ranks[0]["layer_comm"]["bytes"], counted_memory=mem["peak"],
                 counted_work=[x["attention_work"]["forward"] / block for x in r.ranks],
                 largest=mem["largest"], step_s=statistics.median(r.step_times[1:]))
