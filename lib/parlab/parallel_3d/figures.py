@@ -75,7 +75,8 @@ def table1_figure(rows: list[dict], title: str = "") -> go.Figure:
                          marker=dict(color="#F58518")))
     for r in rows:
         fig.add_annotation(x=r["model"], y=max(r["paper_tflops"], r["predicted_tflops"]),
-                           yanchor="bottom", showarrow=False, text=f"{r['error']:+.0%}".replace("-0%", "0%").replace("+0%", "0%"),
+                           yanchor="bottom", showarrow=False,
+                           text=f"{r['error']:+.0%}".replace("-0%", "0%").replace("+0%", "0%"),
                            font=dict(size=11))
     fig.add_hline(y=312, line=dict(dash="dash", color="#C62828"))
     fig.add_annotation(x=0, xref="paper", y=312, yanchor="bottom", xanchor="left",
