@@ -163,3 +163,28 @@ def test_questions_state_the_checked_numbers():
     q = ex.QUESTIONS["allreduce_time"]
     assert "100 MB" in q and "N = 16" in q and "5 µs" in q and "25 GB/s" in q
     assert "2 GB" in ex.QUESTIONS["all_gather_bytes"]
+
+
+def ring_with_batched_p2p(x, rank, world_size):
+    chunks = x.chunk(world_size)
+    right, left = (rank + 1) % world_size, (rank - 1) % world_size
+    incoming = torch.empty_like(chunks[0])
+
+    def step(send_c):
+        ops = [dist.P2POp(dist.isend, chunks[send_c].contiguous(), right),
+               dist.P2POp(dist.irecv, incoming, left)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+
+    for s in range(world_size - 1):
+        step((rank - s - 1) % world_size)
+        chunks[(rank - s - 2) % world_size].add_(incoming)
+    for s in range(world_size - 1):
+        step((rank - s) % world_size)
+        chunks[(rank - s - 1) % world_size].copy_(incoming)
+    return x
+
+
+def test_batched_p2p_ops_are_counted_too():
+    v = ex.check_ring_all_reduce(ring_with_batched_p2p)
+    assert v["ok"], v["message"]

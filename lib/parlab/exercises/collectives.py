@@ -182,7 +182,7 @@ def _check(fn, world_size: int, per_chunk: int, timeout: float, *, reduce_scatte
         return core.verdict(False, f"{wrong[0][1]}{more}. {what}. {inputs_note}")
     used = sorted({u for res in results for u in res["used"]})
     if used:
-        return core.verdict(False, f"right values, but built on dist.{used[0]}: write it from "
+        return core.verdict(False, f"Right values, but built on dist.{used[0]}: write it from "
                             "send/recv (isend/irecv) only")
     S = world_size * per_chunk * 4
     op = "reduce_scatter" if reduce_scatter else "all_reduce"
@@ -192,11 +192,11 @@ def _check(fn, world_size: int, per_chunk: int, timeout: float, *, reduce_scatte
             how = ("each rank needs to send each peer only the chunk that peer owns"
                    if reduce_scatter else
                    "each of the 2(W-1) steps sends one chunk of S/W to the right neighbour")
-            return core.verdict(False, f"right values, but rank {rank} sent {res['sent']} bytes "
+            return core.verdict(False, f"Right values, but rank {rank} sent {res['sent']} bytes "
                                 f"where {want_bytes:g} suffice (S = {S} bytes, W = {world_size}): "
                                 f"{how}")
     formula = "(W-1)/W·S" if reduce_scatter else "2(W-1)/W·S"
-    return core.verdict(True, f"all {world_size} ranks hold the right sums, and each sent "
+    return core.verdict(True, f"All {world_size} ranks hold the right sums, and each sent "
                         f"{want_bytes:g} bytes = {formula} for S = {S} bytes.")
 
 
