@@ -149,7 +149,7 @@ def plan_1f1b(fn, p: int = 4, m: int = 8) -> dict:
     fraction = bubble(events, p)[0]
     want = cost.bubble_fraction(p, m)
     if fraction > want + 1e-9:
-        return core.verdict(False, f"a valid schedule, but its bubble is {fraction:.1%} of the "
+        return core.verdict(False, f"A valid schedule, but its bubble is {fraction:.1%} of the "
                             f"step (F = 1, B = 2 time units), 1F1B's is (P-1)/(M+P-1) = "
                             f"{want:.1%}: a stage waits where it could work", peaks=peaks)
     return dict(ok=True, schedule=schedule, peaks=peaks, bubble=fraction)
@@ -208,7 +208,7 @@ def check_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 60.0) -> dict:
                                        atol=1e-6, rtol=1e-4)
             if msg:
                 return core.verdict(False, msg)
-    return core.verdict(True, f"your schedule ran on {p} ranks; loss and gradients equal "
+    return core.verdict(True, f"Your schedule ran on {p} ranks; loss and gradients equal "
                         f"the single device's; peak activations per stage {plan['peaks']} "
                         f"(1F1B's min(P - stage, M)); bubble {plan['bubble']:.1%} = "
                         f"(P-1)/(M+P-1)", peaks=plan["peaks"])
@@ -244,7 +244,7 @@ def check_pipeline_forward(fn, p: int = 4, m: int = 3, timeout: float = 30.0) ->
         return bad
     got = ranks[p - 1]
     if not isinstance(got, list) or len(got) != m:
-        return core.verdict(False, f"the last stage ({p - 1}) returned {len(got) if isinstance(got, list) else got!r} "
+        return core.verdict(False, f"The last stage ({p - 1}) returned {len(got) if isinstance(got, list) else got!r} "
                             f"outputs, expected a list of {m} (one per micro-batch)")
     for i, x in enumerate(_micro_batches(m)):
         want = x
@@ -282,7 +282,7 @@ def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5))) -> dic
             if g != w:
                 return core.verdict(False, f"{where}: stage {s} gets {g} layers, expected {w} "
                                     f"(sizes differ by at most one, larger stages first)")
-    return core.verdict(True, "balanced, larger stages first, as pp.split_layers cuts them.")
+    return core.verdict(True, "Balanced, larger stages first, as pp.split_layers cuts them.")
 
 
 # ----------------------------------------------------------------------------- numeric
@@ -315,7 +315,7 @@ def check_min_m(answer) -> dict:
         return core.verdict(True, f"M = {want}: (P-1)/(M+P-1) = {cost.bubble_fraction(P, want):.2%}; "
                             f"M = {want - 1} gives {cost.bubble_fraction(P, want - 1):.2%}.")
     if got < want:
-        return core.verdict(False, f"at M = {got:g} the bubble is still "
+        return core.verdict(False, f"At M = {got:g} the bubble is still "
                             f"{cost.bubble_fraction(P, int(got)) if got >= 1 else 1:.2%}")
     return core.verdict(False, f"M = {got:g} works but is not the fewest: try smaller")
 
