@@ -87,3 +87,11 @@ def test_time_axes_read_in_plain_units():
     fig = alpha_beta_figure(sizes, [1e-4 + s / 2e9 for s in sizes], 1e-4, 1 / 2e9)
     assert fig.layout.legend.x > 1  # outside the plot, not over the largest messages
     assert len(fig.layout.yaxis.tickvals) >= 3
+
+
+def test_readable_time_axis_on_a_shared_chart():
+    from parlab import viz
+    from parlab.collectives.figures import readable_time_axis
+    pred = demos.predicted_curves(1024, 8e-5, 2.6e9)  # naive reaches ~800 s
+    fig = readable_time_axis(viz.cost_curves(pred["curves"], "all-reduce on 1024 ranks"))
+    assert "1,000 s" in fig.layout.yaxis.ticktext and not any("ks" in t for t in fig.layout.yaxis.ticktext)

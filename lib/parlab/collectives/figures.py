@@ -343,6 +343,16 @@ def seconds_ticks(lo: float, hi: float) -> dict:
                 range=[math.log10(low) - 0.05, math.log10(high) + 0.05])  # whole markers at the ends
 
 
+def readable_time_axis(fig: go.Figure) -> go.Figure:
+    """Give a log time axis (any chart of seconds, e.g. ``viz.cost_curves``) the ticks of
+    ``seconds_ticks`` over the plotted values: plain units, several ticks."""
+    ys = [y for t in fig.data if getattr(t, "y", None) is not None for y in t.y
+          if isinstance(y, (int, float)) and y > 0]
+    if ys:
+        fig.update_yaxes(title_text="time", **seconds_ticks(min(ys), max(ys)))
+    return fig
+
+
 def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta: float,
                       title: str = "", extra: dict[str, tuple[list, list]] | None = None
                       ) -> go.Figure:

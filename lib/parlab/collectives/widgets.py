@@ -8,7 +8,7 @@ from .. import hardware
 from ..viz.charts import cost_curves
 from ..viz.controls import LAYOUT, STYLE, show
 from . import experiments
-from .figures import collective_diagram, ring_animation, seconds_ticks
+from .figures import collective_diagram, readable_time_axis, ring_animation
 
 
 def collective_picker(n: int = 4):
@@ -58,9 +58,7 @@ def allreduce_cost_explorer(measured_alpha: float | None = None,
         fig = cost_curves(pred["curves"], f"all-reduce on {n} ranks over {link}"
                           + (f"<br><sub>{note}</sub>" if note else ""),
                           vlines={"ring = tree": s} if inside else None)
-        ys = [y for _, curve in pred["curves"].values() for y in curve if y > 0]
-        fig.update_yaxes(title_text="time", **seconds_ticks(min(ys), max(ys)))  # not "1ks"
-        show(fig)
+        show(readable_time_axis(fig))  # µs/ms/s ticks, not "1ks"
 
     return w.VBox([w.HBox([link, ranks]),
                    w.interactive_output(draw, {"link": link, "n": ranks})])
