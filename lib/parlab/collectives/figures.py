@@ -8,8 +8,7 @@ import math
 import plotly.graph_objects as go
 
 from ..viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE, EMPTY_COLOR, KIND_COLORS,
-                         RANK_COLORS, byte_unit,
-                         NEUTRAL_COLOR, SUBSCRIPTS, base_layout, fmt_bytes,
+                         NEUTRAL_COLOR, RANK_COLORS, SUBSCRIPTS, base_layout, byte_unit, fmt_bytes,
                          rank_color, text_color)
 
 # --- 1. collectives explained --------------------------------------------------------
@@ -318,19 +317,16 @@ def _log_space(lo: float, hi: float, k: int = 64) -> list[float]:
 
 
 def _fmt_seconds(v: float) -> str:
-    """'20 µs', '1.5 ms', '10 s', '1,000 s': plain units, never an SI prefix on seconds
-    above one ('1ks')."""
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-        if v >= scale or scale == 1e-9:
-            return f"{v / scale:,.3g} {unit}" if v / scale < 1000 else f"{v / scale:,.0f} {unit}"
-    return f"{v:g} s"
+    """'20 µs', '1.5 ms', '1,000 s': plain units, never an SI prefix above a second ('1ks')."""
+    scale, unit = next(((k, u) for k, u in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")) if v >= k),
+                       (1e-9, "ns"))
+    return f"{v / scale:,.3g} {unit}" if v / scale < 1000 else f"{v / scale:,.0f} {unit}"
 
 
 def seconds_ticks(lo: float, hi: float) -> dict:
-    """Tick settings for a log time axis covering ``lo``..``hi`` seconds: one tick per
-    decade (1-2-5 when the data span three decades or less, so there are always
-    several), labelled in ns/µs/ms/s, and a range from the tick just below ``lo`` to
-    the one just above ``hi`` (both ends labelled). For ``fig.update_yaxes(**...)``."""
+    """``fig.update_yaxes(**...)`` settings for a log time axis over ``lo``..``hi`` s: a tick
+    per decade (1-2-5 over three decades or less: always several), in ns/µs/ms/s, from
+    the tick just below ``lo`` to the one just above ``hi``."""
     if not 0 < lo <= hi:
         raise ValueError(f"lo={lo} and hi={hi} must satisfy 0 < lo <= hi")
     a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
@@ -344,8 +340,7 @@ def seconds_ticks(lo: float, hi: float) -> dict:
 
 
 def readable_time_axis(fig: go.Figure) -> go.Figure:
-    """Give a log time axis (any chart of seconds, e.g. ``viz.cost_curves``) the ticks of
-    ``seconds_ticks`` over the plotted values: plain units, several ticks."""
+    """A log time axis (e.g. ``viz.cost_curves``) with ``seconds_ticks`` over the plotted values."""
     ys = [y for t in fig.data if getattr(t, "y", None) is not None for y in t.y
           if isinstance(y, (int, float)) and y > 0]
     if ys:
@@ -359,7 +354,7 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
     """Measured message time against size on log-log axes, with the fitted
     alpha + beta*size. The reader should see a flat floor (latency, alpha) for
     small messages and a slope-1 line (bandwidth, 1/beta) for large ones, meeting
-    near size = alpha/beta. Times are in seconds (axis labels with SI prefixes)."""
+    near size = alpha/beta. Times are in seconds (ticks in µs/ms/s)."""
     if len(sizes) != len(times) or not sizes:
         raise ValueError("sizes and times must be non-empty and of equal length")
     series = {"measured": (list(sizes), list(times))}
