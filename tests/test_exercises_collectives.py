@@ -86,11 +86,11 @@ def my_reduce_scatter(x, rank, world_size):
 # --- coding exercises ---------------------------------------------------------------
 
 def test_references_pass():
-    for check, fn in [(ex.check_reduce_scatter, ex.reference_reduce_scatter),
-                      (ex.check_ring_all_reduce, ex.reference_ring_all_reduce)]:
+    for check, fn in [(ex.check_reduce_scatter, ex.solution_reduce_scatter),
+                      (ex.check_ring_all_reduce, ex.solution_ring_all_reduce)]:
         v = check(fn)
         assert v["ok"], v["message"]
-    v = ex.check_ring_all_reduce(ex.reference_ring_all_reduce, world_size=3)
+    v = ex.check_ring_all_reduce(ex.solution_ring_all_reduce, world_size=3)
     assert v["ok"], v["message"]
 
 
@@ -137,7 +137,7 @@ def test_placeholder_is_not_answered_and_hang_is_a_timeout():
 
 def test_show_solution_prints_the_reference(capsys):
     ex.show_solution("ring_all_reduce")
-    assert "def reference_ring_all_reduce" in capsys.readouterr().out
+    assert "def solution_ring_all_reduce" in capsys.readouterr().out
     with pytest.raises(ValueError):
         ex.show_solution("tree")
 

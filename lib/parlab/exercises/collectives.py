@@ -27,7 +27,7 @@ from . import core
 
 __all__ = ["check_reduce_scatter", "check_ring_all_reduce", "check_ring_bytes",
            "check_allreduce_time", "check_all_gather_bytes", "show_solution", "QUESTIONS",
-           "reference_reduce_scatter", "reference_ring_all_reduce"]
+           "solution_reduce_scatter", "solution_ring_all_reduce"]
 
 PER_CHUNK = 3  # elements per chunk of the test vectors
 _COLLECTIVES = {"all_reduce", "reduce_scatter", "reduce_scatter_tensor", "all_gather",
@@ -35,9 +35,9 @@ _COLLECTIVES = {"all_reduce", "reduce_scatter", "reduce_scatter_tensor", "all_ga
                 "reduce", "gather", "scatter"}
 
 
-# --- reference solutions (self-contained: they run through run_learner like yours) ----
+# --- reference solutions, solution_* (self-contained: they run through run_learner like yours) ----
 
-def reference_reduce_scatter(x, rank, world_size):
+def solution_reduce_scatter(x, rank, world_size):
     """Every rank sends each peer the chunk that peer owns, and adds up what it gets."""
     chunks = x.chunk(world_size)
     out = chunks[rank].clone()  # my own contribution to my chunk
@@ -55,7 +55,7 @@ def reference_reduce_scatter(x, rank, world_size):
     return out
 
 
-def reference_ring_all_reduce(x, rank, world_size):
+def solution_ring_all_reduce(x, rank, world_size):
     """Ring all-reduce in place: W-1 reduce-scatter steps, then W-1 all-gather steps,
     each sending one chunk to the right neighbour and receiving one from the left."""
     chunks = x.chunk(world_size)  # views: writing into them writes into x
@@ -81,7 +81,7 @@ def reference_ring_all_reduce(x, rank, world_size):
 
 def show_solution(name: str) -> None:
     """Print the reference solution of a coding exercise ("reduce_scatter" or "ring_all_reduce")."""
-    fns = {"reduce_scatter": reference_reduce_scatter, "ring_all_reduce": reference_ring_all_reduce}
+    fns = {"reduce_scatter": solution_reduce_scatter, "ring_all_reduce": solution_ring_all_reduce}
     if name not in fns:
         raise ValueError(f"name={name!r} must be one of {sorted(fns)}")
     print(inspect.getsource(fns[name]))
