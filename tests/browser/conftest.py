@@ -9,6 +9,7 @@ notebooks to run (default notebooks/; the test's own checks were tried on plante
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -37,7 +38,7 @@ def _requirements() -> str:
     if not (os.path.isfile(chromium) and os.access(chromium, os.X_OK)):
         missing.append(f"no Chromium at {chromium}")
     try:
-        import playwright.sync_api  # noqa: F401
+        importlib.import_module("playwright.sync_api")
     except ImportError:
         missing.append(f"Playwright is not installed in {sys.prefix}")
     if missing:

@@ -111,7 +111,7 @@ def digest(page, cell: int) -> str:
     return page.evaluate(OUTPUT_DIGEST, [cell, ", ".join(CONTROLS)])
 
 
-def settle(page, cell: int, timeout: float, quiet_for: float = 1.0) -> bool:
+def settle(page, cell: int, timeout: float, quiet_for: float = 0.5) -> bool:
     """Wait for the kernel to be idle and the cell's output to stop changing."""
     deadline = time.monotonic() + timeout
     last, since = None, time.monotonic()

@@ -87,8 +87,15 @@ def test_notebook_in_browser(name, lab, browser, report):
     console: list[str] = []
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
-    page.on("console", lambda m: console.append(f"console.error: {m.text[:500]}")
-            if m.type == "error" else None)
+    warnings: dict[str, int] = {}  # reported, not failed: plotly warns through console.trace
+
+    def on_console(m):
+        if m.type == "error":
+            console.append(f"console.error: {m.text[:500]}")
+        elif m.type in ("warning", "trace"):
+            warnings[m.text[:200]] = warnings.get(m.text[:200], 0) + 1
+
+    page.on("console", on_console)
     page.on("pageerror", lambda e: console.append(f"page error: {str(e)[:500]}"))
     try:
         try:
@@ -116,6 +123,7 @@ def test_notebook_in_browser(name, lab, browser, report):
         entry["failures"] = failures
         assert not failures, f"{name} in JupyterLab:\n  " + "\n  ".join(failures)
     finally:
+        entry["console_warnings"] = [f"{n} x {text}" for text, n in warnings.items()][:10]
         report.write()
         context.close()
         lab.shutdown_kernels()
