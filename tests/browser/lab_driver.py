@@ -47,8 +47,10 @@ class LabServer:
             path = settings_dir / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(value))
+        # the user's own Jupyter config, settings and workspaces stay out of it
         env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
-                   JUPYTERLAB_WORKSPACES_DIR=str(settings_dir / "workspaces"))
+                   JUPYTERLAB_WORKSPACES_DIR=str(settings_dir / "workspaces"),
+                   JUPYTER_CONFIG_DIR=str(settings_dir / "config"))
         self._log = open(log_path, "w")
         self.proc = subprocess.Popen(
             [python, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
