@@ -95,3 +95,9 @@ def test_readable_time_axis_on_a_shared_chart():
     pred = demos.predicted_curves(1024, 8e-5, 2.6e9)  # naive reaches ~800 s
     fig = readable_time_axis(viz.cost_curves(pred["curves"], "all-reduce on 1024 ranks"))
     assert "1,000 s" in fig.layout.yaxis.ticktext and not any("ks" in t for t in fig.layout.yaxis.ticktext)
+
+
+def test_slower_than_larger_finds_sizes_that_never_had_a_quiet_moment():
+    best = {4: 90e-6, 1024: 1.4e-3, 4096: 160e-6, 1 << 20: 1.1e-3, 4 << 20: 1.6e-3}
+    assert demos.slower_than_larger(best) == [1024]
+    assert demos.slower_than_larger({4: 1e-4, 64: 1.2e-4, 4096: 1.1e-4}) == []  # within 1.5x

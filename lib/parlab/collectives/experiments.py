@@ -134,27 +134,26 @@ def bytes_table(world_sizes=(2, 4, 8), numel: int = 1 << 18) -> list[dict]:
 
 # --- 4. latency and bandwidth of this machine ----------------------------------------
 
-def _times(fn, repeats: int) -> list[float]:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
+def slower_than_larger(best: dict) -> list:
+    """Sizes whose best time exceeds 1.5x the best of a larger size. A message never
+    costs less for being larger, so such a size never had a quiet moment."""
+    sizes = sorted(best)
+    return [s for i, s in enumerate(sizes) if any(best[s] > 1.5 * best[t] for t in sizes[i + 1:])]
 
 
-def pingpong_worker(sizes: list[int], repeats: int = 30, duplex: bool = False) -> dict | None:
+def pingpong_worker(sizes: list[int], repeats: int = 30, duplex: bool = False,
+                    extra_rounds: int = 3) -> dict | None:
     """Message time between ranks 0 and 1, per size, with the traced send/recv the ring
     is built from.
 
-    ``duplex=False``: ping-pong, one direction at a time; one-way time is half the
-    round trip. ``duplex=True``: both ranks send S to each other at once (one
-    ``comm.exchange``, exactly a ring step); the time of one exchange. Returns
-    size -> (best, median) over ``repeats``.
+    ``duplex=False``: ping-pong, one way at a time (half the round trip). ``duplex=True``:
+    both send S at once (one ``comm.exchange``, a ring step). Returns size -> (best, median).
 
     The sizes take turns, one message of each per round: a busy moment on a shared
     machine then spoils one sample of every size instead of every sample of one size,
-    and the best of each size comes from a quiet moment.
+    and the best of each size comes from a quiet moment. While some size's best is
+    still impossible (``slower_than_larger``), up to ``extra_rounds`` more batches of
+    ``repeats`` rounds are measured.
     """
     r = dist.get_rank()
     if r > 1:
@@ -179,19 +178,33 @@ def pingpong_worker(sizes: list[int], repeats: int = 30, duplex: bool = False) -
         once(*pair)  # warm-up: the first message of a size sets up buffers
     times = {s: [] for s in bufs}
     order = list(bufs)
-    for k in range(repeats):
-        for s in order[k % len(order):] + order[:k % len(order)]:  # no size always follows the largest
-            t0 = time.perf_counter()
-            once(*bufs[s])
-            times[s].append((time.perf_counter() - t0) / (1 if duplex else 2))
+    flag = torch.zeros(1)
+    for batch in range(1 + extra_rounds):
+        for k in range(repeats):
+            for s in order[k % len(order):] + order[:k % len(order)]:  # none always follows the largest
+                t0 = time.perf_counter()
+                once(*bufs[s])
+                times[s].append((time.perf_counter() - t0) / (1 if duplex else 2))
+        if r == 0:  # rank 0 decides whether to go on, and tells rank 1
+            flag[0] = float(batch < extra_rounds and bool(slower_than_larger(
+                {s: min(ts) for s, ts in times.items()})))
+            comm.send(flag, peer)
+        else:
+            comm.recv(flag, peer)
+        if not flag[0]:
+            break
     return {s: (min(ts), statistics.median(ts)) for s, ts in times.items()} if r == 0 else None
 
 
 def reduce_gamma_worker(nbytes: int = 4 << 20, repeats: int = 20) -> float:
     """Seconds per byte of a local element-wise add (one thread): the gamma term."""
     a, b = torch.ones(nbytes // 4), torch.ones(nbytes // 4)
-    a.add_(b)
-    return statistics.median(_times(lambda: a.add_(b), repeats)) / nbytes
+    times = []
+    for _ in range(repeats + 1):  # the first is a warm-up
+        t0 = time.perf_counter()
+        a.add_(b)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:]) / nbytes
 
 
 def all_reduce_timing_worker(sizes: list[int], repeats: int = 15) -> dict:
@@ -229,13 +242,9 @@ def measure_alpha_beta(sizes=None, repeats: int = 30, duplex: bool = False,
     """Messages between ranks 0 and 1 (see ``pingpong_worker``), fitted to
     time = alpha + size / bandwidth.
 
-    The fit uses the best of ``repeats`` per size: what the link costs when nothing
-    else gets in the way, which is what the alpha-beta model describes. On a
-    shared machine the median also contains the scheduler's delays; it is returned
-    too (``medians``). The largest default size is 4 MiB: big enough that the
-    transfer (about a millisecond here) dwarfs alpha, small enough to fit in one
-    time slice of the scheduler, so that a best-of exists even when other programs
-    take turns with the ranks. ``world_size`` > 2 only under torchrun.
+    The fit uses the best time per size: the link's cost when nothing else gets in the
+    way, as the model describes; the medians (``medians``) add the scheduler's delays. Largest default size 4 MiB: its transfer (~1 ms here) dwarfs
+    alpha yet fits in a scheduler time slice. ``world_size`` > 2 only under torchrun.
     """
     sizes = sizes or ALPHA_BETA_SIZES
     times = launch(pingpong_worker, world_size, sizes, repeats, duplex)[0]
