@@ -14,8 +14,8 @@ import math
 import plotly.graph_objects as go
 
 from .style import (BYTES_AXIS, COMM_OP_COLORS, COMPUTE_PHASE_COLORS, KIND_COLORS, OTHER_COLOR,
-                    SECONDS_AXIS, base_layout, byte_unit, compute_phase, fmt_bytes, log_ticks,
-                    series_color, series_colors, series_dash, si)
+                    SECONDS_AXIS, base_layout, byte_unit, compute_phase, fmt_bytes, fmt_seconds,
+                    log_ticks, seconds_ticks, series_color, series_colors, series_dash, si)
 
 # --- 3. timelines of trace events -------------------------------------------------------
 
@@ -185,10 +185,15 @@ def cost_curves(curves: dict[str, tuple[list[float], list[float]]], title: str =
                      **(BYTES_AXIS if log_x else {}))
     suffix = "s" if y_title.endswith("(s)") else ""
     y_format = dict(SECONDS_AXIS) if suffix else {"dtick": 1}
+    ys = [y for _, cys in curves.values() for y in cys if y > 0]
     if not log_y:
         y_format.pop("dtick")  # one tick per decade only makes sense on a log axis
+    elif suffix and ys:  # time: plain µs/ms/s labels ("~s" would print 1000 s as "1ks")
+        y_format = seconds_ticks(min(ys), max(ys))
+        if math.log10(max(ys) / min(ys)) < 1:  # under a decade: log_ticks' finer steps
+            vals = log_ticks(min(ys), max(ys))
+            y_format = dict(tickmode="array", tickvals=vals, ticktext=[fmt_seconds(v) for v in vals])
     else:
-        ys = [y for _, cys in curves.values() for y in cys if y > 0]
         if ys and math.log10(max(ys) / min(ys)) < 3:  # few decades: label 1-2-5 (or every digit)
             vals = log_ticks(min(ys), max(ys))
             y_format = dict(tickmode="array", tickvals=vals,
@@ -223,7 +228,10 @@ def measured_vs_predicted(rows: list[dict], title: str = "",
     base_layout(fig, title)
     fig.update_layout(margin=dict(t=80 if title else 50))
     fig.update_xaxes(type="log", title_text="message size (bytes)", **BYTES_AXIS)
-    fig.update_yaxes(type="log", title_text="time (s)", **SECONDS_AXIS)
+    ys = [r[k] for r in rows for k in ("best", "measured", "predicted")
+          if isinstance(r.get(k), (int, float)) and r[k] > 0]
+    fig.update_yaxes(type="log", title_text="time", **(seconds_ticks(min(ys), max(ys)) if ys
+                                                        else SECONDS_AXIS))
     return fig
 
 

@@ -140,9 +140,32 @@ def si(v: float) -> str:
     return f"{v:.3g}"
 
 
+def fmt_seconds(v: float) -> str:
+    """'20 µs', '1.5 ms', '1,000 s': plain units, never an SI prefix above a second ('1ks')."""
+    scale, unit = next(((k, u) for k, u in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")) if v >= k),
+                       (1e-9, "ns"))
+    return f"{v / scale:,.3g} {unit}" if v / scale < 1000 else f"{v / scale:,.0f} {unit}"
+
+
+def seconds_ticks(lo: float, hi: float) -> dict:
+    """``fig.update_yaxes(**...)`` settings for a log time axis over ``lo``..``hi`` s: a tick
+    per decade (1-2-5 over three decades or less: always several), in ns/µs/ms/s, from
+    the tick just below ``lo`` to the one just above ``hi``."""
+    if not 0 < lo <= hi:
+        raise ValueError(f"lo={lo} and hi={hi} must satisfy 0 < lo <= hi")
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1,) if b - a > 3 else (1, 2, 5)
+    cand = [m * 10.0 ** k for k in range(a, b + 2) for m in steps]
+    low = max(v for v in cand if v <= lo * (1 + 1e-9))
+    high = min(v for v in cand if v >= hi * (1 - 1e-9) and v > low)
+    vals = [v for v in cand if low <= v <= high]
+    return dict(tickmode="array", tickvals=vals, ticktext=[fmt_seconds(v) for v in vals],
+                range=[math.log10(low) - 0.05, math.log10(high) + 0.05])  # whole markers at the ends
+
+
 # Log axes: one labelled tick per decade (dtick=1), with SI prefixes throughout
 # ("100µs", "1ms"; "1k", "1M") rather than plotly's mix of prefixed and bare minor labels.
-SECONDS_AXIS = dict(tickformat="~s", ticksuffix="s", dtick=1)
+SECONDS_AXIS = dict(tickformat="~s", ticksuffix="s", dtick=1)  # prefer seconds_ticks: "~s" reads 1000 s as "1ks"
 BYTES_AXIS = dict(tickformat="~s", dtick=1)
 
 
