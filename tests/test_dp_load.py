@@ -20,23 +20,39 @@ from parlab.model import GPTConfig
 from parlab.zero import experiments as zero_timing
 
 
-def test_bucketing_beats_naive_dp_under_load(cpu_hogs):
+def bucketed_vs_naive() -> dict:
+    """Section 2's measurement: ms per step of naive DP and two bucket sizes, 2 ranks."""
     sweep = demos.bucket_sweep(world_size=2, bucket_sizes=(16 << 10, 1 << 20), steps=5)
-    naive = sweep["naive"]["median"]
-    for label in ("bucketed 16 KiB", "bucketed 1 MiB"):
-        assert sweep[label]["buckets"] < sweep["naive"]["buckets"]
-        assert sweep[label]["median"] < naive, (
-            f"{label}: {sweep[label]['median'] * 1e3:.1f} ms per step, naive {naive * 1e3:.1f} ms")
+    assert all(sweep[k]["buckets"] < sweep["naive"]["buckets"] for k in sweep if k != "naive")
+    return {k: round(r["median"] * 1e3, 1) for k, r in sweep.items()}
+
+
+def naive_bucketed_ddp_on_four_ranks() -> dict:
+    """Section 4's measurement at 4 ranks: ms per step of each variant, interleaved."""
+    res = demos.compare_step_times(4, {v: {"variant": v, "bucket_bytes": 256 << 10}
+                                       for v in ("naive", "bucketed", "ddp")}, steps=6)
+    return {v: round(r["median"] * 1e3, 1) for v, r in res.items()}
+
+
+def zero3_over_fsdp2() -> float:
+    """Section 6's measurement: median of the per-round ratios ZeRO-3 / FSDP2, 2 ranks."""
+    t = zero_timing.step_times([3, "fsdp2"], 2, GPTConfig(), rounds=6, batch_size=16)
+    return statistics.median(a / b for a, b in zip(t[3]["times"], t["fsdp2"]["times"]))
+
+
+def test_bucketing_beats_naive_dp_under_load(cpu_hogs):
+    ms = bucketed_vs_naive()
+    print("ms per step beside two hogs:", ms)
+    assert ms["bucketed 16 KiB"] < ms["naive"] and ms["bucketed 1 MiB"] < ms["naive"], ms
 
 
 def test_naive_dp_falls_behind_on_four_ranks_under_load(cpu_hogs):
-    res = demos.compare_step_times(4, {v: {"variant": v, "bucket_bytes": 256 << 10}
-                                       for v in ("naive", "bucketed", "ddp")}, steps=6)
-    ms = {v: round(r["median"] * 1e3, 1) for v, r in res.items()}
+    ms = naive_bucketed_ddp_on_four_ranks()
+    print("ms per step beside two hogs:", ms)
     assert ms["naive"] > ms["bucketed"] and ms["naive"] > ms["ddp"], ms
 
 
 def test_our_zero3_is_faster_than_fsdp2_under_load(cpu_hogs):
-    t = zero_timing.step_times([3, "fsdp2"], 2, GPTConfig(), rounds=6, batch_size=16)
-    ratio = statistics.median(a / b for a, b in zip(t[3]["times"], t["fsdp2"]["times"]))
+    ratio = zero3_over_fsdp2()
+    print(f"ZeRO-3 / FSDP2 beside two hogs: {ratio:.2f}")
     assert ratio < 1, f"ZeRO-3 / FSDP2 = {ratio:.2f} (median of per-round ratios)"
