@@ -110,8 +110,9 @@ class Report:
             widgets = ", ".join(
                 f"cell {w['cell']} {w['update_s']} s" if w.get("update_s") is not None
                 else f"cell {w['cell']} {w.get('note', 'NO UPDATE')}" for w in nb["widgets"])
-            lines.append(f"{name}: Run All {nb.get('run_all_s', '-')} s; "
-                         f"widgets: {widgets or '-'}")
+            lines.append(f"{name}: {nb.get('total_s', '-')} s, "
+                         f"Run All {nb.get('run_all_s', '-')} s; "
+                         f"widget updates: {widgets or '-'}")
         return lines
 
 
