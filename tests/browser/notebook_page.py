@@ -16,6 +16,32 @@ DIRTY = """() => {
   const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
   return !!(w && w.context && w.context.model && w.context.model.dirty);
 }"""
+# Remember every kernel death (it may auto-restart between two polls).
+WATCH_KERNEL = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  window.__parlabKernelTrouble = [];
+  w.sessionContext.statusChanged.connect((_, s) => {
+    if (['dead', 'restarting', 'autorestarting'].includes(s)) window.__parlabKernelTrouble.push(s);
+  });
+}"""
+KERNEL_TROUBLE = "() => window.__parlabKernelTrouble || []"
+DIALOGS = """() => [...document.querySelectorAll('.jp-Dialog')]
+  .map(d => d.innerText.trim().replace(/\\s+/g, ' ').slice(0, 300))"""
+# Code cells (non-empty) not run yet, and the first cell whose error stops Run All (one not
+# tagged raises-exception): Run All is over when every cell has run or one has stopped it.
+RUN_ALL_STATE = """() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+  let code = 0, pending = 0, stopped_at = null;
+  cells.forEach((c, i) => {
+    if (c.model.type !== 'code' || !c.model.sharedModel.getSource().trim()) return;
+    code++;
+    if (c.model.executionCount == null) { pending++; return; }
+    const tags = c.model.getMetadata('tags') || [];
+    if (stopped_at === null && !tags.includes('raises-exception')
+        && c.model.outputs.toJSON().some(o => o.output_type === 'error')) stopped_at = i;
+  });
+  return {code, pending, stopped_at};
+}"""
 RUNNING_CELLS = """() => [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')]
   .filter(e => e.textContent.includes('[*]')).length"""
 # Error outputs (and tracebacks printed to stderr) are rendered with the stderr mime type.
@@ -69,28 +95,43 @@ def open_notebook(page, url: str, timeout: float = 120.0) -> None:
     page.goto(url, timeout=timeout * 1000)
     page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached", timeout=timeout * 1000)
     wait_until(lambda: page.evaluate(KERNEL_STATUS) == "idle", timeout, "the kernel to start")
+    page.evaluate(WATCH_KERNEL)
+
+
+def kernel_trouble(page) -> str:
+    """'' or what went wrong with the kernel (a death, a dialog left open)."""
+    trouble = page.evaluate(KERNEL_TROUBLE)
+    dialogs = page.evaluate(DIALOGS)
+    return "; ".join(([f"the kernel died ({', '.join(trouble)})"] if trouble else [])
+                     + [f"dialog open: {d}" for d in dialogs])
 
 
 def run_all(page, timeout: float) -> float:
-    """Run → Run All Cells from the menu bar; seconds until no cell shows [*] and the
-    kernel is idle (twice in a row, half a second apart)."""
+    """Edit → Clear Outputs of All Cells, then Run → Run All Cells, from the menu bar;
+    seconds until Run All is over (see RUN_ALL_STATE: JupyterLab 4 sends the cells one
+    at a time, so "idle and no [*]" also holds for a moment between two cells)."""
+    page.click(".lm-MenuBar-itemLabel:text-is('Edit')", timeout=30_000)
+    page.click(".lm-Menu-itemLabel:text-is('Clear Outputs of All Cells')", timeout=30_000)
+
+    def cleared():
+        state = page.evaluate(RUN_ALL_STATE)
+        return state["pending"] == state["code"]
+
+    wait_until(cleared, 30, "Clear Outputs of All Cells to clear the execution counts")
     page.click(".lm-MenuBar-itemLabel:text-is('Run')", timeout=30_000)
     page.click(".lm-Menu-itemLabel:text-is('Run All Cells')", timeout=30_000)
     t0 = time.monotonic()
 
-    def started():
-        return page.evaluate(RUNNING_CELLS) > 0 or page.evaluate(KERNEL_STATUS) == "busy"
-
-    try:
-        wait_until(started, 10, "Run All to start")
-    except Timeout:
-        pass  # a notebook faster than our polling: the checks below still hold
-
     def done():
-        return page.evaluate(RUNNING_CELLS) == 0 and page.evaluate(KERNEL_STATUS) == "idle"
+        trouble = kernel_trouble(page)
+        if trouble:  # out of memory, most often
+            raise Timeout(f"Run All did not finish: {trouble}")
+        state = page.evaluate(RUN_ALL_STATE)
+        return (page.evaluate(RUNNING_CELLS) == 0 and page.evaluate(KERNEL_STATUS) == "idle"
+                and (state["pending"] == 0 or state["stopped_at"] is not None))
 
     wait_until(lambda: done() and (time.sleep(0.5) or done()), timeout,
-               "Run All to finish (a cell still shows [*] or the kernel is busy)", poll=0.5)
+               "Run All to finish (a cell has not run yet, or the kernel is busy)", poll=0.5)
     return time.monotonic() - t0
 
 

@@ -110,15 +110,16 @@ def test_notebook_in_browser(name, lab, browser, report):
     try:
         try:
             nbp.open_notebook(page, lab.notebook_url(name, f"w{len(report.notebooks)}"))
+            entry["open_s"] = round(time.monotonic() - t0, 1)
         except Exception as e:
             failures.append(f"{name} did not open with an idle kernel: "
                             f"{str(e).splitlines()[0]}; " + _shot(page, name, "open"))
-            pytest.fail(failures[-1], pytrace=False)
-        entry["open_s"] = round(time.monotonic() - t0, 1)
-        try:
-            entry["run_all_s"] = round(nbp.run_all(page, RUN_ALL_TIMEOUT), 1)
-        except nbp.Timeout as e:
-            failures.append(f"{name}: {e}; " + _shot(page, name, "run-all"))
+        if not failures:
+            try:
+                entry["run_all_s"] = round(nbp.run_all(page, RUN_ALL_TIMEOUT), 1)
+            except nbp.Timeout as e:
+                failures.append(f"{name}: {e}; " + _shot(page, name, "run-all"))
+        if failures:  # nothing further can be checked
             pytest.fail(failures[-1], pytrace=False)
         nbp.save(page)
         errors, expected = _saved_errors(lab.root / name)
@@ -135,6 +136,10 @@ def test_notebook_in_browser(name, lab, browser, report):
         failures += [f"traceback shown after the widget changes in cell {t['cell']}: {t['text']}"
                      for t in nbp.dom_tracebacks(page)
                      if t not in shown and t["cell"] not in expected]
+        trouble = nbp.kernel_trouble(page)
+        if trouble:
+            failures.append(f"after the widget changes: {trouble}; "
+                            + _shot(page, name, "kernel"))
         failures += [c for c in console if not any(b.search(c) for b in BENIGN_CONSOLE)]
         assert not failures, f"{name} in JupyterLab:\n  " + "\n  ".join(failures)
     finally:
