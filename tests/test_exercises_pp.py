@@ -117,7 +117,7 @@ def test_min_m_says_too_many():
 
 def test_show_solution_prints_the_reference(capsys):
     ex.show_solution("my_1f1b")
-    assert "def ref_1f1b" in capsys.readouterr().out
+    assert "def my_1f1b(" in capsys.readouterr().out
 
 
 # --- my_pipeline_forward ---------------------------------------------------------------------

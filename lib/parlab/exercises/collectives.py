@@ -17,7 +17,6 @@ computed by ``parlab.cost``; ``QUESTIONS`` holds their text (numbers stated once
 
 from __future__ import annotations
 
-import inspect
 
 import torch
 import torch.distributed as dist
@@ -79,12 +78,12 @@ def solution_ring_all_reduce(x, rank, world_size):
     return x
 
 
+SOLUTIONS = {"reduce_scatter": solution_reduce_scatter, "ring_all_reduce": solution_ring_all_reduce}
+
+
 def show_solution(name: str) -> None:
     """Print the reference solution of a coding exercise ("reduce_scatter" or "ring_all_reduce")."""
-    fns = {"reduce_scatter": solution_reduce_scatter, "ring_all_reduce": solution_ring_all_reduce}
-    if name not in fns:
-        raise ValueError(f"name={name!r} must be one of {sorted(fns)}")
-    print(inspect.getsource(fns[name]))
+    core.show_solution(SOLUTIONS, name)
 
 
 # --- the harness: runs on every rank --------------------------------------------------
@@ -154,7 +153,6 @@ def _whose(diff: torch.Tensor, world_size: int, chunk: int | None, per_chunk: in
 
 
 def _check(fn, world_size: int, per_chunk: int, timeout: float, *, reduce_scatter: bool):
-    name = "my_reduce_scatter" if reduce_scatter else "my_ring_all_reduce"
     if world_size < 2:
         raise ValueError(f"world_size={world_size} must be at least 2")
     results, bad = core.run_learner(harness, fn, world_size, per_chunk, timeout=timeout)
@@ -258,5 +256,5 @@ def check_all_gather_bytes(gb) -> dict:
     want = cost.collective_bytes("all_gather", S, n) / 1e9
     return core.check_number(gb, want, unit="GB", name="GB per rank",
                              hint="An all-gather is the second half of a ring all-reduce.",
-                             explanation=f"(N-1)/N·S: each rank forwards the N-1 shards it "
+                             explanation="(N-1)/N·S: each rank forwards the N-1 shards it "
                                          "does not own, half of an all-reduce's traffic.")

@@ -18,7 +18,6 @@ Numeric ones (``check_*``) compare with ``parlab.cost`` and ``shard_positions``.
 from __future__ import annotations
 
 import ast
-import html
 import inspect
 import textwrap
 
@@ -231,20 +230,14 @@ def check_ring_attention(fn, cp: int = 4, seq_len: int = 16, n_heads: int = 2, h
 SOLUTIONS = {"my_zigzag_shard": solution_zigzag_shard, "my_ring_attention": solution_ring_attention}
 
 
-def _solution_source(name: str) -> str:
-    fn = SOLUTIONS[name]
-    return inspect.getsource(fn).replace(fn.__name__, name, 1)
+
 
 
 def solution_html(name: str) -> str:
     """The reference solution as an HTML ``<pre>`` block (for ``viz.note``: opens on a click)."""
-    return f"<pre>{html.escape(_solution_source(name))}</pre>"
+    return core.solution_html(SOLUTIONS, name)
 
 
 def show_solution(name: str) -> None:
     """Print the reference solution of a coding exercise (its source)."""
-    if name not in SOLUTIONS:
-        print(f"no solution named {name!r}; one of {sorted(SOLUTIONS)}")
-        return
-    print(_solution_source(name))
-
+    core.show_solution(SOLUTIONS, name)

@@ -25,7 +25,8 @@ import torch
 from ..launch import LaunchError, LaunchTimeout, launch
 
 __all__ = ["verdict", "missing", "check_number", "compare_tensors", "learner_source",
-           "load_learner", "run_learner", "NotWritten"]
+           "load_learner", "run_learner", "NotWritten", "solution_source", "show_solution",
+           "solution_html"]
 
 
 class NotWritten(Exception):
@@ -132,3 +133,30 @@ def _short(text: str, keep: int = 6) -> str:
         picked = [ln for ln in picked if "parlab" not in ln or "<your " in ln]
         return " | ".join(picked[-keep:])
     return " | ".join(lines[-3:])
+
+
+# --- reference solutions, on demand ----------------------------------------------------------
+
+def solution_source(solutions: dict, name: str) -> str | None:
+    """The source of ``solutions[name]`` (a topic module's reference functions), with its
+    ``def`` renamed to the exercise's name so it reads as the answer to paste; None for an
+    unknown name."""
+    fn = solutions.get(name)
+    if fn is None:
+        return None
+    return textwrap.dedent(inspect.getsource(fn)).replace(f"def {fn.__name__}(", f"def {name}(", 1)
+
+
+def show_solution(solutions: dict, name: str) -> None:
+    """Print the reference solution of exercise ``name``, or the names there are."""
+    src = solution_source(solutions, name)
+    print(src if src is not None else f"no solution named {name!r}; one of {', '.join(solutions)}")
+
+
+def solution_html(solutions: dict, name: str) -> str:
+    """The reference solution as an HTML ``<pre>`` block (for ``viz.note``: opens on a click)."""
+    import html
+    src = solution_source(solutions, name)
+    if src is None:
+        raise ValueError(f"name={name!r} must be one of {', '.join(solutions)}")
+    return f"<pre>{html.escape(src)}</pre>"

@@ -16,7 +16,6 @@ plain-DP all-reduce, each against ``parlab.cost``.
 
 from __future__ import annotations
 
-import inspect
 
 import torch
 import torch.distributed as dist
@@ -283,10 +282,9 @@ def _which(answer, candidates: dict) -> str:
 
 # --- reference solutions on demand ----------------------------------------------------------
 
+SOLUTIONS = {"dp_exchange": solution_dp_exchange, "zero1_step": solution_zero1_step}
+
+
 def show_solution(name: str) -> None:
     """Print the reference solution of exercise ``name`` ("dp_exchange" or "zero1_step")."""
-    fns = {"dp_exchange": solution_dp_exchange, "zero1_step": solution_zero1_step}
-    if name not in fns:
-        print(f"no solution named {name!r}; choose one of {sorted(fns)}")
-        return
-    print(inspect.getsource(fns[name]))
+    core.show_solution(SOLUTIONS, name)

@@ -20,8 +20,6 @@ Numeric exercises compare with ``parlab.cost`` / ``parlab.moe``. Checkers return
 
 from __future__ import annotations
 
-import inspect
-import textwrap
 
 import torch
 import torch.distributed as dist
@@ -75,11 +73,7 @@ SOLUTIONS = {"my_route": solution_route, "my_global_route": solution_global_rout
 
 def show_solution(name: str) -> None:
     """Print the reference solution of exercise ``name`` ("my_route", "my_global_route")."""
-    if name not in SOLUTIONS:
-        print(f"no solution named {name!r}; one of {', '.join(SOLUTIONS)}")
-        return
-    src = textwrap.dedent(inspect.getsource(SOLUTIONS[name]))
-    print(src.replace(SOLUTIONS[name].__name__, name, 1))
+    core.show_solution(SOLUTIONS, name)
 
 
 # --- the routing exercises --------------------------------------------------------------------

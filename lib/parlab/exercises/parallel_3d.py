@@ -12,8 +12,6 @@ Numeric ones (``check_*``) compare with ``mesh.Mesh``, ``parlab.cost`` and ``pla
 
 from __future__ import annotations
 
-import html
-import inspect
 
 import torch
 import torch.distributed as dist
@@ -218,19 +216,14 @@ def check_grad_sync(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 
 SOLUTIONS = {"my_groups": solution_groups, "my_grad_sync": solution_grad_sync}
 
 
-def _solution_source(name: str) -> str:
-    fn = SOLUTIONS[name]
-    return inspect.getsource(fn).replace(fn.__name__, name, 1)
+
 
 
 def solution_html(name: str = "my_groups") -> str:
     """The reference solution as an HTML ``<pre>`` block (for ``viz.note``: opens on a click)."""
-    return f"<pre>{html.escape(_solution_source(name))}</pre>"
+    return core.solution_html(SOLUTIONS, name)
 
 
 def show_solution(name: str = "my_groups") -> None:
     """Print the reference solution of a coding exercise (its source)."""
-    if name not in SOLUTIONS:
-        print(f"no solution named {name!r}; one of {sorted(SOLUTIONS)}")
-        return
-    print(_solution_source(name))
+    core.show_solution(SOLUTIONS, name)

@@ -21,7 +21,6 @@ Checkers never raise on a wrong or missing answer; they return a verdict.
 
 from __future__ import annotations
 
-import inspect
 
 import torch
 import torch.distributed as dist
@@ -76,7 +75,7 @@ REFERENCES = {"my_1f1b": ref_1f1b, "my_pipeline_forward": ref_pipeline_forward,
 
 def show_solution(name: str) -> None:
     """Print the reference solution of exercise ``name`` (a key of REFERENCES)."""
-    print(inspect.getsource(REFERENCES[name]))
+    core.show_solution(REFERENCES, name)
 
 
 # ----------------------------------------------------------------------------- 1F1B as data

@@ -86,11 +86,7 @@ SOLUTIONS = {"my_tp_mlp_forward": solution_tp_mlp_forward, "my_tp_mlp": solution
 
 def show_solution(name: str) -> None:
     """Print the reference solution of exercise ``name`` ("my_tp_mlp_forward", "my_tp_mlp")."""
-    if name not in SOLUTIONS:
-        print(f"no solution named {name!r}; one of {', '.join(SOLUTIONS)}")
-        return
-    src = textwrap.dedent(inspect.getsource(SOLUTIONS[name]))
-    print(src.replace(SOLUTIONS[name].__name__, name, 1))
+    core.show_solution(SOLUTIONS, name)
 
 
 # --- the coding exercises: harness on the ranks, comparison here -------------------------------
