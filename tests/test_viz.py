@@ -550,10 +550,19 @@ def _pipeline_events(p=2, m=3):
     return ev
 
 
+def _op_traces(fig):
+    """The F / B / W bar traces (the hatching overlays have no name)."""
+    return [t for t in fig.data if t.name]
+
+
 def test_pipeline_timeline_bars_colours_and_rows():
     fig = pp_fig.pipeline_timeline(_pipeline_events(), "t", unit="units")
-    assert [t.name for t in fig.data] == ["F", "B"]  # the wait is not an op: not drawn
-    f, b = fig.data
+    ops, hatch = _op_traces(fig), [t for t in fig.data if not t.name]
+    assert [t.name for t in ops] == ["F", "B"]  # the wait is not an op: not drawn
+    f, b = ops
+    # chunk 1 is hatched by a see-through bar over each of its bars, no hover of its own
+    assert len(hatch) == 1 and list(hatch[0].base) == list(b.base) and hatch[0].hoverinfo == "skip"
+    assert set(hatch[0].marker.pattern.shape) == {"/"} and hatch[0].marker.color == "rgba(0,0,0,0)"
     assert list(f.text) == ["F0", "F1", "F2"] * 2
     assert list(b.text) == ["B0·c1", "B1·c1", "B2·c1"] * 2
     assert list(f.base[:3]) == [0, 1, 2] and list(b.x) == [2] * 6
@@ -568,7 +577,7 @@ def test_pipeline_timeline_bars_colours_and_rows():
     assert f.textangle == 0 and f.textposition == "inside"
     assert fig.layout.uniformtext.mode == "hide"
     # chunk 1 is hatched, chunk 0 plain; the key under the axis says what shades mean
-    assert set(b.marker.pattern.shape) == {"/"} and set(f.marker.pattern.shape or [""]) == {""}
+    assert f.marker.pattern.shape is None and b.marker.pattern.shape is None  # hatched by overlay
     key = fig.layout.annotations[0].text
     assert "F forward (light)" in key and "B backward (full colour)" in key
     assert "chunk 1 hatched" in key and "W weight" not in key
@@ -579,15 +588,17 @@ def test_pipeline_timeline_interleaved_and_zero_bubble_labels():
     from parlab import pipeline_parallel as pp
     fig = pp_fig.pipeline_timeline(pp.simulate("interleaved", 4, 8, 2, 0.01, 0.02).events)
     f = next(t for t in fig.data if t.name == "F")
-    chunk = [int(s == "/") for s in f.marker.pattern.shape]
-    assert 0 in chunk and 1 in chunk  # the two chunks look different
+    # the two chunks look different: chunk 1's bars (and only they) carry a hatching overlay
+    hatched = {(y, b) for t in fig.data if not t.name for y, b in zip(t.y, t.base)}
+    chunk = [int((y, b) in hatched) for y, b in zip(f.y, f.base)]
+    assert 0 in chunk and 1 in chunk
     # short bars carry the short label; the hover shows the chunk
     mbs = [c[1][1:].split("·")[0] for c in f.customdata]
     assert all(t in (f"F{mb}", f"F{mb}·c1", "") for t, mb in zip(f.text, mbs))
     assert {c[1] for c, k in zip(f.customdata, chunk) if k} == {f"F{i}·c1" for i in range(8)}
     assert "customdata[1]" in f.hovertemplate
     zb = pp_fig.pipeline_timeline(pp.simulate("zb-h1", 4, 8, t_fwd=0.01, t_bwd=0.02).events)
-    assert [t.name for t in zb.data] == ["F", "B", "W"]
+    assert [t.name for t in zb.data] == ["F", "B", "W"]  # one chunk: no hatching
     assert all(t.textangle == 0 for t in zb.data)
     assert "W weight gradients (dark)" in zb.layout.annotations[0].text
     assert "chunk" not in zb.layout.annotations[0].text
@@ -599,16 +610,16 @@ def test_pipeline_timeline_labels_only_where_they_fit():
         sim = pp.simulate(schedule, p, m, v, 0.01, 0.02)
         fig = pp_fig.pipeline_timeline(sim.events, width=1000)
         span = sim.makespan
-        for t in fig.data:
+        for t in _op_traces(fig):
             for text, w in zip(t.text, t.x):
                 px = w / (span * 1e3) * (1000 - 80 - 7 * len("rank 7"))
                 assert text == "" or px >= 6.2 * len(text) + 4, (schedule, text, px)
             assert len(t.customdata) == len(t.x)  # every bar keeps its hover
         key = fig.layout.annotations[0].text
         assert "colour wheel" in key
-    f = pp_fig.pipeline_timeline(pp.simulate("1f1b", 8, 16).events).data[1]
+    f = _op_traces(pp_fig.pipeline_timeline(pp.simulate("1f1b", 8, 16).events))[1]
     assert "B15" in f.text  # 1F1B, P=8, M=16: the backward bars keep their labels
-    narrow = pp_fig.pipeline_timeline(pp.simulate("1f1b", 8, 16).events, width=300).data[1]
+    narrow = _op_traces(pp_fig.pipeline_timeline(pp.simulate("1f1b", 8, 16).events, width=300))[1]
     assert set(narrow.text) == {""}
 
 
@@ -616,7 +627,7 @@ def test_pipeline_timeline_overlay_gets_two_rows_per_rank():
     sim = _pipeline_events()
     meas = [dict(e, start=e["start"] * 1e-3 + 5, end=e["end"] * 1e-3 + 5) for e in sim]
     fig = pp_fig.pipeline_timeline(sim, overlay=meas, labels=("sim", "run"), unit="units")
-    assert len(fig.data) == 4
+    assert len(_op_traces(fig)) == 4
     assert list(fig.layout.yaxis.categoryarray) == ["rank 1 · run", "rank 1 · sim",
                                                    "rank 0 · run", "rank 0 · sim"]
     run_f = next(t for t in fig.data if t.name == "F (run)")

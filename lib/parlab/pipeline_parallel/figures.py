@@ -60,6 +60,23 @@ def _op_label(op: str, meta: dict) -> str:
     return f"{op}{meta['mb']}" + (f"·c{chunk}" if chunk else "")
 
 
+def _hatch(fig, ops, chunks, colors, rows, name, t0, scale) -> None:
+    """Hatching for the bars of model chunks >= 1, as see-through bars drawn over them.
+    (A pattern on bars whose colours come as a list makes plotly.js warn "Invalid color
+    specifier" for every bar; a transparent overlay with one colour per trace does not.)
+    Black hatching on light bars, white on dark ones."""
+    for fg in sorted({text_color(c) for c, k in zip(colors, chunks) if k}):
+        pick = [i for i, (c, k) in enumerate(zip(colors, chunks)) if k and text_color(c) == fg]
+        fig.add_trace(go.Bar(
+            orientation="h", width=0.8, showlegend=False, hoverinfo="skip",
+            base=[round((ops[i]["start"] - t0) * scale, 4) for i in pick],
+            x=[round((ops[i]["end"] - ops[i]["start"]) * scale, 4) for i in pick],
+            y=[rows[int(ops[i]["rank"]), name] for i in pick],
+            marker=dict(color="rgba(0,0,0,0)", line=dict(width=0), pattern=dict(
+                shape=[CHUNK_PATTERNS[chunks[i] % len(CHUNK_PATTERNS)] for i in pick],
+                fgcolor=fg, fgopacity=0.35, size=8))))
+
+
 def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] | None = None,
                       labels: tuple[str, str] = ("simulated", "measured"),
                       unit: str = "ms", width: int = PLOT_WIDTH) -> go.Figure:
@@ -107,9 +124,6 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
             marker = dict(color=colors, line=dict(width=0.5, color="#FFFFFF"))
             if any(chunks):
                 used_chunks.update(chunks)
-                marker["pattern"] = dict(
-                    shape=[CHUNK_PATTERNS[c % len(CHUNK_PATTERNS)] for c in chunks],
-                    fgcolor=[text_color(c) for c in colors], fgopacity=0.35, size=8)
             fig.add_trace(go.Bar(
                 name=f"{op} ({name})" if overlay is not None else op, orientation="h",
                 base=[round((e["start"] - t0) * scale, 4) for e in mine],
@@ -121,6 +135,7 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
                 customdata=[[round((e["start"] - t0) * scale, 4), f] for e, f in zip(mine, full)],
                 hovertemplate=f"%{{customdata[1]}} ({name})<br>start %{{customdata[0]:.4g}} "
                               f"{unit}, lasts %{{x:.4g}} {unit}<extra></extra>"))
+            _hatch(fig, mine, chunks, colors, rows, name, t0, scale)
             used_ops.add(op)
     order = [rows[r, name] for r in ranks for name, _ in sets]
     base_layout(fig, title, barmode="overlay", showlegend=False,
@@ -135,7 +150,7 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
         fig.add_annotation(text="key: " + " · ".join(key) + f" · {hue} · hover a bar for its name",
                            xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
                            yshift=-60, showarrow=False, font=dict(size=11, color="#555555"))
-    fig.update_xaxes(title_text=f"time ({unit})", zeroline=False)
+    fig.update_xaxes(title_text=f"time ({unit})", zeroline=False, tickformat=",~r")  # 5,000 ms, never "5k ms"
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=order[::-1],
                      showgrid=False)
     return fig
