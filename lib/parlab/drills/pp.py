@@ -8,7 +8,7 @@ from .core import Ask, fmt, template
 
 S4 = ("03", 4, "The bubble, predicted and measured")
 S5 = ("03", 5, "What 1F1B really changes: memory")
-S6 = ("03", 6, "Interleaving: a smaller bubble, paid in messages")
+S6 = ("03", 6, "Interleaving: a smaller ideal bubble, paid in messages")
 
 P = (2, 4, 8, 16)
 M = (4, 8, 16, 32, 64)
