@@ -23,7 +23,7 @@ from multiprocessing import util as mp_util
 
 from . import errors
 from .processes import bare_main, ctrl_c_deferred, every_step, mp_context, no_torch_cache_dir_left
-from .rank import SLOT, START_TIMEOUT, rank_main
+from .rank import SLOT, START_TIMEOUT, alive, rank_main
 
 KILL_GRACE = 2.0  # seconds to wait for a killed rank to be reaped
 DUMP_WAIT = 1.0  # seconds to wait for the stuck ranks' stacks (all ranks together)
@@ -101,7 +101,10 @@ class Pool:
     def healthy(self) -> bool:
         """Ready for a job: not closed, every rank alive, no job left half-done (a
         Ctrl-C that landed before the pool could close itself leaves ``busy``)."""
-        return not (self.closing or self.busy) and all(p.is_alive() for p in self.procs)
+        # is_alive() learns of a killed rank only when the fork server reports it, which
+        # lags on a busy machine; alive() reads /proc (a zombie counts as dead) at once
+        return not (self.closing or self.busy) and all(p.is_alive() and alive(p.pid)
+                                                        for p in self.procs)
 
     def watch(self, files: list[str]) -> None:
         """Remember these sources as the ranks see them (first sight counts)."""
