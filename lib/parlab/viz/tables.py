@@ -33,7 +33,9 @@ def table(rows: list[dict], columns: list[str] | None = None, *, caption: str = 
                for c in columns}
     style = ("border-collapse:collapse;font-size:13px;margin:4px 0",
              "padding:2px 10px;border-bottom:1px solid #ccc;white-space:nowrap")
-    head = "".join(f"<th style='{style[1]};text-align:{'right' if numeric[c] else 'left'}'>"
+    # headers may wrap (a long title must not widen its column past the cell); numbers never do
+    th = "padding:2px 10px;border-bottom:1px solid #ccc;vertical-align:bottom;max-width:9em"
+    head = "".join(f"<th style='{th};text-align:{'right' if numeric[c] else 'left'}'>"
                    f"{html.escape(str(headers.get(c, c)))}</th>" for c in columns)
     body = "".join(
         "<tr>" + "".join(f"<td style='{style[1]};text-align:{'right' if numeric[c] else 'left'}'>"
