@@ -221,3 +221,13 @@ def test_measure_matmul_flops_is_positive_and_finite():
 def test_load_line_names_the_load_and_the_cores():
     line = hw.load()
     assert line.startswith("load average ") and line.endswith(f"on {hw.detect().usable_cpus} usable cores")
+
+
+def test_timing_note_says_quiet_or_busy(monkeypatch):
+    cores = hw.detect().usable_cpus or 1
+    monkeypatch.setattr(hw.os, "getloadavg", lambda: (cores * 0.5, 0.0, 0.0))
+    quiet, line = hw.timing_note()
+    assert quiet and line.startswith(hw.load()) and "quiet enough" in line
+    monkeypatch.setattr(hw.os, "getloadavg", lambda: (cores * 3.0, 0.0, 0.0))
+    quiet, line = hw.timing_note()
+    assert not quiet and "noisy" in line and f"load average {cores * 3.0:.1f}" in line

@@ -302,11 +302,16 @@ def default_backend(world_size: int) -> str:
     return "gloo"
 
 
+def _load_average() -> float:
+    """The 1-minute load average (NaN where the platform has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
 def load() -> str:
     """What the machine is doing now, for the line under a timing: "load average 1.2 on
-    2 usable cores" (1-minute average; other programs share these cores too)."""
-    avg = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"load average {avg:.1f} on {detect().usable_cpus} usable cores"
+    2 usable cores" (1-minute average; other programs share these cores too).
+    ``timing_note`` adds whether the numbers can be trusted."""
+    return f"load average {_load_average():.1f} on {detect().usable_cpus} usable cores"
 
 
 def describe(world_size: int | None = None) -> str:
@@ -373,12 +378,11 @@ def timing_note() -> tuple[bool, str]:
     the numbers below can be trusted. Busy = the 1-minute load average exceeds the
     usable cores: other programs then take turns with the ranks, and a measured
     difference of a few tens of percent can flip."""
-    avg = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    cores = detect().usable_cpus or 1
+    avg, cores = _load_average(), detect().usable_cpus or 1
     if avg != avg:  # NaN: no load average on this platform
         return True, "load average unknown on this platform"
     if avg <= cores:
-        return True, f"load average {avg:.1f} on {cores} usable cores: quiet enough to time"
-    return False, (f"load average {avg:.1f} on {cores} usable cores: other programs are using "
-                   "the CPUs, so these timings are noisy; rerun when the machine is quiet before "
-                   "drawing a conclusion from a difference under ~2x")
+        return True, f"{load()}: quiet enough to time"
+    return False, (f"{load()}: other programs are using the CPUs, so these timings are noisy; "
+                   "rerun when the machine is quiet before drawing a conclusion from a "
+                   "difference under ~2x")
