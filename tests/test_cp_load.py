@@ -11,7 +11,7 @@ def test_contiguous_cpu_times_spread_more_than_zigzag(cpu_hogs):
     """§4: with contiguous shards the ranks' CPU times are further apart (max/mean) than with
     zig-zag ones. CPU time (thread_time) does not count waiting for a core, so the hogs slow
     every rank without moving the work between them."""
-    contiguous, zigzag = ex.balance_timing(cp=4, seq_len=2048, repeats=3)
+    contiguous, zigzag = ex.balance_timing(cp=4, seq_len=2048, repeats=5)  # medians of 5: one slow round cannot pull the spread down
     assert contiguous["layout"] == "contiguous" and zigzag["layout"] == "zigzag"
     print(f"max/mean CPU time: contiguous {contiguous['imbalance']:.2f}, zigzag {zigzag['imbalance']:.2f}")
     assert contiguous["imbalance"] > zigzag["imbalance"] + 0.15
