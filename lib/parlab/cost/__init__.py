@@ -31,12 +31,9 @@ ValueError naming the argument (each module's docstring states its domains).
                  share of peak + memory-bound traffic), pipeline_p2p_time, dp_grad_sync
                  (exposed vs overlapped), interleaved_peak_activations, data_parallel_degree
                  -- for parlab.planner
-
-``check_int`` (re-exported from ``parlab.validate``) is the lab's integer check.
 """
 
-from ..validate import check_int
-from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, _log2, bus_bandwidth,
+from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
                           bus_bandwidth_factor, collective_bytes, collective_steps,
                           collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
                           ring_tree_crossover)
@@ -72,5 +69,4 @@ __all__ = [
     "expert_capacity", "moe_all_to_all_bytes", "moe_flops_per_token", "moe_params",
     "megatron_flops", "layer_time", "pipeline_p2p_time", "dp_grad_sync",
     "interleaved_peak_activations", "data_parallel_degree",
-    "check_int",
 ]
