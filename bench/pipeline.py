@@ -51,7 +51,7 @@ def step_time_table(ps, schedules, config, batch_size, m, steps, repeats) -> lis
             if schedule == "interleaved" and m % p:
                 continue
             run = PPRun(config=config, steps=steps, batch_size=batch_size, schedule=schedule,
-                        p=p, m=m, v=v)
+                        p=p, micro_batches=m, v=v)
             ours, theirs, ratios = [], [], []
             for _ in range(repeats):  # A/B interleaved: noise hits both alike
                 o = pp.run(run, p, timeout=300).step_times[1:]

@@ -55,10 +55,10 @@ CASES = [  # (variant, world_size, extra DPRun fields)
     ("bucketed", 2, {"bucket_bytes": 25 << 20}),  # one bucket for everything
     ("ddp", 2, {"bucket_bytes": 4096}),
     ("ddp", 4, {"bucket_bytes": 4096}),
-    ("naive", 2, {"accumulation_steps": 2}),
-    ("bucketed", 2, {"bucket_bytes": 4096, "accumulation_steps": 4}),  # micro-batch of 1
-    ("bucketed", 4, {"bucket_bytes": 4096, "accumulation_steps": 2}),
-    ("ddp", 2, {"bucket_bytes": 4096, "accumulation_steps": 2}),
+    ("naive", 2, {"micro_batches": 2}),
+    ("bucketed", 2, {"bucket_bytes": 4096, "micro_batches": 4}),  # micro-batch of 1
+    ("bucketed", 4, {"bucket_bytes": 4096, "micro_batches": 2}),
+    ("ddp", 2, {"bucket_bytes": 4096, "micro_batches": 2}),
     ("naive", 2, {"compression": "topk", "topk_ratio": 1.0}),  # top-100% = exact, via all-gather
     ("naive", 4, {"compression": "topk", "topk_ratio": 1.0, "error_feedback": False}),
 ]
@@ -89,7 +89,7 @@ def bucket_layouts(bucket_bytes):
     for _ in range(2):
         ddp(x, x)[1].backward()
     theirs = [b.buffer().numel() * 4 for b in ddp.reducer._get_zeros_like_grad_buckets()]
-    ours = [b.buffer.numel() * 4 for b in dp.BucketedDP(GPT(CFG), bucket_bytes).buckets]
+    ours = [b.buffer.numel() * 4 for b in dp.BucketedDP(GPT(CFG), bucket_bytes=bucket_bytes).buckets]
     return ours, theirs
 
 
@@ -159,14 +159,14 @@ def test_bucketed_launches_during_backward_naive_after():
 
 def test_accumulation_syncs_once_per_step():
     run = DPRun(CFG, steps=2, batch_size=BATCH, variant="bucketed", bucket_bytes=4096,
-                accumulation_steps=4, trace=True)
+                micro_batches=4, trace=True)
     res = dp.run(run, 2)
     for r in res["ranks"]:
         events = [e for e in res.events if e["rank"] == r["rank"]]
         for step in range(2):
             backward = [e for e in events if e["name"] == "backward"
                         and e["meta"]["step"] == step]
-            assert [b["meta"]["micro"] for b in backward] == [0, 1, 2, 3]
+            assert [b["meta"]["mb"] for b in backward] == [0, 1, 2, 3]
             last = backward[-1]
             comm = [e for e in events if e["kind"] == "comm"
                     and backward[0]["start"] <= e["start"] and
@@ -184,7 +184,8 @@ def unused_parameter():
 
 
 def test_unused_parameter_is_an_error_not_a_hang():
-    with pytest.raises(parlab.LaunchError, match="2 parameters got no gradient"):
+    with pytest.raises(parlab.LaunchError,
+                       match=r"2 parameter\(s\) got no gradient .*: unused\.weight, unused\.bias"):
         parlab.launch(unused_parameter, 2, timeout=30)
 
 
@@ -257,7 +258,7 @@ def error_feedback_step(kind):
     """One CompressedDP exchange on one rank: what was sent, what is kept back."""
     torch.manual_seed(0)
     model = torch.nn.Linear(50, 20)
-    sync = compression.CompressedDP(model, kind, topk_ratio=0.1)
+    sync = compression.CompressedDP(model, kind=kind, topk_ratio=0.1)
     grads = [torch.randn_like(p) for p in sync.params]
     for p, g in zip(sync.params, grads):
         p.grad = g.clone()
@@ -305,8 +306,8 @@ def test_compressed_training_still_learns():
     ({"bucket_bytes": 0}, 2, "bucket_bytes"),
     ({"bucket_bytes": -5}, 2, "bucket_bytes"),
     ({"batch_size": 6}, 4, "batch_size=6 must be a positive multiple of dp=4"),
-    ({"batch_size": 8, "accumulation_steps": 3}, 2, "accumulation_steps=3"),
-    ({"accumulation_steps": 0}, 2, "accumulation_steps"),
+    ({"batch_size": 8, "micro_batches": 3}, 2, "micro_batches=3"),
+    ({"micro_batches": 0}, 2, "micro_batches"),
     ({"variant": "async"}, 2, "variant"),
     ({"compression": "int8"}, 2, "compression"),
     ({"compression": "topk", "variant": "bucketed"}, 2, "variant='naive'"),
@@ -319,7 +320,7 @@ def test_compressed_training_still_learns():
     ({"lr": float("nan")}, 2, "lr=nan"),
     ({"seed": "x"}, 2, "seed='x'"),
     ({"bucket_bytes": 4096.0}, 2, r"bucket_bytes=4096\.0"),
-    ({"accumulation_steps": 2.0}, 2, r"accumulation_steps=2\.0"),
+    ({"micro_batches": 2.0}, 2, r"micro_batches=2\.0"),
     ({"compression": "topk", "variant": "naive", "topk_ratio": float("nan")}, 2, "topk_ratio=nan"),
     ({"error_feedback": 1}, 2, "error_feedback=1"),
     ({"trace": "yes"}, 2, "trace='yes'"),
@@ -369,7 +370,7 @@ def test_compare_step_times_and_metrics():
 
 
 def test_accumulation_check_is_exact():
-    out = dp_demos.accumulation_check(world_size=2, accumulation_steps=4, steps=2,
+    out = dp_demos.accumulation_check(world_size=2, micro_batches=4, steps=2,
                                       config=CFG, batch_size=BATCH)
     for a in (1, 4):
         assert out[a]["loss"] <= TOL["loss"] and out[a]["param"] <= TOL["param"]

@@ -30,7 +30,7 @@ def two_groups(runs):
 
 PAIRS = [  # (group 0's DPRun fields, group 1's)
     ({"variant": "naive"}, {"variant": "bucketed", "bucket_bytes": 4096}),
-    ({"variant": "ddp", "bucket_bytes": 4096}, {"variant": "bucketed", "accumulation_steps": 2}),
+    ({"variant": "ddp", "bucket_bytes": 4096}, {"variant": "bucketed", "micro_batches": 2}),
     ({"variant": "naive", "compression": "topk", "topk_ratio": 1.0}, {"variant": "ddp"}),
 ]
 

@@ -41,7 +41,7 @@ def test_the_picture_of_2x2x2():
 
 @pytest.mark.parametrize("kwargs, field", [(dict(dp=0), "dp"), (dict(pp=1.0), "pp"),
                                            (dict(tp="2"), "tp"), (dict(cp=-1), "cp"),
-                                           (dict(ep=2), "EP .expert parallelism. is not composed")])
+                                           (dict(dp=2, ep=3), "ep=3 must divide dp\\*cp")])
 def test_bad_input_is_refused(kwargs, field):
     with pytest.raises(ValueError, match=field):
         Mesh(**kwargs)
@@ -54,7 +54,11 @@ def test_coordinates_out_of_range_are_refused():
     with pytest.raises(ValueError, match="rank=4"):
         m.coords(4)
     with pytest.raises(ValueError, match="axis"):
-        m.groups("ep")
+        m.groups("xp")
+    with pytest.raises(ValueError, match="rank=1.5"):
+        m.coords(1.5)
+    with pytest.raises(ValueError, match="rank=True"):
+        m.coords(True)
 
 
 @pytest.mark.timeout(180)

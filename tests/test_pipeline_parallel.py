@@ -6,12 +6,13 @@ import sys
 from collections import Counter
 
 import pytest
+import torch
 
 from parlab import cost
 from parlab.pipeline_parallel import experiments as demos
 from parlab.pipeline_parallel import peers
 from parlab import pipeline_parallel as pp
-from parlab.model import GPTConfig, reference_train
+from parlab.model import GPT, GPTConfig, reference_train
 from parlab.pipeline_parallel import PPRun
 from parlab.runs import RunResult
 
@@ -44,45 +45,60 @@ def test_split_layers_is_balanced_and_covers_every_layer():
 
 
 def test_stages_hold_the_reference_parameters_once():
-    names = []
+    model = GPT(CFG)
+    names = {id(t): n for n, t in model.named_parameters()}
+    held = []
     for rank in range(2):
-        for stage in pp.build_stages(CFG, 2, rank, v=2):
-            names += list(stage.state_dict())
+        for stage in pp.gpt_stages(model, 2, rank, v=2):
+            held += [names[id(q)] for q in stage.parameters()]
     ref_names = list(reference_train(CFG, 0, 1)["state_dict"])
-    assert sorted(names) == sorted(ref_names) and len(names) == len(set(names))
-    first = pp.build_stages(CFG, 2, 0)[0]
-    assert "wte.weight" in first.state_dict() and "lm_head.weight" not in first.state_dict()
+    assert sorted(held) == sorted(ref_names) and len(held) == len(set(held))
+    first = pp.gpt_stages(model, 2, 0)[0]
+    assert first.names[0] == "embed" and not first.last and model.wte.weight in set(first.parameters())
+
+
+def test_a_stage_is_any_list_of_modules():
+    # not the lab's GPT: two Linear layers and a ReLU, cut into two stages by hand
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)]
+    first = pp.PipelineStage(layers[:2])
+    last = pp.PipelineStage(layers[2:], loss_fn=torch.nn.functional.cross_entropy)
+    x, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 1, 0])
+    assert torch.equal(last(first(x)), torch.nn.Sequential(*layers)(x)) and last.last
+    assert last.loss(last(first(x)), y).item() > 0
+    with pytest.raises(ValueError, match="at least one module"):
+        pp.PipelineStage([])
 
 
 # --- bad input: ValueError before any process starts ----------------------------------
 
 @pytest.mark.parametrize("kwargs, words", [
-    (dict(schedule="1f1b", p=5, m=4), "n_layers=4"),              # P > layers
-    (dict(schedule="1f1b", p=2, m=3, batch_size=8), "divisible by m=3"),
-    (dict(schedule="1f1b", p=2, m=4, batch_size=2), "divisible by m=4"),  # fewer rows than m
-    (dict(schedule="1f1b", p=2, m=4, batch_size=0), "batch_size=0"),
-    (dict(schedule="1f1b", p=2, m=4, batch_size=8.0), "batch_size=8.0 must be an integer"),
-    (dict(schedule="interleaved", p=2, m=4, v=3), "n_layers=4"),  # v chunks don't fit
-    (dict(schedule="interleaved", p=2, m=3, v=2, batch_size=6), "m divisible by p"),
-    (dict(schedule="interleaved", p=2, m=2, v=1), "v >= 2"),
-    (dict(schedule="gpipe", p=2, m=2, v=2), "only exist for 'interleaved'"),
-    (dict(schedule="pipedream", p=2, m=2), "must be one of"),
-    (dict(schedule="gpipe", p=0, m=2), "p=0"),
-    (dict(schedule="gpipe", p=2.0, m=2), "p=2.0 must be an integer"),
-    (dict(schedule="gpipe", p=2, m="2"), "m='2' must be an integer"),
-    (dict(schedule="gpipe", p=2, m=2, steps=0), "steps=0"),
-    (dict(schedule="gpipe", p=2, m=2, steps=2.0), "steps=2.0 must be an integer"),
-    (dict(schedule="gpipe", p=2, m=2, lr=math.nan), "lr=nan"),
-    (dict(schedule="gpipe", p=2, m=2, lr=0.0), "lr=0.0"),
-    (dict(schedule="gpipe", p=2, m=2, weight_decay=-0.1), "weight_decay=-0.1"),
-    (dict(schedule="gpipe", p=2, m=2, seed=-1), "seed=-1"),
-    (dict(schedule="gpipe", p=2, m=2, compute="fast"), "compute='fast'"),
-    (dict(schedule="gpipe", p=2, m=2, t_fwd=0.0), "t_fwd=0.0"),
-    (dict(schedule="gpipe", p=2, m=2, t_bwd=math.inf), "t_bwd=inf"),
-    (dict(schedule="gpipe", p=2, m=2, t_fwd="1"), "t_fwd='1'"),
-    (dict(schedule="gpipe", p=2, m=2, checkpoint=1), "checkpoint=1 must be True or False"),
-    (dict(schedule="gpipe", p=2, m=2, compute="emulated", checkpoint=True), "checkpoint"),
-    (dict(schedule="gpipe", p=2, m=2, config={"n_layers": 4}), "config must be a GPTConfig"),
+    (dict(schedule="1f1b", p=5, micro_batches=4), "n_layers=4"),              # P > layers
+    (dict(schedule="1f1b", p=2, micro_batches=3, batch_size=8), "divisible by micro_batches=3"),
+    (dict(schedule="1f1b", p=2, micro_batches=4, batch_size=2), "divisible by micro_batches=4"),  # fewer rows than m
+    (dict(schedule="1f1b", p=2, micro_batches=4, batch_size=0), "batch_size=0"),
+    (dict(schedule="1f1b", p=2, micro_batches=4, batch_size=8.0), "batch_size=8.0 must be an integer"),
+    (dict(schedule="interleaved", p=2, micro_batches=4, v=3), "n_layers=4"),  # v chunks don't fit
+    (dict(schedule="interleaved", p=2, micro_batches=3, v=2, batch_size=6), "micro_batches divisible by p"),
+    (dict(schedule="interleaved", p=2, micro_batches=2, v=1), "v >= 2"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, v=2), "only exist for 'interleaved'"),
+    (dict(schedule="pipedream", p=2, micro_batches=2), "must be one of"),
+    (dict(schedule="gpipe", p=0, micro_batches=2), "p=0"),
+    (dict(schedule="gpipe", p=2.0, micro_batches=2), "p=2.0 must be an integer"),
+    (dict(schedule="gpipe", p=2, micro_batches="2"), "micro_batches='2' must be an integer"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, steps=0), "steps=0"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, steps=2.0), "steps=2.0 must be an integer"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, lr=math.nan), "lr=nan"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, lr=0.0), "lr=0.0"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, weight_decay=-0.1), "weight_decay=-0.1"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, seed=-1), "seed=-1"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, compute="fast"), "compute='fast'"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, t_fwd=0.0), "t_fwd=0.0"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, t_bwd=math.inf), "t_bwd=inf"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, t_fwd="1"), "t_fwd='1'"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, checkpoint=1), "checkpoint=1 must be True or False"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, compute="emulated", checkpoint=True), "checkpoint"),
+    (dict(schedule="gpipe", p=2, micro_batches=2, config={"n_layers": 4}), "config must be a GPTConfig"),
 ])
 def test_bad_input_raises_before_launch(monkeypatch, kwargs, words):
     def no_launch(*a, **k):
@@ -100,19 +116,19 @@ def test_bad_input_raises_before_launch(monkeypatch, kwargs, words):
 def test_world_size_must_equal_p_and_emulated_runs_need_no_layers(monkeypatch):
     monkeypatch.setattr(sys.modules["parlab.launch"], "launch", None)
     with pytest.raises(ValueError, match="world_size=4 must equal p=2"):
-        pp.run(PPRun(config=CFG, p=2, m=2), 4)
+        pp.run(PPRun(config=CFG, p=2, micro_batches=2), 4)
     with pytest.raises(ValueError, match="world_size=2.0 must be an integer"):
-        pp.run(PPRun(config=CFG, p=2, m=2), 2.0)
+        pp.run(PPRun(config=CFG, p=2, micro_batches=2), 2.0)
     with pytest.raises(ValueError, match="must be a PPRun"):
         pp.run(dict(p=2, m=2), 2)
     with pytest.raises(ValueError, match="the peer has"):
-        peers.torch_run(PPRun(config=CFG, schedule="zb-h1", p=2, m=2), 2)
+        peers.torch_run(PPRun(config=CFG, schedule="zb-h1", p=2, micro_batches=2), 2)
     with pytest.raises(ValueError, match="real model only"):
-        peers.torch_run(PPRun(config=CFG, p=2, m=2, compute="emulated"), 2)
+        peers.torch_run(PPRun(config=CFG, p=2, micro_batches=2, compute="emulated"), 2)
     # emulated ops have no layers: 8 stages of a 4-layer model are fine
-    PPRun(config=CFG, p=8, m=8, compute="emulated").check(8)
+    PPRun(config=CFG, p=8, micro_batches=8, compute="emulated").check(8)
     with pytest.raises(ValueError, match="n_layers=4"):
-        PPRun(config=CFG, p=8, m=8).check(8)
+        PPRun(config=CFG, p=8, micro_batches=8).check(8)
     with pytest.raises(AttributeError):  # frozen: a checked run stays checked
         PPRun().p = 3
 
@@ -202,10 +218,12 @@ def test_communication_time_is_on_the_critical_path():
 ])
 def test_matches_reference(ref, schedule, p, m, v, checkpoint):
     r = pp.run(PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=schedule,
-                     p=p, m=m, v=v, checkpoint=checkpoint), p, timeout=60)
+                     p=p, micro_batches=m, v=v, checkpoint=checkpoint), p, timeout=60)
     assert isinstance(r, pp.PipelineResult) and isinstance(r, RunResult)
-    assert (r.schedule, r.p, r.m, r.v) == (schedule, p, m, v)
-    assert r.memory == [{"activations": b} for b in r.stash_peak_bytes]
+    assert (r.schedule, r.p, r.micro_batches, r.v) == (schedule, p, m, v)
+    assert [mem["activations"] for mem in r.memory] == r.stash_peak_bytes
+    # the stages hold the model's parameters between them, each once
+    assert sum(mem["params"] for mem in r.memory) == GPT(CFG).num_params() * 4
     assert len(r.step_times) == STEPS and 0 <= r.bubble_fraction < 1
     assert sorted(r.state_dict) == sorted(ref["state_dict"])
     diffs = max_diffs(r.losses, r.state_dict, r.grads, ref)
@@ -220,7 +238,7 @@ def test_matches_reference(ref, schedule, p, m, v, checkpoint):
 
 def test_the_comparison_can_fail(ref):
     # Same code, half the data per step: the reference check must notice.
-    r = pp.run(PPRun(config=CFG, steps=STEPS, batch_size=4, lr=LR, schedule="1f1b", p=2, m=4),
+    r = pp.run(PPRun(config=CFG, steps=STEPS, batch_size=4, lr=LR, schedule="1f1b", p=2, micro_batches=4),
                2, timeout=60)
     diffs = max_diffs(r.losses, r.state_dict, r.grads, ref)
     assert min(diffs.values()) > 1e-4, diffs
@@ -230,14 +248,14 @@ def test_the_comparison_can_fail(ref):
 def test_weight_decay_is_honoured():
     ref = reference_train(CFG, STEPS, BATCH, LR, weight_decay=0.1)
     r = pp.run(PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, weight_decay=0.1,
-                     schedule="1f1b", p=2, m=4), 2, timeout=60)
+                     schedule="1f1b", p=2, micro_batches=4), 2, timeout=60)
     assert max(max_diffs(r.losses, r.state_dict, r.grads, ref).values()) < 2e-6
     without = reference_train(CFG, STEPS, BATCH, LR)  # and the decay made a difference
     assert max_diffs(r.losses, r.state_dict, r.grads, without)["params"] > 1e-5
 
 
 def test_stashed_activations_gpipe_vs_1f1b_and_checkpointing():
-    runs = {(s, c): pp.run(PPRun(config=CFG, steps=1, batch_size=BATCH, schedule=s, p=2, m=4,
+    runs = {(s, c): pp.run(PPRun(config=CFG, steps=1, batch_size=BATCH, schedule=s, p=2, micro_batches=4,
                                  checkpoint=c), 2, timeout=60)
             for s, c in [("gpipe", False), ("1f1b", False), ("1f1b", True)]}
     assert runs["gpipe", False].stash_peak == [4, 4]  # m micro-batches
@@ -254,7 +272,7 @@ def test_stashed_activations_gpipe_vs_1f1b_and_checkpointing():
 
 @pytest.mark.timeout(120)
 def test_emulated_mode_runs_the_schedule_with_real_messages():
-    r = pp.run(PPRun(schedule="interleaved", p=2, m=4, v=2, batch_size=4, steps=1,
+    r = pp.run(PPRun(schedule="interleaved", p=2, micro_batches=4, v=2, batch_size=4, steps=1,
                      compute="emulated", t_fwd=0.004, t_bwd=0.008), 2, timeout=60)
     assert r.losses == [] and r.state_dict == {} and r.grads == {}
     assert r.stash_peak == [peak for peak in pp.simulate("interleaved", 2, 4, 2).peak_activations]
@@ -269,7 +287,7 @@ def test_emulated_mode_runs_the_schedule_with_real_messages():
 @pytest.mark.parametrize("schedule, p, m, v", [("gpipe", 2, 4, 1), ("1f1b", 2, 4, 1),
                                                ("interleaved", 2, 2, 2)])
 def test_same_losses_as_torch_pipelining(ref, schedule, p, m, v):
-    run = PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=schedule, p=p, m=m,
+    run = PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=schedule, p=p, micro_batches=m,
                 v=v)
     theirs = peers.torch_run(run, p, timeout=60)
     ours = pp.run(run, p, timeout=60)
@@ -294,14 +312,14 @@ def test_stage_table_and_schedule_text():
 
 def test_explore_simulates_at_once_and_reports_bad_choices():
     res = demos.explore("interleaved", 4, 6, v=2)
-    assert "m divisible by p" in res["error"]
+    assert "micro_batches divisible by p" in res["error"]
     res = demos.explore("gpipe", 8, 16, v=3)  # v is ignored for non-interleaved schedules
     assert res["run"] is None and res["sim"].peak_activations == [16] * 8
     assert "formula 30.4%" in res["text"]  # 7 / 23
 
 
 def test_message_counts_and_op_times():
-    r = pp.run(PPRun(config=CFG, batch_size=8, steps=2, schedule="interleaved", p=2, m=4, v=2),
+    r = pp.run(PPRun(config=CFG, batch_size=8, steps=2, schedule="interleaved", p=2, micro_batches=4, v=2),
                2, timeout=60)
     rows = demos.message_counts(r, step=1)
     assert [row["messages"] for row in rows] == [12, 12]  # 3 boundaries x 4 micro-batches x 2

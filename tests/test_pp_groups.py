@@ -10,6 +10,7 @@ from parlab import launch
 from parlab import pipeline_parallel as pp
 from parlab.model import GPTConfig, max_differences, reference_train
 from parlab.pipeline_parallel import PPRun
+from parlab.runs import RunResult
 
 CFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)
 STEPS, BATCH, LR = 3, 8, 1e-3
@@ -32,7 +33,7 @@ def two_pipelines(runs, peer=False):
     (("interleaved", 2, 2), ("zb-h1", 4, 1)),
 ])
 def test_two_pipelines_in_one_launch_each_match_the_reference(ref, schedules):
-    runs = [PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=s, p=2, m=m, v=v)
+    runs = [PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=s, p=2, micro_batches=m, v=v)
             for s, m, v in schedules]
     for run, ranks in zip(runs, two_pipelines(runs)):
         result = pp.collect(run, ranks)
@@ -41,7 +42,7 @@ def test_two_pipelines_in_one_launch_each_match_the_reference(ref, schedules):
         # the stages are the group's ranks 0 and 1 (not world ranks 2 and 3) ...
         assert {e["rank"] for e in result.events} == {0, 1}
         # ... and every op ran in the schedule's order on its stage
-        for rank, actions in enumerate(pp.make_schedule(run.schedule, 2, run.m, run.v)):
+        for rank, actions in enumerate(pp.make_schedule(run.schedule, 2, run.micro_batches, run.v)):
             ops = sorted((e for e in result.events if e["rank"] == rank and e["name"] in "FBW"
                           and e["meta"]["step"] == 0), key=lambda e: e["start"])
             assert [(e["name"], e["meta"]["mb"], e["meta"]["chunk"]) for e in ops] == \
@@ -53,8 +54,8 @@ def test_two_pipelines_in_one_launch_each_match_the_reference(ref, schedules):
 @pytest.mark.timeout(180)
 def test_a_pipeline_that_trains_on_other_data_differs(ref):
     # planted bug: the second group's data seed differs -- the check must see it
-    runs = [PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule="1f1b", p=2, m=4),
-            PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule="1f1b", p=2, m=4,
+    runs = [PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule="1f1b", p=2, micro_batches=4),
+            PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule="1f1b", p=2, micro_batches=4,
                   data_seed=1)]
     same, other = (max_differences(pp.collect(r, ranks), ref)
                    for r, ranks in zip(runs, two_pipelines(runs)))
@@ -63,10 +64,8 @@ def test_a_pipeline_that_trains_on_other_data_differs(ref):
 
 @pytest.mark.timeout(180)
 def test_torch_pipelining_on_subgroups_too(ref):
-    runs = [PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=s, p=2, m=4)
+    runs = [PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=s, p=2, micro_batches=4)
             for s in ("1f1b", "gpipe")]
-    for ranks in two_pipelines(runs, peer=True):
-        losses = next(r["losses"] for r in ranks if r["losses"] is not None)
-        state = {k: t for r in ranks for k, t in r["state_dict"].items()}
-        d = max_differences(dict(losses=losses, state_dict=state, grads=ref["grads"]), ref)
-        assert d["loss"] < 2e-6 and d["param"] < 2e-6, d
+    for run, ranks in zip(runs, two_pipelines(runs, peer=True)):
+        d = max_differences(RunResult.gather(run, ranks), ref)
+        assert max(d.values()) < 2e-6, d

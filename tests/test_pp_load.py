@@ -40,7 +40,7 @@ def test_simulator_with_message_costs_predicts_the_measured_bubble_under_load(cp
 def test_checkpointing_makes_the_backward_longer_under_load(cpu_hogs):
     wide = GPTConfig(d_model=256, n_heads=4, n_layers=4, seq_len=64)  # notebook 03, §8
     times = {c: demos.op_times(run(PPRun(config=wide, steps=3, batch_size=8, schedule="1f1b",
-                                         p=2, m=4, checkpoint=c), 2))
+                                         p=2, micro_batches=4, checkpoint=c), 2))
              for c in (False, True)}
     ratio = {c: t["B"] / t["F"] for c, t in times.items()}  # same run: the load cancels out
     print(f"under load, backward / forward {ratio[False]:.2f} plain, {ratio[True]:.2f} checkpointed")

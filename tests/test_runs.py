@@ -28,7 +28,7 @@ def run_classes():
         pass
     try:
         from parlab.pipeline_parallel import PPRun
-        out.append((PPRun(p=2, m=2), 2))
+        out.append((PPRun(p=2, micro_batches=2), 2))
     except ImportError:
         pass
     from parlab.tensor_parallel import TPRun

@@ -10,10 +10,9 @@ def _descending(experts):
     return torch.sort(experts, descending=True, stable=True).indices
 
 
-def _detached_combine(rows, out_splits, in_splits, group, layer):
+def _detached_combine(rows, out_splits, in_splits, group):
     with torch.no_grad():
-        return dispatch.all_to_all(rows, out_splits, in_splits, group, layer, "forward",
-                                   "combine")
+        return dispatch.all_to_all(rows, out_splits, in_splits, group)
 
 
 def buggy_worker(run, bug):
@@ -48,11 +47,11 @@ def balanced_bytes(tokens, d_model, top_k, n_experts):
     balanced routing (assignment j of token t to expert (t k + j) mod E): the payload
     bytes this rank sent, by pass."""
     from parlab import trace
-    from parlab.model import GPTConfig
+    from parlab.model import GPTConfig, moe_layer
     torch.set_num_threads(1)
     cfg = GPTConfig(vocab_size=8, seq_len=8, d_model=d_model, n_heads=1, n_layers=1,
                     n_experts=n_experts, top_k=top_k, aux_loss_coef=0.0, z_loss_coef=0.0)
-    layer = layers.EPMoE(cfg, 0, None, None)
+    layer = layers.EPMoE.from_moe(moe_layer(cfg, 0))
     for p in layer.parameters():
         torch.nn.init.normal_(p, std=0.1, generator=torch.Generator().manual_seed(0))
     x = torch.randn(tokens, d_model, requires_grad=True)

@@ -2,7 +2,7 @@
 import torch.distributed as dist
 
 from parlab import mesh
-from parlab.pipeline_parallel import peers, pipeline_worker
+from parlab.pipeline_parallel import peers, train_worker
 
 
 def pipelines_on_subgroups(runs, peer=False):
@@ -11,6 +11,6 @@ def pipelines_on_subgroups(runs, peer=False):
     rank's worker result, with the world rank and the group index beside it."""
     group, index = mesh.split(runs[0].p)
     runs[index].check(dist.get_world_size(group))
-    worker = peers.torch_pipeline_worker if peer else pipeline_worker
+    worker = peers.torch_worker if peer else train_worker
     out = worker(runs[index], group)
     return dict(out, world_rank=dist.get_rank(), group=index)

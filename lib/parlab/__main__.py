@@ -129,7 +129,7 @@ def cmd_dp(args, out):
     """data parallelism (naive, bucketed, torch DDP; optional compression) vs one device"""
     from .data_parallel import DPRun, run
     res = run(DPRun(steps=args.steps, batch_size=args.batch_size, lr=args.lr, variant=args.variant,
-                    bucket_bytes=args.bucket_kib * 1024, accumulation_steps=args.accumulation,
+                    bucket_bytes=args.bucket_kib * 1024, micro_batches=args.accumulation,
                     compression=args.compression), _world(args))
     _check_against_reference(out, res["losses"], args.steps, args.batch_size, args.lr)
     sent = [r["bytes_sent"] / args.steps for r in res["ranks"]]
@@ -162,7 +162,7 @@ def cmd_pipeline(args, out):
     from . import pipeline_parallel as pp
     p = _world(args)
     batch = args.m if args.batch_size is None else args.batch_size
-    res = pp.run(pp.PPRun(schedule=args.schedule, p=p, m=args.m, v=args.v, steps=args.steps,
+    res = pp.run(pp.PPRun(schedule=args.schedule, p=p, micro_batches=args.m, v=args.v, steps=args.steps,
                           batch_size=batch, lr=args.lr, compute=args.compute), p)
     if args.compute == "real":
         _check_against_reference(out, res.losses, args.steps, batch, args.lr)

@@ -1,4 +1,4 @@
-"""Named process-group axes: ``Mesh(dp=, pp=, tp=)``, and the older ``split``.
+"""Named process-group axes: ``Mesh(dp=, pp=, cp=, tp=, ep=)``, and the older ``split``.
 
 Every strategy's rank-side code takes its process group and never assumes the world
 group or the global rank, so that several strategies can share one launch: a
@@ -17,8 +17,13 @@ the closest ones, on one node's NVLink (Narayanan et al. 2021, "Efficient Large-
 Language Model Training on GPU Clusters Using Megatron-LM", SC21, §3.2 and takeaway
 #1: tensor parallelism up to the GPUs of a server, pipeline parallelism across
 servers). Megatron-LM itself orders "tp-cp-ep-dp-pp" (pipeline outermost); either
-keeps TP on a node. Expert parallelism would share ranks with dp x cp (Megatron's
-folding); it is not composed here yet, so ``ep`` must be 1.
+keeps TP on a node.
+
+Expert parallelism is folded over dp x cp, as in Megatron-LM: the ranks holding the
+same layers (same pp and tp coordinates) form the "dp_cp" group -- where dense
+gradients are averaged -- and it is cut into runs of ``ep`` consecutive ranks ("ep":
+they share the experts out), the ranks at the same place in each run holding the same
+experts ("edp", expert data parallelism: where expert gradients are averaged).
 
 ``split`` is the smallest layout: the world cut into equal, contiguous groups.
 """
@@ -32,6 +37,7 @@ import torch.distributed as dist
 from .validate import check_int
 
 AXES = ("dp", "pp", "cp", "tp")  # outermost first; tp varies fastest
+FOLDED = ("dp_cp", "ep", "edp")  # groups within dp x cp (see the module docstring)
 
 
 def split(size: int):
@@ -51,6 +57,15 @@ def split(size: int):
     return mine
 
 
+def check_group(group, name: str = "group"):
+    """``group`` if it is None (the world) or a process group, else a ValueError naming it:
+    what every part does with the group it is given, before using it."""
+    if group is not None and not isinstance(group, dist.ProcessGroup):
+        raise ValueError(f"{name}={group!r} must be a torch.distributed ProcessGroup (or "
+                         "None for the world)")
+    return group
+
+
 def global_rank(group, local: int) -> int:
     """The world rank of the ``local``-th member of ``group``: what point-to-point
     calls on the world communicator take as peer."""
@@ -58,10 +73,11 @@ def global_rank(group, local: int) -> int:
 
 
 class Mesh:
-    """A world of ``dp * pp * cp * tp`` ranks seen as a 4-D grid (see the module
-    docstring for the order). The layout part is pure arithmetic and works anywhere;
-    ``init()`` -- on every rank of a launch, collectively -- creates one process group
-    per axis and per slice, once, and then ``group(axis)`` is this rank's.
+    """A world of ``dp * pp * cp * tp`` ranks seen as a 4-D grid, with expert parallelism
+    folded over dp x cp (see the module docstring). The layout part is pure arithmetic
+    and works anywhere; ``init()`` -- on every rank of a launch, collectively -- creates
+    one process group per axis and per slice, once, and then ``group(axis)`` is this
+    rank's.
 
         m = Mesh(dp=2, pp=2, tp=2)      # 8 ranks
         m.coords(5)                      # {"dp": 1, "pp": 0, "cp": 0, "tp": 1}
@@ -69,18 +85,20 @@ class Mesh:
         m.init(); m.group("pp")          # this rank's pipeline group
     """
 
-    def __init__(self, dp: int = 1, pp: int = 1, tp: int = 1, cp: int = 1, ep: int = 1):
-        for name, value in (("dp", dp), ("pp", pp), ("tp", tp), ("cp", cp), ("ep", ep)):
+    def __init__(self, dp: int = 1, pp: int = 1, cp: int = 1, tp: int = 1, ep: int = 1):
+        for name, value in (("dp", dp), ("pp", pp), ("cp", cp), ("tp", tp), ("ep", ep)):
             check_int(name, value)
-        if ep != 1:
-            raise ValueError(f"ep={ep}: EP (expert parallelism) is not composed into the mesh "
-                             "yet (it would share ranks with dp x cp); use ep=1")
+        if (dp * cp) % ep:
+            raise ValueError(f"ep={ep} must divide dp*cp = {dp}*{cp} = {dp * cp}: expert "
+                             "parallelism is folded over the data- and context-parallel ranks")
         self.shape = {"dp": dp, "pp": pp, "cp": cp, "tp": tp}
+        self.ep = ep
         self.size = dp * pp * cp * tp
         self._groups: dict | None = None  # axis -> this rank's group, after init()
 
     def __repr__(self):
-        return "Mesh(" + ", ".join(f"{a}={n}" for a, n in self.shape.items()) + ")"
+        return "Mesh(" + ", ".join(f"{a}={n}" for a, n in self.shape.items()) + \
+            (f", ep={self.ep}" if self.ep > 1 else "") + ")"
 
     # --- rank <-> coordinates: pure arithmetic ---------------------------------------
     def rank(self, dp: int = 0, pp: int = 0, cp: int = 0, tp: int = 0) -> int:
@@ -88,25 +106,33 @@ class Mesh:
         coords = {"dp": dp, "pp": pp, "cp": cp, "tp": tp}
         r = 0
         for axis in AXES:
-            if not 0 <= coords[axis] < self.shape[axis]:
-                raise ValueError(f"{axis}={coords[axis]} is outside 0..{self.shape[axis] - 1}")
+            check_int(axis, coords[axis], 0, self.shape[axis] - 1)
             r = r * self.shape[axis] + coords[axis]
         return r
 
     def coords(self, rank: int) -> dict:
         """{axis: index} of a world rank (the inverse of ``rank``)."""
-        if not 0 <= rank < self.size:
-            raise ValueError(f"rank={rank} is outside 0..{self.size - 1}")
+        check_int("rank", rank, 0, self.size - 1)
         out = {}
         for axis in reversed(AXES):
             rank, out[axis] = divmod(rank, self.shape[axis])
         return {a: out[a] for a in AXES}
 
+    def folded(self, rank: int) -> dict:
+        """Where a rank sits in its dp x cp plane: "dp_cp" (its index there, dp-major),
+        "ep" (its place in its run of ep ranks) and "edp" (which run)."""
+        c = self.coords(rank)
+        i = c["dp"] * self.shape["cp"] + c["cp"]
+        return {"dp_cp": i, "ep": i % self.ep, "edp": i // self.ep}
+
     def groups(self, axis: str) -> list[list[int]]:
-        """Every group along ``axis``: the ranks that differ only in that coordinate,
-        in order of their other coordinates (torch's DeviceMesh order too)."""
+        """Every group along ``axis`` (one of AXES or FOLDED): the ranks that differ only
+        in that coordinate, in order of their other coordinates (torch's DeviceMesh
+        order too)."""
+        if axis in FOLDED:
+            return self._folded_groups(axis)
         if axis not in AXES:
-            raise ValueError(f"axis={axis!r} must be one of {AXES}")
+            raise ValueError(f"axis={axis!r} must be one of {AXES + FOLDED}")
         others = [a for a in AXES if a != axis]
         out = []
         for fixed in itertools.product(*(range(self.shape[a]) for a in others)):
@@ -114,20 +140,34 @@ class Mesh:
             out.append([self.rank(**where, **{axis: i}) for i in range(self.shape[axis])])
         return out
 
+    def _folded_groups(self, axis: str) -> list[list[int]]:
+        out = []
+        for pp_i, tp_i in itertools.product(range(self.shape["pp"]), range(self.shape["tp"])):
+            plane = [self.rank(dp=d, pp=pp_i, cp=c, tp=tp_i)
+                     for d in range(self.shape["dp"]) for c in range(self.shape["cp"])]
+            if axis == "dp_cp":
+                out.append(plane)
+            elif axis == "ep":
+                out += [plane[i:i + self.ep] for i in range(0, len(plane), self.ep)]
+            else:
+                out += [plane[j::self.ep] for j in range(self.ep)]
+        return out
+
     def layout(self) -> list[dict]:
         """The picture as data: one row per rank with its coordinates and the ranks it
-        shares each group with (figures draw from this; ``describe`` prints it)."""
-        rows = []
-        for r in range(self.size):
-            row = {"rank": r, **self.coords(r)}
-            for axis in AXES:
-                row[f"{axis}_group"] = next(g for g in self.groups(axis) if r in g)
-            rows.append(row)
-        return rows
+        shares each group with (figures draw from this; ``describe`` prints it). Linear in
+        the number of ranks: each group is listed once and looked up by its members."""
+        member = {}
+        for axis in AXES:
+            for g in self.groups(axis):
+                for r in g:
+                    member[axis, r] = g
+        return [{"rank": r, **self.coords(r), **{f"{a}_group": member[a, r] for a in AXES}}
+                for r in range(self.size)]
 
     def describe(self) -> str:
         """A text picture: per DP replica, a grid of pipeline stages (rows) by TP rank
-        (columns) holding world ranks; then every TP, PP and DP group."""
+        (columns) holding world ranks; then every group."""
         lines = [f"{self!r}: {self.size} ranks, rank = "
                  "((dp_i * pp + pp_i) * cp + cp_i) * tp + tp_i"]
         for d in range(self.shape["dp"]):
@@ -139,8 +179,10 @@ class Mesh:
         for axis, what in (("tp", "TP groups (same layers, sliced)"),
                            ("cp", "CP groups (sequence shards)"),
                            ("pp", "PP groups (stage to stage, same TP rank)"),
-                           ("dp", "DP groups (same shard, gradients averaged)")):
-            if axis != "cp" or self.shape["cp"] > 1:
+                           ("dp", "DP groups (same shard, gradients averaged)"),
+                           ("ep", "EP groups (experts shared out)"),
+                           ("edp", "expert-DP groups (same experts, gradients averaged)")):
+            if (axis != "cp" or self.shape["cp"] > 1) and (axis not in FOLDED or self.ep > 1):
                 lines.append(f"{what}: " + " ".join(str(g) for g in self.groups(axis)))
         return "\n".join(lines)
 
@@ -156,7 +198,7 @@ class Mesh:
             raise ValueError(f"{self!r} needs {self.size} ranks, the world has "
                              f"{dist.get_world_size()}")
         me, mine = dist.get_rank(), {}
-        for axis in AXES:
+        for axis in AXES + FOLDED:
             for ranks in self.groups(axis):
                 group = dist.new_group(ranks)
                 if me in ranks:
@@ -168,8 +210,8 @@ class Mesh:
         """This rank's process group along ``axis`` (after ``init``)."""
         if self._groups is None:
             raise RuntimeError("call Mesh.init() on every rank before asking for groups")
-        if axis not in AXES:
-            raise ValueError(f"axis={axis!r} must be one of {AXES}")
+        if axis not in AXES + FOLDED:
+            raise ValueError(f"axis={axis!r} must be one of {AXES + FOLDED}")
         return self._groups[axis]
 
     def my_coords(self) -> dict:

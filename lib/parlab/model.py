@@ -1,23 +1,25 @@
 """A tiny GPT: the single-device reference for every parallel strategy in the lab.
 
-Data, tensor, pipeline and expert parallelism and ZeRO are all checked against
-this file: same loss, same gradients, same parameters after a few AdamW steps
-(fp32).  Hence three design rules:
+Data, tensor, pipeline, context and expert parallelism and ZeRO are all checked against
+this file: same loss, same gradients, same parameters after a few AdamW steps (fp32).
+Hence three design rules:
 
-* Deterministic initialisation that does not depend on the global RNG nor on how
-  the model is later cut up: `init_tensor(name, ...)` returns the full initial
-  value of a parameter from (seed, name, shape) alone, so a pipeline stage that
-  builds only blocks 2..3, or a tensor-parallel rank that keeps a slice of a
-  weight, gets exactly the reference numbers.
-* Stable, addressable names: wte, wpe, blocks.{i}.{ln1,attn.qkv,attn.proj,ln2,
-  mlp.fc1,mlp.fc2}, ln_f, lm_head; a MoE block (``GPTConfig(n_experts=...)``, layer
-  in ``parlab.moe``) has blocks.{i}.moe.router and blocks.{i}.moe.experts.{e}.{fc1,fc2}
-  in place of its mlp.
-* Composable pieces: embed(idx) -> blocks -> head(x) -> loss_fn, which is what
-  pipeline stages run one part of.
+* Deterministic initialisation that does not depend on the global RNG nor on how the
+  model is later cut up: ``init_tensor(name, ...)`` returns the full initial value of a
+  parameter from (seed, name, shape) alone. Every strategy builds the whole model from
+  the seed and then shards it, so results do not depend on the layout.
+* Stable, addressable names: wte, wpe, blocks.{i}.{ln1,attn.qkv,attn.proj,ln2,mlp.fc1,
+  mlp.fc2}, ln_f, lm_head; a MoE block (``GPTConfig(n_experts=...)``, layer in
+  ``parlab.moe``) has blocks.{i}.moe.router and blocks.{i}.moe.experts.{e}.{fc1,fc2}.
+* Pieces the strategies swap from outside, never special cases inside: an attention's
+  ``core`` (context parallelism puts ring attention there), the model's ``loss_fn``
+  (tensor parallelism puts the vocabulary-parallel loss there), and ``layers()``, the
+  model as an ordered list of modules that a pipeline cuts into stages.
 
-Architecture: GPT-2 style pre-LayerNorm transformer (Radford et al. 2019), with
-learned positions, GELU MLP and no dropout anywhere.
+Architecture: GPT-2 (Radford et al. 2019): pre-LayerNorm blocks, learned positions, GELU
+MLP, no dropout. ``llama_config`` gives the Llama-style variant (Touvron et al. 2023,
+§2.2): RMSNorm (Zhang & Sennrich 2019), SwiGLU MLP (Shazeer 2020), rotary positions (Su
+et al. 2021) and grouped-query attention with ``n_kv_heads`` (Ainslie et al. 2023).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import torch.nn.functional as F
 from .moe import MoE, moe_layers
 from .validate import check_bool, check_choice, check_float, check_int
 
+ADAMW_BETAS = (0.9, 0.95)  # every run's AdamW (GPT-3's, Brown et al. 2020, §C)
+
 
 @dataclass
 class GPTConfig:
@@ -43,6 +47,12 @@ class GPTConfig:
     n_layers: int = 4
     d_ff: int | None = None  # MLP hidden width; None -> 4 * d_model
     bias: bool = True        # biases in Linear and LayerNorm layers (never in lm_head)
+    # The Llama-style variant (llama_config); the defaults are GPT-2's.
+    n_kv_heads: int | None = None          # grouped-query attention; None = n_heads
+    norm: str = "layernorm"                # or "rmsnorm"
+    mlp: str = "gelu"                      # or "swiglu"
+    positions: str = "learned"             # or "rope"
+    rope_theta: float = 10000.0
     # Mixture of Experts (parlab.moe has the papers): 0 experts = the dense model.
     n_experts: int = 0
     top_k: int = 1                         # experts per token (Switch 1, GShard/Mixtral 2)
@@ -55,13 +65,26 @@ class GPTConfig:
     renormalize: bool = False              # True: Mixtral's gates; False: Switch's
 
     def __post_init__(self):
-        if self.d_ff is None:
+        if self.d_ff is None and isinstance(self.d_model, int):
             self.d_ff = 4 * self.d_model
-        for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_layers", "d_ff"):
+        if self.n_kv_heads is None:
+            self.n_kv_heads = self.n_heads
+        for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_layers", "d_ff",
+                     "n_kv_heads"):
             check_int(name, getattr(self, name))
         check_bool("bias", self.bias)
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads} "
+                             "(each KV head serves a whole group of query heads)")
+        check_choice("norm", self.norm, ("layernorm", "rmsnorm"))
+        check_choice("mlp", self.mlp, ("gelu", "swiglu"))
+        check_choice("positions", self.positions, ("learned", "rope"))
+        check_float("rope_theta", self.rope_theta)
+        if self.positions == "rope" and self.head_dim % 2:
+            raise ValueError(f"positions='rope' rotates pairs of channels: head_dim="
+                             f"{self.head_dim} (d_model / n_heads) must be even")
         self._check_moe()
 
     def _check_moe(self):
@@ -92,6 +115,16 @@ class GPTConfig:
         return self.d_model // self.n_heads
 
 
+def llama_config(**fields) -> GPTConfig:
+    """A Llama-style GPTConfig: RMSNorm, SwiGLU with a d_ff of about 8/3 d (rounded up to a
+    multiple of 16), rotary positions, no biases, two query heads per KV head (GQA);
+    ``fields`` override any of it (``n_kv_heads=1`` is multi-query attention)."""
+    d, heads = fields.get("d_model", 64), fields.get("n_heads", 4)
+    defaults = dict(norm="rmsnorm", mlp="swiglu", positions="rope", bias=False,
+                    d_ff=-(-8 * d // 3 // 16) * 16, n_kv_heads=max(1, heads // 2))
+    return GPTConfig(**{**defaults, **fields})
+
+
 # ----------------------------------------------------------------------------- init
 
 def init_tensor(name: str, shape, seed: int, n_layers: int) -> torch.Tensor:
@@ -99,8 +132,8 @@ def init_tensor(name: str, shape, seed: int, n_layers: int) -> torch.Tensor:
     `GPT.named_parameters()`), from (seed, name, shape) only -- GPT-2 rules
     (Radford et al. 2019, §2.3):
 
-    * LayerNorm: weight 1, bias 0;  other biases: 0;
-    * residual output projections (attn.proj.weight, mlp.fc2.weight):
+    * norms (ln1, ln2, ln_f): weight 1, bias 0;  other biases: 0;
+    * residual output projections (attn.proj, mlp.fc2, an expert's fc2):
       N(0, 0.02 / sqrt(2 * n_layers)), since 2 * n_layers of them add up on
       the residual stream;
     * every other Linear / Embedding weight: N(0, 0.02).
@@ -125,8 +158,7 @@ def init_tensor(name: str, shape, seed: int, n_layers: int) -> torch.Tensor:
 
 @torch.no_grad()
 def init_module_(module: nn.Module, prefix: str, seed: int, n_layers: int) -> nn.Module:
-    """Fill every parameter of `module` from init_tensor(prefix + its name).
-    E.g. a pipeline stage: init_module_(Block(cfg), "blocks.2.", seed, cfg.n_layers)."""
+    """Fill every parameter of `module` from init_tensor(prefix + its name)."""
     for name, p in module.named_parameters():
         p.copy_(init_tensor(prefix + name, p.shape, seed, n_layers))
     return module
@@ -143,58 +175,97 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch
     return scores.softmax(dim=-1) @ v
 
 
-class CausalSelfAttention(nn.Module):
-    # Megatron-LM tensor parallelism (Shoeybi et al. 2019, §3) splits `qkv` by
-    # columns (each rank owns whole heads: a slice of q, of k and of v) and
-    # `proj` by rows, so one all-reduce after proj completes the layer.
-    def __init__(self, d_model: int, n_heads: int, bias: bool = True):
-        super().__init__()
-        self.n_heads = n_heads
-        # output laid out [q | k | v], each d_model wide, head h at [h*hd, (h+1)*hd)
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
-        self.proj = nn.Linear(d_model, d_model, bias=bias)
+def rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+    """RoPE (Su et al. 2021, §3.4.2) in the rotate-half layout of GPT-NeoX and Llama: channel
+    pair (i, i + hd/2) of the token at position p turns by p * theta^(-2i/hd)."""
+    half = x.size(-1) // 2
+    freqs = theta ** (-torch.arange(half, dtype=torch.float32, device=x.device) / half)
+    angles = positions.to(x.device, torch.float32)[:, None] * freqs      # (T, hd/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, _ = x.shape
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        # (B, T, H*hd) -> (B, H, T, hd); sizes read from the tensors so that a
-        # tensor-parallel shard with fewer heads could reuse this code.
-        q, k, v = (t.view(B, T, self.n_heads, -1).transpose(1, 2) for t in (q, k, v))
-        y = causal_attention(q, k, v)
-        y = y.transpose(1, 2).reshape(B, T, -1)                          # heads side by side
-        return self.proj(y)
+
+def norm(config: GPTConfig) -> nn.Module:
+    if config.norm == "rmsnorm":
+        return nn.RMSNorm(config.d_model, eps=1e-5)
+    return nn.LayerNorm(config.d_model, bias=config.bias)
+
+
+class CausalSelfAttention(nn.Module):
+    # Megatron-LM tensor parallelism (Shoeybi et al. 2019, §3) splits ``qkv`` by columns
+    # (each rank owns whole heads: a slice of q, of k and of v) and ``proj`` by rows, so
+    # one all-reduce after proj completes the layer. Head counts are read off the tensors,
+    # so a rank holding a slice of the heads runs this very code.
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        c, hd = config, config.head_dim
+        self.head_dim, self.q_per_kv = hd, c.n_heads // c.n_kv_heads
+        self.rope_theta = c.rope_theta if c.positions == "rope" else None
+        # output laid out [q | k | v]: n_heads, n_kv_heads and n_kv_heads heads of hd each
+        self.qkv = nn.Linear(c.d_model, (c.n_heads + 2 * c.n_kv_heads) * hd, bias=c.bias)
+        self.proj = nn.Linear(c.n_heads * hd, c.d_model, bias=c.bias)
+        self.core = causal_attention  # (B, H, T, hd) q, k, v -> output; CP swaps it
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        qkv = self.qkv(x)
+        B, T = qkv.shape[:2]  # the whole sequence, even where x is a sequence shard (SP)
+        qkv = qkv.view(B, T, -1, self.head_dim)
+        kv_heads = qkv.size(2) // (self.q_per_kv + 2)
+        q, k, v = qkv.split([self.q_per_kv * kv_heads, kv_heads, kv_heads], dim=2)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))                # (B, heads, T, hd)
+        if self.rope_theta is not None:
+            positions = torch.arange(T, device=q.device) if positions is None else positions
+            q, k = rotary(q, positions, self.rope_theta), rotary(k, positions, self.rope_theta)
+        if self.q_per_kv > 1:  # grouped-query attention: each KV head serves q_per_kv heads
+            k, v = (t.repeat_interleave(self.q_per_kv, dim=1) for t in (k, v))
+        y = self.core(q, k, v)
+        return self.proj(y.transpose(1, 2).reshape(B, T, -1))          # heads side by side
 
 
 class MLP(nn.Module):
-    # Megatron: fc1 column-split, fc2 row-split (the GELU is elementwise, so no
-    # communication between them).
-    def __init__(self, d_model: int, d_ff: int, bias: bool = True):
+    # Megatron: fc1 column-split, fc2 row-split (GELU and SwiGLU's product act element by
+    # element, so nothing is exchanged between them). SwiGLU's fc1 is [gate | up].
+    def __init__(self, config: GPTConfig):
         super().__init__()
-        self.fc1 = nn.Linear(d_model, d_ff, bias=bias)
+        c = config
+        self.swiglu = c.mlp == "swiglu"
+        self.fc1 = nn.Linear(c.d_model, (2 if self.swiglu else 1) * c.d_ff, bias=c.bias)
         self.act = nn.GELU(approximate="tanh")
-        self.fc2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.fc2 = nn.Linear(c.d_ff, c.d_model, bias=c.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.act(self.fc1(x)))
+        h = self.fc1(x)
+        if self.swiglu:
+            gate, up = h.chunk(2, dim=-1)
+            return self.fc2(F.silu(gate) * up)
+        return self.fc2(self.act(h))
+
+
+def moe_layer(config: GPTConfig, layer: int) -> MoE:
+    """Block ``layer``'s MoE layer: a router and ``n_experts`` MLPs (parlab.moe)."""
+    c = config
+    return MoE(nn.Linear(c.d_model, c.n_experts, bias=False),
+               [MLP(c) for _ in range(c.n_experts)], top_k=c.top_k,
+               capacity_factor=c.capacity_factor, aux_loss_coef=c.aux_loss_coef,
+               z_loss_coef=c.z_loss_coef, balancer=c.balancer,
+               bias_update_rate=c.bias_update_rate, renormalize=c.renormalize, layer=layer)
 
 
 class Block(nn.Module):
-    """Pre-LayerNorm residual block: x + attn(ln1(x)), then + mlp(ln2(x)); with ``moe``
-    (a MoE layer, parlab.moe) that replaces the MLP, named ``moe``."""
+    """Pre-norm residual block: x + attn(ln1(x)), then + mlp(ln2(x)); a MoE block has
+    ``moe`` (parlab.moe) in place of ``mlp``."""
 
-    def __init__(self, config: GPTConfig, moe: nn.Module | None = None):
+    def __init__(self, config: GPTConfig, layer: int = 0):
         super().__init__()
-        c = config
-        self.ln1 = nn.LayerNorm(c.d_model, bias=c.bias)
-        self.attn = CausalSelfAttention(c.d_model, c.n_heads, c.bias)
-        self.ln2 = nn.LayerNorm(c.d_model, bias=c.bias)
-        if moe is None:
-            self.mlp = MLP(c.d_model, c.d_ff, c.bias)
+        self.ln1, self.attn, self.ln2 = norm(config), CausalSelfAttention(config), norm(config)
+        if config.is_moe_layer(layer):
+            self.moe = moe_layer(config, layer)
         else:
-            self.moe = moe
+            self.mlp = MLP(config)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x))
+    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), positions)
         return x + (self.moe if hasattr(self, "moe") else self.mlp)(self.ln2(x))
 
 
@@ -203,90 +274,119 @@ def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
 
 
-class GPT(nn.Module):
-    """The reference model. ``moe_factory(config, i)``: the MoE layer of block i (default
-    ``moe.MoE``); expert parallelism passes one that holds only this rank's experts."""
+class Embed(nn.Module):
+    """Token ids -> residual stream: wte (+ wpe, learned positions). ``positions``: the
+    global positions of the columns of ``idx`` (default 0..T-1; under context
+    parallelism a rank's tokens sit elsewhere). The first layer of ``GPT.layers()``."""
 
-    def __init__(self, config: GPTConfig, seed: int = 0, moe_factory=None):
+    def __init__(self, model: "GPT"):
         super().__init__()
-        moe_factory = moe_factory or (lambda c, i: MoE(c, i, mlp=MLP))
+        self.config, self.wte, self.wpe = model.config, model.wte, model.wpe
+
+    def forward(self, idx: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        if positions is None:
+            T = idx.size(1)
+            if T > self.config.seq_len:
+                raise ValueError(f"sequence length {T} exceeds seq_len={self.config.seq_len}")
+            positions = torch.arange(T, device=idx.device)
+        x = self.wte(idx)
+        return x if self.wpe is None else x + self.wpe(positions)
+
+
+class Head(nn.Module):
+    """The final norm and the vocabulary projection: the last layer of ``GPT.layers()``."""
+
+    def __init__(self, model: "GPT"):
+        super().__init__()
+        self.ln_f, self.lm_head = model.ln_f, model.lm_head
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.ln_f(x))
+
+
+class GPT(nn.Module):
+    """The reference model."""
+
+    def __init__(self, config: GPTConfig, seed: int = 0):
+        super().__init__()
         self.config, self.seed = config, seed
         c = config
         # Built on the meta device: no memory and no default init (which would
         # consume the global RNG); then materialised and filled from init_tensor.
         with torch.device("meta"):
-            self.wte = nn.Embedding(c.vocab_size, c.d_model)   # token embeddings
-            self.wpe = nn.Embedding(c.seq_len, c.d_model)      # learned positions
-            self.blocks = nn.ModuleList(
-                Block(c, moe_factory(c, i) if c.is_moe_layer(i) else None)
-                for i in range(c.n_layers))
-            self.ln_f = nn.LayerNorm(c.d_model, bias=c.bias)
-            # Not tied to wte (GPT-2 ties them): with pipeline parallelism wte
-            # lives on the first stage and lm_head on the last, and tying would
-            # force an extra all-reduce of their gradients between those two
-            # stages.  Megatron-LM has an option to untie them too.
+            self.wte = nn.Embedding(c.vocab_size, c.d_model)     # token embeddings
+            self.wpe = nn.Embedding(c.seq_len, c.d_model) if c.positions == "learned" else None
+            self.blocks = nn.ModuleList(Block(c, i) for i in range(c.n_layers))
+            self.ln_f = norm(c)
+            # Not tied to wte (GPT-2 ties them): with pipeline parallelism wte lives on
+            # the first stage and lm_head on the last, and tying would force an extra
+            # all-reduce of their gradients between those two stages.
             self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.to_empty(device="cpu")
         init_module_(self, "", seed, c.n_layers)
-        for name, buf in self.named_buffers():  # to_empty left them uninitialised
-            if name.endswith("expert_bias"):
-                buf.zero_()
+        for m in self.moe_layers():  # to_empty left the buffers uninitialised
+            m.expert_bias.zero_()
+        self.loss_fn = loss_fn  # tensor parallelism swaps in the vocabulary-parallel loss
 
-    def embed(self, idx: torch.Tensor) -> torch.Tensor:
-        """(B, T) token ids -> (B, T, d_model) residual stream."""
-        T = idx.size(1)
-        if T > self.config.seq_len:
-            raise ValueError(f"sequence length {T} exceeds seq_len={self.config.seq_len}")
-        pos = torch.arange(T, device=idx.device)
-        return self.wte(idx) + self.wpe(pos)
+    embed = Embed.forward
+    head = Head.forward
 
-    def head(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, d_model) -> (B, T, vocab_size) logits."""
-        return self.lm_head(self.ln_f(x))
+    def layers(self) -> list[nn.Module]:
+        """The model as an ordered list of modules, each feeding the next: what a
+        pipeline cuts into stages (their parameters are this model's own)."""
+        return [Embed(self), *self.blocks, Head(self)]
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
-        x = self.embed(idx)
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None,
+                positions: torch.Tensor | None = None):
+        x = self.embed(idx, positions)
         for block in self.blocks:
-            x = block(x)
+            x = block(x, positions)
         logits = self.head(x)
-        loss = None if targets is None else loss_fn(logits, targets)
-        if loss is not None and self.config.n_experts:  # Switch / ST-MoE auxiliary losses
-            loss = loss + sum(m.aux_loss for m in self.moe_layers())
+        loss = None if targets is None else self.loss_fn(logits, targets)
+        if loss is not None and self.config.n_experts:
+            # Switch / ST-MoE auxiliary losses: their gradients enter at each MoE layer
+            # (parlab.moe); here they are only added to the value reported.
+            loss = loss + sum(m.aux_loss.detach() for m in self.moe_layers())
         return logits, loss
 
     def moe_layers(self) -> list:
         return moe_layers(self)
 
     def num_params(self, include_embeddings: bool = True) -> int:
-        """Parameter count; include_embeddings=False leaves out the wte and wpe
-        lookup tables (lm_head is a real matmul and always counts)."""
+        """Parameter count; include_embeddings=False leaves out the wte and wpe lookup
+        tables (lm_head is a real matmul and always counts)."""
         n = sum(p.numel() for p in self.parameters())
         if not include_embeddings:
-            n -= self.wte.weight.numel() + self.wpe.weight.numel()
+            n -= sum(e.weight.numel() for e in (self.wte, self.wpe) if e is not None)
         return n
 
 
 # ----------------------------------------------------------------------------- reference loop
+
+def reference_optimizer(params, lr: float, weight_decay: float = 0.0) -> torch.optim.AdamW:
+    """The optimizer of every run: AdamW(lr, betas=ADAMW_BETAS, weight_decay)."""
+    return torch.optim.AdamW(params, lr=lr, betas=ADAMW_BETAS, weight_decay=weight_decay)
+
 
 def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 1e-3,
                     seed: int = 0, data_seed: int = 0, weight_decay: float = 0.0,
                     device: str | torch.device = "cpu") -> dict:
     """The single-device training loop every strategy must reproduce.
 
-    Step s trains on the global batch parlab.data.get_batch(s, batch_size, ...)
-    with AdamW(lr, betas=(0.9, 0.95), weight_decay).  Returns {"losses": [float
-    per step], "state_dict": final parameters, "grads": {name: gradient of the
-    last step}}, tensors cloned to the CPU. A MoE config adds "moe": per step,
-    {layer name: {"routed": assignments per expert (before capacity), "kept": per
-    expert, "capacity": int or None, "dropped": [(token, choice)] in the global batch's
-    row-major token order}}; DeepSeek-V3's bias balancer moves its biases after each step.
+    Step s trains on the global batch parlab.data.get_batch(s, batch_size, ...) with
+    ``reference_optimizer``. Returns {"losses": [float per step], "state_dict": final
+    parameters, "grads": {name: gradient of the last step}}, tensors cloned to the CPU.
+    A MoE config adds "moe": per step, {layer name: {"routed": assignments per expert
+    (before capacity), "kept": per expert, "capacity": int or None, "dropped": [(token,
+    choice)] in the global batch's row-major token order}}; DeepSeek-V3's bias balancer
+    moves its biases after each step.
     """
     from parlab.data import get_batch
 
     if steps < 0 or batch_size < 1:
         raise ValueError(f"need steps >= 0 and batch_size >= 1, got steps={steps}, batch_size={batch_size}")
     model = GPT(config, seed).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
+    opt = reference_optimizer(model.parameters(), lr, weight_decay)
     losses, moe = [], []
     for step in range(steps):
         x, y = get_batch(step, batch_size, config.seq_len, config.vocab_size, seed=data_seed)

@@ -1,14 +1,19 @@
-"""The run convention every strategy follows.
+"""The run convention every strategy follows, and the one training loop they share.
 
     result = parlab.<strategy>.run(<Name>Run(config=GPTConfig(...), steps=3, batch_size=8, ...),
                                    world_size)
 
 ``TrainRun`` holds the fields every run shares with ``model.reference_train``; each
-strategy's frozen ``<Name>Run`` adds its knobs and extends ``check(world_size)``,
-which raises ``ValueError`` naming the field *before any process starts*.
-``RunResult`` is what every ``run`` returns: ``losses``, ``state_dict`` and ``grads``
-mean exactly what ``reference_train``'s do, so ``model.max_differences(result, ref)``
-compares any run with any other.
+strategy's frozen ``<Name>Run`` adds its knobs and extends ``check(world_size)``, which
+raises ``ValueError`` naming the field *before any process starts*.
+
+On every rank, ``train(recipe)`` is the loop: one intra-op thread, the step window and
+its trace tags, losses, step times, memory and the full state at the end. A strategy
+brings only a ``Recipe``: how it builds its parts over its groups, what one step
+computes and synchronises, and what else it reports. ``RunResult.gather`` turns the
+ranks' returns into one result whose ``losses``, ``state_dict`` and ``grads`` mean
+exactly what ``reference_train``'s do, so ``model.max_differences(result, ref)``
+compares any run with any other; ``make_run`` writes each strategy's ``run()``.
 """
 
 from __future__ import annotations
@@ -16,15 +21,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .model import GPTConfig
-from .validate import check_float, check_int
+import torch
+import torch.distributed as dist
+
+from . import trace
+from .data import local_batch
+from .memory import held_bytes, optimizer_states
+from .model import GPTConfig, reference_optimizer
+from .validate import check_bool, check_float, check_int
 
 
 @dataclass(frozen=True)
 class TrainRun:
-    """What every training run needs, with ``reference_train``'s meaning:
-    ``steps`` AdamW(lr, betas=(0.9, 0.95), weight_decay) steps on global batches of
-    ``batch_size`` sequences drawn from ``data_seed``, weights initialised from ``seed``."""
+    """What every training run needs, with ``reference_train``'s meaning: ``steps``
+    steps of ``model.reference_optimizer`` (AdamW) on global batches of ``batch_size``
+    sequences drawn from ``data_seed``, weights initialised from ``seed``. ``trace``:
+    keep every rank's traced events on the result."""
     config: GPTConfig = field(default_factory=GPTConfig)
     steps: int = 3
     batch_size: int = 8
@@ -32,9 +44,9 @@ class TrainRun:
     weight_decay: float = 0.0
     seed: int = 0
     data_seed: int = 0
-    # Only expert parallelism knows Mixture-of-Experts layers; the other strategies build
-    # dense blocks (and their capacity would be counted over a rank's slice, not the
-    # global batch), so they refuse a MoE config rather than train something else.
+    trace: bool = False
+    # Only runs that place experts know Mixture-of-Experts layers; the others refuse a
+    # MoE config (its capacity would be counted over a rank's slice, not the global batch).
     trains_moe: ClassVar[bool] = False
 
     def check(self, world_size: int) -> None:
@@ -46,14 +58,116 @@ class TrainRun:
         if getattr(self.config, "n_experts", 0) and not self.trains_moe:
             raise ValueError(f"config.n_experts={self.config.n_experts}: {type(self).__name__} "
                              "trains dense models only; a MoE config trains with "
-                             "parlab.expert_parallel (EPRun)")
+                             "parlab.expert_parallel (EPRun) or parlab.parallel_3d (Run3D)")
         check_int("steps", self.steps)
         check_int("batch_size", self.batch_size)
         check_float("lr", self.lr)
         check_float("weight_decay", self.weight_decay, strict=False)
         check_int("seed", self.seed, low=0)
         check_int("data_seed", self.data_seed, low=0)
+        check_bool("trace", self.trace)
 
+
+# --- one rank: the recipe a strategy brings, and the loop ----------------------------
+
+class Recipe:
+    """One rank's part of a run. A strategy subclasses it and sets, in ``__init__``,
+    ``model`` (the module this rank trains: its forward is what it runs, its
+    parameters what it holds) and ``optimizer``; then overrides what differs from
+    plain data parallelism:
+
+      batch(step)         this rank's inputs and targets (default: its slice of the batch)
+      before_step()       anything before the step's clock starts (default: nothing)
+      train_step(x, y)    forward, backward and the gradient sync; returns this rank's
+                          part of the loss (None: it reports none)
+      step()              the optimizer step (and what follows it)
+      full_state()        (parameters, gradients) by reference name, full tensors, on the
+                          ranks that keep them (None elsewhere); may be a collective
+      report(events, windows)  extra fields for the result
+    ``replica``: which copy of the model this rank's loss belongs to (losses are summed
+    within a replica, averaged over replicas), None if it reports no loss."""
+
+    def __init__(self, run: TrainRun, group=None):
+        self.run, self.group = run, group
+        self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
+        self.replica = self.rank
+        self.model = self.optimizer = None
+
+    def make_optimizer(self, params):
+        return reference_optimizer(params, self.run.lr, self.run.weight_decay)
+
+    def batch(self, step: int):
+        r, c = self.run, self.run.config
+        return local_batch(step, r.batch_size, c.seq_len, c.vocab_size, self.rank, self.world,
+                           seed=r.data_seed)
+
+    def before_step(self) -> None:
+        """Called before each step's clock starts (a pipeline's ranks meet here)."""
+
+    def zero_grad(self) -> None:
+        for opt in _as_list(self.optimizer):
+            opt.zero_grad(set_to_none=True)
+
+    def train_step(self, x, y):
+        with trace.span("forward"):
+            _, loss = self.model(x, y)
+        with trace.span("backward"):
+            loss.backward()
+        return loss.item()
+
+    def step(self) -> None:
+        for opt in _as_list(self.optimizer):
+            opt.step()
+
+    def parameters(self) -> list:
+        return list(self.model.parameters())
+
+    def memory(self) -> dict:
+        params = self.parameters()
+        return held_bytes(params=params, grads=[p.grad for p in params],
+                          optimizer=optimizer_states(_as_list(self.optimizer)))
+
+    def full_state(self):
+        if self.rank != 0:
+            return None, None
+        return ({k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
+                {n: p.grad.detach().cpu().clone() for n, p in self.model.named_parameters()
+                 if p.grad is not None})
+
+    def report(self, events: list, windows: list) -> dict:
+        return {}
+
+
+def _as_list(x) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def train(recipe: Recipe) -> dict:
+    """The training loop of every run, on one rank: ``run.steps`` steps of the recipe.
+    Events carry the rank in the recipe's group and the step in their meta."""
+    torch.set_num_threads(1)
+    run = recipe.run
+    losses, windows = [], []
+    trace.start()
+    for step in range(run.steps):
+        x, y = recipe.batch(step)
+        recipe.before_step()
+        with trace.tagged(step=step):
+            t0 = trace.now()
+            recipe.zero_grad()
+            losses.append(recipe.train_step(x, y))
+            with trace.span("optimizer"):
+                recipe.step()
+            windows.append((t0, trace.now()))
+    events = [dict(e, rank=recipe.rank) for e in trace.stop()]
+    state, grads = recipe.full_state()
+    return {"rank": recipe.rank, "replica": recipe.replica, "local_losses": losses,
+            "windows": windows, "step_times": [b - a for a, b in windows],
+            "events": events, "memory": recipe.memory(), "state_dict": state, "grads": grads,
+            **recipe.report(events, windows)}
+
+
+# --- the caller: one result from every rank's return ---------------------------------
 
 @dataclass
 class RunResult:
@@ -75,16 +189,44 @@ class RunResult:
             raise KeyError(key) from None
 
     @classmethod
-    def from_replicas(cls, ranks: list[dict], steps: int, extras=()) -> "RunResult":
-        """The result of data-parallel replicas (one dict per rank, in group-rank order,
-        each with ``local_losses``, ``step_times``, ``events`` and ``memory``, and rank
-        0's ``state_dict`` and ``grads``): the global mean loss per step is the mean of
-        the ranks' slice means (equal slices), every replica holds the same weights, and
-        a step lasts as long as its slowest rank. ``extras``: keys kept per rank."""
-        n = len(ranks)
-        return cls(losses=[sum(r["local_losses"][s] for r in ranks) / n for s in range(steps)],
-                   state_dict=ranks[0]["state_dict"], grads=ranks[0]["grads"],
-                   events=[e for r in ranks for e in r["events"]],
+    def gather(cls, run: TrainRun, ranks: list[dict], extras=(), **fields) -> "RunResult":
+        """The result of ``train``'s returns (one per rank, in group-rank order): per step,
+        the loss parts summed within each replica and averaged over replicas (equal
+        slices of the batch); the full parameters and gradients merged from the ranks
+        that kept them; a step as long as its slowest rank; ``extras``: per-rank keys kept
+        on ``ranks``; ``fields``: more of this class's fields."""
+        replicas: dict = {}
+        for r in ranks:
+            if r["replica"] is not None:
+                parts = replicas.setdefault(r["replica"], [0.0] * run.steps)
+                for s, v in enumerate(r["local_losses"]):
+                    parts[s] += v
+        losses = [sum(p[s] for p in replicas.values()) / len(replicas)
+                  for s in range(run.steps)] if replicas else []
+        merged = {key: {k: t for r in ranks if r[key] for k, t in r[key].items()}
+                  for key in ("state_dict", "grads")}
+        return cls(losses=losses, state_dict=merged["state_dict"], grads=merged["grads"],
+                   events=[e for r in ranks for e in r["events"]] if run.trace else [],
                    memory=[r["memory"] for r in ranks],
-                   step_times=[max(r["step_times"][s] for r in ranks) for s in range(steps)],
-                   ranks=[{k: r[k] for k in extras} for r in ranks])
+                   step_times=[max(r["step_times"][s] for r in ranks) for s in range(run.steps)],
+                   ranks=[{k: r[k] for k in ("rank", "local_losses", "step_times", *extras)}
+                          for r in ranks], **fields)
+
+
+def make_run(run_type: type, worker, gather=None, backend: str | None = None,
+             timeout: float = 120.0):
+    """A strategy's ``run(run, world_size, timeout)``: check ``run`` (a ``run_type``)
+    before any process starts, run ``worker(run)`` on ``world_size`` ranks, and
+    ``gather(run, ranks)`` the result (default ``RunResult.gather``)."""
+    gather = gather or RunResult.gather
+
+    def run(run, world_size: int, timeout: float = timeout):
+        from .launch import launch
+        if not isinstance(run, run_type):
+            raise ValueError(f"run must be a {run_type.__name__}, got {type(run).__name__}")
+        run.check(world_size)
+        return gather(run, launch(worker, world_size, run, timeout=timeout, backend=backend))
+
+    run.__doc__ = (f"Check a ``{run_type.__name__}``, train it on ``world_size`` ranks "
+                   f"(``{worker.__module__}.{worker.__name__}``) and gather the result.")
+    return run

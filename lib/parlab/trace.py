@@ -51,6 +51,8 @@ class Event:
 
 
 _events: list[Event] = []
+_tags: list[dict] = []  # context set from outside (trace.tagged): which layer, which pass...
+_probes: dict = {}  # name -> callbacks (trace.probe): work counters a runner installs
 _recording = False
 _rank = 0
 _offset = 0.0  # added to perf_counter(); set by sync_clocks()
@@ -101,7 +103,85 @@ def record(kind: str, name: str, start: float, end: float, bytes_sent: int = 0,
         raise ValueError(f"kind={kind!r} must be one of {KINDS}")
     if _recording:
         _events.append(Event(_rank, kind, name, start, end, int(bytes_sent),
-                             int(bytes_recv), bool(bytes_modelled), meta))
+                             int(bytes_recv), bool(bytes_modelled), {**tags(), **meta}))
+
+
+# --- context from outside: tags, module labels, probes ------------------------------
+
+@contextmanager
+def tagged(**meta):
+    """Every event recorded inside carries ``meta`` (inner tags win): how a runner says
+    which layer or pass a collective served without the collective's signature knowing."""
+    _tags.append(meta)
+    try:
+        yield
+    finally:
+        _untag(meta)
+
+
+def _untag(meta: dict) -> None:
+    for i in range(len(_tags) - 1, -1, -1):
+        if _tags[i] is meta:  # by identity: two layers may carry equal tags
+            del _tags[i]
+            return
+
+
+def tags() -> dict:
+    """The tags in force now, merged (innermost last)."""
+    out = {}
+    for t in _tags:
+        out.update(t)
+    return out
+
+
+def keep_tags(ctx) -> None:
+    """In an autograd function's forward: keep the tags in force (which layer called it)
+    for the collectives its backward will issue (``tagged_as``)."""
+    ctx.trace_tags = tags()
+
+
+def tagged_as(ctx, **meta):
+    """``tagged(**meta)`` plus what ``keep_tags(ctx)`` kept (``ctx`` None: nothing)."""
+    return tagged(**{**(getattr(ctx, "trace_tags", None) or {}), **meta})
+
+
+def label_modules(model, names: dict | None = None) -> list:
+    """Tag everything recorded during each submodule's forward with ``layer=<its name>``
+    (``names``: {module: name}, default ``model.named_modules()``). Autograd functions
+    that communicate in backward keep the tags of their forward (see ``tensor_parallel.
+    mappings``). Returns the hook handles (``.remove()`` them to stop)."""
+    names = names if names is not None else {m: n for n, m in model.named_modules()}
+    handles, open_ = [], {}
+
+    def enter(module, args):
+        meta = {"layer": names[module]}
+        open_.setdefault(id(module), []).append(meta)  # a stack: a module may nest itself
+        _tags.append(meta)
+
+    def leave(module, args, out):
+        if open_.get(id(module)):
+            _untag(open_[id(module)].pop())
+
+    for module in names:
+        handles.append(module.register_forward_pre_hook(enter))
+        handles.append(module.register_forward_hook(leave, always_call=True))
+    return handles
+
+
+def probe(name: str, value, **meta) -> None:
+    """Report a work counter (e.g. the attention scores a ring block computes) to the
+    callbacks a runner installed with ``add_probe``; nothing happens otherwise."""
+    for fn in _probes.get(name, ()):
+        fn(value, {**tags(), **meta})
+
+
+def add_probe(name: str, fn) -> None:
+    """Call ``fn(value, tags)`` on every ``probe(name, value)``."""
+    _probes.setdefault(name, []).append(fn)
+
+
+def clear_probes() -> None:
+    _probes.clear()
 
 
 @contextmanager

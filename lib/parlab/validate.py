@@ -4,7 +4,7 @@ naming the argument and its value, before any process starts.
     check_int("steps", 0)            -> ValueError: steps=0 must be an integer >= 1
     check_float("lr", float("nan"))  -> ValueError: lr=nan must be a finite number > 0
     check_whole("n_params", 7.5e9)   -> 7.5e9 (a count written as a float is fine; 7.5 is not)
-    check_choice("schedule", "x", SCHEDULES)
+    check_choice("schedule", "x", PIPELINE_SCHEDULES)
 
 Pure Python: no torch.
 """

@@ -29,7 +29,9 @@ Traffic per rank and layer (``cost.cp_comm_per_layer``; S = one K shard's bytes)
 forward cp-1 messages of K and V (2S each); backward cp-1 of K and V plus cp of dK and
 dV (the last one brings each rank its own complete dK/dV). Every message is posted
 before the block's computation and waited on after it, so transfer and compute overlap;
-each is traced with its exact bytes (``bytes_modelled=False``).
+each is traced with its exact bytes (``bytes_modelled=False``). The attention scores each
+block computes are reported to ``trace.probe("attention_scores", n)``: a work counter
+the runner may listen to.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def _neighbours(group):
 
 # --- forward: K/V blocks go round, partial outputs merge ---------------------------
 
-def _forward(q, k, v, causal, group, layout, layer):
+def _forward(q, k, v, causal, group, layout):
     r, n, right, left = _neighbours(group)
     out = torch.zeros_like(q)
     lse = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype, device=q.device)
@@ -120,14 +122,15 @@ def _forward(q, k, v, causal, group, layout, layer):
         source = (r - step) % n    # whose block this rank holds now
         if step < n - 1:           # the next block is on the wire while this one computes
             incoming = torch.empty_like(kv)
-            arrived = _post(kv, right, incoming, left, group, KV, "ring kv", layer=layer,
+            arrived = _post(kv, right, incoming, left, group, KV, "ring kv",
                             direction="forward", operator="kv", ring_step=step)
         plan = block_plan(r, source, n, layout, causal, q.size(-2))
         if plan is not None:
             rows, cols, diagonal = plan
             qb, kb, vb = q[..., rows, :], kv[0][..., cols, :], kv[1][..., cols, :]
-            with trace.span("ring block", layer=layer, direction="forward", ring_step=step,
-                            source=source, scores=qb.size(1) * qb.size(2) * kb.size(2)):
+            trace.probe("attention_scores", qb.size(1) * qb.size(2) * kb.size(2),
+                        direction="forward")
+            with trace.span("ring block", direction="forward", ring_step=step, source=source):
                 s = _scores(qb, kb, diagonal)
                 block_lse = torch.logsumexp(s, -1)
                 block_out = torch.exp(s - block_lse.unsqueeze(-1)) @ vb
@@ -141,7 +144,7 @@ def _forward(q, k, v, causal, group, layout, layer):
 
 # --- backward: K/V go round again, their gradients travel with them -----------------
 
-def _backward(q, k, v, out, lse, dout, causal, group, layout, layer):
+def _backward(q, k, v, out, lse, dout, causal, group, layout):
     r, n, right, left = _neighbours(group)
     delta = (dout * out).sum(-1)   # D_i = dO_i . O_i (FlashAttention's rowsum), per query
     dq = torch.zeros_like(q)
@@ -151,7 +154,7 @@ def _backward(q, k, v, out, lse, dout, causal, group, layout, layer):
         source = (r - step) % n
         if step < n - 1:
             incoming = torch.empty_like(kv)
-            kv_arrived = _post(kv, right, incoming, left, group, KV, "ring kv", layer=layer,
+            kv_arrived = _post(kv, right, incoming, left, group, KV, "ring kv",
                                direction="backward", operator="kv", ring_step=step)
         dkv = torch.zeros_like(kv)  # this rank's share of d(K, V) of the block it holds
         plan = block_plan(r, source, n, layout, causal, q.size(-2))
@@ -159,8 +162,9 @@ def _backward(q, k, v, out, lse, dout, causal, group, layout, layer):
             rows, cols, diagonal = plan
             qb, dob = q[..., rows, :], dout[..., rows, :]
             kb, vb = kv[0][..., cols, :], kv[1][..., cols, :]
-            with trace.span("ring block", layer=layer, direction="backward", ring_step=step,
-                            source=source, scores=qb.size(1) * qb.size(2) * kb.size(2)):
+            trace.probe("attention_scores", qb.size(1) * qb.size(2) * kb.size(2),
+                        direction="backward")
+            with trace.span("ring block", direction="backward", ring_step=step, source=source):
                 p = torch.exp(_scores(qb, kb, diagonal) - lse[..., rows].unsqueeze(-1))
                 dkv[1][..., cols, :] += p.transpose(-2, -1) @ dob
                 ds = p * (dob @ vb.transpose(-2, -1) - delta[..., rows].unsqueeze(-1))
@@ -173,7 +177,7 @@ def _backward(q, k, v, out, lse, dout, causal, group, layout, layer):
             dkv_arrived()
             dkv += dkv_in
         dkv_in = torch.empty_like(dkv)
-        dkv_arrived = _post(dkv, right, dkv_in, left, group, DKV, "ring dkv", layer=layer,
+        dkv_arrived = _post(dkv, right, dkv_in, left, group, DKV, "ring dkv",
                             direction="backward", operator="dkv", ring_step=step)
         if step < n - 1:
             kv_arrived()
@@ -186,17 +190,19 @@ class RingAttention(torch.autograd.Function):
     """softmax(q k^T / sqrt(d) [+ causal mask]) v over the whole sharded sequence."""
 
     @staticmethod
-    def forward(ctx, q, k, v, causal, group, layout, layer):
-        out, lse = _forward(q, k, v, causal, group, layout, layer)
+    def forward(ctx, q, k, v, causal, group, layout):
+        out, lse = _forward(q, k, v, causal, group, layout)
         ctx.save_for_backward(q, k, v, out, lse)  # per shard: nothing of size s^2
-        ctx.args = (causal, group, layout, layer)
+        ctx.args = (causal, group, layout)
+        trace.keep_tags(ctx)
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = _backward(q, k, v, out, lse, dout.contiguous(), *ctx.args)
-        return dq, dk, dv, None, None, None, None
+        with trace.tagged_as(ctx):
+            dq, dk, dv = _backward(q, k, v, out, lse, dout.contiguous(), *ctx.args)
+        return dq, dk, dv, None, None, None
 
 
 def check_shards(q, k, v, causal, layout) -> None:
@@ -215,11 +221,9 @@ def check_shards(q, k, v, causal, layout) -> None:
                          "(a shard is two equal chunks)")
 
 
-def ring_attention(q, k, v, causal: bool = True, group=None, layout: str = "contiguous",
-                   *, layer: str = ""):
+def ring_attention(q, k, v, causal: bool = True, group=None, layout: str = "contiguous"):
     """Exact (causal) attention of this rank's query shard over the whole sequence,
     sharded over ``group`` in ``layout`` order. q, k, v: [batch, heads, s_local,
-    head_dim], this rank's shards; returns this rank's shard of the output.
-    ``layer``: a label for the traced events (which layer called)."""
+    head_dim], this rank's shards; returns this rank's shard of the output."""
     check_shards(q, k, v, causal, layout)
-    return RingAttention.apply(q, k, v, causal, group, layout, layer)
+    return RingAttention.apply(q, k, v, causal, group, layout)

@@ -21,123 +21,113 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-import torch.distributed as dist
-
 from .. import comm, trace
 from ..data import get_batch
-from ..memory import held_bytes, optimizer_states
-from ..runs import RunResult, TrainRun
-from ..validate import check_bool, check_choice
+from ..model import GPT
+from ..runs import Recipe, RunResult, TrainRun, make_run, train
+from ..validate import check_choice
 from .layout import LAYOUTS, shard_positions, shard_sequence
-from .model import ATTENTIONS, CPGPT, sync_grads
+from .model import ATTENTIONS, apply_context_parallel, sync_grads
 
 LAYER = "blocks.0.attn"  # the layer whose traffic and work are summarised per rank
+EXTRAS = ("comm", "layer_comm", "attention_work", "positions")
 
 
 @dataclass(frozen=True)
 class CPRun(TrainRun):
     """One context-parallel training run over cp = world_size ranks. ``layout``:
-    "contiguous" or "zigzag" (load-balanced); ``attention``: "ring" or "ulysses";
-    ``trace``: return every rank's traced events (traffic and work are always returned)."""
+    "contiguous" or "zigzag" (load-balanced); ``attention``: "ring" or "ulysses"
+    (traffic and work are always returned)."""
     layout: str = "zigzag"
     attention: str = "ring"
-    trace: bool = False
 
     def check(self, world_size: int) -> None:
         """Raise ValueError naming the broken field (before any rank starts)."""
         super().check(world_size)
-        check_choice("layout", self.layout, LAYOUTS)
-        check_choice("attention", self.attention, ATTENTIONS)
-        check_bool("trace", self.trace)
-        c, cp = self.config, world_size
-        chunks = cp if self.layout == "contiguous" else 2 * cp
-        if c.seq_len % chunks:
-            raise ValueError(f"seq_len={c.seq_len} must be divisible by "
-                             f"{'cp' if self.layout == 'contiguous' else '2*cp'}={chunks} "
-                             f"for the {self.layout} layout")
-        if self.attention == "ulysses" and c.n_heads % cp:
-            raise ValueError(f"cp={cp} must divide n_heads={c.n_heads}: Ulysses gives each "
-                             "rank whole heads")
+        check_cp(self.config, world_size, self.layout, self.attention)
 
 
-def _summary(events: list[dict], windows) -> tuple[list[dict], dict, dict]:
-    """(one row per comm event, the traffic of LAYER in step 0 by direction, the attention
-    scores of LAYER in step 0 by direction) from one rank's events."""
-    comm_rows = trace.comm_rows(events, windows)
-    layer_comm, work = {}, {}
+def check_cp(config, cp: int, layout: str, attention: str) -> None:
+    """ValueError unless ``cp`` ranks can share ``config``'s sequence this way."""
+    check_choice("layout", layout, LAYOUTS)
+    check_choice("attention", attention, ATTENTIONS)
+    chunks = cp if layout == "contiguous" else 2 * cp
+    if config.seq_len % chunks:
+        raise ValueError(f"seq_len={config.seq_len} must be divisible by "
+                         f"{'cp' if layout == 'contiguous' else '2*cp'}={chunks} "
+                         f"for the {layout} layout")
+    if attention == "ulysses" and config.n_heads % cp:
+        raise ValueError(f"cp={cp} must divide n_heads={config.n_heads}: Ulysses gives each "
+                         "rank whole heads")
+
+
+def _summary(comm_rows: list[dict], work: list) -> tuple[dict, dict]:
+    """(the traffic of LAYER in step 0 by direction, the attention scores it computed in
+    step 0 by direction) from one rank's comm rows and work probes."""
+    layer_comm, scores = {}, {}
     for d in ("forward", "backward"):
         mine = [c for c in comm_rows if c["layer"] == LAYER and c["direction"] == d
                 and c["step"] == 0]
         layer_comm[d] = {"messages": len(mine), "bytes": sum(c["bytes_sent"] for c in mine)}
-        blocks = [e["meta"]["scores"] for e in events
-                  if e["kind"] == "compute" and "scores" in e["meta"]
-                  and e["meta"].get("layer") == LAYER and e["meta"].get("direction") == d
-                  and trace.step_of(e["start"], windows) == 0]
-        work[d] = sum(blocks) if blocks else None  # Ulysses' backward is autograd's: untraced
+        blocks = [n for n, tags in work if tags.get("layer") == LAYER
+                  and tags.get("direction") == d and tags.get("step") == 0]
+        scores[d] = sum(blocks) if blocks else None  # Ulysses' backward is autograd's: uncounted
     layer_comm["bytes"] = layer_comm["forward"]["bytes"] + layer_comm["backward"]["bytes"]
-    return comm_rows, layer_comm, work
+    return layer_comm, scores
+
+
+class CPRecipe(Recipe):
+    """The lab's GPT on this rank's positions, its attention cores context-parallel."""
+
+    def __init__(self, run: CPRun, group=None):
+        super().__init__(run, group)
+        cfg, device = run.config, comm.device(group)
+        self.model = apply_context_parallel(GPT(cfg, run.seed).to(device), group, run.layout,
+                                            run.attention)
+        trace.label_modules(self.model, {m: n for n, m in self.model.named_modules() if n})
+        self.optimizer = self.make_optimizer(self.model.parameters())
+        self.positions = shard_positions(cfg.seq_len, self.world, self.rank, run.layout).to(device)
+        self.work = []  # (attention scores, tags) of every block computed
+        trace.clear_probes()
+        trace.add_probe("attention_scores", lambda n, tags: self.work.append((n, tags)))
+
+    def batch(self, step: int):
+        r, c = self.run, self.run.config
+        x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
+        return tuple(shard_sequence(t, 1, self.world, self.rank, r.layout).to(self.positions.device)
+                     for t in (x, y))
+
+    def train_step(self, x, y):
+        with trace.span("forward"):
+            _, loss = self.model(x, y, self.positions)  # this rank's tokens: their mean loss
+        with trace.span("backward"):
+            loss.backward()
+            sync_grads(self.model, self.group)
+        return loss.item()
+
+    def full_state(self):
+        out = super().full_state()
+        trace.clear_probes()
+        return out
+
+    def report(self, events, windows) -> dict:
+        comm_rows = trace.comm_rows(events, windows)
+        layer_comm, work = _summary(comm_rows, self.work)
+        return {"comm": comm_rows, "layer_comm": layer_comm, "attention_work": work,
+                "positions": self.positions.cpu().tolist()}
 
 
 def train_worker(run: CPRun, group=None) -> dict:
-    """Rank worker: ``run.steps`` AdamW steps of context-parallel training over ``group``
-    (default: the world), mirroring ``reference_train``."""
-    torch.set_num_threads(1)
-    rank, cp, cfg = dist.get_rank(group), dist.get_world_size(group), run.config
-    device = comm.device(group)  # the rank's GPU under NCCL, else the CPU
-    model = CPGPT(cfg, run.seed, group, run.layout, run.attention).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=(0.9, 0.95),
-                            weight_decay=run.weight_decay)
-    positions = shard_positions(cfg.seq_len, cp, rank, run.layout).to(device)
-    losses, step_times, windows = [], [], []
-    trace.start()
-    for step in range(run.steps):
-        x, y = get_batch(step, run.batch_size, cfg.seq_len, cfg.vocab_size, seed=run.data_seed)
-        x, y = (shard_sequence(t, 1, cp, rank, run.layout).to(device) for t in (x, y))
-        t0 = trace.now()
-        opt.zero_grad(set_to_none=True)
-        with trace.span("forward", step=step):
-            loss = model(x, y, positions, x.size(0) * cfg.seq_len)
-        with trace.span("backward", step=step):
-            loss.backward()
-            sync_grads(model, group)
-        with trace.span("optimizer", step=step):
-            opt.step()
-        windows.append((t0, trace.now()))
-        step_times.append(windows[-1][1] - t0)
-        losses.append(loss.item())
-    events = [dict(e, rank=rank) for e in trace.stop()]
-    comm_rows, layer_comm, work = _summary(events, windows)
-    params = list(model.parameters())
-    return {"rank": rank, "local_losses": losses, "step_times": step_times,
-            "comm": comm_rows, "layer_comm": layer_comm, "attention_work": work,
-            "positions": positions.cpu().tolist(), "events": events if run.trace else [],
-            "memory": held_bytes(params=params, grads=[p.grad for p in params],
-                                 optimizer=optimizer_states(opt)),
-            "state_dict": ({k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-                           if rank == 0 else None),
-            "grads": ({n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()}
-                      if rank == 0 else None)}
+    """Rank worker: context-parallel training over ``group`` (default: the world)."""
+    return train(CPRecipe(run, group))
 
 
 def collect(run: CPRun, ranks: list[dict]) -> RunResult:
     """The ``RunResult`` of one group's ``train_worker`` returns (group-rank order): the
-    loss is the sum of the ranks' shares, the parameters and gradients are rank 0's
-    (replicas), a step lasts as long as its slowest rank; per rank its comm rows,
-    ``layer_comm``, ``attention_work`` and the positions it held."""
-    return RunResult(
-        losses=[sum(r["local_losses"][s] for r in ranks) for s in range(run.steps)],
-        state_dict=ranks[0]["state_dict"], grads=ranks[0]["grads"],
-        events=[e for r in ranks for e in r["events"]], memory=[r["memory"] for r in ranks],
-        step_times=[max(r["step_times"][s] for r in ranks) for s in range(run.steps)],
-        ranks=[{k: r[k] for k in ("rank", "local_losses", "comm", "layer_comm",
-                                  "attention_work", "positions")} for r in ranks])
+    loss is the mean of the ranks' (equal shards), the parameters and gradients are rank
+    0's (replicas); per rank its comm rows, ``layer_comm``, ``attention_work`` and the
+    positions it held."""
+    return RunResult.gather(run, ranks, EXTRAS)
 
 
-def run(run: CPRun, world_size: int, timeout: float = 120.0) -> RunResult:
-    """Check ``run``, train on ``world_size`` = cp ranks and gather the result."""
-    from ..launch import launch
-    if not isinstance(run, CPRun):
-        raise ValueError(f"run must be a CPRun, got {type(run).__name__}")
-    run.check(world_size)
-    return collect(run, launch(train_worker, world_size, run, timeout=timeout))
+run = make_run(CPRun, train_worker, collect)

@@ -32,66 +32,69 @@ from .layout import shard_sequence, unshard_sequence
 from .ring import check_shards
 
 
-def _all_to_all(send: torch.Tensor, group, layer, direction, operator) -> torch.Tensor:
+def _all_to_all(send: torch.Tensor, group) -> torch.Tensor:
     """Chunk i of ``send`` (its first dimension) goes to group rank i; chunk j of the
     result came from group rank j."""
     recv = torch.empty_like(send)
-    comm.all_to_all(recv, send, group=group, label=layer, layer=layer, direction=direction,
-                    operator=operator)
+    comm.all_to_all(recv, send, group=group)
     return recv
 
 
-def seq_to_heads(x, group, layout, layer, direction, operator):
+def seq_to_heads(x, group, layout):
     """[B, H, s/cp, d] sequence shard -> [B, H/cp, s, d]: the whole sequence, in position
     order, for this rank's group of heads."""
     n = dist.get_world_size(group)
     B, H, sl, d = x.shape
     send = x.reshape(B, n, H // n, sl, d).transpose(0, 1).contiguous()  # head group first
-    recv = _all_to_all(send, group, layer, direction, operator)        # source rank first
+    recv = _all_to_all(send, group)                                    # source rank first
     return unshard_sequence(recv.unbind(0), 2, layout)
 
 
-def heads_to_seq(y, group, layout, layer, direction, operator):
+def heads_to_seq(y, group, layout):
     """[B, H/cp, s, d] for this rank's heads -> [B, H, s/cp, d]: every head, this rank's
     positions."""
     n = dist.get_world_size(group)
     send = torch.stack([shard_sequence(y, 2, n, j, layout) for j in range(n)])
-    recv = _all_to_all(send, group, layer, direction, operator)        # head group first
+    recv = _all_to_all(send, group)                                    # head group first
     B, h, sl, d = recv.shape[1:]
     return recv.transpose(0, 1).reshape(B, n * h, sl, d)
 
 
 class _SeqToHeads(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, group, layout, layer, operator):
-        ctx.args = (group, layout, layer, operator)
-        return seq_to_heads(x, group, layout, layer, "forward", operator)
+    def forward(ctx, x, group, layout, operator):
+        ctx.args = (group, layout, operator)
+        trace.keep_tags(ctx)
+        with trace.tagged(direction="forward", operator=operator):
+            return seq_to_heads(x, group, layout)
 
     @staticmethod
     def backward(ctx, grad):
-        group, layout, layer, operator = ctx.args
-        return heads_to_seq(grad.contiguous(), group, layout, layer, "backward", operator), \
-            None, None, None, None
+        group, layout, operator = ctx.args
+        with trace.tagged_as(ctx, direction="backward", operator=operator):
+            return heads_to_seq(grad.contiguous(), group, layout), None, None, None
 
 
 class _HeadsToSeq(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, y, group, layout, layer, operator):
-        ctx.args = (group, layout, layer, operator)
-        return heads_to_seq(y, group, layout, layer, "forward", operator)
+    def forward(ctx, y, group, layout, operator):
+        ctx.args = (group, layout, operator)
+        trace.keep_tags(ctx)
+        with trace.tagged(direction="forward", operator=operator):
+            return heads_to_seq(y, group, layout)
 
     @staticmethod
     def backward(ctx, grad):
-        group, layout, layer, operator = ctx.args
-        return seq_to_heads(grad.contiguous(), group, layout, layer, "backward", operator), \
-            None, None, None, None
+        group, layout, operator = ctx.args
+        with trace.tagged_as(ctx, direction="backward", operator=operator):
+            return seq_to_heads(grad.contiguous(), group, layout), None, None, None
 
 
-def attention(q, k, v, causal: bool, layer: str = ""):
+def attention(q, k, v, causal: bool):
     """Plain attention over the whole sequence for the heads given (autograd does the
     backward, keeping the (s, s) probabilities: Ulysses works with any attention)."""
-    with trace.span("ulysses attention", layer=layer, direction="forward",
-                    scores=q.size(1) * q.size(2) * k.size(2)):
+    trace.probe("attention_scores", q.size(1) * q.size(2) * k.size(2), direction="forward")
+    with trace.span("ulysses attention", direction="forward"):
         s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
         if causal:
             T = q.size(-2)
@@ -100,8 +103,7 @@ def attention(q, k, v, causal: bool, layer: str = ""):
         return s.softmax(-1) @ v
 
 
-def ulysses_attention(q, k, v, causal: bool = True, group=None, layout: str = "contiguous",
-                      *, layer: str = ""):
+def ulysses_attention(q, k, v, causal: bool = True, group=None, layout: str = "contiguous"):
     """Exact (causal) attention of this rank's sequence shard, by two all-to-alls over
     ``group``. q, k, v: [batch, heads, s_local, head_dim], this rank's shards in
     ``layout`` order; returns this rank's shard of the output. The group's size must
@@ -112,7 +114,6 @@ def ulysses_attention(q, k, v, causal: bool = True, group=None, layout: str = "c
         raise ValueError(f"cp={n} must divide n_heads={q.size(1)}: Ulysses gives each rank "
                          "whole heads (so cp <= n_heads)")
     if n == 1:
-        return attention(q, k, v, causal, layer)
-    q, k, v = (_SeqToHeads.apply(t, group, layout, layer, name)
-               for t, name in ((q, "q"), (k, "k"), (v, "v")))
-    return _HeadsToSeq.apply(attention(q, k, v, causal, layer), group, layout, layer, "out")
+        return attention(q, k, v, causal)
+    q, k, v = (_SeqToHeads.apply(t, group, layout, name) for t, name in ((q, "q"), (k, "k"), (v, "v")))
+    return _HeadsToSeq.apply(attention(q, k, v, causal), group, layout, "out")

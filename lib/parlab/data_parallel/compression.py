@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.distributed as dist
-
 from .. import comm, trace
-from .ddp import NaiveDP
+from .ddp import NaiveDP, trainable, used_parameters
 
 COMPRESSORS = (None, "fp16", "topk", "sign")
 
@@ -98,20 +96,19 @@ class CompressedDP(NaiveDP):
     through the hand-written ring collectives of ``parlab.comm``, so the trace counts
     every byte sent (``bytes_modelled=False``)."""
 
-    def __init__(self, model: torch.nn.Module, kind: str, topk_ratio: float = 0.01,
-                 error_feedback: bool = True, group=None):
+    def __init__(self, module: torch.nn.Module, group=None, kind: str = "fp16",
+                 topk_ratio: float = 0.01, error_feedback: bool = True):
         if kind not in COMPRESSORS[1:]:
             raise ValueError(f"compression={kind!r} must be one of {COMPRESSORS[1:]}")
-        self.module, self.kind, self.ratio, self.group = model, kind, topk_ratio, group
-        self.world = dist.get_world_size(group)
-        self.params = list(reversed(list(model.parameters())))
+        super().__init__(module, group)
+        self.kind, self.ratio = kind, topk_ratio
+        self.params = [p for _, p in reversed(trainable(module))]
         self.residual = [torch.zeros_like(p) for p in self.params] if error_feedback else None
-        self.sync = True
-
 
     def finish_backward(self) -> None:
         if not self.sync:
             return
+        used_parameters(trainable(self.module), False)  # raises, naming any without a gradient
         with trace.span("compress", kind="compute"):
             payloads = []
             for i, p in enumerate(self.params):

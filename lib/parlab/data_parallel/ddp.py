@@ -1,5 +1,6 @@
-"""Data parallelism by hand: every rank holds the whole model, trains on its slice of
-the global batch, and the ranks average their gradients before each optimizer step.
+"""Data parallelism by hand, over any module: every rank holds the whole model, trains on
+its slice of the global batch, and the ranks average their gradients before each
+optimizer step.
 
   NaiveDP     after backward, all-reduce each gradient, one tensor at a time
               (the "naive solution" of Li et al., "PyTorch Distributed: Experiences on
@@ -7,6 +8,19 @@ the global batch, and the ranks average their gradients before each optimizer st
   BucketedDP  DDP's design (Li et al. §3.2, §4.2): gradient hooks copy each gradient
               into a fixed-size flat bucket as soon as backward produces it; a full
               bucket is all-reduced asynchronously while backward goes on.
+
+Both are ``nn.Module``s around ``module`` (its forward is theirs), as DDP is. What any
+model brings, and how they meet it (Li et al. §3.2.1, §4.2):
+
+* replicas must start equal: at construction the group's first rank broadcasts its
+  parameters and buffers to the others (a rank that seeded differently is corrected);
+* frozen parameters (``requires_grad=False``) have no gradient and are left out;
+* a parameter that got no gradient in a backward is an error naming it, unless
+  ``find_unused_parameters`` (DDP's option): then the ranks agree on which parameters
+  got a gradient anywhere, give those a zero one where they did not, and leave the
+  others without any -- so an optimizer skips them, as it would on one device;
+* a parameter shared by two modules (tied weights) is one tensor with one gradient,
+  which autograd has already summed over its uses: it is reduced once.
 
 Gradient accumulation: ``no_sync()`` (DDP's name) skips the exchange; gradients then
 add up locally over micro-batches and are averaged once, on the last one.
@@ -24,21 +38,89 @@ import torch
 import torch.distributed as dist
 
 from .. import comm, trace
+from ..mesh import check_group, global_rank
+from ..validate import check_bool, check_int
 
 DDP_BUCKET_BYTES = 25 * 2 ** 20  # DistributedDataParallel's default bucket_cap_mb=25
 
 
-# --- 1. naive: all-reduce every gradient after backward ------------------------------
+# --- what every data-parallel part needs ---------------------------------------------
 
-class NaiveDP:
-    """Wait for the whole backward pass, then all-reduce each gradient in turn. Simple, but
-    the network idles during backward and the cores idle during communication, and each
-    small tensor pays a full collective latency (Li et al. §3.2.1, Fig. 2(a))."""
+@torch.no_grad()
+def broadcast_state(module: torch.nn.Module, group=None) -> None:
+    """Make every rank's parameters and buffers those of the group's first rank."""
+    if dist.get_world_size(group) == 1:
+        return
+    first = global_rank(group, 0)
+    for t in [*module.parameters(), *module.buffers()]:
+        dist.broadcast(t.data, src=first, group=group)
 
-    def __init__(self, model: torch.nn.Module, group=None):
-        self.module, self.group = model, group
+
+def trainable(module: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
+    """(name, parameter) of every parameter that trains, each once (a tied parameter
+    under its first name), in ``named_parameters`` order."""
+    return [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+
+
+def raise_without_gradient(names: list[str]):
+    raise RuntimeError(
+        f"{len(names)} parameter(s) got no gradient in this backward pass: "
+        f"{', '.join(names[:6])}{' ...' if len(names) > 6 else ''}. Every rank must "
+        "reduce the same gradients; if some parameters are unused, pass "
+        "find_unused_parameters=True (DDP's option), or freeze them")
+
+
+def used_parameters(named, find_unused_parameters: bool, group=None) -> list:
+    """The (name, parameter) pairs whose gradients the group reduces this step. Without
+    ``find_unused_parameters`` every one must have a gradient (else RuntimeError naming
+    those without); with it, one MAX all-reduce of a used-mask tells which got one on
+    some rank: they get zeros here if they got none, the rest stay without a gradient."""
+    if not find_unused_parameters:
+        missing = [n for n, p in named if p.grad is None]
+        if missing:
+            raise_without_gradient(missing)
+        return list(named)
+    used = torch.tensor([p.grad is not None for _, p in named], dtype=torch.uint8,
+                        device=comm.device(group))
+    if dist.get_world_size(group) > 1:
+        dist.all_reduce(used, op=dist.ReduceOp.MAX, group=group)
+    out = []
+    for (n, p), anywhere in zip(named, used.tolist()):
+        if anywhere:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            out.append((n, p))
+    return out
+
+
+class _DataParallel(torch.nn.Module):
+    """What NaiveDP and BucketedDP share: the wrapped module, the group, the broadcast at
+    construction, ``no_sync``. ``params``: the parameters this part synchronises (default
+    every trainable one of ``module``; a subset when others are someone else's, as
+    experts are the expert-data-parallel group's); ``divide_by``: the number of replicas
+    the mean is over (default the group's size)."""
+
+    def __init__(self, module: torch.nn.Module, group=None, find_unused_parameters=False,
+                 params=None, divide_by: int | None = None):
+        super().__init__()
+        if not isinstance(module, torch.nn.Module):
+            raise ValueError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+        self.module, self.group = module, check_group(group)
         self.world = dist.get_world_size(group)
+        self.divide_by = self.world if divide_by is None else check_int("divide_by", divide_by)
+        self.find_unused_parameters = check_bool("find_unused_parameters",
+                                                 find_unused_parameters)
         self.sync = True
+        if params is None:
+            self.named = trainable(module)
+            broadcast_state(module, group)  # every replica starts from the first rank's weights
+        else:
+            mine = {id(p) for p in params}
+            self.named = [(n, p) for n, p in trainable(module) if id(p) in mine]
+            broadcast_state(torch.nn.ParameterList([p for _, p in self.named]), group)
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
 
     @contextmanager
     def no_sync(self):
@@ -49,24 +131,36 @@ class NaiveDP:
         finally:
             self.sync = True
 
+
+# --- 1. naive: all-reduce every gradient after backward ------------------------------
+
+class NaiveDP(_DataParallel):
+    """Wait for the whole backward pass, then all-reduce each gradient in turn. Simple, but
+    the network idles during backward and the cores idle during communication, and each
+    small tensor pays a full collective latency (Li et al. §3.2.1, Fig. 2(a))."""
+
     def finish_backward(self) -> None:
         if not self.sync:
             return
-        for p in reversed(list(self.module.parameters())):  # the order backward made them
+        named = used_parameters(self.named, self.find_unused_parameters, self.group)
+        for _, p in reversed(named):  # the order backward made them
             comm.all_reduce(p.grad, group=self.group)
-            p.grad.div_(self.world)
+            p.grad.div_(self.divide_by)
 
 
 # --- 2. bucketed and overlapped: DDP's design ----------------------------------------
 
-def assign_buckets(nbytes: list[int], bucket_bytes: int) -> list[list[int]]:
+def assign_buckets(nbytes: list[int], bucket_bytes: int, keys=None) -> list[list[int]]:
     """Cut tensors, in the order given, into consecutive buckets: a bucket is closed as
     soon as it holds >= ``bucket_bytes`` (so a large tensor gets a bucket of its own), as
-    DDP's ``_compute_bucket_assignment_by_size`` does. Returns lists of indices."""
-    if bucket_bytes <= 0:
-        raise ValueError(f"bucket_bytes={bucket_bytes} must be > 0")
+    DDP's ``_compute_bucket_assignment_by_size`` does, and also where ``keys[i]`` (e.g.
+    the dtype: one flat buffer holds one dtype) changes. Returns lists of indices."""
+    check_int("bucket_bytes", bucket_bytes)
     buckets, current, size = [], [], 0
     for i, b in enumerate(nbytes):
+        if current and keys is not None and keys[i] != keys[current[-1]]:
+            buckets.append(current)
+            current, size = [], 0
         current.append(i)
         size += b
         if size >= bucket_bytes:
@@ -76,17 +170,17 @@ def assign_buckets(nbytes: list[int], bucket_bytes: int) -> list[list[int]]:
 
 
 class _Bucket:
-    def __init__(self, params: list[torch.Tensor]):
-        self.params = params
-        self.buffer = params[0].new_zeros(sum(p.numel() for p in params))  # flat, allocated once
+    def __init__(self, named: list):
+        self.names, self.params = [n for n, _ in named], [p for _, p in named]
+        self.buffer = self.params[0].new_zeros(sum(p.numel() for p in self.params))  # once
         # one view of the buffer per parameter, shaped like it: copies in and out are cheap
         self.views = [v.view_as(p) for v, p in
-                      zip(self.buffer.split([p.numel() for p in params]), params)]
-        self.pending = len(params)
+                      zip(self.buffer.split([p.numel() for p in self.params]), self.params)]
+        self.ready, self.held = set(), set()  # this round: complete, and kept by no_sync
         self.wait = None  # once launched: waits for its all-reduce
 
 
-class BucketedDP:
+class BucketedDP(_DataParallel):
     """Overlap the gradient all-reduce with the backward pass (Li et al. §3.2.3, §4.2).
 
     Buckets are filled in *reverse* parameter order, because backward produces the
@@ -96,52 +190,86 @@ class BucketedDP:
     carries on. Buckets are launched strictly in index order (like DDP's Reducer):
     collectives must be issued in the same order on every rank, or they would pair up
     the wrong buffers. ``finish_backward`` waits for all of them and copies back.
+
+    ``gradient_as_bucket_view`` (DDP's option): the gradients *are* views of the bucket
+    buffers, so no second copy of them is held. ``find_unused_parameters``: which
+    parameters got no gradient is known only when backward ends, so the buckets then
+    all wait for ``finish_backward`` (DDP instead walks the autograd graph at the start
+    of backward to mark them ready early).
     """
 
-    def __init__(self, model: torch.nn.Module, bucket_bytes: int, group=None):
-        self.module, self.group = model, group
-        self.world = dist.get_world_size(group)
-        self.sync = True
-        params = [p for p in reversed(list(model.parameters())) if p.requires_grad]
-        sizes = [p.numel() * p.element_size() for p in params]
-        self.buckets = [_Bucket([params[i] for i in idx])
-                        for idx in assign_buckets(sizes, bucket_bytes)]
+    def __init__(self, module: torch.nn.Module, group=None,
+                 bucket_bytes: int = DDP_BUCKET_BYTES, find_unused_parameters: bool = False,
+                 gradient_as_bucket_view: bool = False, params=None, divide_by=None):
+        super().__init__(module, group, find_unused_parameters, params, divide_by)
+        self.as_view = check_bool("gradient_as_bucket_view", gradient_as_bucket_view)
+        named = self.named[::-1]
+        sizes = [p.numel() * p.element_size() for _, p in named]
+        kinds = [(p.dtype, p.device) for _, p in named]
+        self.buckets = [_Bucket([named[i] for i in idx])
+                        for idx in assign_buckets(sizes, bucket_bytes, kinds)]
         self._slot = {}  # parameter -> (bucket, index in bucket)
         for b in self.buckets:
             for j, p in enumerate(b.params):
                 self._slot[p] = (b, j)
                 p.register_post_accumulate_grad_hook(self._grad_ready)
+                if self.as_view:
+                    p.grad = b.views[j]
         self._next = 0  # the next bucket to launch
 
-    no_sync = NaiveDP.no_sync
-
     def _grad_ready(self, p: torch.Tensor) -> None:
-        if not self.sync:
-            return
         b, j = self._slot[p]
-        b.views[j].copy_(p.grad)
-        b.pending -= 1
-        while self._next < len(self.buckets) and self.buckets[self._next].pending == 0:
+        if not self.sync or self.find_unused_parameters:
+            b.held.add(j)  # sent later (unused parameters are known only when backward ends)
+            return
+        self._into_bucket(b, j)
+        b.ready.add(j)
+        # a bucket goes once all its gradients of this backward are in, in index order
+        while self._next < len(self.buckets) and \
+                len(self.buckets[self._next].ready) == len(self.buckets[self._next].params):
             self._launch(self._next)
             self._next += 1
 
+    def _into_bucket(self, b: _Bucket, j: int) -> None:
+        p, view = b.params[j], b.views[j]
+        if p.grad is None:
+            view.zero_()
+        elif p.grad.data_ptr() != view.data_ptr():
+            view.copy_(p.grad)
+            if self.as_view:
+                p.grad = view
+
     def _launch(self, i: int) -> None:
-        self.buckets[i].wait = comm.all_reduce_async(self.buckets[i].buffer, self.group,
-                                                     f"bucket{i}", bucket=i)
+        b = self.buckets[i]
+        for j in range(len(b.params)):  # what no_sync accumulated (or zeros): in now
+            if j not in b.ready:
+                self._into_bucket(b, j)
+        b.ready, b.held = set(), set()
+        b.wait = comm.all_reduce_async(b.buffer, self.group, f"bucket{i}", bucket=i)
 
     def finish_backward(self) -> None:
+        """Wait for the buckets (launching those still to go: the ones whose gradients
+        ``no_sync`` accumulated), average, and put the results in the gradients."""
         if not self.sync:
             return
-        if self._next < len(self.buckets):  # a bucket never filled: it would hang the others
-            raise RuntimeError(f"{sum(b.pending for b in self.buckets)} parameters got no "
-                               "gradient in this backward pass; BucketedDP needs every parameter "
-                               "to be used (DDP: find_unused_parameters=True)")
+        used = None
+        if self.find_unused_parameters:  # nothing launched yet: agree, then launch all
+            used = {p for _, p in used_parameters(self.named, True, self.group)}
+        elif any(len(b.ready | b.held) < len(b.params) for b in self.buckets[self._next:]):
+            used_parameters(self.named, False)  # a bucket would hang the others: name them
+        for i in range(self._next, len(self.buckets)):
+            self._launch(i)
         with trace.span("wait for buckets", kind="wait"):
             for b in self.buckets:
                 b.wait()
         for b in self.buckets:
-            b.buffer.div_(self.world)
+            b.buffer.div_(self.divide_by)
             for p, view in zip(b.params, b.views):
-                p.grad.copy_(view)
-            b.pending, b.wait = len(b.params), None
+                if used is not None and p not in used:
+                    p.grad = None  # unused on every rank: no gradient, as on one device
+                elif self.as_view:
+                    p.grad = view
+                else:
+                    p.grad.copy_(view)
+            b.wait = None
         self._next = 0

@@ -16,7 +16,7 @@ import torch.distributed as dist
 from .. import comm, cost, trace
 from ..data import local_batch
 from ..launch import launch
-from ..model import GPT, GPTConfig, max_differences
+from ..model import GPT, GPTConfig, max_differences, reference_optimizer
 from ..trace import overlap_fraction
 from .compression import COMPRESSORS, payload_bytes
 from .ddp import assign_buckets
@@ -31,7 +31,7 @@ COMPRESSION_CONFIG = GPTConfig(n_layers=2, d_model=32, n_heads=4, seq_len=32)  #
 def _train_step(dp, opt, x, y) -> None:
     opt.zero_grad(set_to_none=True)
     with trace.span("forward"):
-        loss = dp.module(x, y)[1]
+        loss = dp(x, y)[1]
     with trace.span("backward"):
         loss.backward()
     dp.finish_backward()
@@ -54,7 +54,7 @@ def ab_step_times_worker(specs: dict, config: GPTConfig, per_rank_batch: int, st
     for label, kw in specs.items():
         model = GPT(config, seed=0).to(device)
         setups[label] = (make_dp(model, DPRun(config, **kw), group),
-                         torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95)))
+                         reference_optimizer(model.parameters(), lr=1e-3))
     return trace.interleaved({v: (lambda k, s=s: _train_step(*s, x, y)) for v, s in setups.items()},
                              steps, warmup, record,
                              sync=torch.cuda.synchronize if device.type == "cuda" else None,
@@ -172,18 +172,18 @@ def throughput(world_sizes=(1, 2, 4), variants=("naive", "bucketed", "ddp"),
 
 # --- 4. gradient accumulation = the big batch ----------------------------------------------
 
-def accumulation_check(world_size: int = 2, accumulation_steps: int = 4, steps: int = 3,
+def accumulation_check(world_size: int = 2, micro_batches: int = 4, steps: int = 3,
                        config: GPTConfig | None = None, batch_size: int = 16) -> dict:
-    """Train with ``accumulation_steps`` micro-batches per rank and the reference on the
-    whole batch at once. Returns {1: ..., accumulation_steps: ...}, each with the
+    """Train with ``micro_batches`` micro-batches per rank and the reference on the
+    whole batch at once. Returns {1: ..., micro_batches: ...}, each with the
     ``max_differences``, the bytes rank 0 sent and its all-reduces, per optimizer step."""
     from ..model import reference_train
     config = config or COMPRESSION_CONFIG
     ref = reference_train(config, steps, batch_size)
     out = {}
-    for a in (1, accumulation_steps):
+    for a in (1, micro_batches):
         spec = DPRun(config, steps=steps, batch_size=batch_size, variant="bucketed",
-                     bucket_bytes=16 << 10, accumulation_steps=a, trace=True)
+                     bucket_bytes=16 << 10, micro_batches=a, trace=True)
         res = run(spec, world_size)
         events = [e for e in res.events if e["rank"] == 0]
         out[a] = {**max_differences(res, ref), "micro_batch": batch_size // world_size // a,

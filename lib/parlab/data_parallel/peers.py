@@ -4,18 +4,20 @@
 from __future__ import annotations
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from .ddp import DDP_BUCKET_BYTES
 
 
-class TorchDDP:
-    """torch.nn.parallel.DistributedDataParallel with the same bucket size. Its C++
-    Reducer implements the design of BucketedDP and waits for its buckets by itself at
-    the end of backward, so ``finish_backward`` has nothing to do."""
+class TorchDDP(DistributedDataParallel):
+    """DistributedDataParallel with our parts' signature (module, group, bucket_bytes).
+    Its C++ Reducer implements the design of BucketedDP and waits for its buckets by
+    itself at the end of backward, so ``finish_backward`` has nothing to do."""
 
-    def __init__(self, model: torch.nn.Module, bucket_bytes: int, group=None):
-        from torch.nn.parallel import DistributedDataParallel
-        self.module = DistributedDataParallel(model, bucket_cap_mb=bucket_bytes / 2 ** 20,
-                                              process_group=group)
-        self.no_sync = self.module.no_sync
+    def __init__(self, module: torch.nn.Module, group=None,
+                 bucket_bytes: int = DDP_BUCKET_BYTES, **options):
+        super().__init__(module, bucket_cap_mb=bucket_bytes / 2 ** 20, process_group=group,
+                         **options)
 
     def finish_backward(self) -> None:
         pass

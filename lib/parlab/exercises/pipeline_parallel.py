@@ -160,10 +160,12 @@ def _run_harness(source, name, run, p, m):
     import torch
     import torch.distributed as dist
 
+    from .. import trace
     from ..data import get_batch
-    from ..pipeline_parallel.compute import ActivationProbe, RealCompute
+    from ..model import GPT
+    from ..pipeline_parallel.compute import RealCompute
     from ..pipeline_parallel.executor import PipelineExecutor
-    from ..pipeline_parallel.stages import build_stages
+    from ..pipeline_parallel.stages import gpt_stages
 
     fn = core.load_learner(source, name)
     torch.set_num_threads(1)
@@ -171,13 +173,16 @@ def _run_harness(source, name, run, p, m):
     acts, problem = _as_actions(fn(rank, p, m), rank)
     if problem:
         raise ValueError(problem)
-    stages = build_stages(c, p, rank, 1, run.seed)
-    compute = RealCompute(stages, m, False, ActivationProbe(stages))
+    gpt = GPT(c, run.seed)
+    names = {id(q): n for n, q in gpt.named_parameters()}
+    stages = gpt_stages(gpt, p, rank)
+    compute = RealCompute(stages, m, False)
     me = PipelineExecutor("1f1b", p, m, 1, compute, (run.batch_size // m, c.seq_len, c.d_model))
     me.actions = acts  # the learner's schedule instead of ours
     x, y = get_batch(0, run.batch_size, c.seq_len, c.vocab_size, seed=run.data_seed)
-    loss = me.step(0, [t.clone() for t in x.chunk(m)], [t.clone() for t in y.chunk(m)])
-    grads = {n: q.grad.clone() for st in stages for n, q in st.named_parameters()}
+    with trace.tagged(step=0):
+        loss = me.step([t.clone() for t in x.chunk(m)], [t.clone() for t in y.chunk(m)])
+    grads = {names[id(q)]: q.grad.clone() for st in stages for q in st.parameters()}
     return dict(loss=loss if stages[-1].last else None, grads=grads, peak=me.peak)
 
 
@@ -192,7 +197,7 @@ def check_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 60.0) -> dict:
     from ..pipeline_parallel.runner import PPRun
 
     run = PPRun(config=GPTConfig(n_layers=p, d_model=32, n_heads=4, seq_len=16), steps=1,
-                batch_size=m, schedule="1f1b", p=p, m=m)
+                batch_size=m, schedule="1f1b", p=p, micro_batches=m)
     ranks, bad = core.run_learner(_run_harness, fn, p, run, p, m, timeout=timeout)
     if bad:
         return bad

@@ -4,18 +4,20 @@ order (the single-device MoE layer itself is ``parlab.moe``):
 
   router.py    the global counts every rank needs for capacity and the aux loss
   dispatch.py  the counts exchange, dispatch and combine all-to-alls (autograd)
-  layers.py    EPMoE: the reference MoE layer with this rank's experts only
-  model.py     EPGPT, the EP and expert-data-parallel groups, gradient averaging
+  layers.py    EPMoE.from_moe: any MoE layer with this rank's experts only;
+               apply_expert_parallel(model, group, ep_group) swaps every MoE layer
+  model.py     the EP and expert-data-parallel groups, gradient averaging
   runner.py    EPRun and run(): the lab's run convention
   peers.py     a dense baseline (every rank every expert) and PyTorch's autograd
                all-to-all, on the same model
 """
 
 from . import dispatch  # the module: dispatch.dispatch / combine / exchange_counts
-from .layers import EPMoE
-from .model import EPGPT, make_groups, sync_grads
+from .layers import EPMoE, apply_expert_parallel, set_counts_group
+from .model import make_groups, sync_grads
 from .router import global_counts_hook
-from .runner import EPRun, collect, run, train_worker
+from .runner import EPRecipe, EPRun, collect, run, train_worker
 
-__all__ = ["dispatch", "global_counts_hook", "EPMoE", "EPGPT",
-           "make_groups", "sync_grads", "EPRun", "run", "train_worker", "collect"]
+__all__ = ["dispatch", "global_counts_hook", "EPMoE", "apply_expert_parallel",
+           "set_counts_group", "make_groups", "sync_grads", "EPRecipe", "EPRun", "run",
+           "train_worker", "collect"]

@@ -10,10 +10,10 @@ its expert (dispatch), the expert runs there, and the result comes back (combine
 
 Backward is the same exchange in reverse: the gradient of a dispatch is a combine of
 the gradients and vice versa, so each layer costs four payload all-to-alls per step.
-Every one is traced (``comm.all_to_all``) with the layer, the pass ("forward" or
-"backward") and the operator ("counts", "dispatch", "combine"); ``payload_sent`` and
-``payload_recv`` are the exact bytes that left and reached this rank (the rows a rank
-keeps for its own experts never travel).
+Every one is traced (``comm.all_to_all``) with the pass ("forward" or "backward") and
+the operator ("counts", "dispatch", "combine"), the layer being the runner's to tag
+from outside; ``payload_sent`` and ``payload_recv`` are the exact bytes that left and
+reached this rank (the rows a rank keeps for its own experts never travel).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 import torch
 import torch.distributed as dist
 
-from .. import comm
+from .. import comm, trace
 
 
 def sort_by_expert(experts: torch.Tensor) -> torch.Tensor:
@@ -33,14 +33,12 @@ def sort_by_expert(experts: torch.Tensor) -> torch.Tensor:
     return torch.sort(experts, stable=True).indices
 
 
-def all_to_all(x: torch.Tensor, out_splits: list[int], in_splits: list[int], group,
-               layer: str, direction: str, operator: str) -> torch.Tensor:
+def all_to_all(x: torch.Tensor, out_splits: list[int], in_splits: list[int], group) -> torch.Tensor:
     """Rows ``x[sum(in_splits[:j]) : ...]`` go to group rank j; returns the rows
     received, source rank by source rank (``out_splits[j]`` from rank j)."""
     me, row = dist.get_rank(group), math.prod(x.shape[1:]) * x.element_size()
     out = x.new_empty((sum(out_splits),) + tuple(x.shape[1:]))
-    comm.all_to_all(out, x.contiguous(), out_splits, in_splits, group=group, label=layer,
-                    layer=layer, direction=direction, operator=operator,
+    comm.all_to_all(out, x.contiguous(), out_splits, in_splits, group=group,
                     payload_sent=(sum(in_splits) - in_splits[me]) * row,
                     payload_recv=(sum(out_splits) - out_splits[me]) * row)
     return out
@@ -50,34 +48,37 @@ class _AllToAll(torch.autograd.Function):
     """all_to_all forward; backward, the gradients go back the way the rows came."""
 
     @staticmethod
-    def forward(ctx, x, out_splits, in_splits, group, layer, operator):
-        ctx.args = out_splits, in_splits, group, layer, operator
-        return all_to_all(x, out_splits, in_splits, group, layer, "forward", operator)
+    def forward(ctx, x, out_splits, in_splits, group, operator):
+        ctx.args = out_splits, in_splits, group, operator
+        trace.keep_tags(ctx)
+        with trace.tagged(direction="forward", operator=operator):
+            return all_to_all(x, out_splits, in_splits, group)
 
     @staticmethod
     def backward(ctx, grad):
-        out_splits, in_splits, group, layer, operator = ctx.args
+        out_splits, in_splits, group, operator = ctx.args
         # swapped splits: I send back what I received, and get back what I sent
-        back = all_to_all(grad, in_splits, out_splits, group, layer, "backward", operator)
-        return back, None, None, None, None, None
+        with trace.tagged_as(ctx, direction="backward", operator=operator):
+            back = all_to_all(grad, in_splits, out_splits, group)
+        return back, None, None, None, None
 
 
-def exchange_counts(send_counts: torch.Tensor, group, layer: str) -> torch.Tensor:
+def exchange_counts(send_counts: torch.Tensor, group) -> torch.Tensor:
     """(E,) rows this rank sends to each expert -> (ep * E/ep,) rows each source rank
     sends to each of this rank's experts, source-major. Tells every rank how much to
     receive before the payload all-to-all (whose receive sizes must be known)."""
     out = torch.empty_like(send_counts)
-    comm.all_to_all(out, send_counts.contiguous(), group=group, label=layer, layer=layer,
-                    direction="forward", operator="counts")
+    with trace.tagged(direction="forward", operator="counts"):
+        comm.all_to_all(out, send_counts.contiguous(), group=group)
     return out
 
 
-def dispatch(rows, out_splits, in_splits, group, layer: str):
+def dispatch(rows, out_splits, in_splits, group):
     """Send each row to the rank of its expert (GShard's dispatch)."""
-    return _AllToAll.apply(rows, out_splits, in_splits, group, layer, "dispatch")
+    return _AllToAll.apply(rows, out_splits, in_splits, group, "dispatch")
 
 
-def combine(rows, out_splits, in_splits, group, layer: str):
+def combine(rows, out_splits, in_splits, group):
     """Send the experts' outputs back to their tokens' ranks (GShard's combine); called
     with dispatch's splits swapped."""
-    return _AllToAll.apply(rows, out_splits, in_splits, group, layer, "combine")
+    return _AllToAll.apply(rows, out_splits, in_splits, group, "combine")

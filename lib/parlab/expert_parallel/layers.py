@@ -1,5 +1,6 @@
-"""The expert-parallel MoE layer: the reference's ``parlab.moe.MoE`` with only this
-rank's experts, whose ``run_experts`` sends the tokens to the experts and back.
+"""The expert-parallel MoE layer: ``EPMoE.from_moe(moe, group, ep_group)`` is any
+``parlab.moe.MoE`` with only this rank's experts, whose ``run_experts`` sends the tokens
+to the experts and back.
 
 Experts are sharded over the EP group rank by rank: group rank g holds experts
 [g E/ep, (g+1) E/ep) (GShard, Lepikhin et al. 2020, §3.2; Switch, Fedus et al. 2021,
@@ -11,32 +12,46 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
+import torch.nn as nn
 
-from ..model import MLP
-from ..moe import MoE, scatter_rows
+from ..mesh import check_group
+from ..moe import MoE, moe_layers, scatter_rows
 from . import dispatch
 from .router import global_counts_hook
 
 
 class EPMoE(MoE):
-    """Block ``layer``'s MoE layer on this rank. ``group``: every rank holding a slice of
-    the batch (capacity is counted over it); ``ep_group``: the ranks sharing the experts
-    out (a sub-group of ``group``, or ``group`` itself)."""
+    """A MoE layer holding experts ``[g E/ep, (g+1) E/ep)`` of the EP group's rank g.
+    ``group``: every rank holding a slice of the batch (capacity and the balancing loss
+    count over it); ``ep_group``: the ranks sharing the experts out (a sub-group of
+    ``group``, or ``group`` itself)."""
 
-    def __init__(self, config, layer: int, group=None, ep_group=None):
+    @classmethod
+    def from_moe(cls, moe: MoE, group=None, ep_group=None) -> "EPMoE":
+        check_group(group)
+        check_group(ep_group, "ep_group")
         ep, g = dist.get_world_size(ep_group), dist.get_rank(ep_group)
-        per = config.n_experts // ep
-        super().__init__(config, layer, experts=list(range(g * per, (g + 1) * per)), mlp=MLP)
-        self.name, self.ep_group, self.ep, self.per_rank = f"blocks.{layer}.moe", ep_group, ep, per
-        self.counts_hook = global_counts_hook(group, self.name)
+        if moe.n_experts % ep:
+            raise ValueError(f"ep={ep} must divide n_experts={moe.n_experts}")
+        per = moe.n_experts // ep
+        layer = cls(moe.router, {e: moe.experts[str(e)] for e in range(g * per, (g + 1) * per)},
+                    top_k=moe.top_k, capacity_factor=moe.capacity_factor,
+                    aux_loss_coef=moe.aux_loss_coef, z_loss_coef=moe.z_loss_coef,
+                    balancer=moe.balancer, bias_update_rate=moe.bias_update_rate,
+                    renormalize=moe.renormalize, layer=moe.layer)
+        with torch.no_grad():
+            layer.expert_bias.copy_(moe.expert_bias)
+        layer.aux_scale, layer.ep_group, layer.ep, layer.per_rank = moe.aux_scale, ep_group, ep, per
+        layer.counts_hook = global_counts_hook(group)
+        return layer
 
     def run_experts(self, x2, idx, keep):
-        E, k, ep, per = self.config.n_experts, self.config.top_k, self.ep, self.per_rank
+        E, k, ep, per = self.n_experts, self.top_k, self.ep, self.per_rank
         flat = idx.reshape(-1)
         slots = keep.reshape(-1).nonzero().squeeze(-1)          # kept (token, choice) slots
         slots = slots[dispatch.sort_by_expert(flat[slots])]     # grouped by destination
         send = torch.bincount(flat[slots], minlength=E)         # rows per expert
-        recv = dispatch.exchange_counts(send, self.ep_group, self.name).view(ep, per)
+        recv = dispatch.exchange_counts(send, self.ep_group).view(ep, per)
         in_splits, out_splits = send.view(ep, per).sum(1).tolist(), recv.sum(1).tolist()
         got = self.send(x2[slots // k], out_splits, in_splits, "dispatch")
         # ``got`` is source-major, then expert-major: gather each local expert's rows
@@ -58,4 +73,20 @@ class EPMoE(MoE):
         """One payload all-to-all over the EP group (looked up on the module at each
         call, so a test can plant a bug there; peers.py swaps in torch's)."""
         fn = dispatch.dispatch if operator == "dispatch" else dispatch.combine
-        return fn(rows, out_splits, in_splits, self.ep_group, self.name)
+        return fn(rows, out_splits, in_splits, self.ep_group)
+
+
+def apply_expert_parallel(model: nn.Module, group=None, ep_group=None, cls=EPMoE) -> nn.Module:
+    """Every MoE layer of ``model`` (any module) made expert-parallel, in place."""
+    for name, m in list(model.named_modules()):
+        if isinstance(m, MoE) and not isinstance(m, EPMoE):
+            parent, _, child = name.rpartition(".")
+            setattr(model.get_submodule(parent), child, cls.from_moe(m, group, ep_group))
+    return model
+
+
+def set_counts_group(model: nn.Module, group=None) -> None:
+    """Without expert parallelism: every MoE layer still counts capacity and f_i over the
+    whole batch, i.e. over the ranks of ``group``."""
+    for m in moe_layers(model):
+        m.counts_hook = global_counts_hook(group)

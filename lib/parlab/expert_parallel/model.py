@@ -1,5 +1,5 @@
-"""The reference GPT (``parlab.model``) with its MoE layers expert-parallel, composed
-with data parallelism on the same ranks.
+"""Expert parallelism composed with data parallelism on the same ranks: the groups and
+the gradient sync.
 
 ``group`` (W ranks) splits the global batch into W contiguous slices in rank order, as
 data parallelism does. It is cut into W/ep EP groups of ep consecutive ranks; each EP
@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from .. import comm
-from ..model import GPT, GPTConfig
-from .layers import EPMoE
+from .. import comm, trace
 
 
 def make_groups(group, ep: int):
@@ -40,40 +38,22 @@ def make_groups(group, ep: int):
     return ep_group, dp_group
 
 
-class EPGPT(GPT):
-    """This rank's part of the reference GPT: everything replicated but the experts."""
-
-    def __init__(self, config: GPTConfig, seed: int = 0, group=None, ep_group=None,
-                 dp_group=None, moe_class=EPMoE):
-        super().__init__(config, seed,
-                         moe_factory=lambda c, i: moe_class(c, i, group, ep_group))
-        self.group, self.ep_group, self.dp_group = group, ep_group, dp_group
-
-    def expert_params(self):
-        return [p for n, p in self.named_parameters() if ".moe.experts." in n]
-
-    def replicated_params(self):
-        return [p for n, p in self.named_parameters() if ".moe.experts." not in n]
+def is_expert(name: str) -> bool:
+    return ".moe.experts." in name
 
 
-def sync_grads(model: EPGPT) -> None:
+def sync_grads(model, group=None, dp_group=None) -> None:
     """Replicated parameters: mean over all ranks. Experts: sum over their replicas / W."""
-    W = dist.get_world_size(model.group)
-    comm.all_reduce_grads(model.replicated_params(), model.group, 1.0 / W, "dp_grads",
-                          layer="all", direction="backward", operator="dp_grads")
-    if model.dp_group is not None:  # each expert lives on world/ep ranks
-        comm.all_reduce_grads(model.expert_params(), model.dp_group, 1.0 / W, "expert_dp_grads",
-                              layer="all", direction="backward", operator="expert_dp_grads")
+    W = dist.get_world_size(group)
+    named = list(model.named_parameters())
+    with trace.tagged(layer="all", direction="backward", operator="dp_grads"):
+        comm.all_reduce_grads([p for n, p in named if not is_expert(n)], group, 1.0 / W,
+                              "dp_grads")
+    experts = [p for n, p in named if is_expert(n)]
+    if dp_group is not None:  # each expert lives on world/ep ranks
+        with trace.tagged(layer="all", direction="backward", operator="expert_dp_grads"):
+            comm.all_reduce_grads(experts, dp_group, 1.0 / W, "expert_dp_grads")
     else:  # one copy of each expert: nothing to sum, only the 1/W of the mean loss
-        for p in model.expert_params():
+        for p in experts:
             if p.grad is not None:
                 p.grad.mul_(1.0 / W)
-
-
-def local_tensors(model: EPGPT) -> tuple[dict, dict]:
-    """(this rank's state_dict, its gradients by reference name), on the CPU: the
-    replicated tensors and this rank's experts; ``runner.collect`` merges the EP group."""
-    state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-    grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()
-             if p.grad is not None}
-    return state, grads

@@ -21,27 +21,23 @@ from __future__ import annotations
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 
-from .. import comm
+from .. import comm, trace
 from ..model import GPT
-from .layers import EPMoE
-from .model import EPGPT, make_groups, sync_grads
-from .router import global_counts_hook
-
-
-def _average_all(model) -> None:
-    """Every gradient averaged over the whole group (plain data parallelism)."""
-    comm.all_reduce_grads(model.parameters(), model.group,
-                          1.0 / dist.get_world_size(model.group), "dp_grads", layer="all",
-                          direction="backward", operator="dp_grads")
+from .layers import EPMoE, apply_expert_parallel, set_counts_group
+from .model import make_groups, sync_grads
 
 
 def build_dense(run, group=None):
-    """The reference GPT on every rank (all experts), capacity over the global batch."""
+    """The reference GPT on every rank (all experts), capacity over the global batch;
+    every gradient averaged over the whole group (plain data parallelism)."""
     model = GPT(run.config, run.seed)
-    model.group = group
-    for m in model.moe_layers():
-        m.counts_hook = global_counts_hook(group, f"blocks.{m.layer}.moe")
-    return model, _average_all
+    set_counts_group(model, group)
+
+    def average_all(m):
+        with trace.tagged(layer="all", direction="backward", operator="dp_grads"):
+            comm.all_reduce_grads(m.parameters(), group, 1.0 / dist.get_world_size(group),
+                                  "dp_grads")
+    return model, average_all
 
 
 class TorchA2AMoE(EPMoE):
@@ -55,6 +51,7 @@ class TorchA2AMoE(EPMoE):
 
 
 def build_torch_a2a(run, group=None):
-    """EPGPT with torch's functional all-to-all for dispatch and combine."""
+    """Our expert parallelism with torch's functional all-to-all for dispatch and combine."""
     ep_group, dp_group = make_groups(group, run.ep or dist.get_world_size(group))
-    return EPGPT(run.config, run.seed, group, ep_group, dp_group, TorchA2AMoE), sync_grads
+    model = apply_expert_parallel(GPT(run.config, run.seed), group, ep_group, TorchA2AMoE)
+    return model, lambda m: sync_grads(m, group, dp_group)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .. import comm
+from .. import comm, trace
 
 
-def global_counts_hook(group, layer: str):
+def global_counts_hook(group):
     """A ``MoE.counts_hook`` for ``group``: (k, E) counts in, (every rank's counts
     (W, k, E), this rank's index in ``group``) out. Group ranks hold consecutive
     slices of the global batch, in rank order."""
@@ -32,7 +32,7 @@ def global_counts_hook(group, layer: str):
         if W == 1:
             return counts.unsqueeze(0), 0
         out = counts.new_empty(W * counts.numel())
-        comm.all_gather(out, counts.reshape(-1), group=group, label=layer, layer=layer,
-                        direction="forward", operator="global_counts")
+        with trace.tagged(direction="forward", operator="global_counts"):
+            comm.all_gather(out, counts.reshape(-1), group=group)
         return out.view(W, *counts.shape), dist.get_rank(group)
     return hook

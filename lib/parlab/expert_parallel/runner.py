@@ -15,34 +15,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import torch
 import torch.distributed as dist
 
 from .. import trace
-from ..data import local_batch
-from ..memory import held_bytes, optimizer_states
-from ..runs import RunResult, TrainRun
-from ..validate import check_bool, check_int
-from .model import EPGPT, local_tensors, make_groups, sync_grads
+from ..model import GPT
+from ..runs import Recipe, RunResult, TrainRun, make_run, train
+from ..validate import check_int
+from .layers import apply_expert_parallel
+from .model import make_groups, sync_grads
 
-EXTRAS = ("rank", "local_losses", "tokens_per_expert", "routed", "dropped", "a2a_bytes",
-          "collectives", "step_times")
+EXTRAS = ("tokens_per_expert", "routed", "dropped", "a2a_bytes", "collectives")
 
 
 @dataclass(frozen=True)
 class EPRun(TrainRun):
     """Expert parallelism over ``ep`` ranks (None: all of them) x data parallelism over
-    world_size / ep; ``config`` must be a MoE (n_experts > 0). ``trace``: return every
-    rank's traced events (the collectives are always returned, per step)."""
+    world_size / ep; ``config`` must be a MoE (n_experts > 0). The collectives are
+    always returned, per step."""
     ep: int | None = None
-    trace: bool = False
 
     trains_moe: ClassVar[bool] = True
 
     def check(self, world_size: int) -> None:
         """Raise ValueError naming the broken field (before any rank starts)."""
         super().check(world_size)
-        check_bool("trace", self.trace)
         c = self.config
         if c.n_experts == 0:
             raise ValueError("config.n_experts=0: expert parallelism needs a MoE config "
@@ -60,60 +56,68 @@ class EPRun(TrainRun):
 def build(run: EPRun, group=None):
     """(our expert-parallel model for this rank, its gradient sync); ``peers`` has others."""
     ep_group, dp_group = make_groups(group, run.ep or dist.get_world_size(group))
-    return EPGPT(run.config, run.seed, group, ep_group, dp_group), sync_grads
+    model = apply_expert_parallel(GPT(run.config, run.seed), group, ep_group)
+    return model, lambda m: sync_grads(m, group, dp_group)
+
+
+class EPRecipe(Recipe):
+    """The lab's MoE GPT with its experts spread over the EP groups."""
+
+    def __init__(self, run: EPRun, group=None, builder=None):
+        super().__init__(run, group)
+        self.ep = run.ep or self.world
+        self.model, self.sync = (builder or build)(run, group)
+        trace.label_modules(self.model, {m: n for n, m in self.model.named_modules() if n})
+        self.optimizer = self.make_optimizer(self.model.parameters())
+        self.tokens, self.routed, self.dropped = [], [], []
+
+    def train_step(self, x, y):
+        with trace.span("forward"):
+            _, loss = self.model(x, y)
+        with trace.span("backward"):
+            loss.backward()
+            self.sync(self.model)
+        return loss.item()
+
+    def step(self) -> None:
+        super().step()
+        layers = {f"blocks.{m.layer}.moe": m for m in self.model.moe_layers()}
+        for m in layers.values():
+            m.update_bias_()   # same global load on every rank: same biases
+        self.tokens.append({k: m.stats.get("local_tokens") for k, m in layers.items()})
+        self.routed.append({k: m.stats["routed"] for k, m in layers.items()})
+        self.dropped.append({k: m.stats["dropped"] for k, m in layers.items()})
+
+    def full_state(self):
+        if self.rank >= self.ep:  # the first EP group holds every expert once
+            return None, None
+        return super_full_state(self.model)
+
+    def report(self, events, windows) -> dict:
+        collectives = trace.comm_rows(events, windows, ("op", "layer", "direction", "operator",
+                                                        "payload_sent", "payload_recv"))
+        a2a = [{} for _ in range(self.run.steps)]  # payload bytes sent, per step, layer, pass
+        for c in collectives:
+            if c["operator"] in ("dispatch", "combine"):
+                block = ".".join(c["layer"].split(".")[:3])  # blocks.i.moe
+                per = a2a[c["step"]].setdefault(block, {"forward": 0, "backward": 0})
+                per[c["direction"]] += c["payload_sent"]
+        return {"tokens_per_expert": self.tokens, "routed": self.routed,
+                "dropped": self.dropped, "a2a_bytes": a2a, "collectives": collectives}
+
+
+def super_full_state(model):
+    """(state_dict, gradients) of this rank's model on the CPU, by reference name."""
+    return ({k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+            {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()
+             if p.grad is not None})
 
 
 def train_worker(run: EPRun, group=None, builder=None) -> dict:
-    """Rank worker: ``run.steps`` AdamW steps, mirroring ``reference_train``, on this
-    rank's slice of each global batch. ``builder(run, group)``: (model, sync_grads);
-    default ``build`` (ours); ``peers.build_dense`` / ``peers.build_torch_a2a``."""
-    torch.set_num_threads(1)
-    W, rank, cfg = dist.get_world_size(group), dist.get_rank(group), run.config
-    ep = run.ep or W
-    model, sync = (builder or build)(run, group)
-    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=(0.9, 0.95),
-                            weight_decay=run.weight_decay)
-    losses, step_times, windows, tokens, routed, dropped = [], [], [], [], [], []
-    trace.start()
-    for step in range(run.steps):
-        x, y = local_batch(step, run.batch_size, cfg.seq_len, cfg.vocab_size, rank, W,
-                           seed=run.data_seed)
-        t0 = trace.now()
-        opt.zero_grad(set_to_none=True)
-        with trace.span("forward", step=step):
-            _, loss = model(x, y)
-        with trace.span("backward", step=step):
-            loss.backward()
-            sync(model)
-        with trace.span("optimizer", step=step):
-            opt.step()
-            for m in model.moe_layers():
-                m.update_bias_()   # same global load on every rank: same biases
-        windows.append((t0, trace.now()))
-        step_times.append(windows[-1][1] - t0)
-        losses.append(loss.item())
-        layers = {f"blocks.{m.layer}.moe": m.stats for m in model.moe_layers()}
-        tokens.append({k: s.get("local_tokens") for k, s in layers.items()})
-        routed.append({k: s["routed"] for k, s in layers.items()})
-        dropped.append({k: s["dropped"] for k, s in layers.items()})
-    events = [dict(e, rank=dist.get_rank()) for e in trace.stop()]
-    collectives = trace.comm_rows(events, windows, ("op", "layer", "direction", "operator",
-                                                    "payload_sent", "payload_recv"))
-    a2a = [{} for _ in range(run.steps)]  # payload bytes sent, per step, layer and pass
-    for c in collectives:
-        if c["operator"] in ("dispatch", "combine"):
-            per = a2a[c["step"]].setdefault(c["layer"], {"forward": 0, "backward": 0})
-            per[c["direction"]] += c["payload_sent"]
-    state, grads = local_tensors(model)
-    keep = rank < ep  # the first EP group holds every expert once
-    return {"rank": rank, "local_losses": losses, "step_times": step_times,
-            "tokens_per_expert": tokens, "routed": routed, "dropped": dropped,
-            "a2a_bytes": a2a, "collectives": collectives,
-            "events": events if run.trace else [],
-            "memory": held_bytes(params=list(model.parameters()),
-                                 grads=[p.grad for p in model.parameters()],
-                                 optimizer=optimizer_states(opt)),
-            "state_dict": state if keep else None, "grads": grads if keep else None}
+    """Rank worker: expert x data parallel training over ``group`` (default: the world).
+    ``builder(run, group)``: (model, sync_grads); default ``build`` (ours);
+    ``peers.build_dense`` / ``peers.build_torch_a2a``."""
+    return train(EPRecipe(run, group, builder))
 
 
 def collect(run: EPRun, ranks: list[dict]) -> RunResult:
@@ -121,20 +125,7 @@ def collect(run: EPRun, ranks: list[dict]) -> RunResult:
     loss over ranks, full parameters and gradients (the replicated ones from rank 0,
     each expert from the rank of the first EP group holding it), slowest-rank step
     times, and per rank ``EXTRAS``."""
-    result = RunResult.from_replicas(ranks, run.steps, EXTRAS)
-    state, grads = {}, {}
-    for r in ranks:
-        if r["state_dict"] is not None:
-            state.update(r["state_dict"])
-            grads.update(r["grads"])
-    result.state_dict, result.grads = state, grads
-    return result
+    return RunResult.gather(run, ranks, EXTRAS)
 
 
-def run(run: EPRun, world_size: int, timeout: float = 120.0) -> RunResult:
-    """Check ``run``, train on ``world_size`` ranks and gather the result."""
-    from ..launch import launch
-    if not isinstance(run, EPRun):
-        raise ValueError(f"run must be an EPRun, got {type(run).__name__}")
-    run.check(world_size)
-    return collect(run, launch(train_worker, world_size, run, timeout=timeout))
+run = make_run(EPRun, train_worker, collect)

@@ -20,12 +20,11 @@ log-sum-exp per row (b a s x 4 bytes), which the formula does not name."""
 from __future__ import annotations
 
 import inspect
-from contextlib import contextmanager
-
 import torch
 
 from .. import cost
 from ..cost import memory as cost_memory
+from ..memory import ActivationCounter
 from ..model import Block, GPTConfig
 from .attention import ATTENTION, with_attention
 from .common import ERROR, empty_cache, ratio, short, synchronize
@@ -37,24 +36,6 @@ FULL_SHAPES = ((1024, 8), (2048, 4), (4096, 2))
 
 def _storage_bytes(t: torch.Tensor) -> int:
     return t.untyped_storage().nbytes()
-
-
-@contextmanager
-def saved_bytes(module: torch.nn.Module):
-    """Counts, in ``box[0]``, the bytes of the distinct storages autograd saves for
-    backward inside the block (``module``'s weights left out)."""
-    weights = {p.untyped_storage().data_ptr() for p in module.parameters()}
-    seen, box = set(), [0]
-
-    def pack(t):
-        ptr = t.untyped_storage().data_ptr()
-        if ptr not in weights and ptr not in seen:
-            seen.add(ptr)
-            box[0] += _storage_bytes(t)
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        yield box
 
 
 def predicted(seq_len: int, micro_batch: int, d_model: int, n_heads: int, recompute: str,
@@ -85,13 +66,14 @@ def measure_layer(seq_len: int, micro_batch: int, d_model: int, n_heads: int, ki
     cuda = device.type == "cuda"
     synchronize(device)
     before = torch.cuda.memory_allocated(device) if cuda else None
-    with saved_bytes(block) as box:
+    counter = ActivationCounter(block.parameters())
+    with counter.measure():
         y = block(x)
     synchronize(device)
     allocated = (torch.cuda.memory_allocated(device) - before - _storage_bytes(y)
                  + _storage_bytes(x)) if cuda else None
     del y, block, x
-    return {"allocator_bytes": allocated, "saved_bytes": box[0]}
+    return {"allocator_bytes": allocated, "saved_bytes": counter.total("forward")}
 
 
 def section(quick: bool, device="cuda") -> dict:

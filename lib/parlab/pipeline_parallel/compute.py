@@ -2,14 +2,14 @@
 (F, B or W of a micro-batch on a chunk) and moves the messages; a compute object
 says what the op does. The runner picks one and passes it in.
 
-  RealCompute       the stages' forward, backward and weight-gradient passes
+  RealCompute       the stages' forward, backward and weight-gradient passes; what a
+                    forward keeps for backward is counted beside it by the
+                    ``memory.ActivationCounter`` it is given, never inside the schedule walk
   EmulatedCompute   each op sleeps its fixed duration and makes a stamped message of
                     the right size, so the schedule's shape shows even with more
                     ranks than cores
-  ActivationProbe   how many bytes a forward keeps for backward (saved-tensor hooks),
-                    measured beside the real compute, never inside the schedule walk
 
-All three speak in terms of ``Stash`` (what one (micro-batch, chunk) keeps between
+Both speak in terms of ``Stash`` (what one (micro-batch, chunk) keeps between
 its F and its last backward op) and ``Action`` (``schedules.Action``).
 """
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..memory import ActivationCounter
 
 
 @dataclass
@@ -32,58 +33,26 @@ class Stash:
     nbytes: int = 0                         # bytes autograd keeps for the backward
 
 
-class ActivationProbe:
-    """Bytes of the distinct storages a forward keeps for backward -- what autograd
-    saves (``saved_tensors_hooks``), each checkpointed block's input, the stage's input
-    and output -- weights excluded. Measured the first time a (micro-batch, chunk) runs
-    (hooks cost time); later steps keep the same bytes."""
-
-    def __init__(self, stages):
-        self.nbytes: dict = {}  # (micro-batch, chunk) -> bytes
-        self._weights = {q.untyped_storage().data_ptr() for st in stages for q in st.parameters()}
-        self._counting: dict | None = None  # storage -> bytes, while a forward is measured
-        for st in stages:  # a checkpointed block keeps its input: count it too
-            for block in st.blocks.values():
-                block.register_forward_pre_hook(lambda mod, args: self.keep(args[0]))
-
-    @contextmanager
-    def measure(self, key):
-        """Count what the body's forward saves under ``key``; yields ``keep`` to count
-        more tensors by hand. A no-op once ``key`` has been measured."""
-        if key in self.nbytes:
-            yield lambda t: t
-            return
-        self._counting = {}
-        try:
-            with torch.autograd.graph.saved_tensors_hooks(self.keep, lambda t: t):
-                yield self.keep
-            self.nbytes[key] = sum(self._counting.values())
-        finally:
-            self._counting = None
-
-    def keep(self, t):
-        if self._counting is not None and isinstance(t, torch.Tensor):
-            storage = t.untyped_storage()
-            if storage.data_ptr() not in self._weights:  # weights are not activations
-                self._counting[storage.data_ptr()] = storage.nbytes()
-        return t
-
-
 class RealCompute:
     """The model chunks of one rank. F runs a chunk (and, on the last stage, the loss
     scaled by 1/m: the mean over the global batch); B back-propagates through it -- or,
     with ``split_backward`` (zero-bubble schedules), computes the input gradient only
     and keeps the graph, so that W can compute the weight gradients later."""
 
-    def __init__(self, stages, m: int, split_backward: bool, probe: ActivationProbe):
-        self.stages, self.m, self.split_backward, self.probe = stages, m, split_backward, probe
+    def __init__(self, stages, m: int, split_backward: bool, counter=None):
+        self.stages, self.m, self.split_backward = stages, m, split_backward
         self.params = [q for st in stages for q in st.parameters()]
+        if counter is None:  # what autograd saves, and each module's input (all a
+            counter = ActivationCounter(self.params)  # checkpointed module keeps)
+            for st in stages:
+                counter.count_inputs(st.layers)
+        self.counter = counter
 
     def forward(self, a, stage: int, inp, target):
         if inp.is_floating_point():  # an activation: its gradient goes back to stage - 1
             inp.requires_grad_()
         chunk = self.stages[a.chunk]
-        with self.probe.measure((a.mb, a.chunk)) as keep:
+        with self.counter.measure((a.mb, a.chunk)) as keep:
             out = chunk(inp)
             if chunk.last:
                 out = chunk.loss(out, target) / self.m  # the stage's own loss
@@ -92,7 +61,7 @@ class RealCompute:
         return out
 
     def kept_bytes(self, a) -> int:
-        return self.probe.nbytes[a.mb, a.chunk]
+        return self.counter.total((a.mb, a.chunk))
 
     def backward(self, a, stage: int, stash: Stash, grad):
         """The gradient with respect to the chunk's input (None on stage 0)."""

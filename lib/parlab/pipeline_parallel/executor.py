@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .. import mesh, trace
+from .. import comm, mesh, trace
 from .compute import Stash
 from .schedules import make_schedule
 
@@ -42,11 +42,13 @@ class PipelineExecutor:
         self.local: dict[int, torch.Tensor] = {}  # messages to a chunk on this rank (p = 1)
         self.pending: list = []               # (send request, its tensor)
         self.peak = self.peak_bytes = 0       # most stashes held at once, and their bytes
+        self.device = comm.device(group)      # where received messages land
 
-    def step(self, step: int, inputs: list, targets: list) -> float:
+    def step(self, inputs: list, targets: list) -> float:
         """Run this rank's actions once over the micro-batches ``inputs`` / ``targets``;
-        returns the summed loss of the micro-batches this rank ends (0 elsewhere)."""
-        self.inputs, self.targets, self.step_no, self.loss = inputs, targets, step, 0.0
+        returns the summed loss of the micro-batches this rank ends (0 elsewhere). The
+        caller's trace tags (the step) mark every event."""
+        self.inputs, self.targets, self.loss = inputs, targets, 0.0
         for a in self.actions:
             {"F": self.forward, "B": self.backward, "W": self.weight}[a.op](a)
         for work, _ in self.pending:  # each tensor stays alive until its send is done
@@ -60,7 +62,7 @@ class PipelineExecutor:
     def forward(self, a):
         s = self.stage(a)
         inp = self.inputs[a.mb] if s == 0 else self.recv(s - 1, s, a.mb)
-        with trace.span("F", mb=a.mb, chunk=a.chunk, stage=s, step=self.step_no):
+        with trace.span("F", mb=a.mb, chunk=a.chunk, stage=s):
             out = self.compute.forward(a, s, inp, self.targets[a.mb])
         self.keep(a, Stash(inp, out, nbytes=self.compute.kept_bytes(a)))
         if s < self.n_stages - 1:
@@ -72,7 +74,7 @@ class PipelineExecutor:
         s = self.stage(a)
         grad = None if s == self.n_stages - 1 else self.recv(s + 1, s, a.mb)
         stash = self.stash[a.mb, a.chunk]
-        with trace.span("B", mb=a.mb, chunk=a.chunk, stage=s, step=self.step_no):
+        with trace.span("B", mb=a.mb, chunk=a.chunk, stage=s):
             input_grad = self.compute.backward(a, s, stash, grad)
         if self.split_backward:  # W still needs the graph and the output gradient
             stash.output_grad = grad
@@ -84,7 +86,7 @@ class PipelineExecutor:
     def weight(self, a):
         s = self.stage(a)
         stash = self.stash.pop((a.mb, a.chunk))
-        with trace.span("W", mb=a.mb, chunk=a.chunk, stage=s, step=self.step_no):
+        with trace.span("W", mb=a.mb, chunk=a.chunk, stage=s):
             self.compute.weight(a, s, stash)
 
     def stage(self, a) -> int:
@@ -106,7 +108,7 @@ class PipelineExecutor:
             self.local[tag] = t
             return
         with trace.span("send grad" if dst < src else "send act", kind="comm", mb=mb,
-                        peer=peer, step=self.step_no, bytes_sent=t.numel() * t.element_size()):
+                        peer=peer, bytes_sent=t.numel() * t.element_size()):
             work = dist.isend(t, mesh.global_rank(self.group, peer), group=self.group, tag=tag)
             self.pending.append((work, t))
 
@@ -114,8 +116,8 @@ class PipelineExecutor:
         peer, tag = src % self.p, self.tag(src, dst, mb)
         if peer == self.rank:
             return self.local.pop(tag)
-        buf = torch.empty(self.shape)
+        buf = torch.empty(self.shape, device=self.device)
         with trace.span("recv grad" if dst < src else "recv act", kind="wait", mb=mb, peer=peer,
-                        step=self.step_no, bytes_recv=buf.numel() * buf.element_size()):
+                        bytes_recv=buf.numel() * buf.element_size()):
             dist.irecv(buf, mesh.global_rank(self.group, peer), group=self.group, tag=tag).wait()
         return buf

@@ -6,10 +6,10 @@ from __future__ import annotations
 import statistics
 
 from .. import cost
-from ..model import GPTConfig
+from ..model import GPT, GPTConfig
 from .runner import PipelineResult, PPRun, run
 from .schedules import Action, dependency, make_schedule, simulate, validate
-from .stages import build_stages
+from .stages import gpt_stages
 
 
 # ----------------------------------------------------------------------------- for notebook 03
@@ -18,12 +18,13 @@ def stage_table(config: GPTConfig, p: int, v: int = 1) -> list[dict]:
     """How the model is cut: per rank and chunk, its virtual stage, blocks, extras
     and parameter count."""
     validate("interleaved" if v > 1 else "1f1b", p, p, v, config.n_layers)
-    rows = []
+    rows, model = [], GPT(config)
     for rank in range(p):
-        for chunk, st in enumerate(build_stages(config, p, rank, v)):
-            names = list(st.blocks)
-            first, last = int(names[0]), int(names[-1])
-            extras = [x for x, on in (("wte, wpe", st.first), ("ln_f, lm_head, loss", st.last)) if on]
+        for chunk, st in enumerate(gpt_stages(model, p, rank, v)):
+            blocks = [int(n.split(".")[1]) for n in st.names if n.startswith("blocks.")]
+            first, last = blocks[0], blocks[-1]
+            extras = [x for x, on in (("wte, wpe", "embed" in st.names),
+                                      ("ln_f, lm_head, loss", "head" in st.names)) if on]
             rows.append(dict(rank=rank, chunk=chunk, stage=chunk * p + rank,
                              blocks=f"{first}..{last}" if last > first else str(first),
                              extras=" + ".join(extras),
@@ -59,7 +60,7 @@ def reference_check(cases, config: GPTConfig, steps: int = 3, batch_size: int = 
     rows = []
     for schedule, p, m, v in cases:
         r = run(PPRun(config=config, steps=steps, batch_size=batch_size, lr=lr,
-                      weight_decay=weight_decay, schedule=schedule, p=p, m=m, v=v), p)
+                      weight_decay=weight_decay, schedule=schedule, p=p, micro_batches=m, v=v), p)
         d = max_differences(r, ref)
         rows.append(dict(schedule=schedule, p=p, m=m, v=v,
                          loss=d["loss"], grads=d["grad"], params=d["param"]))
@@ -104,7 +105,7 @@ def measured_bubble(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 0.
     ``message_costs`` of the best step: what the machine adds per message and per op).
     ``*_ratio``: idle / busy instead."""
     # one sequence per micro-batch: the messages are what the default model would send
-    r = run(PPRun(schedule=schedule, p=p, m=m, v=v, batch_size=m, compute="emulated",
+    r = run(PPRun(schedule=schedule, p=p, micro_batches=m, v=v, batch_size=m, compute="emulated",
                   t_fwd=t_fwd, t_bwd=t_bwd, steps=repeats + 1), p)
     steps = sorted((r.timeline(s) for s in range(1, repeats + 1)),
                    key=lambda t: t.bubble_fraction)
@@ -141,7 +142,7 @@ def memory_rows(p: int, ms, config: GPTConfig, schedules=("gpipe", "1f1b"),
     rows = []
     for m in ms:
         for schedule in schedules:
-            r = run(PPRun(config=config, steps=1, batch_size=m, schedule=schedule, p=p, m=m,
+            r = run(PPRun(config=config, steps=1, batch_size=m, schedule=schedule, p=p, micro_batches=m,
                           checkpoint=checkpoint), p)
             for rank in range(p):
                 rows.append(dict(schedule=schedule, m=m, rank=rank, held=r.stash_peak[rank],

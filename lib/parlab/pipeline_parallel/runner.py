@@ -1,35 +1,39 @@
 """One pipeline-parallel run, in the lab's run convention:
 
     result = pipeline_parallel.run(PPRun(config=GPTConfig(...), steps=3, batch_size=8,
-                                         schedule="1f1b", p=2, m=4), world_size=2)
+                                         schedule="1f1b", p=2, micro_batches=4), world_size=2)
 
-``PPRun.check`` refuses bad input before any process starts; ``pipeline_worker`` is
-what each rank executes (on any process group: a pipeline can be one axis of a
-bigger job); ``collect`` turns the ranks' returns into a ``PipelineResult``."""
+``PPRun.check`` refuses bad input before any process starts; ``train_worker`` is what
+each rank executes (on any process group: a pipeline can be one axis of a bigger job);
+``collect`` turns the ranks' returns into a ``PipelineResult``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-import torch
 import torch.distributed as dist
 
-from .. import trace
-from ..runs import RunResult, TrainRun
+from .. import comm
+from ..data import get_batch
+from ..memory import held_bytes, optimizer_states
+from ..model import GPT
+from ..moe import moe_layers
+from ..runs import Recipe, RunResult, TrainRun, make_run, train
 from ..validate import check_bool, check_choice, check_float
-from .compute import ActivationProbe, EmulatedCompute, RealCompute
+from .compute import EmulatedCompute, RealCompute
 from .executor import PipelineExecutor
 from .schedules import Timeline, bubble, op_durations, validate
-from .stages import build_stages
+from .stages import gpt_stages
 
 COMPUTE = ("real", "emulated")
 
 
 @dataclass(frozen=True)
 class PPRun(TrainRun):
-    """A pipeline run: ``schedule`` (one of ``SCHEDULES``) over ``p`` stages (one per
+    """A pipeline run: ``schedule`` (one of ``PIPELINE_SCHEDULES``) over ``p`` stages (one per
     rank; ``v`` model chunks per rank for "interleaved"), the global batch of
-    ``batch_size`` sequences cut into ``m`` equal micro-batches.
+    ``batch_size`` sequences cut into ``micro_batches`` equal ones (the papers' m).
 
     ``compute="real"`` trains the model exactly as ``model.reference_train`` does
     (AdamW(lr, betas=(0.9, 0.95), weight_decay)); ``"emulated"`` replaces each F / B / W
@@ -39,19 +43,21 @@ class PPRun(TrainRun):
     cores. ``checkpoint``: recompute each block in backward (real compute only)."""
     schedule: str = "1f1b"
     p: int = 2
-    m: int = 4
+    micro_batches: int = 4
     v: int = 1
     compute: str = "real"
     t_fwd: float = 0.02
     t_bwd: float = 0.04
     checkpoint: bool = False
+    trace: bool = True  # the timeline and the bubble are read off the events
+    trains_moe: ClassVar[bool] = True
 
     def check(self, world_size: int) -> None:
         super().check(world_size)
         check_choice("compute", self.compute, COMPUTE)
         real = self.compute == "real"
         # emulated ops have no layers, so only real compute needs p * v <= n_layers
-        validate(self.schedule, self.p, self.m, self.v,
+        validate(self.schedule, self.p, self.micro_batches, self.v,
                  self.config.n_layers if real else None, self.batch_size)
         if world_size != self.p:
             raise ValueError(f"world_size={world_size} must equal p={self.p}: "
@@ -60,6 +66,8 @@ class PPRun(TrainRun):
         check_float("t_bwd", self.t_bwd)
         if check_bool("checkpoint", self.checkpoint) and not real:
             raise ValueError("checkpoint=True needs compute='real' (emulated ops keep nothing)")
+        if self.config.n_experts and not real:
+            raise ValueError("a MoE config needs compute='real'")
 
 
 @dataclass(kw_only=True)
@@ -68,7 +76,7 @@ class PipelineResult(RunResult):
     stashed bytes at once); ``timeline(step)`` gives one step's ops and its bubble."""
     schedule: str
     p: int
-    m: int
+    micro_batches: int
     v: int
     stash_peak: list[int]        # per rank: most (micro-batch, chunk) activations held
 
@@ -90,71 +98,90 @@ class PipelineResult(RunResult):
         return self.timeline().bubble_fraction
 
 
-def pipeline_worker(run: PPRun, group=None) -> dict:
+class PPRecipe(Recipe):
+    """This rank's stages of the lab's GPT (or emulated ops) and the pipeline executor."""
+
+    def __init__(self, run: PPRun, group=None):
+        super().__init__(run, group)
+        self.replica = 0  # one model: the loss is the sum of what every stage reports
+        c, m, device = run.config, run.micro_batches, comm.device(group)
+        shape = (run.batch_size // m, c.seq_len, c.d_model)  # one micro-batch's activation
+        self.stages, self.names, self.aux = [], {}, []
+        if run.compute == "real":
+            gpt = GPT(c, run.seed).to(device)
+            self.stages = gpt_stages(gpt, run.p, self.rank, run.v, run.checkpoint)
+            mine = {id(q) for st in self.stages for q in [*st.parameters(), *st.buffers()]}
+            saved = gpt.state_dict(keep_vars=True)  # reference names (persistent buffers too)
+            self.names = {id(t): n for n, t in saved.items() if id(t) in mine}
+            for moe in moe_layers(gpt):  # each micro-batch's share of the auxiliary losses
+                moe.aux_scale = 1.0 / m
+                moe.register_forward_hook(lambda mod, a, out: self.aux.append(
+                    mod.aux_loss.item() / m) if mod.aux_loss is not None else None)
+            compute = RealCompute(self.stages, m, run.schedule == "zb-h1")
+            self.optimizer = self.make_optimizer(compute.params)
+        else:
+            self.replica = None  # emulated ops compute no loss
+            compute = EmulatedCompute(op_durations(run.schedule, run.v, run.t_fwd, run.t_bwd),
+                                      shape, run.p * run.v)
+        self.executor = PipelineExecutor(run.schedule, run.p, m, run.v, compute, shape, group)
+
+    def batch(self, step: int):
+        r, c = self.run, self.run.config
+        x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
+        device = comm.device(self.group)  # micro-batch i = rows [i B/m, (i+1) B/m), owned
+        return ([t.clone().to(device) for t in x.chunk(r.micro_batches)],
+                [t.clone().to(device) for t in y.chunk(r.micro_batches)])
+
+    def before_step(self) -> None:
+        dist.barrier(group=self.group)  # the ranks start each step together, as simulated
+
+    def zero_grad(self) -> None:
+        if self.optimizer is not None:
+            super().zero_grad()
+
+    def train_step(self, xs, ys):
+        self.aux = []
+        loss = self.executor.step(xs, ys)
+        for st in self.stages:  # each stage's own MoE layers balance themselves
+            for moe in moe_layers(st):
+                moe.update_bias_()
+        return loss + sum(self.aux)
+
+    def step(self) -> None:
+        if self.optimizer is not None:
+            super().step()
+
+    def memory(self) -> dict:
+        params = [q for st in self.stages for q in st.parameters()]
+        return {**held_bytes(params=params, grads=[q.grad for q in params],
+                             optimizer=optimizer_states(self.optimizer) if self.optimizer else []),
+                "activations": self.executor.peak_bytes}
+
+    def full_state(self):
+        tensors = [t for st in self.stages for t in [*st.parameters(), *st.buffers()]]
+        state = {self.names[id(t)]: t.detach().cpu().clone() for t in tensors
+                 if id(t) in self.names}
+        grads = {self.names[id(q)]: q.grad.detach().cpu().clone()
+                 for st in self.stages for q in st.parameters() if q.grad is not None}
+        return state, grads
+
+    def report(self, events, windows) -> dict:
+        return {"stash_peak": self.executor.peak, "times": windows}
+
+
+def train_worker(run: PPRun, group=None) -> dict:
     """One rank of a pipeline over ``group`` (default: the world): ``run.steps`` steps of
     this rank's action list. Events carry the stage rank (the group's), not the world's."""
-    from ..data import get_batch
-
-    torch.set_num_threads(1)
-    rank, c = dist.get_rank(group), run.config
-    shape = (run.batch_size // run.m, c.seq_len, c.d_model)  # one micro-batch's activation
-    if run.compute == "real":
-        stages = build_stages(c, run.p, rank, run.v, run.seed, run.checkpoint)
-        compute = RealCompute(stages, run.m, run.schedule == "zb-h1", ActivationProbe(stages))
-        opt = torch.optim.AdamW(compute.params, lr=run.lr, betas=(0.9, 0.95),
-                                weight_decay=run.weight_decay)
-    else:
-        stages, opt = [], None
-        compute = EmulatedCompute(op_durations(run.schedule, run.v, run.t_fwd, run.t_bwd),
-                                  shape, run.p * run.v)
-    me = PipelineExecutor(run.schedule, run.p, run.m, run.v, compute, shape, group)
-    losses, times, grads = [], [], {}
-    trace.start()
-    for step in range(run.steps):
-        x, y = get_batch(step, run.batch_size, c.seq_len, c.vocab_size, seed=run.data_seed)
-        # micro-batch i = rows [i B/m, (i+1) B/m), copied so it owns its memory
-        x, y = [t.clone() for t in x.chunk(run.m)], [t.clone() for t in y.chunk(run.m)]
-        dist.barrier(group=group)  # the ranks start each step together, as in the simulator
-        t0 = trace.now()
-        losses.append(me.step(step, x, y))
-        if opt is not None:
-            if step == run.steps - 1:
-                grads = {n: q.grad.clone() for st in stages for n, q in st.named_parameters()}
-            with trace.span("AdamW", step=step):
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-        times.append((t0, trace.now()))
-    owns_loss = opt is not None and any(st.last for st in stages)
-    return dict(losses=losses if owns_loss else None,
-                events=[dict(e, rank=rank) for e in trace.stop()], times=times,
-                state_dict={n: t.detach().clone() for st in stages
-                            for n, t in st.state_dict().items()},
-                grads=grads, stash_peak=me.peak, stash_peak_bytes=me.peak_bytes)
+    return train(PPRecipe(run, group))
 
 
 def collect(run: PPRun, ranks: list[dict]) -> PipelineResult:
-    """The ``PipelineResult`` of the ``p`` ranks' ``pipeline_worker`` returns, in stage
-    order: state_dict and grads merged over the stages, step times from the first
-    rank's start to the last rank's end."""
-    def merged(key):
-        return {k: t for r in ranks for k, t in r[key].items()}
-    return PipelineResult(
-        losses=next((r["losses"] for r in ranks if r["losses"]), []),
-        state_dict=merged("state_dict"), grads=merged("grads"),
-        events=[e for r in ranks for e in r["events"]],
-        memory=[{"activations": r["stash_peak_bytes"]} for r in ranks],
-        step_times=[max(r["times"][s][1] for r in ranks) - min(r["times"][s][0] for r in ranks)
-                    for s in range(run.steps)],
-        ranks=[{"times": r["times"]} for r in ranks],
-        schedule=run.schedule, p=run.p, m=run.m, v=run.v,
-        stash_peak=[r["stash_peak"] for r in ranks])
+    """The ``PipelineResult`` of the ``p`` ranks' ``train_worker`` returns, in stage
+    order: state_dict and grads merged over the stages; ``memory[r]["activations"]``:
+    rank r's most stashed bytes."""
+    return PipelineResult.gather(run, ranks, ("times",), schedule=run.schedule, p=run.p,
+                                 micro_batches=run.micro_batches, v=run.v,
+                                 stash_peak=[r["stash_peak"] for r in ranks])
 
 
-def run(run: PPRun, world_size: int, timeout: float = 120.0) -> PipelineResult:
-    """Check ``run``, train on ``world_size`` (= p) CPU ranks, and gather the result."""
-    from ..launch import launch
-    if not isinstance(run, PPRun):
-        raise ValueError(f"run must be a PPRun, got {type(run).__name__}")
-    run.check(world_size)
-    return collect(run, launch(pipeline_worker, world_size, run, timeout=timeout,
-                               backend="gloo"))
+run = make_run(PPRun, train_worker, collect)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import namedtuple
 from dataclasses import dataclass, field
 
-from ..cost import PIPELINE_SCHEDULES as SCHEDULES  # one list, defined with the formulas
+from ..cost import PIPELINE_SCHEDULES  # one list, defined with the formulas
 from ..validate import check_int
 
 
@@ -43,14 +43,15 @@ class Action(namedtuple("Action", "op mb chunk")):
 def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = None,
              batch_size: int | None = None) -> None:
     """Raise ValueError naming the broken constraint, before any process starts."""
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule={schedule!r} must be one of {SCHEDULES}")
-    p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
+    if schedule not in PIPELINE_SCHEDULES:
+        raise ValueError(f"schedule={schedule!r} must be one of {PIPELINE_SCHEDULES}")
+    p, m, v = check_int("p", p), check_int("micro_batches", m), check_int("v", v)
     if schedule == "interleaved":
         if v < 2:
             raise ValueError(f"interleaved needs v >= 2 model chunks per rank, got v={v}")
         if m % p:  # Megatron-LM's requirement: micro-batches go round in groups of p
-            raise ValueError(f"interleaved 1F1B needs m divisible by p: m={m}, p={p}")
+            raise ValueError(f"interleaved 1F1B needs micro_batches divisible by p: "
+                             f"micro_batches={m}, p={p}")
     elif v != 1:
         raise ValueError(f"v={v} model chunks per rank only exist for 'interleaved', "
                          f"not {schedule!r} (use v=1)")
@@ -58,7 +59,7 @@ def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = N
         raise ValueError(f"p*v = {p}*{v} = {p * v} stages need at least one layer each, "
                          f"but n_layers={n_layers}")
     if batch_size is not None and (check_int("batch_size", batch_size) < m or batch_size % m):
-        raise ValueError(f"batch_size={batch_size} must be divisible by m={m} micro-batches "
+        raise ValueError(f"batch_size={batch_size} must be divisible by micro_batches={m} "
                          f"(at least one sequence each)")
 
 
@@ -137,7 +138,7 @@ def _zb_h1(p, m):
 
 
 def make_schedule(schedule: str, p: int, m: int, v: int = 1) -> list[list[Action]]:
-    """Per-rank ordered action lists for ``schedule`` in SCHEDULES."""
+    """Per-rank ordered action lists for ``schedule`` in PIPELINE_SCHEDULES."""
     validate(schedule, p, m, v)
     if schedule == "gpipe":
         return _gpipe(p, m)

@@ -7,14 +7,14 @@ import ipywidgets as w
 from ..viz.controls import LAYOUT, STYLE, show
 from . import experiments
 from .figures import pipeline_timeline
-from .schedules import SCHEDULES
+from ..cost import PIPELINE_SCHEDULES
 
 
 def pipeline_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2):
     """Choose a schedule, P, M (and v for interleaved): the simulated timeline redraws
     at once; "run live" runs the schedule on P real ranks (emulated compute) and
     overlays the measured timeline (``experiments.explore``)."""
-    sched = w.Dropdown(options=list(SCHEDULES), value=schedule,
+    sched = w.Dropdown(options=list(PIPELINE_SCHEDULES), value=schedule,
                        description="schedule", layout=LAYOUT, style=STYLE)
     ps = w.IntSlider(value=p, min=1, max=8, description="stages P", layout=LAYOUT,
                      style=STYLE, continuous_update=False)

@@ -26,18 +26,35 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .. import comm
+from .. import comm, trace
 from . import mappings
 from .mappings import tp_size
 
 
-def shard(full: torch.Tensor, dim: int, group, parts: int = 1) -> torch.Tensor:
-    """This rank's slice of ``full`` along ``dim``. ``parts`` > 1: ``full`` is ``parts``
-    blocks side by side (qkv = [q | k | v]) and the rank takes its slice of each, so
-    that it owns whole heads of q, k and v alike."""
+def shard(full: torch.Tensor, dim: int, group, parts=1) -> torch.Tensor:
+    """This rank's slice of ``full`` along ``dim``. ``parts``: ``full`` is blocks side by
+    side -- a number of equal ones, or their sizes (qkv = [q | k | v], with fewer KV
+    heads than query heads under GQA) -- and the rank takes its slice of each, so that it
+    owns whole heads of q, k and v alike."""
     t, r = tp_size(group), dist.get_rank(group)
-    blocks = full.chunk(parts, dim)
+    blocks = full.chunk(parts, dim) if isinstance(parts, int) else full.split(list(parts), dim)
+    for b in blocks:
+        if b.size(dim) % t:
+            raise ValueError(f"tp={t} must divide every part of the sharded dimension "
+                             f"(sizes {[x.size(dim) for x in blocks]})")
     return torch.cat([b.chunk(t, dim)[r] for b in blocks], dim).clone()
+
+
+def unshard(shards: list[torch.Tensor], split) -> torch.Tensor:
+    """The reference tensor from every rank's slice (``shard`` undone)."""
+    if split is None:
+        return shards[0]
+    dim, parts = split
+    if isinstance(parts, int):
+        pieces = [s.chunk(parts, dim) for s in shards]
+    else:  # local sizes: each part's slice is its size / t
+        pieces = [s.split([n // len(shards) for n in parts], dim) for s in shards]
+    return torch.cat([torch.cat([p[j] for p in pieces], dim) for j in range(len(pieces[0]))], dim)
 
 
 def _param(t: torch.Tensor | None, sequence_parallel: bool = False, split=None):
@@ -57,15 +74,6 @@ def _param(t: torch.Tensor | None, sequence_parallel: bool = False, split=None):
 # --- the column-parallel matmul with its communication fused in (Megatron-LM's
 # LinearWithGradAccumulationAndAsyncCommunication, written small) ----------------------
 
-def unshard(shards: list[torch.Tensor], split) -> torch.Tensor:
-    """The reference tensor from every rank's slice (``shard`` undone)."""
-    if split is None:
-        return shards[0]
-    dim, parts = split
-    pieces = [s.chunk(parts, dim) for s in shards]
-    return torch.cat([torch.cat([p[j] for p in pieces], dim) for j in range(parts)], dim)
-
-
 class _ColumnParallelMatmul(torch.autograd.Function):
     """Y = X A_r + b_r, where X is either the whole input (f's job is done here: its
     backward all-reduce) or, with sequence parallelism, this rank's sequence shard,
@@ -80,50 +88,48 @@ class _ColumnParallelMatmul(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, group, layer, sequence_parallel, overlap):
-        ctx.group, ctx.layer, ctx.sp, ctx.overlap = group, layer, sequence_parallel, overlap
+    def forward(ctx, x, weight, bias, group, sequence_parallel, overlap):
+        ctx.group, ctx.sp, ctx.overlap = group, sequence_parallel, overlap
         ctx.has_bias = bias is not None
-        total = (mappings.gather_sequence(x, group, layer, "forward", "sp_gather")
-                 if sequence_parallel else x)
+        trace.keep_tags(ctx)
+        with trace.tagged(direction="forward", operator="sp_gather"):
+            total = mappings.gather_sequence(x, group) if sequence_parallel else x
         ctx.save_for_backward(x, weight)
         return F.linear(total, weight, bias)
 
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        group, layer = ctx.group, ctx.layer
-        total = (mappings.gather_sequence(x, group, layer, "backward", "sp_regather")
-                 if ctx.sp else x)
+        with trace.tagged_as(ctx, direction="backward", operator="sp_regather"):
+            total = mappings.gather_sequence(x, ctx.group) if ctx.sp else x
         grad_input = grad.matmul(weight)                       # (B, T, in): partial over ranks
-        wait = _start_input_grad_reduction(grad_input, group, layer, ctx.sp, ctx.overlap)
+        with trace.tagged_as(ctx, direction="backward", operator="sp_gather" if ctx.sp else "f"):
+            wait = _start_input_grad_reduction(grad_input, ctx.group, ctx.sp, ctx.overlap)
         grad_2d = grad.reshape(-1, grad.size(-1))
         grad_weight = grad_2d.t().matmul(total.reshape(-1, total.size(-1)))
         grad_bias = grad_2d.sum(0) if ctx.has_bias else None
         grad_input = wait()                                   # overlap: it ran beside the matmul
-        return grad_input, grad_weight, grad_bias, None, None, None, None
+        return grad_input, grad_weight, grad_bias, None, None, None
 
 
-def _start_input_grad_reduction(grad_input, group, layer, sequence_parallel, overlap):
+def _start_input_grad_reduction(grad_input, group, sequence_parallel, overlap):
     """Start summing the input gradient over the group (all-reduce; with sequence
     parallelism a reduce-scatter to this rank's positions). Returns wait() -> result.
     Without ``overlap`` the collective completes before this returns."""
-    meta = dict(layer=layer, direction="backward",
-                operator="sp_gather" if sequence_parallel else "f")
     if not sequence_parallel:
         out = grad_input.contiguous()
         if not overlap:
-            comm.all_reduce(out, group=group, label=layer, **meta)
+            comm.all_reduce(out, group=group)
             return lambda: out
-        waiter = comm.all_reduce_async(out, group=group, label=layer, **meta)
+        waiter = comm.all_reduce_async(out, group=group)
         return lambda: (waiter(), out)[1]
     t = tp_size(group)
     B, T, h = grad_input.shape
-    rank_major = grad_input.view(B, t, T // t, h).transpose(0, 1).contiguous().view(-1)
     out = torch.empty(B * (T // t) * h, dtype=grad_input.dtype, device=grad_input.device)
     if not overlap:
-        comm.reduce_scatter(out, rank_major, group=group, label=layer, **meta)
+        comm.reduce_scatter(out, mappings.rank_major(grad_input, t), group=group)
         return lambda: out.view(B, T // t, h)
-    waiter = comm.reduce_scatter_async(out, rank_major, group=group, label=layer, **meta)
+    waiter = comm.reduce_scatter_async(out, mappings.rank_major(grad_input, t), group=group)
     return lambda: (waiter(), out.view(B, T // t, h))[1]
 
 
@@ -132,20 +138,27 @@ class ColumnParallelLinear(nn.Module):
     slice. Input: the whole activation (or its sequence shard with ``sequence_parallel``);
     output: this rank's slice of the output features. ``parts``: see ``shard``."""
 
-    def __init__(self, weight, bias, group=None, layer: str = "", sequence_parallel=False,
-                 overlap=False, parts: int = 1):
+    def __init__(self, weight, bias, group=None, sequence_parallel=False, overlap=False,
+                 parts=1):
         super().__init__()
-        self.group, self.layer = group, layer
-        self.sequence_parallel, self.overlap = sequence_parallel, overlap
+        self.group, self.sequence_parallel, self.overlap = group, sequence_parallel, overlap
         self.weight = _param(shard(weight, 0, group, parts), split=(0, parts))
         self.bias = _param(None if bias is None else shard(bias, 0, group, parts), split=(0, parts))
+
+    @classmethod
+    @torch.no_grad()
+    def from_linear(cls, linear: nn.Linear, group=None, parts=1, sequence_parallel=False,
+                    overlap=False) -> "ColumnParallelLinear":
+        """This rank's column slice of a full ``nn.Linear`` (its weight is the reference)."""
+        return cls(linear.weight.detach(), None if linear.bias is None else linear.bias.detach(),
+                   group, sequence_parallel, overlap, parts)
 
     def forward(self, x):
         if tp_size(self.group) == 1:
             return F.linear(x, self.weight, self.bias)
         if not (self.sequence_parallel or self.overlap):   # the textbook form: f, then matmul
-            return F.linear(mappings.f(x, self.group, self.layer), self.weight, self.bias)
-        return _ColumnParallelMatmul.apply(x, self.weight, self.bias, self.group, self.layer,
+            return F.linear(mappings.f(x, self.group), self.weight, self.bias)
+        return _ColumnParallelMatmul.apply(x, self.weight, self.bias, self.group,
                                            self.sequence_parallel, self.overlap)
 
 
@@ -154,16 +167,24 @@ class RowParallelLinear(nn.Module):
     of the input features; output: the full output after g (or this rank's sequence
     shard of it after g-bar). The bias is added once, after the sum."""
 
-    def __init__(self, weight, bias, group=None, layer: str = "", sequence_parallel=False):
+    def __init__(self, weight, bias, group=None, sequence_parallel=False):
         super().__init__()
-        self.group, self.layer, self.sequence_parallel = group, layer, sequence_parallel
+        self.group, self.sequence_parallel = group, sequence_parallel
         self.weight = _param(shard(weight, 1, group), split=(1, 1))
         self.bias = _param(bias.clone() if bias is not None else None, sequence_parallel)
+
+    @classmethod
+    @torch.no_grad()
+    def from_linear(cls, linear: nn.Linear, group=None,
+                    sequence_parallel=False) -> "RowParallelLinear":
+        """This rank's row slice of a full ``nn.Linear``."""
+        return cls(linear.weight.detach(), None if linear.bias is None else linear.bias.detach(),
+                   group, sequence_parallel)
 
     def forward(self, x):
         partial = F.linear(x, self.weight)                  # X_r A_r: one term of the sum
         reduce = mappings.sp_reduce_scatter if self.sequence_parallel else mappings.g
-        y = reduce(partial, self.group, self.layer)
+        y = reduce(partial, self.group)
         return y if self.bias is None else y + self.bias
 
 
@@ -171,13 +192,20 @@ class VocabParallelEmbedding(nn.Module):
     """Rows [r V/t, (r+1) V/t) of the token table. A rank looks up the ids it owns,
     writes zeros for the others, and g (or g-bar) sums the ranks' partial lookups."""
 
-    def __init__(self, weight, group=None, layer: str = "wte", sequence_parallel=False):
+    def __init__(self, weight, group=None, sequence_parallel=False):
         super().__init__()
-        self.group, self.layer, self.sequence_parallel = group, layer, sequence_parallel
+        self.group, self.sequence_parallel = group, sequence_parallel
         self.weight = _param(shard(weight, 0, group), split=(0, 1))
         rows = self.weight.size(0)
         self.start = dist.get_rank(group) * rows
         self.end = self.start + rows
+
+    @classmethod
+    @torch.no_grad()
+    def from_embedding(cls, embedding: nn.Embedding, group=None,
+                       sequence_parallel=False) -> "VocabParallelEmbedding":
+        """This rank's rows of a full ``nn.Embedding``."""
+        return cls(embedding.weight.detach(), group, sequence_parallel)
 
     def forward(self, idx):
         if tp_size(self.group) == 1:
@@ -186,7 +214,7 @@ class VocabParallelEmbedding(nn.Module):
         local = (idx - self.start).masked_fill(outside, 0)
         partial = F.embedding(local, self.weight).masked_fill(outside.unsqueeze(-1), 0.0)
         reduce = mappings.sp_reduce_scatter if self.sequence_parallel else mappings.g
-        return reduce(partial, self.group, self.layer)
+        return reduce(partial, self.group)
 
 
 # --- cross-entropy over vocabulary slices --------------------------------------------
@@ -199,22 +227,22 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
     gradient softmax(z) - onehot(target) is local to each slice."""
 
     @staticmethod
-    def forward(ctx, logits, targets, group, layer):
+    def forward(ctx, logits, targets, group):
         z = logits.reshape(-1, logits.size(-1)).float()   # (N, V/t)
         y = targets.reshape(-1)
         start = dist.get_rank(group) * z.size(1)
         m = z.max(dim=1).values
-        comm.all_reduce(m, op=dist.ReduceOp.MAX, group=group, label=layer, layer=layer,
-                        direction="forward", operator="ce_max")
+        with trace.tagged(direction="forward", operator="ce_max"):
+            comm.all_reduce(m, op=dist.ReduceOp.MAX, group=group)
         exp = (z - m.unsqueeze(1)).exp()
         sum_exp = exp.sum(dim=1)
-        comm.all_reduce(sum_exp, group=group, label=layer, layer=layer,
-                        direction="forward", operator="ce_sum_exp")
+        with trace.tagged(direction="forward", operator="ce_sum_exp"):
+            comm.all_reduce(sum_exp, group=group)
         mine = (y >= start) & (y < start + z.size(1))
         local_y = (y - start).masked_fill(~mine, 0)
         target = z.gather(1, local_y.unsqueeze(1)).squeeze(1).masked_fill(~mine, 0.0)
-        comm.all_reduce(target, group=group, label=layer, layer=layer,
-                        direction="forward", operator="ce_target")
+        with trace.tagged(direction="forward", operator="ce_target"):
+            comm.all_reduce(target, group=group)
         loss = sum_exp.log() + m - target                   # per token
         softmax = exp.div_(sum_exp.unsqueeze(1))
         ctx.save_for_backward(softmax, local_y, mine)
@@ -228,11 +256,11 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         rows = torch.arange(g.size(0), device=g.device)
         g[rows[mine], local_y[mine]] -= 1.0
         g.mul_(grad / g.size(0))
-        return g.view(ctx.shape), None, None, None
+        return g.view(ctx.shape), None, None
 
 
-def vocab_parallel_cross_entropy(logits, targets, group=None, layer: str = "lm_head"):
+def vocab_parallel_cross_entropy(logits, targets, group=None):
     """Mean next-token cross-entropy from this rank's (B, T, V/t) logit slice."""
     if tp_size(group) == 1:
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
-    return _VocabParallelCrossEntropy.apply(logits, targets, group, layer)
+    return _VocabParallelCrossEntropy.apply(logits, targets, group)

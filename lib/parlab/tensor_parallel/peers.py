@@ -54,11 +54,11 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .. import comm, trace
+from .. import comm
 from ..data import get_batch
 from ..memory import held_bytes, optimizer_states
-from ..model import MLP, GPTConfig, causal_attention, init_tensor
-from ..runs import RunResult
+from ..model import MLP, GPTConfig, causal_attention, init_tensor, norm
+from ..runs import Recipe, make_run, train
 from .runner import TPRun, collect
 
 
@@ -93,10 +93,9 @@ class PeerAttention(nn.Module):
 class PeerBlock(nn.Module):
     def __init__(self, c: GPTConfig, recompute: str):
         super().__init__()
-        self.ln1 = nn.LayerNorm(c.d_model, bias=c.bias)
+        self.ln1, self.ln2 = norm(c), norm(c)
         self.attn = PeerAttention(c.d_model, c.n_heads, c.bias, recompute)
-        self.ln2 = nn.LayerNorm(c.d_model, bias=c.bias)
-        self.mlp = MLP(c.d_model, c.d_ff, c.bias)
+        self.mlp = MLP(c)
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
@@ -113,7 +112,7 @@ class PeerGPT(nn.Module):
             self.wte = nn.Embedding(c.vocab_size, c.d_model)
             self.wpe = nn.Embedding(c.seq_len, c.d_model)
             self.blocks = nn.ModuleList(PeerBlock(c, recompute) for _ in range(c.n_layers))
-            self.ln_f = nn.LayerNorm(c.d_model, bias=c.bias)
+            self.ln_f = norm(c)
             self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.to_empty(device="cpu")
         with torch.no_grad():
@@ -200,57 +199,46 @@ def _local(t):
     return t.to_local() if hasattr(t, "to_local") else t
 
 
-class TorchTP:
-    """One rank's peer: ``train_step(x, y) -> loss``, like our ranks' training step."""
+class TorchTPRecipe(Recipe):
+    """One rank of the peer, trained by the lab's loop: PeerGPT parallelized by torch."""
 
     def __init__(self, run: TPRun, group=None):
+        super().__init__(run, group)
+        self.replica = 0 if self.rank == 0 else None
         self.device = comm.device(group)
         model = PeerGPT(run.config, run.seed, run.recompute).to(self.device)
         self.model = parallelize(model, group, run.sequence_parallel)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=run.lr,
-                                           betas=(0.9, 0.95), weight_decay=run.weight_decay)
+        self.optimizer = self.make_optimizer(self.model.parameters())
 
-    def train_step(self, x, y) -> torch.Tensor:
+    def batch(self, step: int):
+        r, c = self.run, self.run.config
+        x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
+        return x.to(self.device), y.to(self.device)
+
+    def train_step(self, x, y):
         from torch.distributed.tensor.parallel import loss_parallel
-        self.optimizer.zero_grad(set_to_none=True)
         with loss_parallel():          # its backward must run under it too
             loss = self.model(x, y)
             loss.backward()
-        self.optimizer.step()
-        return _local(loss)
+        return _local(loss).item()
+
+    def memory(self) -> dict:
+        params = list(self.model.parameters())
+        return held_bytes(params=[_local(p) for p in params],
+                          grads=[_local(p.grad) for p in params],
+                          optimizer=[_local(v) for v in optimizer_states(self.optimizer)])
+
+    def full_state(self):
+        state, grads = full_tensors(self.model), full_tensors(self.model, grads=True)
+        return (state, grads) if self.rank == 0 else (None, None)
+
+    def report(self, events, windows) -> dict:  # DTensor's collectives are not ours to label
+        return {"collectives": [], "activations": {"per_layer": [], "other": 0}}
 
 
 def torch_worker(run: TPRun, group=None) -> dict:
-    """Rank worker: ``run.steps`` AdamW steps of DTensor tensor parallelism over
-    ``group`` (default: the world); returns ``train_worker``'s keys (no traced
-    collectives: DTensor's are not ours to label)."""
-    torch.set_num_threads(1)
-    rank, cfg = dist.get_rank(group), run.config
-    peer = TorchTP(run, group)
-    losses, step_times = [], []
-    for step in range(run.steps):
-        x, y = get_batch(step, run.batch_size, cfg.seq_len, cfg.vocab_size, seed=run.data_seed)
-        x, y = x.to(peer.device), y.to(peer.device)
-        t0 = trace.now()
-        loss = peer.train_step(x, y)
-        step_times.append(trace.now() - t0)
-        losses.append(loss.item())
-    params = list(peer.model.parameters())
-    state, grads = full_tensors(peer.model), full_tensors(peer.model, grads=True)
-    return {"rank": rank, "losses": losses, "step_times": step_times, "collectives": [],
-            "activations": {"per_layer": [], "other": 0}, "events": [],
-            "memory": held_bytes(params=[_local(p) for p in params],
-                                 grads=[_local(p.grad) for p in params],
-                                 optimizer=[_local(v) for v in optimizer_states(peer.optimizer)]),
-            "state_dict": state if rank == 0 else None,
-            "grads": grads if rank == 0 else None}
+    """Rank worker: DTensor tensor parallelism over ``group`` (default: the world)."""
+    return train(TorchTPRecipe(run, group))
 
 
-def torch_run(run: TPRun, world_size: int, timeout: float = 120.0) -> RunResult:
-    """The peer on ``world_size`` = t ranks: same weights, data and optimizer as
-    ``tensor_parallel.run``, torch's tensor parallelism. Returns a ``RunResult``."""
-    from ..launch import launch
-    if not isinstance(run, TPRun):
-        raise ValueError(f"run must be a TPRun, got {type(run).__name__}")
-    run.check(world_size)
-    return collect(run, launch(torch_worker, world_size, run, timeout=timeout))
+torch_run = make_run(TPRun, torch_worker, collect)

@@ -1,22 +1,27 @@
 """ZeRO (Rajbhandari et al., SC 2020), stages 0-3, and PyTorch's FSDP2 (notebook 01).
 Read in this order:
 
-  stages.py       Stage0DP (plain DP) -> ZeroStage1 (P_os) -> ZeroStage2 (P_os+g)
-  stage3.py       ZeroStage3 (P_os+g+p): parameters gathered just in time
-  flat.py         the layout: parameters flattened into one buffer per bucket / unit
-  collectives.py  the async reduce-scatter, all-gather and all-reduce they launch
+  flat.py         how each tensor is cut into one chunk per rank (FSDP2's per-parameter
+                  sharding), and the rank-major buffers one collective moves
+  sharded.py      ShardedOptimizer: stages 1 (P_os) and 2 (P_os+g), any elementwise
+                  optimizer over any parameters
+  fully_shard.py  FullyShard: stage 3 (P_os+g+p) over any module, units gathered just
+                  in time; fp16/bf16 compute over fp32 master shards
   probes.py       MemoryProbe and Tracer: instrumentation the runner passes in
-  peers.py        TorchPeer: FSDP2 (fully_shard) and DDP behind the same interface
-  runner.py       ZeroRun (checked before any process starts), run(), the rank worker
+  peers.py        torch_peer: FSDP2 (fully_shard) and DDP on the same model
+  runner.py       ZeroRun (checked before any process starts), run(): the stages as these
+                  parts applied to the lab's GPT
   experiments.py  step_times: ours and PyTorch's, interleaved in the same processes
   widgets.py      the memory calculator (notebook 01)
 
+    opt = ShardedOptimizer(model.parameters(), torch.optim.AdamW, group, stage=2, lr=1e-3)
+    model = FullyShard(model, group); opt = torch.optim.AdamW(model.parameters())
     result = parlab.zero.run(ZeroRun(steps=3, batch_size=8, zero_stage=2), 4)
 """
 
-from .flat import Flat  # noqa: F401
-from .peers import PEERS, TorchPeer  # noqa: F401
+from .flat import ShardLayout  # noqa: F401
+from .fully_shard import FullyShard  # noqa: F401
+from .peers import PEERS, torch_peer  # noqa: F401
 from .probes import MemoryProbe, Tracer  # noqa: F401
-from .runner import CLASSES, ZeroRun, collect, make, run, train_worker  # noqa: F401
-from .stage3 import ZeroStage3  # noqa: F401
-from .stages import BUCKET_BYTES, STAGES, Stage0DP, ZeroStage1, ZeroStage2  # noqa: F401
+from .runner import ZeroRecipe, ZeroRun, apply_zero, collect, run, train_worker  # noqa: F401
+from .sharded import ELEMENTWISE, ShardedOptimizer  # noqa: F401

@@ -8,12 +8,19 @@ import statistics
 import torch.distributed as dist
 
 from .. import trace
+from ..cost import ZERO_STAGES
 from ..data import local_batch
+from ..data_parallel.ddp import DDP_BUCKET_BYTES
 from ..model import GPTConfig
 from ..validate import check_int
 from .peers import PEERS
-from .runner import ZeroRun, make
-from .stages import BUCKET_BYTES, STAGES
+from .runner import ZeroRecipe, ZeroRun
+
+
+def _step(recipe: ZeroRecipe, x, y) -> None:
+    recipe.zero_grad()
+    recipe.train_step(x, y)
+    recipe.step()
 
 
 def step_times_worker(runs: dict, rounds: int, warmup: int = 2, group=None) -> dict:
@@ -21,17 +28,17 @@ def step_times_worker(runs: dict, rounds: int, warmup: int = 2, group=None) -> d
     each run ({label: ZeroRun}) over ``group``; round k trains on batch k, made
     beforehand so it is not timed. Returns {label: [seconds per round]}."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
-    trainers = {v: make(r, group) for v, r in runs.items()}
+    trainers = {v: ZeroRecipe(r, group) for v, r in runs.items()}
     batches = {v: [local_batch(k, r.batch_size, r.config.seq_len, r.config.vocab_size, rank,
                                world, r.data_seed) for k in range(warmup + rounds)]
                for v, r in runs.items()}
-    steps = {v: (lambda k, t=t, b=batches[v]: t.train_step(*b[k])) for v, t in trainers.items()}
+    steps = {v: (lambda k, t=t, b=batches[v]: _step(t, *b[k])) for v, t in trainers.items()}
     return trace.interleaved(steps, rounds, warmup, group=group)["times"]
 
 
 def step_times(variants, world_size: int, config: GPTConfig | None = None, rounds: int = 10,
                batch_size: int = 8, warmup: int = 2, timeout: float = 300.0,
-               bucket_bytes: int = BUCKET_BYTES) -> dict:
+               bucket_bytes: int = DDP_BUCKET_BYTES) -> dict:
     """Interleaved A/B step times of ``variants`` on ``world_size`` ranks, in the same
     processes. ``variants``: ZeRO stages 0-3 and peers 'ddp', 'fsdp2' (each trained as
     ``ZeroRun(config, batch_size=batch_size, zero_stage=v, bucket_bytes=bucket_bytes)``),
@@ -45,7 +52,7 @@ def step_times(variants, world_size: int, config: GPTConfig | None = None, round
         runs = {v: ZeroRun(config, batch_size=batch_size, zero_stage=v,
                            bucket_bytes=bucket_bytes) for v in variants}
     if not runs:
-        raise ValueError(f"variants must name at least one of {STAGES + PEERS}")
+        raise ValueError(f"variants must name at least one of {ZERO_STAGES + PEERS}")
     for r in runs.values():
         if not isinstance(r, ZeroRun):
             raise ValueError(f"variants' values must be ZeroRun, got {type(r).__name__}")

@@ -1,8 +1,20 @@
-"""How ZeRO lays out the model states: parameters flattened into one fp32 buffer per
-group -- a gradient bucket in stages 0-2, a unit (the embeddings, one block, the head)
-in stage 3 -- padded to a multiple of the number of shards, so that each rank owns one
-contiguous slice [lo, hi) of every buffer and a reduce-scatter or an all-gather of the
-buffer is one collective (DeepSpeed's flat partitions; FSDP1's FlatParameter).
+"""How ZeRO lays out what it shards: every tensor flattened, padded to a multiple of the n
+ranks, and cut into n equal chunks; rank r keeps chunk r of every tensor.
+
+Sharding each tensor (rather than one long buffer cut in n: DeepSpeed's flat partitions,
+FSDP1's FlatParameter) is FSDP2's choice ("per-parameter sharding", PyTorch's
+``fully_shard`` documentation): a rank's shard of a parameter is a tensor of its own, so
+an optimizer sees one shard per parameter, steps it with that parameter's gradient and
+skips it when it has none -- frozen, tied and unused parameters behave as on one device.
+
+One collective still moves a whole group of tensors (a gradient bucket, an FSDP unit):
+the group's buffer is *rank-major*, block j holding chunk j of each tensor in turn,
+
+    [ t0[chunk 0] t1[chunk 0] ... | t0[chunk 1] t1[chunk 1] ... | ... ]   n blocks
+
+so that a reduce-scatter leaves each rank exactly its block and an all-gather of the
+blocks rebuilds every tensor. Packing and unpacking are copies (FSDP2 copies in and out
+of its all-gather buffer too).
 """
 
 from __future__ import annotations
@@ -10,59 +22,70 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 
-class Flat:
-    """The parameters ``names`` of ``model`` as one flat buffer of ``padded`` elements,
-    cut into ``parts`` equal shards; this rank's is shard ``index``: [lo, hi).
+class ShardLayout:
+    """The chunks of ``shapes`` (one group of tensors) over ``parts`` ranks, for rank
+    ``index``: tensor i is padded to ``parts * chunks[i]`` elements; in a block it sits
+    at ``offsets[i]``; a block has ``block`` elements; ``sizes[i]`` of this rank's chunk
+    are real elements (the rest is padding; a tensor smaller than ``parts`` leaves some
+    ranks nothing of it)."""
 
-    The trainer decides what the rank keeps of it, in these attributes:
-      flat      the full parameters (stages 0-2; module parameters are views of it)
-      shard     what this rank's optimizer updates (a slice of flat, or its own tensor)
-      incoming  where this step's full gradients land, before they are reduced
-      reduced   where this rank's summed gradient slice lands
-    """
+    def __init__(self, shapes, parts: int, index: int):
+        self.shapes = [torch.Size(s) for s in shapes]
+        self.numels = [math.prod(s) for s in self.shapes]
+        self.parts, self.index = parts, index
+        self.chunks = [-(-n // parts) for n in self.numels]
+        self.offsets = [sum(self.chunks[:i]) for i in range(len(self.chunks))]
+        self.block = sum(self.chunks)
+        self.sizes = [max(0, min(c, n - index * c)) for c, n in zip(self.chunks, self.numels)]
 
-    def __init__(self, label: str, model: torch.nn.Module, names: list[str], parts: int = 1,
-                 index: int = 0):
-        self.label, self.model, self.names = label, model, names
-        self.shapes = [model.get_parameter(n).shape for n in names]
-        self.sizes = [math.prod(s) for s in self.shapes]
-        self.numel = sum(self.sizes)
-        self.offsets = [sum(self.sizes[:i]) for i in range(len(names))]
-        self.padded = -(-self.numel // parts) * parts  # a multiple of parts: equal shards
-        self.lo, self.hi = index * self.padded // parts, (index + 1) * self.padded // parts
-        self._slots = [(model.get_submodule(n.rpartition(".")[0]), n.rpartition(".")[2])
-                       for n in names]
-        self.flat = self.shard = self.incoming = self.reduced = None
-        self.pending = len(names)  # gradients still to arrive this step
-        self.wait = None  # waits for the collective in flight on this buffer
+    def view(self, full: torch.Tensor, i: int) -> torch.Tensor:
+        """This rank's real elements of tensor ``i``: a view into ``full`` (contiguous)."""
+        start = self.index * self.chunks[i]
+        return full.view(-1)[start:start + self.sizes[i]]
 
-    def flatten(self, device) -> torch.Tensor:
-        """The current parameters, copied into a new padded flat buffer."""
-        flat = torch.zeros(self.padded, device=device)
-        torch.cat([self.model.get_parameter(n).detach().flatten() for n in self.names],
-                  out=flat[:self.numel])
-        return flat
+    def chunk(self, full: torch.Tensor, i: int) -> torch.Tensor:
+        """This rank's chunk of tensor ``i`` as a new tensor, zero padded to full length."""
+        out = full.new_zeros(self.chunks[i])
+        out[:self.sizes[i]] = self.view(full, i)
+        return out
 
-    def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
-        """One view of ``flat`` per parameter, shaped like it."""
-        return [v.view(s) for v, s in zip(flat[:self.numel].split(self.sizes), self.shapes)]
+    def pack(self, tensors, dtype, device) -> torch.Tensor:
+        """The rank-major buffer of full ``tensors`` (None: zeros), as a reduce-scatter's
+        input: block j = chunk j of each."""
+        buf = torch.zeros(self.parts, self.block, dtype=dtype, device=device)
+        for i, t in enumerate(tensors):
+            if t is not None:
+                self.place(buf, i, t)
+        return buf.view(-1)
 
-    def view(self, flat: torch.Tensor, i: int) -> torch.Tensor:
-        """The view of ``flat`` that is parameter ``i``."""
-        return flat[self.offsets[i]:self.offsets[i] + self.sizes[i]].view(self.shapes[i])
+    def place(self, buf: torch.Tensor, i: int, t: torch.Tensor) -> None:
+        """Copy full tensor ``i`` into its chunks of a rank-major ``buf`` (parts, block)."""
+        c, n, flat = self.chunks[i], self.numels[i], t.reshape(-1)
+        whole, rest = divmod(n, c)
+        cols = buf[:, self.offsets[i]:self.offsets[i] + c]
+        cols[:whole].copy_(flat[:whole * c].view(whole, c))
+        if rest:
+            cols[whole, :rest].copy_(flat[whole * c:])
 
-    def parameters(self) -> list[torch.Tensor]:
-        return [self.model.get_parameter(n) for n in self.names]
+    def own(self, shards, dtype=None) -> torch.Tensor:
+        """This rank's block from its shards (an all-gather's input; short ones padded)."""
+        return torch.cat([F.pad(s.reshape(-1).to(dtype or s.dtype), (0, c - s.numel()))
+                          for s, c in zip(shards, self.chunks)])
 
-    def bind(self, tensors) -> None:
-        """Make the module attributes point at ``tensors`` (Parameters, plain tensors, or
-        None: the module holds nothing)."""
-        for (module, attr), t in zip(self._slots, tensors):
-            module._parameters.pop(attr, None)
-            setattr(module, attr, t)
+    def split(self, block: torch.Tensor, real: bool = False) -> list[torch.Tensor]:
+        """A block cut back into its per-tensor chunks (views); ``real``: without padding."""
+        pieces = block.split(self.chunks)
+        return [p[:n] for p, n in zip(pieces, self.sizes)] if real else list(pieces)
 
-    def named(self, flat: torch.Tensor) -> dict:
-        """{parameter name: a CPU copy of its slice of ``flat``}."""
-        return {n: v.cpu().clone() for n, v in zip(self.names, self.views(flat))}
+    def unpack(self, gathered: torch.Tensor) -> list[torch.Tensor]:
+        """Every full tensor from a rank-major buffer (an all-gather's output), each a new
+        tensor of its own (never a view of ``gathered``)."""
+        rows, out = gathered.view(self.parts, self.block), []
+        for o, c, n, s in zip(self.offsets, self.chunks, self.numels, self.shapes):
+            t = torch.empty(s, dtype=gathered.dtype, device=gathered.device)
+            t.view(-1).copy_(rows[:, o:o + c].reshape(-1)[:n])
+            out.append(t)
+        return out

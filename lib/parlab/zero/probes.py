@@ -1,15 +1,15 @@
-"""Instrumentation the runner hands to a ZeRO trainer, kept out of the algorithm:
+"""Instrumentation the runner hands to a ZeRO part, kept out of the algorithm:
 
   MemoryProbe  the bytes a rank holds after a step (params / grads / optimizer, as in
                the ZeRO paper's Fig. 1), plus the peak of the transient buffers the
-               algorithm reports (gathered parameters, gradient buckets), and weak
+               parts report (gathered parameters, gradient buckets), and weak
                references that show those buffers really are freed.
-  Tracer       where each unit's backward begins, to cut the backward pass into one
-               compute span per unit in the trace (``trace.backward_segments``).
+  Tracer       per-unit compute spans, from hooks it attaches to the model from
+               outside: each unit's forward, and where each unit's backward begins, to
+               cut the backward pass into one span per unit (``trace.backward_segments``).
 
-The trainer calls ``probe.allocated(kind, tensor)`` / ``probe.freed(kind, nbytes)``
-and ``tracer.unit_output(h, label)`` / ``with tracer.backward():`` unconditionally;
-both cost next to nothing when nobody looks.
+The parts call ``probe.allocated(kind, tensor)`` / ``probe.freed(kind, nbytes)`` when
+given a probe; both cost next to nothing.
 """
 
 from __future__ import annotations
@@ -52,24 +52,38 @@ class MemoryProbe:
         gloo drops its reference to a buffer on its own thread, just after the call)."""
         return sum(r().nbytes for r in self._refs[kind] if r() is not None)
 
-    def held(self, trainer) -> dict:
-        out = held_bytes(**trainer.states())
+    def held(self, states: dict) -> dict:
+        """``held_bytes`` of ``states`` ({"params", "grads", "optimizer"}: lists of tensors;
+        unique storages, so a view of a buffer is no extra memory) and the transient peaks."""
+        out = held_bytes(**states)
         out.update({f"{k}_peak": v for k, v in self.peak.items()})
         return out
 
 
 class Tracer:
-    """Per-unit backward compute spans: a hook on each unit's output notes when its
-    backward begins; after backward, the pass is cut there and around the blocking
+    """Per-unit compute spans. ``attach(units)``, units = {label: (first module, last
+    module)} in forward order: a unit's forward runs from its first module's forward to
+    its last one's end; a hook on the last one's output notes when the unit's backward
+    begins. ``with tracer.backward():`` then cuts the pass there and around the blocking
     collectives and waits inside it (not around async ones: those ran beside it)."""
 
     def __init__(self):
-        self.marks = []
+        self.marks, self._open = [], {}
 
-    def unit_output(self, h: torch.Tensor, label: str) -> torch.Tensor:
-        if trace.is_recording() and h.requires_grad:
-            h.register_hook(lambda g: self.marks.append((trace.now(), label)))
-        return h
+    def attach(self, units: dict) -> None:
+        for label, (first, last) in units.items():
+            first.register_forward_pre_hook(lambda m, a, label=label: self._start(label))
+            last.register_forward_hook(lambda m, a, out, label=label: self._end(label, out))
+
+    def _start(self, label: str) -> None:
+        self._open[label] = trace.now()
+
+    def _end(self, label: str, out) -> None:
+        t0 = self._open.pop(label, None)
+        if t0 is not None:
+            trace.record("compute", f"forward {label}", t0, trace.now())
+        if trace.is_recording() and isinstance(out, torch.Tensor) and out.requires_grad:
+            out.register_hook(lambda g: self.marks.append((trace.now(), label)))
 
     @contextmanager
     def backward(self):

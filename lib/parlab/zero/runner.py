@@ -3,94 +3,161 @@
     result = zero.run(ZeroRun(config=GPTConfig(...), steps=3, batch_size=8, zero_stage=2),
                       world_size=4)
 
-``ZeroRun.check`` refuses bad input before any process starts; ``train_worker`` is what
-each rank executes, on any process group; ``collect`` turns the ranks' returns into a
-``RunResult``."""
+The stages are the ZeRO parts applied to the lab's GPT (Rajbhandari et al., SC 2020, §5):
+
+  0  plain DP, the baseline: ``BucketedDP`` with the gradients as views of its buckets
+  1  ``ShardedOptimizer(stage=1)``: optimizer states partitioned (P_os)
+  2  ``ShardedOptimizer(stage=2)``: + gradients partitioned (P_os+g)
+  3  ``FullyShard``: + parameters partitioned (P_os+g+p)
+
+and "ddp" / "fsdp2" are PyTorch's own (``peers.py``). A ``MemoryProbe`` and a ``Tracer``
+watch them from outside: bytes held by kind, and one compute span per unit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch.distributed as dist
+import torch
 
-from .. import trace
-from ..data import local_batch
-from ..runs import RunResult, TrainRun
+from .. import comm, trace
+from ..cost import ZERO_STAGES
+from ..data_parallel.ddp import DDP_BUCKET_BYTES, BucketedDP
+from ..memory import optimizer_states
+from ..model import ADAMW_BETAS, GPT
+from ..runs import Recipe, RunResult, TrainRun, make_run, train
 from ..validate import check_choice, check_int
-from .peers import PEERS, TorchPeer
+from .fully_shard import FullyShard
+from .peers import PEERS, torch_peer
 from .probes import MemoryProbe, Tracer
-from .stage3 import ZeroStage3
-from .stages import BUCKET_BYTES, STAGES, Stage0DP, ZeroStage1, ZeroStage2
+from .sharded import ShardedOptimizer
 
-CLASSES = {0: Stage0DP, 1: ZeroStage1, 2: ZeroStage2, 3: ZeroStage3}
+EXTRAS = ("comm_bytes", "bytes_sent", "buckets")
 
 
 @dataclass(frozen=True)
 class ZeroRun(TrainRun):
     """A ZeRO run: ``zero_stage`` 0 (plain DP), 1, 2 or 3, or a torch peer "ddp" /
     "fsdp2"; gradients bucketed by ``bucket_bytes`` (stages 0-2, and DDP's
-    ``bucket_cap_mb``). The dp ranks each train on an equal slice of ``batch_size``."""
+    ``bucket_cap_mb``). The dp ranks each train on an equal slice of ``batch_size``.
+    Events are always kept (``trace=True``)."""
     zero_stage: int | str = 3
-    bucket_bytes: int = BUCKET_BYTES
+    bucket_bytes: int = DDP_BUCKET_BYTES
+    trace: bool = True
 
     def check(self, world_size: int) -> None:
         super().check(world_size)
-        check_choice("zero_stage", self.zero_stage, STAGES + PEERS)
+        check_choice("zero_stage", self.zero_stage, ZERO_STAGES + PEERS)
         check_int("bucket_bytes", self.bucket_bytes)
         if self.batch_size % world_size:
             raise ValueError(f"dp=world_size={world_size} must divide batch_size="
                              f"{self.batch_size} (each rank trains on an equal slice)")
 
 
-def make(run: ZeroRun, group=None, probe=None, tracer=None):
-    """This rank's trainer for ``run`` over ``group``: a ZeRO stage, or a torch peer."""
-    if run.zero_stage in PEERS:
-        return TorchPeer(run.zero_stage, run.config, run.lr, run.seed, run.weight_decay, group,
-                         run.bucket_bytes)
-    return CLASSES[run.zero_stage](run.config, run.bucket_bytes, run.lr, run.seed,
-                                   run.weight_decay, group, probe, tracer)
+def units(gpt: GPT) -> dict:
+    """The GPT's pieces, {label: (first module, last module)}, for per-unit spans."""
+    out = {"embed": (gpt.wte, gpt.wpe or gpt.wte)}
+    out.update({f"block{i}": (b, b) for i, b in enumerate(gpt.blocks)})
+    return {**out, "head": (gpt.ln_f, gpt.lm_head)}
+
+
+def apply_zero(gpt: GPT, run: ZeroRun, group=None, probe=None):
+    """(the module to train, its optimizer) for ``run.zero_stage`` over ``group``."""
+    stage, opt = run.zero_stage, dict(lr=run.lr, betas=ADAMW_BETAS, weight_decay=run.weight_decay)
+    if stage in PEERS:
+        return torch_peer(stage, gpt, group, run.bucket_bytes, **opt)
+    if stage == 0:
+        model = BucketedDP(gpt, group, run.bucket_bytes, gradient_as_bucket_view=True)
+        return model, torch.optim.AdamW(gpt.parameters(), **opt)
+    if stage in (1, 2):
+        return gpt, ShardedOptimizer(gpt.named_parameters(), torch.optim.AdamW, group, stage,
+                                     run.bucket_bytes, probe=probe, **opt)
+    model = FullyShard(gpt, group, probe=probe)
+    return model, torch.optim.AdamW(model.parameters(), **opt)
+
+
+class ZeroRecipe(Recipe):
+    def __init__(self, run: ZeroRun, group=None, probe=None, tracer=None):
+        super().__init__(run, group)
+        self.probe, self.tracer = probe or MemoryProbe(), tracer or Tracer()
+        self.gpt = GPT(run.config, run.seed).to(comm.device(group))
+        self.tracer.attach(units(self.gpt))
+        loss_fn = self.gpt.loss_fn
+
+        def timed_loss(logits, targets):
+            with trace.span("forward loss"):
+                return loss_fn(logits, targets)
+        self.gpt.loss_fn = timed_loss
+        self.model, self.optimizer = apply_zero(self.gpt, run, group, self.probe)
+
+    def zero_grad(self) -> None:
+        self.probe.reset()
+        super().zero_grad()
+
+    def train_step(self, x, y):
+        device = comm.device(self.group)
+        _, loss = self.model(x.to(device), y.to(device))
+        with self.tracer.backward():
+            loss.backward()  # the parts' hooks launch their collectives meanwhile
+        sync = getattr(self.model, "finish_backward", None) or getattr(
+            self.optimizer, "reduce_gradients", None)
+        if sync is not None:
+            sync()
+        return loss.item()
+
+    def states(self) -> dict:
+        if isinstance(self.model, FullyShard):
+            held = self.model.states()
+        else:
+            params = list(self.gpt.parameters())
+            held = {"params": [_local(p) for p in params],
+                    "grads": [_local(p.grad) for p in params]}
+            if isinstance(self.optimizer, ShardedOptimizer):
+                held["grads"] += [s.grad for s in self.optimizer.shards()]
+        return {**held, "optimizer": [_local(t) for t in optimizer_states(
+            getattr(self.optimizer, "inner", self.optimizer))]}
+
+    def memory(self) -> dict:
+        return self.probe.held(self.states())
+
+    def full_state(self):
+        if isinstance(self.model, FullyShard):
+            params, grads = self.model.full_state_dict(), self.model.full_grads()
+        elif hasattr(self.model, "full_state"):  # a torch peer
+            params, grads = self.model.full_state()
+        else:
+            params = {k: v.detach().cpu().clone() for k, v in self.gpt.state_dict().items()}
+            grads = (self.optimizer.gathered_gradients()
+                     if isinstance(self.optimizer, ShardedOptimizer) else
+                     {n: p.grad.detach().cpu().clone() for n, p in self.gpt.named_parameters()})
+        return (params, {n: g.cpu() for n, g in grads.items()}) if self.rank == 0 else (None, None)
+
+    def report(self, events, windows) -> dict:
+        sent = [0] * self.run.steps
+        for e in events:
+            if e["kind"] == "comm" and e["meta"].get("step") is not None:
+                sent[e["meta"]["step"]] += e["bytes_sent"]
+        buckets = getattr(self.optimizer, "buckets", None) or getattr(self.model, "buckets", None) \
+            or getattr(self.model, "units", [])
+        return {"comm_bytes": sent, "bytes_sent": sum(sent),
+                "buckets": [len(getattr(b, "params", ())) for b in buckets]}
+
+
+def _local(t):
+    """A DTensor's local shard (FSDP2's parameters), or the tensor itself."""
+    return t.to_local() if hasattr(t, "to_local") else t
 
 
 def train_worker(run: ZeroRun, group=None) -> dict:
-    """Rank side of :func:`run`, data parallel over ``group`` (default: the world).
-    Events carry the rank in ``group`` and the step in their meta."""
-    rank, world, c = dist.get_rank(group), dist.get_world_size(group), run.config
-    probe = MemoryProbe()
-    trainer = make(run, group, probe, Tracer())
-    losses, comm_bytes, step_times, events = [], [], [], []
-    for step in range(run.steps):
-        x, y = local_batch(step, run.batch_size, c.seq_len, c.vocab_size, rank, world,
-                           run.data_seed)
-        probe.reset()
-        trace.start()
-        t0 = trace.now()
-        losses.append(trainer.train_step(x, y))
-        step_times.append(trace.now() - t0)
-        mine = trace.stop()
-        comm_bytes.append(sum(e["bytes_sent"] for e in mine if e["kind"] == "comm"))
-        events += [dict(e, rank=rank, meta={**e["meta"], "step": step}) for e in mine]
-    params, grads = trainer.full_state()
-    return {"rank": rank, "local_losses": losses, "comm_bytes": comm_bytes,
-            "bytes_sent": sum(comm_bytes), "step_times": step_times, "events": events,
-            "memory": probe.held(trainer),
-            "buckets": [len(f.names) for f in getattr(trainer, "flats", [])],
-            **({"state_dict": params, "grads": grads} if rank == 0 else {})}
+    """Rank side of :func:`run`, data parallel over ``group`` (default: the world)."""
+    return train(ZeroRecipe(run, group))
 
 
 def collect(run: ZeroRun, ranks: list[dict]) -> RunResult:
-    """The ``RunResult`` of one group's ``train_worker`` returns, in group rank order."""
-    return RunResult.from_replicas(ranks, run.steps, ("rank", "local_losses", "comm_bytes",
-                                                      "bytes_sent", "step_times", "buckets"))
+    """The ``RunResult`` of one group's ``train_worker`` returns, in group rank order;
+    ``memory`` per rank is what it held after the last step (bytes by kind, and the
+    peaks of its transient buffers), ``ranks[r]["comm_bytes"]`` the traced bytes it
+    sent in each step."""
+    return RunResult.gather(run, ranks, EXTRAS)
 
 
-def run(run: ZeroRun, world_size: int, timeout: float = 120.0) -> RunResult:
-    """Check ``run``, train with ZeRO stage ``run.zero_stage`` (or a torch peer) on
-    ``world_size`` ranks, exactly as ``model.reference_train`` does on one device, and
-    gather the result: ``memory`` per rank is what it held after the last step (bytes
-    by kind, and the peaks of its transient buffers), ``ranks[r]["comm_bytes"]`` the
-    traced bytes it sent in each step."""
-    from ..launch import launch
-    if not isinstance(run, ZeroRun):
-        raise ValueError(f"run must be a ZeroRun, got {type(run).__name__}")
-    run.check(world_size)
-    return collect(run, launch(train_worker, world_size, run, timeout=timeout))
+run = make_run(ZeroRun, train_worker, collect)

@@ -1,0 +1,298 @@
+"""ZeRO stage 3 / FSDP over any module: ``FullyShard(module, group)``.
+
+Rajbhandari et al., SC 2020, §5.3 (P_os+g+p): the parameters are partitioned too. A rank
+stores only its shard of every parameter (zero/flat.py: chunk r of each, FSDP2's
+per-parameter sharding) and a *unit*'s full parameters exist only while the unit runs:
+all-gathered by a hook just before its forward and freed after it, all-gathered again
+for its backward and freed after that. The unit's gradients are then reduce-scattered
+(asynchronously, while backward goes on with the unit before it), so each rank receives
+the averaged gradient of its own shards. Traffic: 3 Psi per step, against 2 Psi for
+plain data parallelism (§7.2.2): the parameters are gathered twice.
+
+Units (FSDP's wrapping policy): by default every child of every ``nn.ModuleList`` (a
+transformer's blocks), and the root -- the rest: embeddings, final norm, head. A
+parameter used by two units (tied weights) belongs to the root, which is gathered for
+the whole forward. The parameters the optimizer sees are the shards
+(``FullyShard.parameters()``): after ``finish_backward()`` each trainable one has a
+gradient of its own shape and dtype, so any torch optimizer steps it.
+
+``compute_dtype`` (FSDP2's MixedPrecisionPolicy param_dtype = reduce_dtype): the shards
+stay fp32 (the master weights); what is gathered, computed with and reduce-scattered is
+cast to it, and so are a unit's floating-point inputs. ``reshard_after_forward=False``
+keeps a unit's gathered parameters from its forward to its backward (FSDP2's option:
+one all-gather fewer, the memory held longer; ZeRO-2 with sharded storage).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from .. import comm, trace
+from ..data_parallel.ddp import broadcast_state, raise_without_gradient
+from ..mesh import check_group
+from ..validate import check_bool, check_choice
+from .flat import ShardLayout
+
+
+class _Unit:
+    """One unit: its module, its parameters (each with every (module, attribute) that
+    holds it) and this rank's shards of them."""
+
+    def __init__(self, label, module, params, slots, parts, index):
+        self.label, self.module, self.params, self.slots = label, module, params, slots
+        self.layout = ShardLayout([p.shape for p in params], parts, index)
+        self.shards = [nn.Parameter(self.layout.chunk(p.detach(), i), requires_grad=p.requires_grad)
+                       for i, p in enumerate(params)]
+        self.held = None      # full gradients accumulated under no_sync
+        self.waits = []       # reduce-scatters in flight
+        self.used = [False] * len(params)  # got a gradient this step (on this rank)
+
+
+class FullyShard(nn.Module):
+    """ZeRO-3 over ``group`` (default: the world) for ``module``; see the module doc.
+    ``units``: submodules to gather one at a time (default: the children of every
+    ModuleList); ``probe``: a ``zero.MemoryProbe`` told of every gathered buffer."""
+
+    def __init__(self, module: nn.Module, group=None, units=None, compute_dtype=None,
+                 reshard_after_forward: bool = True, find_unused_parameters: bool = False,
+                 probe=None):
+        super().__init__()
+        if not isinstance(module, nn.Module):
+            raise ValueError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+        check_choice("compute_dtype", compute_dtype, (None, torch.float32, torch.bfloat16,
+                                                      torch.float16))
+        self.reshard = check_bool("reshard_after_forward", reshard_after_forward)
+        self.find_unused_parameters = check_bool("find_unused_parameters", find_unused_parameters)
+        self.group, self.dtype, self.probe = check_group(group), compute_dtype, probe
+        self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
+        broadcast_state(module, group)  # shard the first rank's weights: replicas agree
+        self.module, self.sync = module, True
+        self.units = self._units(module, units)
+        self.shards = nn.ParameterList([s for u in self.units for s in u.shards])
+        for u in self.units:
+            for slots in u.slots:  # the full tensors leave the module: it holds shards only
+                for owner, attr in slots:
+                    del owner._parameters[attr]
+                    setattr(owner, attr, None)
+            u.module.register_forward_pre_hook(lambda m, a, k, u=u: self._before(u, a, k),
+                                               with_kwargs=True)
+            u.module.register_forward_hook(lambda m, a, out, u=u: self._after(u), always_call=True)
+
+    def _units(self, module, units) -> list[_Unit]:
+        names = {m: n for n, m in module.named_modules()}
+        if units is None:
+            units = [c for m in module.modules() if isinstance(m, nn.ModuleList) for c in m]
+        for u in units:
+            if u not in names or u is module:
+                raise ValueError(f"units must be submodules of module, got {type(u).__name__}")
+        label = {u: names[u] for u in units}
+        label[module] = ""  # the root: whatever no other unit owns alone
+        owners, slots, self.names = {}, {}, {}
+        for name, p in module.named_parameters(remove_duplicate=False):
+            owner_name, _, attr = name.rpartition(".")
+            inner = max((u for u in label if name.startswith(label[u] + ".") or u is module),
+                        key=lambda u: len(label[u]))
+            owners.setdefault(p, set()).add(inner)
+            slots.setdefault(p, []).append((module.get_submodule(owner_name), attr))
+            self.names.setdefault(p, []).append(name)
+        out = []
+        for u in list(units) + [module]:
+            mine = [p for p in owners if (next(iter(owners[p])) if len(owners[p]) == 1
+                                          else module) is u]
+            if mine:
+                out.append(_Unit(label[u], u, mine, [slots[p] for p in mine], self.dp, self.rank))
+        return out
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    # --- forward: gather, compute, free ---------------------------------------------
+    def _gather(self, u: _Unit, why: str) -> list[torch.Tensor]:
+        dtype = self.dtype or u.shards[0].dtype
+        full = torch.empty(self.dp * u.layout.block, dtype=dtype, device=u.shards[0].device)
+        if self.probe is not None:
+            self.probe.allocated("gathered", full)
+        comm.all_gather(full, u.layout.own([s.detach() for s in u.shards], dtype), self.group,
+                        label=f"{u.label or 'root'} params ({why})")
+        return u.layout.unpack(full)
+
+    def _before(self, u: _Unit, args, kwargs):
+        gathered = _Gathered(self, u)
+        params = _Unshard.apply(gathered, *u.shards)
+        for slots, t in zip(u.slots, params):
+            for owner, attr in slots:
+                setattr(owner, attr, t)
+        if self.reshard:
+            # Autograd would keep the weights it needs for backward (a Linear's weight,
+            # for the input's gradient) and with them the gathered buffer. These hooks
+            # store a note instead; backward gathers the unit again.
+            gathered.hooks = torch.autograd.graph.saved_tensors_hooks(gathered.pack,
+                                                                      gathered.unpack)
+            gathered.hooks.__enter__()
+        u.open = gathered
+        if self.dtype is not None:  # a unit computes in compute_dtype: cast its inputs
+            cast = lambda t: t.to(self.dtype) if torch.is_tensor(t) and t.is_floating_point() else t  # noqa: E731
+            return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
+        return None
+
+    def _after(self, u: _Unit) -> None:
+        gathered, u.open = getattr(u, "open", None), None
+        if gathered is None:
+            return
+        if gathered.hooks is not None:
+            gathered.hooks.__exit__(None, None, None)
+        for slots in u.slots:  # no reference left here: the full parameters are freed
+            for owner, attr in slots:
+                setattr(owner, attr, None)
+        if self.reshard:  # (kept otherwise: autograd holds them until the unit's backward)
+            self._freed(u, gathered)
+
+    def _freed(self, u: _Unit, gathered) -> None:
+        if self.probe is not None:
+            self.probe.freed("gathered", self.dp * u.layout.block * gathered.itemsize)
+
+    # --- backward: the unit's gradients, reduce-scattered into the shards -----------
+    def _gradients_in(self, u: _Unit, gathered, grads) -> None:
+        if gathered.regathered is not None or not self.reshard:
+            gathered.regathered = None
+            self._freed(u, gathered)
+        for i, g in enumerate(grads):
+            u.used[i] = u.used[i] or g is not None
+        grads = [None if not s.requires_grad else g for s, g in zip(u.shards, grads)]
+        if u.held is not None:  # what no_sync accumulated joins this backward's share
+            grads = [h if g is None else (g if h is None else g.float() + h)
+                     for g, h in zip(grads, u.held)]
+            u.held = None
+        if not self.sync:
+            u.held = [None if g is None else g.float() for g in grads]
+            return
+        self._launch(u, grads)
+
+    def _launch(self, u: _Unit, grads) -> None:
+        dtype = self.dtype or u.shards[0].dtype
+        flat = u.layout.pack(grads, dtype, u.shards[0].device)
+        out = torch.empty(u.layout.block, dtype=dtype, device=flat.device)
+        arrived = comm.reduce_scatter_async(out, flat, self.group,
+                                            f"{u.label or 'root'} grads")
+        u.waits.append((arrived, out))
+
+    @contextmanager
+    def no_sync(self):
+        """Gradient accumulation without the exchange: full gradients add up on each rank
+        (FSDP2's set_requires_gradient_sync(False)); the next backward outside sends them."""
+        self.sync = False
+        try:
+            yield
+        finally:
+            self.sync = True
+
+    def finish_backward(self) -> None:
+        """Send what ``no_sync`` held, wait for every reduce-scatter; each trainable
+        shard's gradient is then the average over the group of its part of the gradient
+        (summed over micro-batches)."""
+        if self.sync:
+            for u in self.units:
+                if u.held is not None:
+                    held, u.held = u.held, None
+                    self._launch(u, held)
+        with trace.span("wait for gradients", kind="wait"):
+            for u in self.units:
+                for arrived, out in u.waits:
+                    arrived()
+                    for s, piece in zip(u.shards, u.layout.split(out.float().div_(self.dp))):
+                        if s.requires_grad:
+                            s.grad = piece.clone() if s.grad is None else s.grad.add_(piece)
+                u.waits = []
+        if not self.sync:
+            return
+        pairs = [(u, i) for u in self.units for i, s in enumerate(u.shards) if s.requires_grad]
+        if self.find_unused_parameters:
+            used = torch.tensor([u.used[i] for u, i in pairs], dtype=torch.uint8,
+                                device=comm.device(self.group))
+            dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self.group)
+            for (u, i), anywhere in zip(pairs, used.tolist()):
+                if not anywhere:
+                    u.shards[i].grad = None  # unused on every rank: skipped, as on one device
+        else:
+            missing = [self.names[u.params[i]][0] for u, i in pairs if not u.used[i]]
+            if missing:
+                raise_without_gradient(missing)
+        for u in self.units:
+            u.used = [False] * len(u.params)
+
+    # --- the full model, for checking and checkpoints -------------------------------
+    @torch.no_grad()
+    def _full(self, which) -> dict:
+        out = {}
+        for u in self.units:
+            tensors = [which(s) for s in u.shards]
+            if all(t is None for t in tensors):
+                continue
+            own = u.layout.own([t if t is not None else torch.zeros_like(s)
+                                for t, s in zip(tensors, u.shards)])
+            full = own.new_empty(self.dp * own.numel())
+            comm.all_gather(full, own, self.group, label="full state")
+            for p, t, s in zip(u.params, u.layout.unpack(full), tensors):
+                if s is not None:
+                    out.update({n: t.cpu() for n in self.names[p]})
+        return out
+
+    def full_state_dict(self) -> dict:
+        """Every parameter, full, under its names in the module (a tied one under each),
+        and the module's buffers: a collective (every rank gets it)."""
+        buffers = {k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}
+        return {**self._full(lambda s: s.detach()), **buffers}
+
+    def full_grads(self) -> dict:
+        """Every trainable parameter's averaged gradient, full, by name (a collective)."""
+        return self._full(lambda s: s.grad)
+
+    def states(self) -> dict:
+        """What this rank keeps between steps: its shards and their gradients."""
+        return {"params": list(self.shards), "grads": [s.grad for s in self.shards]}
+
+
+class _Gathered:
+    """One forward of one unit: the saved-tensor notes and the backward's re-gather."""
+
+    def __init__(self, fsdp: FullyShard, unit: _Unit):
+        self.fsdp, self.unit, self.hooks, self.regathered = fsdp, unit, None, None
+        self.ptrs: dict = {}
+        self.itemsize = torch.empty((), dtype=fsdp.dtype or unit.shards[0].dtype).element_size()
+
+    def pack(self, t):
+        i = self.ptrs.get(t.untyped_storage().data_ptr())
+        return t if i is None else ("param", i, t.storage_offset(), t.shape, t.stride())
+
+    def unpack(self, saved):
+        if not (isinstance(saved, tuple) and saved[:1] == ("param",)):
+            return saved
+        if self.regathered is None:  # the first op of this unit's backward that needs weights
+            self.regathered = self.fsdp._gather(self.unit, "backward")
+        _, i, offset, shape, stride = saved
+        return self.regathered[i].as_strided(shape, stride, offset)
+
+
+class _Unshard(torch.autograd.Function):
+    """The autograd edge between a unit's shards and its full parameters. forward:
+    all-gather, return the full parameters; backward: receives their gradients -- once
+    every op that used them is done -- and reduce-scatters them into the shards."""
+
+    @staticmethod
+    def forward(ctx, gathered, *shards):
+        ctx.gathered = gathered
+        ctx.set_materialize_grads(False)  # an unused parameter's gradient stays None
+        full = gathered.fsdp._gather(gathered.unit, "forward")
+        gathered.ptrs = {t.untyped_storage().data_ptr(): i for i, t in enumerate(full)}
+        ctx.mark_non_differentiable(*[t for t, s in zip(full, shards) if not s.requires_grad])
+        return tuple(full)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        g = ctx.gathered
+        g.fsdp._gradients_in(g.unit, g, grads)
+        return (None,) * (1 + len(grads))

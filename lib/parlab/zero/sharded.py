@@ -1,0 +1,281 @@
+"""ZeRO stages 1 and 2 as an optimizer: ``ShardedOptimizer(params, torch.optim.AdamW,
+group, stage=1)`` over any parameters and any elementwise torch optimizer.
+
+Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+Models", SC 2020. Plain data parallelism keeps on every rank the parameters, the
+gradients and the optimizer states (AdamW: exp_avg and exp_avg_sq); ZeRO-DP (§5)
+partitions them over the N_d data-parallel ranks:
+
+  stage 1  P_os (§5.1): each rank keeps the optimizer states of its 1/N_d shard of every
+           parameter (zero/flat.py: chunk r of each). After backward, gradients are
+           reduce-scattered, so each rank gets the averaged gradient of its shard only;
+           it updates its shard; an all-gather hands the updated parameters to everyone.
+           Full gradients are held until the step.
+  stage 2  P_os+g (§5.2): the same, but each gradient is copied into its bucket the
+           moment autograd has it, and dropped; a full bucket is reduce-scattered while
+           backward goes on and freed when done (at most two in flight, DeepSpeed's
+           double buffer). A rank never holds every full gradient at once.
+
+Traffic per step (§7.2): a reduce-scatter and an all-gather, 2 Psi per rank -- what one
+all-reduce moves (an all-reduce *is* the two). Gradients travel in buckets of
+``bucket_bytes`` (DDP's layout: reverse parameter order, so that backward fills them
+front to back), each one collective.
+
+Exactness: the optimizer steps each shard with that shard's gradient, which for an
+elementwise rule (SGD, Adam, AdamW, ...) is the arithmetic of the whole tensor; LBFGS's
+line search or Adafactor's factored moments look across elements, and are refused.
+
+Gradient accumulation: under ``no_sync()`` nothing is exchanged and gradients add up
+in full (stage 2 too, as FSDP2's ``set_requires_gradient_sync(False)``); without it,
+stage 2 reduce-scatters every micro-batch and sums the shards -- m times the traffic,
+never the full gradients.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+import torch.distributed as dist
+
+from .. import comm, trace
+from ..data_parallel.ddp import (DDP_BUCKET_BYTES, assign_buckets, raise_without_gradient,
+                                 used_parameters)
+from ..mesh import check_group, global_rank
+from ..validate import check_bool, check_choice, check_int
+from .flat import ShardLayout
+
+# Optimizers whose update of an element reads only that element's gradient and state.
+ELEMENTWISE = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.Adamax,
+               torch.optim.NAdam, torch.optim.RAdam, torch.optim.RMSprop, torch.optim.Adagrad,
+               torch.optim.Adadelta, torch.optim.Rprop, torch.optim.ASGD)
+
+
+def named_trainable(params) -> list[tuple[str, torch.nn.Parameter]]:
+    """(name, parameter) pairs from parameters or ``named_parameters()`` (with
+    ``remove_duplicate=False`` a tied parameter comes twice: kept once, under its first
+    name), frozen ones left out."""
+    out, seen = [], set()
+    for i, item in enumerate(params):
+        name, p = item if isinstance(item, tuple) else (f"parameter {i}", item)
+        if not isinstance(p, torch.Tensor):
+            raise ValueError(f"params must be tensors or (name, tensor) pairs, got {type(p).__name__}")
+        if p.requires_grad and id(p) not in seen:
+            seen.add(id(p))
+            out.append((name, p))
+    return out
+
+
+class _Bucket:
+    """Parameters reduced together; this rank's shard of each is ``shards[i]``. In this
+    round of the exchange, ``ready``: the ones whose gradient is complete; ``held``:
+    gradients accumulated under ``no_sync``, still to be sent."""
+
+    def __init__(self, named, parts: int, index: int):
+        self.names, self.params = [n for n, _ in named], [p for _, p in named]
+        self.layout = ShardLayout([p.shape for p in self.params], parts, index)
+        # views of each parameter's own chunk: the optimizer updates the weights in place
+        self.shards = [self.layout.view(p.detach(), i) for i, p in enumerate(self.params)]
+        self.ready, self.held, self.incoming, self.wait = set(), set(), None, None
+
+
+class ShardedOptimizer(torch.optim.Optimizer):
+    """ZeRO stage 1 or 2 over ``group`` (default: the world) for ``params`` (parameters
+    or ``named_parameters()``), stepping ``optimizer_cls(shards, **optimizer_kwargs)``.
+    Use it as any optimizer: ``loss.backward(); opt.step(); opt.zero_grad()``; ``step``
+    first finishes the gradients' reduce-scatters (``reduce_gradients``, callable on
+    its own), divides by the group size (the mean over replicas; ``divide_by``: over
+    another count), updates this rank's
+    shards and all-gathers the parameters. At construction the group's first rank
+    broadcasts the parameters. Unused parameters: see ``data_parallel.used_parameters``
+    (with ``find_unused_parameters`` the buckets wait for the end of backward)."""
+
+    def __init__(self, params, optimizer_cls, group=None, stage: int = 1,
+                 bucket_bytes: int = DDP_BUCKET_BYTES, find_unused_parameters: bool = False,
+                 divide_by: int | None = None, probe=None, **optimizer_kwargs):
+        check_choice("stage", stage, (1, 2))
+        check_bool("find_unused_parameters", find_unused_parameters)
+        if not (isinstance(optimizer_cls, type) and issubclass(optimizer_cls, ELEMENTWISE)):
+            raise ValueError(
+                f"optimizer_cls={getattr(optimizer_cls, '__name__', optimizer_cls)!r}: each rank "
+                "updates only its shard of every tensor, which is the whole tensor's update only "
+                "for an elementwise optimizer (" + ", ".join(c.__name__ for c in ELEMENTWISE)
+                + "); LBFGS's line search or a factored second moment read across the shards")
+        self.group, self.stage = check_group(group), stage
+        self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
+        self.divide_by = self.dp if divide_by is None else check_int("divide_by", divide_by)
+        self.find_unused_parameters, self.probe = find_unused_parameters, probe
+        named = named_trainable(params)
+        if not named:
+            raise ValueError("params holds no trainable parameter")
+        super().__init__([p for _, p in named], {})
+        self._broadcast([p for _, p in named])
+        rev = named[::-1]  # backward produces the last layers' gradients first
+        self.buckets = [_Bucket([rev[i] for i in idx], self.dp, self.rank) for idx in
+                        assign_buckets([p.numel() * p.element_size() for _, p in rev],
+                                       bucket_bytes, [(p.dtype, p.device) for _, p in rev])]
+        self._slot = {p: (b, i) for b in self.buckets for i, p in enumerate(b.params)}
+        shards = {p: b.shards[i] for p, (b, i) in self._slot.items()}
+        self.inner = optimizer_cls([shards[p] for _, p in named], **optimizer_kwargs)
+        for p in self._slot:
+            p.register_post_accumulate_grad_hook(self._grad_ready)
+        self.sync, self._next = True, 0  # the next bucket to launch, in index order
+        self._reduced = False  # reduce_gradients ran since the last gradient arrived
+
+    @torch.no_grad()
+    def _broadcast(self, params) -> None:
+        if self.dp > 1:
+            for p in params:
+                dist.broadcast(p.data, src=global_rank(self.group, 0), group=self.group)
+
+    @contextmanager
+    def no_sync(self):
+        """Gradient accumulation: backward passes inside only add up local gradients."""
+        self.sync = False
+        try:
+            yield
+        finally:
+            self.sync = True
+
+    # --- backward: buckets reduce-scattered as they fill ----------------------------
+    def _grad_ready(self, p: torch.Tensor) -> None:
+        b, i = self._slot[p]
+        self._reduced = False
+        if not self.sync or self.find_unused_parameters:
+            b.held.add(i)  # sent later (unused parameters are known only when backward ends)
+            return
+        if self.stage == 2:  # into the bucket at once, and the full gradient dropped
+            self._into_bucket(b, i)
+        b.ready.add(i)
+        # Strictly in bucket order (like DDP's Reducer): collectives must be issued in the
+        # same order on every rank, or they would pair up the wrong buffers.
+        while len(self.buckets[self._next].ready) == len(self.buckets[self._next].params):
+            self._launch(self.buckets[self._next])
+            self._next = (self._next + 1) % len(self.buckets)
+            if self._next == 0:  # a round is complete: the next backward starts another
+                break
+
+    def _into_bucket(self, b: _Bucket, i: int) -> None:
+        if b.incoming is None:
+            b.incoming = torch.zeros(self.dp, b.layout.block, dtype=b.params[0].dtype,
+                                     device=b.params[0].device)
+            if self.probe is not None:
+                self.probe.allocated("buckets", b.incoming)
+        p = b.params[i]
+        if p.grad is not None:
+            b.layout.place(b.incoming, i, p.grad)
+            if self.stage == 2:
+                p.grad = None  # dropped: only the shard's gradient will be kept
+            else:
+                p.grad.zero_()  # kept (stage 1 holds full gradients), but now sent
+
+    def _launch(self, b: _Bucket) -> None:
+        for i in range(len(b.params)):
+            self._into_bucket(b, i)
+        b.ready.clear()
+        b.held.clear()
+        out = torch.empty(b.layout.block, dtype=b.incoming.dtype, device=b.incoming.device)
+        arrived = comm.reduce_scatter_async(out, b.incoming.view(-1), self.group,
+                                            f"bucket{self.buckets.index(b)} grads")
+        b.wait = lambda: (arrived(), out)[1]
+        if self.stage == 2:  # at most two buckets in flight: wait for the older ones
+            for older in [c for c in self.buckets if c.wait is not None and c is not b][:-1]:
+                with trace.span("wait for a bucket", kind="wait"):
+                    self._finish(older)
+
+    def _finish(self, b: _Bucket) -> None:
+        reduced, b.wait = b.wait(), None
+        if self.probe is not None:
+            self.probe.freed("buckets", b.incoming.nbytes)
+        b.incoming = None
+        for s, piece in zip(b.shards, b.layout.split(reduced.div_(self.divide_by), real=True)):
+            s.grad = piece.clone() if s.grad is None else s.grad.add_(piece)
+
+    def reduce_gradients(self) -> None:
+        """Finish this step's gradient exchange: every bucket reduce-scattered and
+        averaged into this rank's shard gradients. ``step`` calls it."""
+        if self._next:  # a round under way: finish it
+            left = self.buckets[self._next:]
+        elif any(b.ready or b.held for b in self.buckets):  # gradients not sent (no_sync)
+            left = self.buckets
+        else:  # every bucket went out during backward
+            left = []
+        used = None
+        if self.find_unused_parameters:  # agree on the used ones, then launch every bucket
+            named = [(n, p) for b in self.buckets for n, p in zip(b.names, b.params)]
+            used = {p for _, p in used_parameters(named, True, self.group)}
+            left = self.buckets
+        else:
+            missing = [n for b in left for i, n in enumerate(b.names)
+                       if i not in b.ready | b.held]
+            if missing:  # a bucket never filled: it would hang the others
+                raise_without_gradient(missing)
+        for b in left:
+            self._launch(b)
+        with trace.span("wait for gradients", kind="wait"):
+            for b in self.buckets:
+                if b.wait is not None:
+                    self._finish(b)
+        if used is not None:
+            for b in self.buckets:
+                for p, s in zip(b.params, b.shards):
+                    if p not in used:
+                        s.grad = None  # unused on every rank: skipped, as on one device
+        self._next, self._reduced = 0, True
+
+    # --- the step: update this rank's shards, gather the parameters -----------------
+    @torch.no_grad()
+    def step(self, closure=None):
+        if closure is not None:
+            raise ValueError("closure: ShardedOptimizer does not re-evaluate the loss "
+                             "(elementwise optimizers need none)")
+        if not self._reduced:
+            self.reduce_gradients()
+        with trace.span("optimizer shards"):
+            self.inner.step()
+        self.all_gather_parameters()
+
+    @torch.no_grad()
+    def all_gather_parameters(self) -> None:
+        """Every rank's updated shards -> the full parameters everywhere (in place)."""
+        waits = []
+        for k, b in enumerate(self.buckets):
+            full = torch.empty(self.dp * b.layout.block, dtype=b.params[0].dtype,
+                               device=b.params[0].device)
+            arrived = comm.all_gather_async(full, b.layout.own(b.shards), self.group,
+                                            f"bucket{k} params")
+            waits.append((b, full, arrived))
+        with trace.span("wait for parameters", kind="wait"):
+            for b, full, arrived in waits:
+                arrived()
+                for p, t in zip(b.params, b.layout.unpack(full)):
+                    p.copy_(t)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self._reduced = False
+        for b in self.buckets:
+            for p, s in zip(b.params, b.shards):
+                p.grad = s.grad = None
+
+    def shards(self) -> list[torch.Tensor]:
+        """This rank's shard of every parameter (what its optimizer steps)."""
+        return [s for b in self.buckets for s in b.shards]
+
+    @torch.no_grad()
+    def gathered_gradients(self) -> dict:
+        """{name: the full averaged gradient} of the last step, on every rank (a
+        collective; bookkeeping -- ZeRO itself never needs them whole)."""
+        out = {}
+        for b in self.buckets:
+            own = b.layout.own([s.grad if s.grad is not None else torch.zeros_like(s)
+                                for s in b.shards])
+            full = own.new_empty(self.dp * own.numel())
+            comm.all_gather(full, own, self.group, label="full gradients")
+            out.update({n: g for n, g, s in zip(b.names, b.layout.unpack(full), b.shards)})
+        return out
+
+    def state_dict(self):
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state_dict) -> None:
+        self.inner.load_state_dict(state_dict)
