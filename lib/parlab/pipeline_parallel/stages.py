@@ -48,12 +48,29 @@ class PipelineStage(nn.Module):
         return self.loss_fn(out, targets)
 
 
-def gpt_stages(model, p: int, rank: int, v: int = 1, checkpoint: bool = False
-               ) -> list[PipelineStage]:
+class AtPositions(nn.Module):
+    """``module(x, positions)`` with fixed ``positions``: under context parallelism a
+    rank's tokens sit at these global positions, and a pipeline passes activations only."""
+
+    def __init__(self, module: nn.Module, positions):
+        super().__init__()
+        self.module = module
+        self.positions = positions  # not a buffer: it differs by rank, and DP broadcasts buffers
+
+    def forward(self, x):
+        return self.module(x, self.positions)
+
+
+def gpt_stages(model, p: int, rank: int, v: int = 1, checkpoint: bool = False,
+               positions=None) -> list[PipelineStage]:
     """The v chunks of ``rank`` of the lab's GPT (already parallelized or not): chunk c is
     virtual stage c * p + rank, the blocks balanced by ``split_layers``. Their modules are
-    ``model``'s own, so their parameters are the model's."""
+    ``model``'s own, so their parameters are the model's. ``positions``: the global
+    positions of this rank's tokens (context parallelism), given to the embeddings and
+    the blocks."""
     embed, *blocks, head = model.layers()
+    if positions is not None:
+        embed, blocks = AtPositions(embed, positions), [AtPositions(b, positions) for b in blocks]
     n = p * v
     chunks = []
     for c in range(v):

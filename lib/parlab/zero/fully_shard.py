@@ -226,30 +226,30 @@ class FullyShard(nn.Module):
 
     # --- the full model, for checking and checkpoints -------------------------------
     @torch.no_grad()
-    def _full(self, which) -> dict:
+    def gather_full(self, grads: bool = False) -> dict:
+        """{original parameter: its full value (or averaged gradient)}: a collective."""
         out = {}
         for u in self.units:
-            tensors = [which(s) for s in u.shards]
+            tensors = [s.grad if grads else s.detach() for s in u.shards]
             if all(t is None for t in tensors):
                 continue
             own = u.layout.own([t if t is not None else torch.zeros_like(s)
                                 for t, s in zip(tensors, u.shards)])
             full = own.new_empty(self.dp * own.numel())
             comm.all_gather(full, own, self.group, label="full state")
-            for p, t, s in zip(u.params, u.layout.unpack(full), tensors):
-                if s is not None:
-                    out.update({n: t.cpu() for n in self.names[p]})
+            out.update({p: t for p, t, s in zip(u.params, u.layout.unpack(full), tensors)
+                        if s is not None})
         return out
 
     def full_state_dict(self) -> dict:
         """Every parameter, full, under its names in the module (a tied one under each),
         and the module's buffers: a collective (every rank gets it)."""
-        buffers = {k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}
-        return {**self._full(lambda s: s.detach()), **buffers}
+        out = {n: t.cpu() for p, t in self.gather_full().items() for n in self.names[p]}
+        return {**out, **{k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}}
 
     def full_grads(self) -> dict:
         """Every trainable parameter's averaged gradient, full, by name (a collective)."""
-        return self._full(lambda s: s.grad)
+        return {n: t.cpu() for p, t in self.gather_full(grads=True).items() for n in self.names[p]}
 
     def states(self) -> dict:
         """What this rank keeps between steps: its shards and their gradients."""
