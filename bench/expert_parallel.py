@@ -1,6 +1,6 @@
 """Step time of our expert parallelism against two peers: the dense baseline (every rank
 holds and computes every expert, no all-to-all: data parallelism of the MoE model) and
-the same EPGPT with PyTorch's autograd all-to-all
+the same expert parallelism with PyTorch's autograd all-to-all
 (``_functional_collectives.all_to_all_single_autograd``) for dispatch and combine.
 
 For each world size one launch builds the three trainers in the same rank processes on
@@ -34,6 +34,7 @@ from parlab import trace
 from parlab.data import local_batch
 from parlab.expert_parallel import EPRun, peers, runner
 from parlab.model import GPT, GPTConfig
+from parlab.runs import step_once
 
 PAIRS = [("ep", "dense"), ("ep", "torch_a2a")]   # (ours, peer)
 NAMES = {"ep": "ours (EP)", "dense": "dense (every expert everywhere)",
@@ -41,33 +42,14 @@ NAMES = {"ep": "ours (EP)", "dense": "dense (every expert everywhere)",
 BUILDERS = {"ep": runner.build, "dense": peers.build_dense, "torch_a2a": peers.build_torch_a2a}
 
 
-class Trainer:
-    """One AdamW step as ``expert_parallel.train_worker`` trains, with a given builder."""
-
-    def __init__(self, run: EPRun, variant: str, group=None):
-        self.run, self.group = run, group
-        self.model, self.sync = BUILDERS[variant](run, group)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=run.lr, betas=(0.9, 0.95))
-
-    def step(self, x, y):
-        self.opt.zero_grad(set_to_none=True)
-        _, loss = self.model(x, y)
-        loss.backward()
-        self.sync(self.model)
-        self.opt.step()
-        for m in self.model.moe_layers():
-            m.update_bias_()
-        return loss
-
-
 def step_times_worker(run: EPRun, rounds: int, warmup: int = 2, group=None) -> dict:
     """Rank side: {variant: [s per round]} for every variant of BUILDERS."""
     torch.set_num_threads(1)
     W, r, c = dist.get_world_size(group), dist.get_rank(group), run.config
-    trainers = {v: Trainer(run, v, group) for v in BUILDERS}
+    trainers = {v: runner.EPRecipe(run, group, BUILDERS[v]) for v in BUILDERS}
     batches = [local_batch(k, run.batch_size, c.seq_len, c.vocab_size, r, W, seed=run.data_seed)
                for k in range(warmup + rounds)]
-    steps = {v: (lambda k, t=t: t.step(*batches[k]).item()) for v, t in trainers.items()}
+    steps = {v: (lambda k, t=t: step_once(t, k, batches[k])) for v, t in trainers.items()}
     out = trace.interleaved(steps, rounds, warmup, group=group)["times"]
     dist.barrier(group=group)
     return out

@@ -2,7 +2,7 @@
 sequence parallelism.
 
 For each tp degree one launch builds four trainers in the same rank processes -- ours
-(``tensor_parallel.TPGPT``) and the peer (``tensor_parallel.peers.TorchTP``:
+(``tensor_parallel.TPRecipe``) and the peer (``tensor_parallel.peers.TorchTPRecipe``:
 ``parallelize_module`` + ``loss_parallel``), each without and with sequence parallelism
 -- on the same weights and batches, and times them with ``trace.interleaved``: every
 round runs one AdamW step of each, in an order rotated every round, each step started
@@ -35,46 +35,27 @@ import torch.distributed as dist
 from parlab import comm, trace
 from parlab.data import get_batch
 from parlab.model import GPT, GPTConfig
-from parlab.tensor_parallel import TPGPT, TPRun, sync_sequence_parallel_grads
-from parlab.tensor_parallel.peers import TorchTP
+from parlab.runs import step_once
+from parlab.tensor_parallel import TPRecipe, TPRun
+from parlab.tensor_parallel.peers import TorchTPRecipe
 
 PAIRS = [("tp", "torch"), ("tp_sp", "torch_sp")]   # (ours, peer)
 NAMES = {"tp": "ours", "torch": "DTensor", "tp_sp": "ours + SP", "torch_sp": "DTensor + SP"}
 TARGET = 1.2  # ours / peer, median per-round ratio, at most
 
 
-class OursStep:
-    """One AdamW step of ``TPGPT``, exactly as ``tensor_parallel.train_worker`` trains."""
-
-    def __init__(self, run: TPRun, group=None):
-        self.sp = run.sequence_parallel
-        self.model = TPGPT(run.config, run.seed, group, run.sequence_parallel, run.overlap,
-                           run.recompute).to(comm.device(group))
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=run.lr,
-                                           betas=(0.9, 0.95), weight_decay=run.weight_decay)
-
-    def train_step(self, x, y):
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self.model(x, y)
-        loss.backward()
-        if self.sp:
-            sync_sequence_parallel_grads(self.model)
-        self.optimizer.step()
-        return loss
-
-
 def step_times_worker(runs: dict, rounds: int, warmup: int = 2, group=None) -> dict:
     """Rank side: {label: TPRun}, labels starting with "torch" run the peer. Round k
     trains every variant on batch k (made beforehand). Returns {label: [s per round]}."""
     torch.set_num_threads(1)
-    trainers = {v: (TorchTP if v.startswith("torch") else OursStep)(r, group)
+    trainers = {v: (TorchTPRecipe if v.startswith("torch") else TPRecipe)(r, group)
                 for v, r in runs.items()}
     c, seed = next(iter(runs.values())).config, next(iter(runs.values())).data_seed
     bs = next(iter(runs.values())).batch_size
     batches = [[t.to(comm.device(group)) for t in get_batch(k, bs, c.seq_len, c.vocab_size,
                                                              seed=seed)]
                for k in range(warmup + rounds)]
-    steps = {v: (lambda k, t=t: t.train_step(*batches[k]).item()) for v, t in trainers.items()}
+    steps = {v: (lambda k, t=t: step_once(t, k, batches[k])) for v, t in trainers.items()}
     out = trace.interleaved(steps, rounds, warmup, group=group)["times"]
     dist.barrier(group=group)
     return out

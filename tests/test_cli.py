@@ -12,7 +12,7 @@ def _diffs(text: str) -> list[float]:
 
 @pytest.mark.parametrize("argv", [
     ["dp", "--ranks", "2", "--steps", "2"],
-    ["dp", "--ranks", "2", "--steps", "2", "--variant", "naive", "--accumulation", "2"],
+    ["dp", "--ranks", "2", "--steps", "2", "--variant", "naive", "--micro-batches", "2"],
     ["zero", "--ranks", "2", "--steps", "2", "--stage", "3"],
     ["tp", "--ranks", "2", "--steps", "2"],
     ["tp", "--ranks", "4", "--steps", "2", "--sequence-parallel"],
@@ -33,7 +33,7 @@ def test_zero_command_reports_memory_and_traffic(capsys):
 @pytest.mark.parametrize("argv", [["dp", "--ranks", "3"], ["zero", "--stage", "7"],
                                   ["dp", "--variant", "ring"], ["dp", "--lr", "nan"],
                                   ["zero", "--steps", "0"], ["dp", "--bucket-kib", "0"],
-                                  ["pipeline", "--ranks", "2", "--m", "0"],
+                                  ["pipeline", "--ranks", "2", "--micro-batches", "0"],
                                   ["pipeline", "--ranks", "2", "--lr", "inf"],
                                   ["tp", "--ranks", "3"], ["tp", "--steps", "0"],
                                   ["tp", "--ranks", "8", "--sequence-parallel"]])
@@ -45,13 +45,13 @@ def test_bad_input_exits_with_the_constraint(argv, capsys):
 
 
 def test_pipeline_command(capsys):
-    main(["pipeline", "--ranks", "2", "--m", "2", "--steps", "2", "--schedule", "gpipe"])
+    main(["pipeline", "--ranks", "2", "--micro-batches", "2", "--steps", "2", "--schedule", "gpipe"])
     out = capsys.readouterr().out
     diffs = _diffs(out)
     assert len(diffs) == 2 and max(diffs) < 1e-5, out
     assert "simulated [2, 2]" in out and "(P-1)/(vM+P-1) = 33.3%" in out
-    with pytest.raises(SystemExit, match="error: interleaved 1F1B needs m divisible by p"):
-        main(["pipeline", "--ranks", "4", "--m", "6", "--schedule", "interleaved", "--v", "2"])
+    with pytest.raises(SystemExit, match="error: interleaved 1F1B needs micro_batches divisible by p"):
+        main(["pipeline", "--ranks", "4", "--micro-batches", "6", "--schedule", "interleaved", "--v", "2"])
 
 
 @pytest.mark.parametrize("sp, expect", [
@@ -139,7 +139,7 @@ def test_3d_command_prints_the_mesh_and_matches_the_single_device(argv, capsys):
 
 
 @pytest.mark.parametrize("argv", [["3d", "--ranks", "4", "--dp", "2", "--pp", "2", "--tp", "2"],
-                                  ["3d", "--ranks", "8", "--zero-stage", "2"],
+                                  ["3d", "--ranks", "8", "--zero-stage", "4"],
                                   ["3d", "--ranks", "8", "--tp", "3", "--dp", "1", "--pp", "1"]])
 def test_3d_bad_input_exits_with_the_constraint(argv, capsys):
     with pytest.raises(SystemExit, match="^error: [^\n]*must") as e:

@@ -757,7 +757,7 @@ def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch, capsys):
     sched.value = "zb-h1"
     # outside a kernel the Output widget lets prints through
     printed = capsys.readouterr().out
-    assert "interleaved 1F1B needs m divisible by p: m=8, p=3" in printed
+    assert "interleaved 1F1B needs micro_batches divisible by p: micro_batches=8, p=3" in printed
     assert "zb-h1, P=3, M=8: simulated bubble" in printed
 
 

@@ -82,28 +82,30 @@ def test_zero3_equals_fsdp2(reference):
 
 @pytest.mark.parametrize("dp", [2, 4])
 def test_memory_per_rank_equals_formula(dp):
-    # Every buffer's size is a multiple of 4 here, so no padding: the measured bytes are
-    # the formula's exactly, plus AdamW's step counter (one 4-byte scalar per shard, and
-    # a rank has one shard per flat buffer: one bucket for the whole model at the default
-    # 25 MiB in stages 0-2, one per unit in stage 3).
+    # Every parameter's size is a multiple of 4 here, so no padding: the measured bytes are
+    # the formula's exactly, plus AdamW's step counter (one 4-byte scalar per tensor it
+    # steps: every parameter, or its shard), plus -- stage 1 -- the averaged gradient of
+    # the rank's own shard beside the full gradients it holds until the step.
+    tensors = len(list(GPT(CFG).parameters()))
     for stage in range(4):
         res = zrun(stage, dp, steps=2)
         f = cost.zero_memory(N_PARAMS, dp, stage, **FP32)
-        shards = len(res.ranks[0]["buckets"])
-        assert shards == (N_UNITS if stage == 3 else 1)
+        own = N_PARAMS * 4 // dp if stage == 1 else 0
         for m in res["memory"]:
-            assert (m["params"], m["grads"], m["optimizer"] - 4 * shards) == \
+            assert (m["params"], m["grads"] - own, m["optimizer"] - 4 * tensors) == \
                 (f["params"], f["grads"], f["optimizer"]), (stage, m, f)
-            # stage 3 gathers one unit at a time: the largest is a block
+            # stage 3 gathers a block at a time while the root unit (embeddings, final
+            # norm, head: FSDP's default units) stays gathered for the whole pass
             block = sum(p.numel() for p in GPT(CFG).blocks[0].parameters()) * 4
-            assert m["gathered_peak"] == (block if stage == 3 else 0)
+            root = N_PARAMS * 4 - CFG.n_layers * block
+            assert m["gathered_peak"] == (block + root if stage == 3 else 0)
 
 
 def test_memory_with_padding_is_exactly_the_padded_size():
-    # dp=3: embeddings 2560 -> 2562 elements, each block 12704 -> 12705, head 2112 (ok)
-    padded = N_PARAMS + 2 + 4
+    # dp=3: each parameter is padded to a multiple of 3 (FSDP2's per-parameter shards)
+    padded = sum(-(-p.numel() // 3) for p in GPT(CFG).parameters())
     m = zrun(3, 3, steps=1, batch_size=6)["memory"][0]
-    assert m["params"] == m["grads"] == padded // 3 * 4
+    assert m["params"] == m["grads"] == padded * 4
     assert m["params"] > cost.zero_memory(N_PARAMS, 3, 3, **FP32)["params"]
 
 
@@ -114,13 +116,11 @@ def test_zero2_never_holds_every_full_gradient():
     # rank's shard of them is left. Stage 1 keeps them all (it partitions only P_os).
     sizes = [p.numel() * 4 for p in reversed(list(GPT(CFG).parameters()))]
     largest = max(sum(sizes[i] for i in b) for b in zero_assign_buckets(sizes, 4096))
-    for stage, grads in ((1, N_PARAMS * 4), (2, N_PARAMS * 4 // 2)):
+    for stage, grads in ((1, N_PARAMS * 4 + N_PARAMS * 4 // 2), (2, N_PARAMS * 4 // 2)):
         for m in zrun(stage, 2, steps=1, bucket_bytes=4096).memory:
             assert m["grads"] == grads
-            if stage == 2:
+            if stage == 2:  # (stage 1 keeps every full gradient anyway)
                 assert 0 < m["buckets_peak"] <= 3 * largest < N_PARAMS * 4 / 2, m
-            else:
-                assert m["buckets_peak"] == 0
 
 
 @pytest.mark.parametrize("dp", [2, 4])
@@ -128,13 +128,9 @@ def test_traced_bytes_per_step_equal_formula(dp):
     for stage in range(4):
         for bucket_bytes in ((25 << 20, 4096) if stage < 3 else (25 << 20,)):
             res = zrun(stage, dp, steps=2, bucket_bytes=bucket_bytes)
+            # (stage 3: every unit is gathered again for its backward -- the root too,
+            # embeddings and all, since its head needs its weights -- so 3 Psi exactly)
             expect = cost.zero_comm_volume(N_PARAMS, dp, stage, grad_bytes=4)
-            if stage == 3:
-                # An embedding lookup's backward needs the token ids, not the table:
-                # nothing saved for backward points into wte/wpe, so they are not
-                # gathered again.
-                embed = (CFG.vocab_size + CFG.seq_len) * CFG.d_model * 4
-                expect -= cost.collective_bytes("all_gather", embed, dp)
             # (4 KiB buckets: each bucket's bytes are a multiple of 4 -- no padding)
             assert all(b == expect for r in res.ranks for b in r["comm_bytes"]), \
                 (stage, [r["comm_bytes"] for r in res.ranks])
@@ -169,8 +165,8 @@ def test_trace_shows_compute_between_the_collectives():
                 # launch of its reduce-scatter (which that compute span ends with)
                 at = {e["name"]: e for e in events}
                 bwd = [e for e in compute if e["name"] == "backward block1"]
-                gather = at["all_gather block1 params (backward)"]
-                scatter = at["reduce_scatter block1 grads"]
+                gather = at["all_gather blocks.1 params (backward)"]
+                scatter = at["reduce_scatter blocks.1 grads"]
                 assert any(gather["end"] <= e["start"] < scatter["start"] <= e["end"]
                            for e in bwd)
 
@@ -187,40 +183,52 @@ def _wait_freed(probe, seconds=2.0):
 def gathered_after_forward(keep_weights_for_backward=False):
     torch.manual_seed(0)
     probe = zero.MemoryProbe()
-    z = zero.ZeroStage3(CFG, probe=probe)
-    if keep_weights_for_backward:  # without the saved-tensor hooks: autograd keeps them
-        z._pack = lambda f, t: t
+    # without the saved-tensor hooks (FSDP2's reshard_after_forward=False) autograd keeps
+    # the weights it needs for backward
+    z = zero.FullyShard(GPT(CFG), probe=probe, reshard_after_forward=not keep_weights_for_backward)
     x = torch.randint(0, CFG.vocab_size, (2, CFG.seq_len))
-    logits = z.forward(x)
+    _, loss = z(x, x)
     after_forward = _wait_freed(probe)
-    logits.sum().backward()
-    z.wait_for_gradients()
-    del logits
+    loss.backward()
+    z.finish_backward()
+    del loss
     return after_forward, _wait_freed(probe), dist.get_rank()
 
 
 def test_zero3_frees_gathered_parameters():
     for after_forward, after_backward, _ in parlab.launch(gathered_after_forward, 2):
         assert after_forward == 0 and after_backward == 0
-    # the check can fail: keep the weights autograd saves, and the buffers stay alive
+    # the check can fail: keep the weights autograd saves, and they stay alive -- exactly
+    # the parameters a forward on one device saves for backward (not the embeddings: a
+    # lookup saves only the ids; nor a Linear's bias: its gradient is a sum)
+    model, saved = GPT(CFG), set()
+    params = {p.untyped_storage().data_ptr(): p for p in model.parameters()}
+    x = torch.randint(0, CFG.vocab_size, (2, CFG.seq_len))
+    with torch.autograd.graph.saved_tensors_hooks(
+            lambda t: saved.add(t.untyped_storage().data_ptr()) or t, lambda t: t):
+        model(x, x)
+    kept = sum(p.numel() for ptr, p in params.items() if ptr in saved)
+    assert 0.5 * N_PARAMS < kept < N_PARAMS
     for after_forward, _, _ in parlab.launch(gathered_after_forward, 2, True):
-        # every unit's gathered buffer but the embeddings' (a lookup saves only the ids)
-        assert after_forward == (N_PARAMS - (CFG.vocab_size + CFG.seq_len) * CFG.d_model) * 4
+        assert after_forward == kept * 4
 
 
-class _NoReduceScatter(zero.ZeroStage3):
-    """A wrong ZeRO-3: each rank keeps its own (unsummed) gradient slice."""
+class _NoReduceScatter(zero.FullyShard):
+    """A wrong ZeRO-3: each rank keeps its own (unsummed) gradient shard."""
 
-    def reduce(self, f):
-        f.reduced.copy_(f.incoming[f.lo:f.hi])
-        f.wait = lambda: None
+    def _launch(self, u, grads):
+        flat = u.layout.pack(grads, torch.float32, "cpu")
+        mine = flat.view(self.dp, -1)[self.rank].clone()
+        u.waits.append((lambda: None, mine))
 
 
 def wrong_zero3_grads():
-    z = _NoReduceScatter(CFG)
+    z = _NoReduceScatter(GPT(CFG))
     x, y = local_batch(0, 8, CFG.seq_len, CFG.vocab_size, dist.get_rank(), dist.get_world_size())
-    z.train_step(x, y)
-    return z.full_state()[1]
+    _, loss = z(x, y)
+    loss.backward()
+    z.finish_backward()
+    return z.full_grads()
 
 
 def test_a_wrong_reduction_is_caught(reference):

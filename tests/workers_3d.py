@@ -34,10 +34,10 @@ def buggy_3d_worker(run, bug):
     reused by later tests):
       "no_dp_sync"     the gradients are never averaged over the DP group;
       "wrong_tp_peer"  stage s+1 receives its activation from another TP rank of stage s."""
-    from parlab.parallel_3d import replicas, runner
-    saved = replicas.ReplicaAllReduce.sync, runner.Mesh
+    from parlab.parallel_3d import dp_sync, runner
+    saved = dp_sync.DataParallel.reduce, runner.Mesh
     if bug == "no_dp_sync":
-        replicas.ReplicaAllReduce.sync = lambda self: None
+        dp_sync.DataParallel.reduce = lambda self: None
     elif bug == "wrong_tp_peer":
         runner.Mesh = _CrossedMesh
     else:
@@ -45,4 +45,4 @@ def buggy_3d_worker(run, bug):
     try:
         return runner.train_worker(run)
     finally:
-        replicas.ReplicaAllReduce.sync, runner.Mesh = saved
+        dp_sync.DataParallel.reduce, runner.Mesh = saved

@@ -8,7 +8,7 @@
     python -m parlab train --steps 50          the single-device reference model
     python -m parlab dp --ranks 4              data parallelism vs the single-device run
     python -m parlab zero --ranks 4 --stage 3  ZeRO: losses, bytes held, bytes moved
-    python -m parlab pipeline --ranks 4 --m 8  a pipeline schedule: losses, bubble, memory
+    python -m parlab pipeline --ranks 4 --micro-batches 8  a pipeline schedule: losses, bubble, memory
     python -m parlab tp --ranks 4 --sequence-parallel   tensor parallelism: losses, traffic
     python -m parlab cp --ranks 4 --layout zigzag [--attention ring|ulysses]   context
                                                parallelism: losses, bytes, work per rank
@@ -129,7 +129,7 @@ def cmd_dp(args, out):
     """data parallelism (naive, bucketed, torch DDP; optional compression) vs one device"""
     from .data_parallel import DPRun, run
     res = run(DPRun(steps=args.steps, batch_size=args.batch_size, lr=args.lr, variant=args.variant,
-                    bucket_bytes=args.bucket_kib * 1024, micro_batches=args.accumulation,
+                    bucket_bytes=args.bucket_kib * 1024, micro_batches=args.micro_batches,
                     compression=args.compression), _world(args))
     _check_against_reference(out, res["losses"], args.steps, args.batch_size, args.lr)
     sent = [r["bytes_sent"] / args.steps for r in res["ranks"]]
@@ -161,15 +161,16 @@ def cmd_pipeline(args, out):
     from . import cost
     from . import pipeline_parallel as pp
     p = _world(args)
-    batch = args.m if args.batch_size is None else args.batch_size
-    res = pp.run(pp.PPRun(schedule=args.schedule, p=p, micro_batches=args.m, v=args.v, steps=args.steps,
-                          batch_size=batch, lr=args.lr, compute=args.compute), p)
+    m = args.micro_batches
+    batch = m if args.batch_size is None else args.batch_size
+    res = pp.run(pp.PPRun(schedule=args.schedule, p=p, micro_batches=m, v=args.v,
+                          steps=args.steps, batch_size=batch, lr=args.lr, compute=args.compute), p)
     if args.compute == "real":
         _check_against_reference(out, res.losses, args.steps, batch, args.lr)
-    sim = pp.simulate(args.schedule, p, args.m, args.v)
-    out(f"{args.schedule}, P={p}, M={args.m}, v={args.v}: bubble (idle / total) measured "
+    sim = pp.simulate(args.schedule, p, m, args.v)
+    out(f"{args.schedule}, P={p}, M={m}, v={args.v}: bubble (idle / total) measured "
         f"{res.bubble_fraction:.1%}, simulated {sim.bubble_fraction:.1%}, "
-        f"(P-1)/(vM+P-1) = {cost.bubble_fraction(p, args.m, args.v):.1%}")
+        f"(P-1)/(vM+P-1) = {cost.bubble_fraction(p, m, args.v):.1%}")
     out("micro-batches of activations held at the peak, per rank: measured "
         f"{res.stash_peak}, simulated {sim.peak_activations}")
     if args.compute == "real":
@@ -192,10 +193,8 @@ def cmd_tp(args, out):
             row = rows.setdefault((c["direction"], c["op"]), [0, 0])
             row[0], row[1] = row[0] + 1, row[1] + c["bytes_sent"]
     cfg, steps = run.config, args.steps
-    want = None
-    if hasattr(cost, "tp_comm_per_layer"):
-        want = cost.tp_comm_per_layer(args.batch_size, cfg.seq_len, cfg.d_model, t,
-                                      args.sequence_parallel, bytes_per_value=4)
+    want = cost.tp_comm_per_layer(args.batch_size, cfg.seq_len, cfg.d_model, t,
+                                  args.sequence_parallel, bytes_per_value=4)
     out(f"tensor parallelism on {t} ranks, sequence parallelism "
         f"{'on' if args.sequence_parallel else 'off'}; one transformer layer (blocks.0) per "
         "step on rank 0, traced (bytes: what a ring moves)"
@@ -252,16 +251,16 @@ def cmd_cp(args, out):
 
 
 def cmd_3d(args, out):
-    """3D parallelism (TP in each pipeline stage, DP or ZeRO-1 across replicas) vs one device"""
+    """N-D parallelism (dp x pp x cp x tp, ZeRO 0-3 across replicas) vs one device"""
     from . import parallel_3d as p3
     n = _world(args)
     batch = args.batch_size or args.dp * args.micro_batches
     run = p3.Run3D(steps=args.steps, batch_size=batch, lr=args.lr, dp=args.dp, pp=args.pp,
-                   tp=args.tp, micro_batches=args.micro_batches, schedule=args.schedule,
-                   zero_stage=args.zero_stage, sequence_parallel=args.sequence_parallel,
-                   compute=args.compute)
+                   cp=args.cp, tp=args.tp, micro_batches=args.micro_batches,
+                   schedule=args.schedule, zero_stage=args.zero_stage,
+                   sequence_parallel=args.sequence_parallel, compute=args.compute)
     run.check(n)
-    out(p3.Mesh(dp=args.dp, pp=args.pp, tp=args.tp).describe())
+    out(p3.Mesh(dp=args.dp, pp=args.pp, cp=args.cp, tp=args.tp).describe())
     res = p3.run(run, n)
     if args.compute == "real":
         _check_against_reference(out, res.losses, args.steps, batch, args.lr)
@@ -356,11 +355,12 @@ def main(argv=None) -> None:
         if name == "dp":
             p.add_argument("--variant", default="bucketed", help="naive, bucketed or ddp")
             p.add_argument("--bucket-kib", type=int, default=64)
-            p.add_argument("--accumulation", type=int, default=1)
+            p.add_argument("--micro-batches", type=int, default=1,
+                           help="per rank, per step (gradient accumulation)")
             p.add_argument("--compression", default=None, help="fp16, topk or sign (naive only)")
         if name == "pipeline":
             p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved or zb-h1")
-            p.add_argument("--m", type=int, default=8, help="micro-batches per step")
+            p.add_argument("--micro-batches", type=int, default=8, help="per step (the papers' M)")
             p.add_argument("--v", type=int, default=1, help="model chunks per rank (interleaved)")
             p.add_argument("--compute", default="real", help="real or emulated (sleeps)")
         if name == "tp":
@@ -369,9 +369,10 @@ def main(argv=None) -> None:
         if name == "3d":
             for axis in ("dp", "pp", "tp"):
                 p.add_argument(f"--{axis}", type=int, default=2)
+            p.add_argument("--cp", type=int, default=1, help="context-parallel ranks (ring attention)")
             p.add_argument("--micro-batches", type=int, default=4, help="per replica, per step")
             p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b or interleaved")
-            p.add_argument("--zero-stage", type=int, default=0, help="0 (all-reduce) or 1")
+            p.add_argument("--zero-stage", type=int, default=0, help="0 (all-reduce), 1, 2 or 3")
             p.add_argument("--sequence-parallel", action="store_true")
             p.add_argument("--compute", default="real", help="real or emulated (sleeps)")
             p.add_argument("--steps", type=int, default=3)

@@ -142,6 +142,17 @@ def _as_list(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+def step_once(recipe: Recipe, step: int, batch=None):
+    """One training step as ``train`` runs it (for timers that interleave recipes);
+    ``batch``: (x, y) made beforehand, else ``recipe.batch(step)``. Returns the loss."""
+    x, y = recipe.batch(step) if batch is None else batch
+    recipe.before_step()
+    recipe.zero_grad()
+    loss = recipe.train_step(x, y)
+    recipe.step()
+    return loss
+
+
 def train(recipe: Recipe) -> dict:
     """The training loop of every run, on one rank: ``run.steps`` steps of the recipe.
     Events carry the rank in the recipe's group and the step in their meta."""

@@ -245,7 +245,7 @@ class BucketedDP(_DataParallel):
             if j not in b.ready:
                 self._into_bucket(b, j)
         b.ready, b.held = set(), set()
-        b.wait = comm.all_reduce_async(b.buffer, self.group, f"bucket{i}", bucket=i)
+        b.wait = comm.all_reduce_async(b.buffer, self.group, f"bucket{i} grads", bucket=i)
 
     def finish_backward(self) -> None:
         """Wait for the buckets (launching those still to go: the ones whose gradients

@@ -111,8 +111,11 @@ class Run3D(TrainRun):
         Mesh(dp=dp, pp=pp, cp=cp, tp=tp, ep=ep)  # ep must divide dp*cp
         check_cp(c, cp, self.layout, self.attention)
         check_tp(c, tp, self.sequence_parallel, c.seq_len // cp)
-        real = self.compute == "real"
-        validate(self.schedule, pp, m, check_int("v", self.v), c.n_layers if real else None)
+        real, v = self.compute == "real", check_int("v", self.v)
+        if real and pp * v > c.n_layers:
+            raise ValueError(f"pp={pp} (x v={v}) stages need at least one layer each, but "
+                             f"n_layers={c.n_layers}")
+        validate(self.schedule, pp, m, v)
         if self.batch_size % (dp * m):
             raise ValueError(f"batch_size={self.batch_size} must be divisible by "
                              f"dp*micro_batches = {dp}*{m} = {dp * m}")
@@ -138,16 +141,16 @@ class Run3D(TrainRun):
 class Recipe3D(Recipe):
     """This rank's share of the composed model, and the loop's step for it."""
 
-    def __init__(self, run: Run3D, mesh_type=Mesh):
+    def __init__(self, run: Run3D):
         super().__init__(run, None)
-        self.mesh = mesh_type(dp=run.dp, pp=run.pp, cp=run.cp, tp=run.tp, ep=run.ep).init()
+        self.mesh = Mesh(dp=run.dp, pp=run.pp, cp=run.cp, tp=run.tp, ep=run.ep).init()
         me, fold = self.mesh.my_coords(), self.mesh.folded(dist.get_rank())
         self.me, self.fold = me, fold
         g = {a: self.mesh.group(a) for a in ("tp", "pp", "cp", "dp_cp", "ep", "edp")}
         self.groups = g
         c, m, real = run.config, run.micro_batches, run.compute == "real"
         # one loss per replica of the whole model: every stage's TP rank 0 reports its part
-        self.replica = fold["dp_cp"] if me["tp"] == 0 else None
+        self.replica = fold["dp_cp"] if me["tp"] == 0 and real else None
         device = comm.device(g["tp"])
         seq = c.seq_len // run.cp // (run.tp if run.sequence_parallel else 1)
         shape = (run.batch_size // (run.dp * m), seq, c.d_model)  # what a stage sends on

@@ -157,12 +157,12 @@ def sync_sequence_parallel_grads(model: nn.Module, group=None) -> None:
 @torch.no_grad()
 def full_tensors(model: nn.Module, group=None, grads: bool = False, names=None) -> dict:
     """{name: full parameter (or gradient)}, reassembled from every rank's slice of it (a
-    collective over the group, untraced: bookkeeping, not training). ``names``: {param:
+    collective over the group, untraced: bookkeeping, not training). ``names``: {id(param):
     reference name} (default: the model's own names)."""
     import torch.distributed as dist
     t, out = tp_size(group), {}
-    pairs = [(names[p], p) for p in model.parameters() if p in names] if names is not None \
-        else list(model.named_parameters())
+    pairs = [(names[id(p)], p) for p in model.parameters() if id(p) in names] \
+        if names is not None else list(model.named_parameters())
     for name, p in pairs:
         value = p.grad if grads else p
         if value is None:

@@ -14,13 +14,8 @@ from ..data_parallel.ddp import DDP_BUCKET_BYTES
 from ..model import GPTConfig
 from ..validate import check_int
 from .peers import PEERS
+from ..runs import step_once
 from .runner import ZeroRecipe, ZeroRun
-
-
-def _step(recipe: ZeroRecipe, x, y) -> None:
-    recipe.zero_grad()
-    recipe.train_step(x, y)
-    recipe.step()
 
 
 def step_times_worker(runs: dict, rounds: int, warmup: int = 2, group=None) -> dict:
@@ -32,7 +27,7 @@ def step_times_worker(runs: dict, rounds: int, warmup: int = 2, group=None) -> d
     batches = {v: [local_batch(k, r.batch_size, r.config.seq_len, r.config.vocab_size, rank,
                                world, r.data_seed) for k in range(warmup + rounds)]
                for v, r in runs.items()}
-    steps = {v: (lambda k, t=t, b=batches[v]: _step(t, *b[k])) for v, t in trainers.items()}
+    steps = {v: (lambda k, t=t, b=batches[v]: step_once(t, k, b[k])) for v, t in trainers.items()}
     return trace.interleaved(steps, rounds, warmup, group=group)["times"]
 
 

@@ -114,11 +114,13 @@ class FullyShard(nn.Module):
     def _gather(self, u: _Unit, why: str) -> list[torch.Tensor]:
         dtype = self.dtype or u.shards[0].dtype
         full = torch.empty(self.dp * u.layout.block, dtype=dtype, device=u.shards[0].device)
-        if self.probe is not None:
-            self.probe.allocated("gathered", full)
         comm.all_gather(full, u.layout.own([s.detach() for s in u.shards], dtype), self.group,
                         label=f"{u.label or 'root'} params ({why})")
-        return u.layout.unpack(full)
+        params = u.layout.unpack(full)  # each its own tensor: freed one by one
+        if self.probe is not None:
+            for t in params:
+                self.probe.allocated("gathered", t)
+        return params
 
     def _before(self, u: _Unit, args, kwargs):
         gathered = _Gathered(self, u)
@@ -153,7 +155,7 @@ class FullyShard(nn.Module):
 
     def _freed(self, u: _Unit, gathered) -> None:
         if self.probe is not None:
-            self.probe.freed("gathered", self.dp * u.layout.block * gathered.itemsize)
+            self.probe.freed("gathered", sum(u.layout.numels) * gathered.itemsize)
 
     # --- backward: the unit's gradients, reduce-scattered into the shards -----------
     def _gradients_in(self, u: _Unit, gathered, grads) -> None:

@@ -80,7 +80,6 @@ class ZeroRecipe(Recipe):
         super().__init__(run, group)
         self.probe, self.tracer = probe or MemoryProbe(), tracer or Tracer()
         self.gpt = GPT(run.config, run.seed).to(comm.device(group))
-        self.tracer.attach(units(self.gpt))
         loss_fn = self.gpt.loss_fn
 
         def timed_loss(logits, targets):
@@ -88,6 +87,7 @@ class ZeroRecipe(Recipe):
                 return loss_fn(logits, targets)
         self.gpt.loss_fn = timed_loss
         self.model, self.optimizer = apply_zero(self.gpt, run, group, self.probe)
+        self.tracer.attach(units(self.gpt))  # after the part's hooks: a unit's gather comes first
 
     def zero_grad(self) -> None:
         self.probe.reset()

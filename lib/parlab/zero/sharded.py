@@ -105,11 +105,14 @@ class ShardedOptimizer(torch.optim.Optimizer):
         self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
         self.divide_by = self.dp if divide_by is None else check_int("divide_by", divide_by)
         self.find_unused_parameters, self.probe = find_unused_parameters, probe
+        params = list(params)
         named = named_trainable(params)
         if not named:
             raise ValueError("params holds no trainable parameter")
         super().__init__([p for _, p in named], {})
-        self._broadcast([p for _, p in named])
+        # every replica starts from the first rank's weights -- the frozen ones too
+        self._broadcast({id(t): t for t in (x[1] if isinstance(x, tuple) else x
+                                            for x in params)}.values())
         rev = named[::-1]  # backward produces the last layers' gradients first
         self.buckets = [_Bucket([rev[i] for i in idx], self.dp, self.rank) for idx in
                         assign_buckets([p.numel() * p.element_size() for _, p in rev],
@@ -207,7 +210,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
             left = self.buckets
         else:
             missing = [n for b in left for i, n in enumerate(b.names)
-                       if i not in b.ready | b.held]
+                       if i not in b.ready | b.held][::-1]  # (buckets run backwards)
             if missing:  # a bucket never filled: it would hang the others
                 raise_without_gradient(missing)
         for b in left:
