@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .validate import check_bool, check_choice, check_float, check_int
 
 
-@dataclass
+@dataclass(repr=False)
 class GPTConfig:
     vocab_size: int = 64
     seq_len: int = 64        # maximum context length (size of the position table)
@@ -76,6 +76,14 @@ class GPTConfig:
                                     for i in self.moe_layers)
             if len(set(self.moe_layers)) != len(self.moe_layers):
                 raise ValueError(f"moe_layers={self.moe_layers} lists a block twice")
+
+    def __repr__(self) -> str:
+        """The shape, and only the fields that differ from their defaults."""
+        shape = ("vocab_size", "seq_len", "d_model", "n_heads", "n_layers")
+        derived = {"d_ff": 4 * self.d_model, "n_kv_heads": self.n_heads}
+        rest = [f for f in self.__dataclass_fields__ if f not in shape
+                and getattr(self, f) != derived.get(f, self.__dataclass_fields__[f].default)]
+        return "GPTConfig(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in (*shape, *rest)) + ")"
 
     def is_moe_layer(self, i: int) -> bool:
         """Whether block ``i`` has a MoE layer instead of the MLP."""

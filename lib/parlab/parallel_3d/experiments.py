@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 from .. import cost, hardware, planner
 from ..mesh import Mesh
-from ..model import GPT, GPTConfig, max_differences, reference_train
+from ..model import GPT, GPTConfig, llama_config, max_differences, reference_train
 from .runner import Run3D, run
 
 SMALL = GPTConfig(vocab_size=64, seq_len=16, d_model=64, n_heads=8, n_layers=8)
@@ -73,6 +73,31 @@ def reference_check(layouts=((2, 2, 2),), config: GPTConfig = SMALL, steps: int 
                       micro_batches=micro_batches, **kw), dp * pp * tp)
         rows.append(dict(dp=dp, pp=pp, tp=tp, **max_differences(r, ref),
                          coords=[x["coords"] for x in r.ranks]))
+    return rows
+
+
+# Today's layouts, composed from the same parts on 8 ranks (the test matrix's smallest cases).
+TINY = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4)
+TODAY = {
+    "dp2·cp2·tp2, ZeRO-3 (Llama-style model)": (
+        llama_config(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4),
+        dict(dp=2, pp=1, cp=2, tp=2, zero_stage=3, micro_batches=2)),
+    "pp2·cp2·tp2, ZeRO-1": (TINY, dict(dp=1, pp=2, cp=2, tp=2, zero_stage=1)),
+    "dp4·tp2, experts over ep=2 (MoE with capacity), ZeRO-1": (
+        GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4, n_experts=4,
+                  top_k=2, capacity_factor=1.25),
+        dict(dp=4, pp=1, tp=2, ep=2, zero_stage=1, micro_batches=1)),
+}
+
+
+def todays_layouts(layouts: dict = TODAY, steps: int = 3, batch_size: int = 16) -> list[dict]:
+    """Each named (config, Run3D fields) trained on 8 ranks against ``reference_train``:
+    the largest |difference| of losses, last gradients and final parameters."""
+    rows = []
+    for name, (config, kw) in layouts.items():
+        r = run(Run3D(**{"config": config, "steps": steps, "batch_size": batch_size,
+                         "micro_batches": 4, **kw}), 8)
+        rows.append(dict(layout=name, **max_differences(r, reference_train(config, steps, batch_size))))
     return rows
 
 
