@@ -244,10 +244,10 @@ def test_tp_scaling_curve_inside_a_node_and_across():
     assert all(a["mfu"] > b["mfu"] for a, b in zip(intra, intra[1:]))
     assert all(a["step_s"] > b["step_s"] for a, b in zip(intra, intra[1:]))  # still faster
     t8, t16 = rows[3], rows[4]
-    assert t8["comm_fraction"] < 0.1 < t16["comm_fraction"] < 0.25
+    assert t8["comm_fraction"] < 0.1 < t16["comm_fraction"] < 0.3
     # past a node MFU falls (200 GB/s of cards below NVLink's 300, alpha doubled), but not
-    # by half: 46.9% -> ~41%, the multi-rail answer
-    assert 0.8 * t8["mfu"] < t16["mfu"] < 0.95 * t8["mfu"]
+    # by half (notebook 02: 46.9% -> 41.0% with its link presets)
+    assert 0.75 * t8["mfu"] < t16["mfu"] < 0.9 * t8["mfu"]
     assert t16["step_s"] < t8["step_s"]        # twice the GPUs: still faster
     one = cost.tp_scaling(**GPT3_STACK, tp=16, peak_flops=312e12, bandwidth=200e9, alpha=10e-6)
     assert {k: t16[k] for k in one} == one
