@@ -296,3 +296,8 @@ def test_the_plan_benchmark_runs():
     table = [line for line in out.stdout.splitlines() if line.startswith("| llama3") or
              line.startswith("| qwen3")]
     assert len(table) == 3 and "16384 H100" in out.stdout  # timings are printed, not asserted
+
+
+def test_an_unknown_argument_is_named():
+    with pytest.raises(ValueError, match="zero_stgae"):
+        estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=16, zero_stgae=1)

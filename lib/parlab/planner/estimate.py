@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from .. import cost
 from ..validate import check_int
 from .constants import CONSTANTS, Constants
-from .presets import cluster_for, resolve_gpu
+from .presets import cluster_for
 from .spec import Cluster, Layout, ModelSpec
 
 
@@ -190,8 +190,9 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     layers = math.ceil(L / pp)  # the slowest stage
     lt = _layer_time(s, b, S, dev, tp, cp, ep, sp, lay.recompute, lay.attention,
                      dtype == "fp8", lay.capacity_factor or 1.0)
-    comm_layer = (_tp_comm(model, cluster, lay, lt, b, sp) + _cp_comm(model, cluster, lay, lt, b)
-                  + _ep_comm(model, cluster, lay, b))
+    tp1, cp1 = _tp_comm(model, cluster, lay, lt, b, sp), _cp_comm(model, cluster, lay, lt, b)
+    ep1 = _ep_comm(model, cluster, lay, b)
+    comm_layer = tp1 + cp1 + ep1
     logits = cost.logits_time(b * S // cp, s.d_model, V, dev, tp)
     compute1 = layers * (lt["forward"] + lt["backward"]) + logits  # the last stage's loss too
     t_stage = compute1 + layers * comm_layer
@@ -215,16 +216,12 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
 
     comm = m * layers * comm_layer + pp_s + dp_s
     total = m * compute1 + opt + comm + bubble
-    tokens = B * S
-    ideal = model.flops_per_token() * tokens / (n_gpus * dev.peak_flops)
-    step = StepTime(m * compute1 + opt, comm, bubble, total,
-                    m * layers * _tp_comm(model, cluster, lay, lt, b, sp),
-                    m * layers * _cp_comm(model, cluster, lay, lt, b), pp_s, dp_s,
-                    m * layers * _ep_comm(model, cluster, lay, b), opt, ideal)
+    tokens, peak = B * S, dev.peak_flops
+    model_flops = model.flops_per_token() * tokens
+    step = StepTime(m * compute1 + opt, comm, bubble, total, m * layers * tp1, m * layers * cp1,
+                    pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak))
     memory = _memory(model, cluster, lay, dp, m, layers, dense, experts)
     executed = cost.hardware_flops_per_token(s, L, S, V, lay.recompute) * tokens
-    model_flops = model.flops_per_token() * tokens
-    peak = dev.peak_flops
     return Estimate(model, cluster, lay, n_gpus, dp, B, m, dtype, step, memory,
                     memory.total <= memory.capacity, executed / total / n_gpus / 1e12,
                     model_flops / total / n_gpus / 1e12, model_flops / total / n_gpus / peak,
@@ -311,6 +308,10 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
                                 **{**_SHAPE, **shape_kw}, **flags)
     elif shape_kw or flags:
         raise ValueError(f"{sorted(shape_kw) + sorted(flags)}: give them in shape=, not both")
+    unknown = sorted(set(kw) - set(Layout.__dataclass_fields__) - {"micro_batch"})
+    if unknown:
+        raise ValueError(f"{unknown}: not an argument of estimate (a Layout field, a layer "
+                         f"field {sorted(_SHAPE)} or the cluster's)")
     model = ModelSpec("model", check_int("n_layers", n_layers), check_int("seq_len", seq_len),
                       check_int("vocab_size", vocab_size), shape, tied_embeddings,
                       learned_positions)
