@@ -1,5 +1,5 @@
-"""cost.planning: Narayanan et al.'s FLOP count, the layer-time roofline, pipeline p2p,
-the DP gradient sync (exposed vs overlapped), interleaved peak activations."""
+"""cost.planning: Narayanan et al.'s FLOP count, pipeline p2p, the DP gradient sync
+(exposed vs overlapped), interleaved peak activations. (A layer's time: test_cost_step.py.)"""
 
 import math
 
@@ -23,32 +23,6 @@ def test_megatron_flops_is_the_papers_formula():
     assert cost.megatron_flops(B, s, l, h, V, "none") == pytest.approx(palm, rel=1e-12)
     sel = cost.megatron_flops(B, s, l, h, V, "selective")
     assert sel - cost.megatron_flops(B, s, l, h, V, "none") == pytest.approx(l * 4 * B * s * s * h)
-
-
-def test_layer_time_by_hand():
-    # b=1, s=4, h=8, a=2, t=1: forward matmuls 24*4*64 + 4*16*8 = 6656; x3 = 19968
-    lt = cost.layer_time(1, 4, 8, 2, 1, peak_flops=1e3, hbm_bandwidth=1e2,
-                         matmul_efficiency=0.5, traffic_factor=2.0)
-    assert lt["flops"] == 19968 and lt["matmul_s"] == pytest.approx(19968 / 500)
-    act = 4 * 1 * 8 * (34 + 5 * 2 * 4 / 8)  # Korthikanti: sbh(34 + 5as/h) = 1248 bytes
-    assert lt["memory_bytes"] == pytest.approx(2 * act) and lt["memory_s"] == pytest.approx(2 * act / 100)
-    assert lt["time_s"] == pytest.approx(lt["matmul_s"] + lt["memory_s"])
-    full = cost.layer_time(1, 4, 8, 2, 1, 1e3, 1e2, "full", matmul_efficiency=0.5, traffic_factor=2.0)
-    assert full["flops"] == 4 * 6656 and full["memory_bytes"] == pytest.approx(2 * act * 4 / 3)
-
-
-@FAST
-@given(st.integers(1, 8), st.sampled_from([512, 2048]), st.sampled_from([1, 2, 4, 8]),
-       st.sampled_from([1, 2, 4]), st.sampled_from(cost.RECOMPUTE), st.booleans())
-def test_layer_time_properties(b, s, tp, cp, recompute, sp):
-    h, a = 4096, 32
-    lt = cost.layer_time(b, s, h, a, tp, 312e12, 2e12, recompute, sp, cp=cp)
-    assert all(math.isfinite(x) and x > 0 for x in lt.values())
-    one = cost.layer_time(b, s, h, a, 1, 312e12, 2e12, recompute, sp, cp=cp)
-    assert lt["matmul_s"] == pytest.approx(one["matmul_s"] / tp)  # TP divides the matmuls
-    assert lt["time_s"] <= one["time_s"] * (1 + 1e-12)
-    twice = cost.layer_time(2 * b, s, h, a, tp, 312e12, 2e12, recompute, sp, cp=cp)
-    assert twice["time_s"] == pytest.approx(2 * lt["time_s"])  # linear in the micro-batch
 
 
 @FAST

@@ -198,3 +198,21 @@ def test_widget_dropdown_only_with_several_topics_and_bad_topic():
     assert "[cp ·" in _shown(_parts(w)[2])
     with pytest.raises(ValueError, match="topic='nope' must be one of"):
         drill_widget("nope")
+
+
+def test_tp_comm_time_across_nodes_uses_every_card():
+    from parlab import cost
+    found = 0
+    for seed in range(60):
+        q = drills.generate("tp_comm_time", seed=seed)
+        if "2 nodes" not in q.prompt:
+            continue
+        found += 1
+        m = re.search(r"b = (\d+), sequence s = (\d+), hidden h = (\d+), (\d+) heads, tp = (\d+), "
+                      r"(\d+) layers", q.prompt)
+        b, s, h, a, t, L = map(int, m.groups())
+        rails = cost.tp_scaling(L, h, a, s, b, t, 312e12, t // 2 * 25e9, 1e-6)["comm_s"] * 1e3
+        port = cost.tp_scaling(L, h, a, s, b, t, 312e12, 25e9, 1e-6)["comm_s"] * 1e3
+        assert q.answer == pytest.approx(rails) and q.answer < port / 1.5
+        assert f"{t // 2} cards" in q.explanation and "nccl#812" in q.explanation
+    assert found >= 5

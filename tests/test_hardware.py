@@ -231,3 +231,40 @@ def test_timing_note_says_quiet_or_busy(monkeypatch):
     monkeypatch.setattr(hw.os, "getloadavg", lambda: (cores * 3.0, 0.0, 0.0))
     quiet, line = hw.timing_note()
     assert not quiet and "noisy" in line and f"load average {cores * 3.0:.1f}" in line
+
+
+# ---- nodes, the 16-bit type, what NCCL achieves ------------------------------------------
+
+def test_every_preset_trains_in_a_type_it_has():
+    for spec in GPU_PRESETS.values():
+        assert hw.default_dtype(spec) in spec.peak_tflops
+    assert hw.default_dtype(GPU_PRESETS["V100-SXM2-32GB"]) == "fp16"  # Volta: no bf16
+    assert hw.default_dtype(GPU_PRESETS["T4"]) == "fp16"  # Turing: no bf16
+    assert hw.default_dtype(GPU_PRESETS["H100-SXM5-80GB"]) == "bf16"
+
+
+def test_nodes_per_generation():
+    a100, h100 = hw.node_for(GPU_PRESETS["A100-SXM4-80GB"]), hw.node_for(GPU_PRESETS["H100-SXM5-80GB"])
+    assert (a100.gpus_per_node, a100.nics_per_node, a100.inter_link) == (8, 8, "IB-HDR")
+    assert (h100.gpus_per_node, h100.nics_per_node, h100.inter_link) == (8, 8, "IB-NDR")
+    assert hw.node_for(GPU_PRESETS["H200-SXM-141GB"]) is h100
+    rack = hw.node_for(GPU_PRESETS["GB200"])
+    assert rack.nvlink_domain == 72 and rack.gpus_per_node == 4  # an NVL72 rack of 4-GPU trays
+    assert hw.node_for(GPU_PRESETS["T4"]).name == "PCIe-server"
+    for node in hw.NODE_PRESETS.values():
+        assert node.inter_link in LINK_PRESETS and node.source.strip()
+        assert node.nvlink_domain % node.gpus_per_node == 0 and node.nics_per_node >= 1
+
+
+def test_links_say_what_nccl_achieves_and_where_that_was_measured():
+    for link in LINK_PRESETS.values():
+        assert 0 < link.achieved <= 1 and link.achieved_source
+    assert LINK_PRESETS["IB-HDR"].achieved * 8 * 25 == pytest.approx(192)  # nccl#812
+    assert "nccl" in LINK_PRESETS["NVLink3"].achieved_source
+    assert LINK_PRESETS["NVLink5"].gb_per_s_per_direction == 2 * LINK_PRESETS["NVLink4"].gb_per_s_per_direction
+
+
+@pytest.mark.parametrize("device_name, preset", [("NVIDIA B200", "B200"), ("NVIDIA GB200", "GB200")])
+def test_match_blackwell(device_name, preset):
+    assert match_gpu(device_name) is GPU_PRESETS[preset]
+    assert GPU_PRESETS[preset].peak_tflops["bf16"] < GPU_PRESETS[preset].peak_tflops["fp8"]

@@ -91,7 +91,9 @@ def test_gpu_scale_crosses_the_node_boundary():
     assert [r["tp"] for r in rows] == [1, 2, 4, 8, 16, 32]
     assert [r["link_name"] for r in rows] == ["NVLink3"] * 4 + ["IB-HDR"] * 2
     assert rows[0]["comm_fraction"] == 0 and rows[0]["mfu"] == pytest.approx(0.5)
-    assert rows[4]["mfu"] < rows[3]["mfu"] / 2
+    # past a node the ring runs over the node's 8 cards (one per rail), not one port: MFU
+    # falls, but not by half
+    assert rows[3]["mfu"] / 2 < rows[4]["mfu"] < rows[3]["mfu"]
     assert [r["tp"] for r in ex.gpu_scale("13B", tps=(1, 4, 8, 16))] == [1, 4, 8]  # 40 heads
 
 

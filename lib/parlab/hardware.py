@@ -1,15 +1,13 @@
-"""What hardware is here, and vendor *peak* figures for common hardware (decimal units: 1 TFLOP/s =
-1e12 FLOP/s, 1 GB/s = 1e9 B/s). Tensor-core peaks are DENSE: where a datasheet quotes "with sparsity"
-(2:4 structured sparsity, 2x) we store half. "fp64" is the FP64 tensor-core peak where the chip has one
-(A100/H100/H200: what a double matmul uses); "fp32" is plain FP32. Preset memory is the marketed "GB";
-detected memory is GiB. Measured speeds are below these peaks (see measure_matmul_flops)."""
+"""What hardware is here (CPU, memory limit, GPUs, backends) and the load under a timing; the
+vendor *peak* figures for common GPUs and links and the nodes they come in live in
+``hardware_presets`` (pure data) and are re-exported here. Measured speeds are below those
+peaks (see measure_matmul_flops)."""
 from __future__ import annotations
 
 import functools
 import math
 import os
 import platform
-import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -17,110 +15,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-
-@dataclass(frozen=True)
-class LinkSpec:
-    name: str
-    gb_per_s_per_direction: float  # GB/s one way per GPU/port: what a ring all-reduce can use
-    gb_per_s_total: float  # as marketed: both directions added together
-    latency_us: float  # OUR rough typical order of magnitude for a small message: not from source
-    source: str
-
-
-@dataclass(frozen=True)
-class GPUSpec:
-    name: str
-    memory_gb: float
-    hbm_gb_per_s: float  # memory bandwidth (HBM or GDDR), GB/s
-    peak_tflops: dict  # dtype ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8") -> dense TFLOP/s
-    link: str  # key of LINK_PRESETS: the GPU-to-GPU link inside one node
-    source: str
-
-
-_NVLINK = "NVIDIA NVLink & NVSwitch page, https://www.nvidia.com/en-us/data-center/nvlink/"
-_PCIE = "PCI-SIG specifications (GT/s per lane, 128b/130b encoding), https://pcisig.com/specifications"
-_IB = "InfiniBand Trade Association roadmap, https://www.infinibandta.org/infiniband-roadmap/"
-_ETH = "IEEE 802.3 Ethernet standards (802.3ae 10G, 802.3by 25G, 802.3ba 100G), https://www.ieee802.org/3/"
-LINK_PRESETS = {l.name: l for l in [
-    LinkSpec("NVLink2", 150.0, 300.0, 1.0, _NVLINK),  # V100: 6 links x 25 GB/s per direction
-    LinkSpec("NVLink3", 300.0, 600.0, 1.0, _NVLINK),  # A100: 12 links x 25 GB/s per direction
-    LinkSpec("NVLink4", 450.0, 900.0, 1.0, _NVLINK),  # H100/H200: 18 links x 25 GB/s per direction
-    # PCIe x16: 8/16/32 GT/s x 16 lanes x 128/130 / 8 bits; "total" is NVIDIA's rounded 32/64/128 GB/s
-    LinkSpec("PCIe3-x16", 15.75, 32.0, 2.0, _PCIE),
-    LinkSpec("PCIe4-x16", 31.5, 64.0, 2.0, _PCIE),
-    LinkSpec("PCIe5-x16", 63.0, 128.0, 2.0, _PCIE),
-    # Networks are quoted in Gb/s (bits): 100 Gb/s = 12.5 GB/s (bytes) per direction.
-    LinkSpec("IB-EDR", 12.5, 25.0, 1.0, _IB),  # 100 Gb/s 4x port, RDMA
-    LinkSpec("IB-HDR", 25.0, 50.0, 1.0, _IB),  # 200 Gb/s
-    LinkSpec("IB-NDR", 50.0, 100.0, 1.0, _IB),  # 400 Gb/s
-    LinkSpec("10GbE", 1.25, 2.5, 20.0, _ETH),  # 10 Gb/s; latency: kernel TCP stack dominates
-    LinkSpec("25GbE", 3.125, 6.25, 20.0, _ETH),  # 25 Gb/s
-    LinkSpec("100GbE", 12.5, 25.0, 20.0, _ETH),  # 100 Gb/s
-]}
-
-_V100 = "NVIDIA V100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/v100/"
-_A100 = "NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/a100/"
-_A100WP = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper, https://images.nvidia.com/aem-dam/"
-           "en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf")
-_H100 = "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/"
-_H200 = "NVIDIA H200 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h200/"
-_L4 = "NVIDIA L4 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/l4/"
-_T4 = "NVIDIA T4 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/tesla-t4/"
-_A10 = "NVIDIA A10 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/products/a10-gpu/"
-
-# A100 (all variants, same peaks): fp64 TC 19.5, fp32 19.5, tf32 156 (312 sparse), bf16/fp16 312 (624 sparse)
-_A100_PEAK = {"fp64": 19.5, "fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}
-# H100 SXM = H200: fp64 TC 67, fp32 67; tf32 989, bf16/fp16 1979, fp8 3958 are *sparse*: halved here
-_H100_SXM_PEAK = {"fp64": 67.0, "fp32": 67.0, "tf32": 494.5, "fp16": 989.5, "bf16": 989.5, "fp8": 1979.0}
-
-GPU_PRESETS = {g.name: g for g in [
-    # V100: 32 GB HBM2 900 GB/s; fp64 7.8, fp32 15.7, tensor fp16 125 (Volta has no sparsity, no bf16/tf32)
-    GPUSpec("V100-SXM2-32GB", 32, 900, {"fp64": 7.8, "fp32": 15.7, "fp16": 125.0}, "NVLink2", _V100),
-    GPUSpec("A100-SXM4-40GB", 40, 1555, dict(_A100_PEAK), "NVLink3", _A100WP),  # HBM2 1555 GB/s (whitepaper)
-    GPUSpec("A100-SXM4-80GB", 80, 2039, dict(_A100_PEAK), "NVLink3", _A100),  # HBM2e 2039 GB/s
-    GPUSpec("A100-PCIe-80GB", 80, 1935, dict(_A100_PEAK), "PCIe4-x16", _A100),  # HBM2e 1935 GB/s
-    GPUSpec("H100-SXM5-80GB", 80, 3350, dict(_H100_SXM_PEAK), "NVLink4", _H100),  # HBM3 3.35 TB/s
-    # H100 PCIe: 2 TB/s; fp64 TC 51, fp32 51; tf32 756, bf16/fp16 1513, fp8 3026 sparse -> halved
-    GPUSpec("H100-PCIe-80GB", 80, 2000, {"fp64": 51.0, "fp32": 51.0, "tf32": 378.0, "fp16": 756.5,
-                                         "bf16": 756.5, "fp8": 1513.0}, "PCIe5-x16", _H100),
-    GPUSpec("H200-SXM-141GB", 141, 4800, dict(_H100_SXM_PEAK), "NVLink4", _H200),  # HBM3e 4.8 TB/s
-    # L4: 24 GB GDDR6 300 GB/s; fp32 30.3; tf32 120, bf16/fp16 242, fp8 485 sparse -> halved
-    GPUSpec("L4", 24, 300, {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "fp8": 242.5},
-            "PCIe4-x16", _L4),
-    # T4: 16 GB GDDR6 320 GB/s; fp32 8.1, fp16 tensor 65 (Turing: no sparsity, no bf16/tf32)
-    GPUSpec("T4", 16, 320, {"fp32": 8.1, "fp16": 65.0}, "PCIe3-x16", _T4),
-    # A10: 24 GB GDDR6 600 GB/s; fp32 31.2; tf32 62.5 (125 sparse), bf16/fp16 125 (250 sparse)
-    GPUSpec("A10", 24, 600, {"fp32": 31.2, "tf32": 62.5, "fp16": 125.0, "bf16": 125.0}, "PCIe4-x16", _A10),
-]}
-
-
-def match_gpu(name: str) -> GPUSpec | None:
-    """Map a torch.cuda.get_device_name() string (or a preset key) to a preset; None if unknown."""
-    t = set(re.split(r"[\s\-_/]+", str(name).upper()))  # whole tokens: "A100" never matches "A10"
-    mem = "80GB" if "80GB" in t else "40GB" if "40GB" in t else None
-    if "H200" in t:
-        key = None if "NVL" in t else "H200-SXM-141GB"  # H200 NVL is a different (PCIe) card
-    elif "H100" in t:  # the SXM part reports itself as "NVIDIA H100 80GB HBM3"
-        key = "H100-PCIe-80GB" if "PCIE" in t else "H100-SXM5-80GB" if t & {"SXM", "SXM5", "HBM3"} else None
-    elif "A100" in t and "PCIE" in t:
-        key = "A100-PCIe-80GB" if mem == "80GB" else None  # no preset for the 40GB PCIe card
-    elif "A100" in t and mem:
-        key = f"A100-SXM4-{mem}"
-    elif {"V100", "SXM2", "32GB"} <= t:
-        key = "V100-SXM2-32GB"
-    else:
-        key = next((k for k in ("L4", "T4", "A10") if k in t), None)
-    return GPU_PRESETS.get(key)
-
-
-def peak_flops(spec_or_name, dtype: str = "bf16") -> float:
-    """Vendor peak (dense) in FLOP/s -- not TFLOP/s -- for a GPUSpec, preset key or device name."""
-    spec = spec_or_name if isinstance(spec_or_name, GPUSpec) else match_gpu(spec_or_name)
-    if spec is None:
-        raise ValueError(f"unknown GPU {spec_or_name!r}; known: {sorted(GPU_PRESETS)}")
-    if dtype not in spec.peak_tflops:
-        raise ValueError(f"{spec.name} has no {dtype!r} peak; it has {sorted(spec.peak_tflops)}")
-    return spec.peak_tflops[dtype] * 1e12
+from .hardware_presets import (DEFAULT_NODE, GPU_PRESETS, LINK_PRESETS, NODE_PRESETS,  # noqa: F401
+                               GPUSpec, LinkSpec, NodeSpec, default_dtype, match_gpu, node_for,
+                               peak_flops)
 
 
 @dataclass

@@ -26,11 +26,22 @@ ValueError naming the argument (each module's docstring states its domains).
                  causal_work_per_rank (contiguous vs zigzag), attention_memory_per_rank
   expert_parallel  expert_capacity (Switch, Fedus et al.; GShard, Lepikhin et al.),
                  moe_all_to_all_bytes (dispatch + combine), moe_flops_per_token,
-                 moe_params (total vs active; Mixtral, Jiang et al.)
-  planning      megatron_flops (Narayanan et al.'s FLOP count), layer_time (matmuls at a
-                 share of peak + memory-bound traffic), pipeline_p2p_time, dp_grad_sync
-                 (exposed vs overlapped), interleaved_peak_activations, data_parallel_degree
-                 -- for parlab.planner
+                 moe_params (total vs active; Mixtral, Jiang et al.), moe_remote_copies
+                 (tokens leaving a node: all-to-all vs a deduplicating dispatcher)
+  kernels       one GPU's kernels: gemm_quantization, gemm_time (tiles, waves, roofline),
+                 ELEMENTWISE bytes per operator, attention_flops, attention_time (fused or
+                 materialized)
+  transformer   LayerShape (GPT or Llama-style, GQA, SwiGLU, MoE), layer_params,
+                 embedding_params, layer_gemms, layer_elementwise, activation_bytes,
+                 model_flops_per_token (Megatron-LM / PaLM), hardware_flops_per_token,
+                 logits_gemm
+  network       members_per_domain, group_bandwidth, group_collective_time: a group's
+                 traffic over NVLink or the node's network cards (rails; all-to-all);
+                 moe_dispatch_time
+  step          Device, layer_time, logits_time, optimizer_time: a GPU's computation
+  planning      megatron_flops (Narayanan et al.'s FLOP count), pipeline_p2p_time,
+                 dp_grad_sync (exposed vs overlapped), interleaved_peak_activations,
+                 data_parallel_degree -- for parlab.planner
 """
 
 from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
@@ -48,9 +59,17 @@ from .tensor_parallel import tp_comm_per_layer, tp_scaling, tp_scaling_curve
 from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank,
                                causal_work_per_rank, cp_comm_per_layer)
 from .expert_parallel import (expert_capacity, moe_all_to_all_bytes, moe_flops_per_token,
-                              moe_params)
+                              moe_params, moe_remote_copies)
+from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, attention_flops, attention_time,
+                      elementwise_bytes, gemm_quantization, gemm_time)
+from .transformer import (MLPS, LayerShape, activation_bytes, embedding_params,
+                          hardware_flops_per_token, layer_elementwise, layer_gemms, layer_params,
+                          logits_gemm, model_flops_per_token)
+from .network import (group_bandwidth, group_collective_time, members_per_domain,
+                      moe_dispatch_time)
+from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
-                       layer_time, megatron_flops, pipeline_p2p_time)
+                       megatron_flops, pipeline_p2p_time)
 
 __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
@@ -67,6 +86,14 @@ __all__ = [
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",
     "expert_capacity", "moe_all_to_all_bytes", "moe_flops_per_token", "moe_params",
-    "megatron_flops", "layer_time", "pipeline_p2p_time", "dp_grad_sync",
+    "moe_remote_copies",
+    "GEMM_TILES", "ELEMENTWISE", "ATTENTION", "gemm_quantization", "gemm_time",
+    "elementwise_bytes", "attention_flops", "attention_time",
+    "MLPS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
+    "layer_elementwise", "activation_bytes", "model_flops_per_token",
+    "hardware_flops_per_token", "logits_gemm",
+    "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",
+    "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",
+    "megatron_flops", "pipeline_p2p_time", "dp_grad_sync",
     "interleaved_peak_activations", "data_parallel_degree",
 ]

@@ -111,3 +111,26 @@ def moe_params(n_layers: int, d_model: int, d_ff: int, n_experts: int, top_k: in
     return {"total": shared + L * n_experts * expert, "active": shared + L * top_k * expert,
             "experts": L * n_experts * expert, "attention": L * attention,
             "router": L * router, "embeddings": embeddings}
+
+
+def moe_remote_copies(n_experts: int, top_k: int, ep: int, members_per_domain: int,
+                      dedup: bool = False) -> float:
+    """Copies of one token's hidden state that leave its NVLink domain in a MoE dispatch,
+    with the E experts spread evenly over ``ep`` ranks, ``members_per_domain`` of them per
+    domain, and routing uniform over the experts.
+
+    Plain all-to-all sends every one of the top_k assignments to its expert's rank: top_k x
+    (ep - m) / ep of them leave the domain. A deduplicating dispatcher (DeepEP, DeepSeek-AI
+    2024, "DeepSeek-V3 Technical Report" §3.2.2: each token goes to a node once and is
+    forwarded over NVLink there) sends one copy per other domain holding any of its
+    experts: (D - 1) x (1 - C(E - E/D, k) / C(E, k)) for D = ep / m domains."""
+    E, k = check_int("n_experts", n_experts), _check_k(top_k, n_experts)
+    ep, m = check_int("ep", ep), check_int("members_per_domain", members_per_domain)
+    if E % ep or ep % m:
+        raise ValueError(f"ep={ep} must divide n_experts={E} and be a multiple of "
+                         f"members_per_domain={m}")
+    domains = ep // m
+    if not check_bool("dedup", dedup):
+        return k * (ep - m) / ep
+    none_here = math.comb(E - E // domains, k) / math.comb(E, k)
+    return (domains - 1) * (1 - none_here)

@@ -1,15 +1,14 @@
 """Planning: the pieces of a 3D-parallel step time that the other modules do not have --
-FLOPs as Megatron counts them, one layer's time on a GPU (matmuls at a fraction of peak
-plus memory-bound traffic), the pipeline's point-to-point time, the data-parallel
+FLOPs as Narayanan et al. count them, the pipeline's point-to-point time, the data-parallel
 gradient synchronisation (exposed or hidden behind backward), and the activations an
 interleaved pipeline's first stage holds. ``parlab.planner`` composes them with
-``bubble_ratio``, ``tp_comm_per_layer``, ``collective_time``, ``zero_memory`` and
-``activation_memory``.
+``step.layer_time`` (a layer on one GPU), ``bubble_ratio``, ``tp_comm_per_layer``,
+``network.group_collective_time``, ``zero_memory`` and ``transformer.activation_bytes``.
 
 Domains: shapes, degrees and counts integers >= 1; ``recompute`` one of RECOMPUTE;
 ``peak_flops``, ``hbm_bandwidth``, ``bandwidth`` and ``bytes_per_value`` finite and > 0;
-``alpha``, ``grad_bytes``, ``traffic_factor`` and times finite and >= 0;
-``matmul_efficiency`` in (0, 1]; ``n_params`` a whole number >= 0; flags True/False.
+``alpha``, ``grad_bytes`` and times finite and >= 0; ``n_params`` a whole number >= 0;
+flags True/False.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from __future__ import annotations
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
 from .collectives import collective_steps
 from .data_parallel import dp_step_time
-from .memory import RECOMPUTE, _check_stage, activation_memory, zero_comm_volume
+from .memory import RECOMPUTE, _check_stage, zero_comm_volume
 
 # forward passes' worth of layer matmuls per training step: forward 1 + backward 2,
 # plus the forward again under full recomputation (Narayanan et al. 2021, Appendix)
@@ -51,58 +50,6 @@ def megatron_flops(batch: int, seq_len: int, n_layers: int, d_model: int, vocab_
     if recompute == "selective":
         total += l * 4 * B * s * s * h
     return float(total)
-
-
-def layer_time(micro_batch: int, seq_len: int, d_model: int, n_heads: int, tp: int,
-               peak_flops: float, hbm_bandwidth: float, recompute: str = "none",
-               sequence_parallel: bool = False, matmul_efficiency: float = 0.65,
-               traffic_factor: float = 7.0, cp: int = 1) -> dict:
-    """Seconds one GPU spends on one transformer layer's forward + backward for one
-    micro-batch, communication excluded: a roofline-style sum of two parts.
-
-    matmul_s = matmul FLOPs / (peak_flops x matmul_efficiency): the layer's forward
-    (24 b s h^2 + 4 b s^2 h) times 3 (4 with full recomputation; selective adds the
-    attention core's 4 b s^2 h), split over the tp x cp GPUs of the group (each holds
-    1/tp of the weights and 1/cp of the sequence).
-
-    memory_s = traffic_factor x activation bytes / hbm_bandwidth: LayerNorm, softmax,
-    GeLU, dropout and the residual adds do a few FLOPs per byte, so they run at memory
-    speed. Their traffic is taken proportional to the activations the layer keeps
-    (``activation_memory`` at recompute "none": Korthikanti et al.'s s b h (34 + 5 a s/h),
-    divided by t where TP / SP divide it), scaled by passes / 3 when recomputation reruns
-    the forward. This is why small-h models reach a lower share of peak: matmul FLOPs
-    grow like h^2 per token, these bytes like h (and a s).
-
-    ``matmul_efficiency`` and ``traffic_factor`` are properties of the kernels, not of
-    the model; ``parlab.planner`` uses one value of each for every configuration (it
-    states them and how they were chosen). Returns {"flops", "matmul_s", "memory_s",
-    "memory_bytes", "time_s"}.
-    """
-    b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
-    h, a = check_int("d_model", d_model), check_int("n_heads", n_heads)
-    t, cp = check_int("tp", tp), check_int("cp", cp)
-    peak_flops = check_float("peak_flops", peak_flops, 0.0)
-    hbm_bandwidth = check_float("hbm_bandwidth", hbm_bandwidth, 0.0)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
-    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
-    matmul_efficiency = check_float("matmul_efficiency", matmul_efficiency, 0.0, high=1.0)
-    traffic_factor = check_float("traffic_factor", traffic_factor, 0.0, strict=False)
-    if a % t:
-        raise ValueError(f"tp={t} must divide n_heads={a}")
-    if s % cp:
-        raise ValueError(f"cp={cp} must divide seq_len={s}")
-    s_local = s // cp
-    fwd = 24 * b * s_local * h * h + 4 * b * s_local * s * h
-    flops = _PASSES[recompute] * fwd + (4 * b * s_local * s * h if recompute == "selective" else 0)
-    flops /= t
-    act = activation_memory(s_local, b, h, a, 1, "none", t, sequence_parallel)
-    if cp > 1:  # the scores are s_local x s, not s_local x s_local
-        act += 5 * a * s_local * (s - s_local) * b / t
-    traffic = traffic_factor * act * _PASSES[recompute] / 3
-    matmul_s = flops / (peak_flops * matmul_efficiency)
-    memory_s = traffic / hbm_bandwidth
-    return {"flops": float(flops), "matmul_s": matmul_s, "memory_s": memory_s,
-            "memory_bytes": traffic, "time_s": matmul_s + memory_s}
 
 
 def pipeline_p2p_time(micro_batch: int, seq_len: int, d_model: int, p: int, m: int,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from ..validate import check_bool, check_float, check_int
 from .collectives import collective_bytes, collective_time
 from .compute import flops_per_token, transformer_params
+from .network import group_bandwidth
 
 # per layer, per training step (forward + backward), t > 1
 _TP = ({"all_reduce": 2},                      # g after attn.proj and after mlp.fc2
@@ -133,14 +134,22 @@ def tp_scaling_curve(n_layers: int, d_model: int, n_heads: int, seq_len: int,
                      micro_batch: int, tps, gpus_per_node: int, intra_bandwidth: float,
                      intra_alpha: float, inter_bandwidth: float, inter_alpha: float,
                      peak_flops: float, efficiency: float = 0.5,
-                     sequence_parallel: bool = False, bytes_per_value: float = 2) -> list[dict]:
+                     sequence_parallel: bool = False, bytes_per_value: float = 2,
+                     nics_per_node: int | None = None) -> list[dict]:
     """``tp_scaling`` for each degree in ``tps``: one row per tp, in the given order, with
     "tp", "link" ("intra" while tp <= gpus_per_node: the group fits in one node and
     its ring runs over ``intra_bandwidth`` / ``intra_alpha``, e.g. NVLink; "inter"
-    beyond, where the ring's slowest hops cross nodes over ``inter_bandwidth`` /
-    ``inter_alpha``, e.g. InfiniBand), "bandwidth", "alpha" and tp_scaling's keys.
-    Megatron keeps TP inside a node for this reason (Narayanan et al. 2021, §3.2,
-    Takeaway #1; Korthikanti et al. §1).
+    beyond, where the ring crosses nodes), "bandwidth", "alpha" and tp_scaling's keys.
+
+    Across nodes the ring is not limited to one port: NCCL runs one ring per network
+    card ("rail") of the node, so the gpus_per_node members of a node drive all
+    ``nics_per_node`` cards (default: one per GPU, a DGX's layout) and the bus bandwidth
+    is ``network.group_bandwidth``: min(intra, nics_per_node x inter_bandwidth) -- 8 HDR
+    cards measured 192 GB/s on DGX A100 (nccl#812) -- at ``inter_alpha`` per step.
+    ``nics_per_node=1`` gives the single 25 GB/s port of a node with one card. Megatron
+    still keeps TP inside a node (Narayanan et al. 2021, §3.2, Takeaway #1), and t = 8 is
+    its fastest (§5.4.1, Fig. 13): past a node the ring's hops are slower than NVLink and
+    every all-reduce of every layer pays them.
     """
     try:
         degrees = list(tps)
@@ -157,14 +166,18 @@ def tp_scaling_curve(n_layers: int, d_model: int, n_heads: int, seq_len: int,
         if a % t:
             raise ValueError(f"tps={tps!r}: tp={t} must divide n_heads={a}")
     gpus_per_node = check_int("gpus_per_node", gpus_per_node)
-    links = {"intra": (check_float("intra_bandwidth", intra_bandwidth, 0.0),
-                       check_float("intra_alpha", intra_alpha, 0.0, strict=False)),
+    nics = gpus_per_node if nics_per_node is None else check_int("nics_per_node", nics_per_node)
+    intra = check_float("intra_bandwidth", intra_bandwidth, 0.0)
+    links = {"intra": (intra, check_float("intra_alpha", intra_alpha, 0.0, strict=False)),
              "inter": (check_float("inter_bandwidth", inter_bandwidth, 0.0),
                        check_float("inter_alpha", inter_alpha, 0.0, strict=False))}
     rows = []
     for t in degrees:
         link = "intra" if t <= gpus_per_node else "inter"
         bw, lat = links[link]
+        if link == "inter":
+            bw = group_bandwidth("all_reduce", t, 1, gpus_per_node, intra, bw,
+                                 nics / gpus_per_node)
         row = {"tp": int(t), "link": link, "bandwidth": bw, "alpha": lat}
         row.update(tp_scaling(n_layers, d_model, a, seq_len, micro_batch, t, peak_flops, bw,
                               lat, efficiency, sequence_parallel, bytes_per_value))

@@ -10,7 +10,7 @@ from .core import Ask, fmt, template
 S01_6 = ("01", 6, "ZeRO: stop replicating the model states")
 S02_6 = ("02", 6, "Activation memory, measured")
 S02_7 = ("02", 7, "Speed: what these CPU ranks can show, and what a GPU node would")
-S06_4 = ("06", 4, "At GPU scale: the planner vs Narayanan et al.'s Table 1")
+S06_4 = ("06", 4, "At GPU scale: the planner against published runs")
 
 GPUS = ("A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB")
 

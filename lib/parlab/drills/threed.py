@@ -9,7 +9,7 @@ from .core import Ask, fmt, template
 
 S1 = ("06", 1, "The mesh")
 S3 = ("06", 3, "Prediction vs measurement: every layout of 8 ranks")
-S4 = ("06", 4, "At GPU scale: the planner vs Narayanan et al.'s Table 1")
+S4 = ("06", 4, "At GPU scale: the planner against published runs")
 BUBBLE = ("03", 4, "The bubble, predicted and measured")
 
 N_PARAMS = (7, 13, 70, 175)  # billions: round, so n / (tp pp) stays whole

@@ -19,8 +19,11 @@ def shape(rng):
     p = cost.MODEL_PRESETS[rng.choice(("1.3B", "7B", "13B", "70B"))]
     b, s = rng.choice((1, 2, 4)), rng.choice((2048, 4096, 8192))
     t = rng.choice([t for t in (2, 4, 8) if p.n_heads % t == 0])
-    return b, s, p.d_model, p.n_heads, t, (f"micro-batch b = {b}, sequence s = {s}, hidden "
-                                           f"h = {p.d_model}, {p.n_heads} heads, tp = {t}")
+    return b, s, p.d_model, p.n_heads, t, _said(b, s, p.d_model, p.n_heads, t)
+
+
+def _said(b, s, h, a, t) -> str:
+    return f"micro-batch b = {b}, sequence s = {s}, hidden h = {h}, {a} heads, tp = {t}"
 
 
 @template("tp_collectives_per_layer", "tp_sp", S4)
@@ -112,16 +115,30 @@ def activation_memory_tp(rng):
 def tp_comm_time(rng):
     b, s, h, a, t, said = shape(rng)
     L = rng.choice((24, 32, 40))
-    name = rng.choice(("NVLink3", "NVLink4", "IB-HDR"))
-    spec = LINK_PRESETS[name]
-    bw, alpha = spec.gb_per_s_per_direction * 1e9, spec.latency_us * 1e-6
+    where = rng.choice(("NVLink3", "NVLink4", "2 nodes"))
+    if where == "2 nodes":  # t/2 GPUs on each of two DGX A100s, one HDR card per GPU
+        t = max(t, 4)  # 4 divides every preset's heads
+        nv, card = LINK_PRESETS["NVLink3"], LINK_PRESETS["IB-HDR"]
+        bw = cost.group_bandwidth("all_reduce", t, 1, t // 2, nv.gb_per_s_per_direction * 1e9,
+                                  card.gb_per_s_per_direction * 1e9)
+        alpha, said = card.latency_us * 1e-6, _said(b, s, h, a, t)
+        link = (f"a TP group split over 2 nodes, {t // 2} GPUs on each, every GPU with its own "
+                f"200 Gb/s HDR card ({fmt(card.gb_per_s_per_direction)} GB/s; α = "
+                f"{fmt(card.latency_us)} µs)")
+        why = (f"NCCL runs one ring per card, so the {t // 2} GPUs of a node drive {t // 2} "
+               f"cards at once: bus bandwidth {t // 2} × {fmt(card.gb_per_s_per_direction)} = "
+               f"{fmt(bw / 1e9)} GB/s (cost.group_bandwidth; a DGX A100's 8 cards measure "
+               f"192 GB/s, nccl#812), not one port's {fmt(card.gb_per_s_per_direction)}.")
+    else:
+        spec = LINK_PRESETS[where]
+        bw, alpha = spec.gb_per_s_per_direction * 1e9, spec.latency_us * 1e-6
+        link = (f"{where} (α = {fmt(spec.latency_us)} µs, B = "
+                f"{fmt(spec.gb_per_s_per_direction)} GB/s per direction)")
+        why = "Inside a node every GPU has its own NVLink bandwidth through the NVSwitch."
     r = cost.tp_scaling(L, h, a, s, b, t, 312e12, bw, alpha)
     ms = r["comm_s"] * 1e3
-    return Ask(f"Tensor parallelism without SP over {name} (α = {fmt(spec.latency_us)} µs, "
-               f"B = {fmt(spec.gb_per_s_per_direction)} GB/s per direction), bf16, {said}, "
-               f"{L} layers. In the α-β model with ring all-reduces, how many ms of "
-               f"communication does one micro-batch's forward + backward take (not "
-               f"overlapped)?", ms, "ms",
+    return Ask(f"Tensor parallelism without SP over {link}, bf16, {said}, {L} layers. In the "
+               f"α-β model with ring all-reduces, how many ms of communication does one "
+               f"micro-batch's forward + backward take (not overlapped)?", ms, "ms",
                f"Per layer 4 all-reduces of b·s·h·2 B, each 2(t-1)·α + 2(t-1)/t·M/B; times "
-               f"{L} layers = {fmt(ms)} ms (cost.tp_scaling's comm_s). Across nodes (IB) this "
-               f"is ~10-20x NVLink's: why TP stays inside a node.")
+               f"{L} layers = {fmt(ms)} ms (cost.tp_scaling's comm_s). {why}")

@@ -247,28 +247,36 @@ def emulated_sweep(layouts=None, probe: dict | None = None, config: GPTConfig = 
                 load=hardware.load())
 
 
-# --- 5. GPU scale: Table 1, plans ----------------------------------------------------------
+# --- 5. GPU scale: the planner against published runs, plans --------------------------------
 
 def table1() -> list[dict]:
     """``planner.narayanan_table1()``: Narayanan et al. 2021's Table 1, paper vs predicted."""
     return planner.narayanan_table1()
 
 
+def validation_rows() -> list[dict]:
+    """Every published run (``planner.RUNS``) as plain numbers: name, group, metric,
+    published, predicted, error, in_sample, known_miss (its reason or "")."""
+    return [{k: r[k] for k in ("name", "group", "metric", "published", "predicted", "error",
+                               "in_sample", "known_miss")} for r in planner.validate()]
+
+
 CLUSTER_GPUS = {"A100-80GB": "A100-SXM4-80GB", "H100-80GB": "H100-SXM5-80GB",
                 "A100-40GB": "A100-SXM4-40GB", "H200-141GB": "H200-SXM-141GB",
-                "V100-32GB": "V100-SXM2-32GB"}
-INTERCONNECTS = ("IB-HDR", "IB-NDR", "IB-EDR", "100GbE", "25GbE")
+                "V100-32GB": "V100-SXM2-32GB", "B200": "B200", "GB200": "GB200"}
+INTERCONNECTS = ("IB-HDR", "IB-NDR", "RoCE-400", "IB-EDR", "100GbE", "25GbE")
 
 
 def plan_view(model: str = "13B", gpu: str = "A100-80GB", gpus_per_node: int = 8,
               nodes: int = 2, interconnect: str = "IB-HDR", global_batch: int | None = None,
-              seq_len: int | None = None, top: int = 8) -> dict:
+              seq_len: int | None = None, top: int = 8, nics_per_node: int | None = None) -> dict:
     """What the widget shows: ``planner.plan`` for the cluster, as plain rows -- ranked
-    candidates (label, step time and its parts, memory parts, reasons), infeasible layouts
-    with why, and the best one's mesh layout; or ``error``."""
+    candidates (label, step time and its parts over the ideal, memory parts, error band,
+    reasons), infeasible layouts with why, and the best one's mesh layout; or ``error``."""
     try:
         p = planner.plan(model, gpus_per_node * nodes, gpu, global_batch, seq_len=seq_len,
-                         gpus_per_node=gpus_per_node, inter_link=interconnect)
+                         gpus_per_node=gpus_per_node, inter_link=interconnect,
+                         nics_per_node=nics_per_node)
     except ValueError as e:
         return dict(error=str(e))
     rows = [candidate_row(c) for c in p.ranked[:top]]
@@ -281,53 +289,74 @@ def plan_view(model: str = "13B", gpu: str = "A100-80GB", gpus_per_node: int = 8
 
 
 def candidate_row(c) -> dict:
-    """One ``planner.Candidate`` as plain numbers."""
+    """One ``planner.Candidate`` as plain numbers (seconds; ``ideal``: the model FLOPs at
+    peak, so total / ideal - 1 is the overhead the parts add)."""
     e, t, mem = c.estimate, c.estimate.step_time, c.estimate.memory_per_gpu
-    return dict(label=c.label, dp=c.dp, tp=c.tp, pp=c.pp, v=c.v, micro_batch=c.micro_batch,
-                zero_stage=c.zero_stage, recompute=c.recompute, sp=c.sequence_parallel,
-                step_s=t.total, compute=t.compute, communication=t.communication,
-                bubble=t.bubble, mfu=e.mfu, tflops=e.tflops_per_gpu,
+    return dict(label=c.label, dp=c.dp, tp=c.tp, pp=c.pp, cp=c.cp, ep=c.ep, v=c.v,
+                micro_batch=c.micro_batch, zero_stage=c.zero_stage, recompute=c.recompute,
+                sp=c.sequence_parallel, step_s=t.total, ideal=t.ideal,
+                compute=t.compute, communication=t.communication, bubble=t.bubble,
+                mfu=e.mfu, tflops=e.tflops_per_gpu, band=c.band,
                 params=mem.params, grads=mem.grads, optimizer=mem.optimizer,
                 activations=mem.activations, capacity=mem.capacity, reasons=list(c.reasons))
 
 
 def rule_of_thumb(plan_result, gpus_per_node: int = 8) -> dict:
     """Where the seed's order lands in a plan: TP = a node (largest ranked tp <=
-    gpus_per_node), then the smallest PP that fits, DP the rest; its rank and its step
-    time against the best."""
+    gpus_per_node), then the smallest PP that fits without ZeRO-3 (DP, not sharded weights,
+    fills the rest), DP the rest; its rank and its step time against the best."""
     ranked = list(plan_result.ranked)
-    if not ranked:
+    mine = [c for c in ranked if c.tp <= gpus_per_node and c.zero_stage < 3 and c.cp == 1]
+    if not mine:
         return dict(rank=None)
-    tp = max(c.tp for c in ranked if c.tp <= gpus_per_node)
-    mine = [c for c in ranked if c.tp == tp]
-    pick = min(mine, key=lambda c: c.pp)
+    tp = max(c.tp for c in mine)
+    pick = min((c for c in mine if c.tp == tp), key=lambda c: c.pp)
     k = ranked.index(pick)
     return dict(rank=k + 1, of=len(ranked), label=pick.label, tp=pick.tp, pp=pick.pp,
                 dp=pick.dp, slower=pick.step_time / ranked[0].step_time - 1,
                 best=ranked[0].label)
 
 
+def four_d_example() -> dict:
+    """Llama 3 405B's long-context stage (Dubey et al. 2024, Table 4: TP 8 x CP 16 x PP 16
+    x DP 8 on 16,384 H100s, 128k tokens), the planner's prediction for that layout, and
+    what ``plan`` picks for the same job on the same cluster (its own degrees)."""
+    run = next(r for r in planner.RUNS if "CP16" in r.name)
+    e = planner.predict_run(run)
+    model = planner.resolve_model(run.model)
+    p = planner.plan(model, run.n_gpus, run.gpu, run.global_batch, tps=(4, 8, 16),
+                     cps=(4, 8, 16, 32), pps=(8, 16), cp_kind="allgather", uneven_stages=True,
+                     nics_per_node=8, inter_link="RoCE-400")
+    same = next((k + 1 for k, c in enumerate(p.ranked)
+                 if (c.tp, c.cp, c.pp) == (e.tp, e.cp, e.pp)), None)
+    return dict(run=run, estimate=e, published=run.value, plan=p, rank_of_published=same)
+
+
 # --- 7. the interview corner's numbers -----------------------------------------------------
 
-# Narayanan et al. 2021, Table 2 (PTD-P rows): GPT-3 175B, model-parallel size 96 (t x p =
-# 8 x 12), batch 1536, micro-batch 1 -> achieved TFLOP/s per A100 (and 140 on 1024 GPUs, §5.1)
-TABLE2_175B = {384: 153, 768: 149, 1536: 141}
+_T2 = {r.n_gpus: r for r in planner.RUNS if r.group == "Narayanan 2021 Table 2 (PTD-P)"
+       and r.global_batch == 1536}  # GPT-3 175B, t x p = 8 x 12, batch 1536, as published
 
 
-def _gpt3(n_gpus, tp, pp, batch=1536, zero=1, **kw):
-    m = planner.resolve_model("175B")
-    return planner.estimate(m["n_layers"], m["d_model"], m["n_heads"], m["seq_len"],
-                            m["vocab_size"], n_gpus, tp, pp, batch, 1, "A100-80GB",
-                            zero_stage=zero, recompute="full", **kw)
+def _gpt3(n_gpus, tp, pp, batch=1536, zero=1):
+    """GPT-3 175B as Table 2 ran it (Megatron 2021: fp16, materialized attention, full
+    recomputation, micro-batch 1, gradients after the flush) at another tp x pp."""
+    run = _T2[1536]
+    lay = dict(run.layout, tp=tp, pp=pp, zero_stage=zero)
+    return planner.predict(planner.resolve_model(run.model), planner.cluster_for(run.gpu),
+                           planner.Layout(**lay), n_gpus, batch)
 
 
 def interview() -> dict:
     """The numbers that settle the seed's 3D claims, keyed (a)..(d)."""
     seed = planner.gpt3_seed_check()
-    table2 = {n: dict(paper=p, predicted=_gpt3(n, 8, 12).tflops_per_gpu)
-              for n, p in TABLE2_175B.items()}
+    table2 = {n: dict(paper=r.value, predicted=planner.metric_of(planner.predict_run(r), r.metric))
+              for n, r in sorted(_T2.items())}
     # (b) where TP goes: 175B on 1536 GPUs, ZeRO-1, full recomputation, micro-batch 1
     placement = {f"tp={t} pp={p}": _gpt3(1536, t, p) for t, p in ((8, 12), (16, 6), (4, 24))}
+    one_card = planner.predict(planner.resolve_model(_T2[1536].model),
+                               planner.cluster_for("A100", nics_per_node=1),
+                               planner.Layout(**dict(_T2[1536].layout, tp=16, pp=6)), 1536, 1536)
     nodes = {name: planner.plan(*args) for name, args in (
         ("175B on 1024 A100", ("175B", 1024, "A100-80GB", 1536)),
         ("70B on 64 A100", ("70B", 64, "A100-80GB", 1024)),
@@ -335,13 +364,16 @@ def interview() -> dict:
         ("13B on 16 A100", ("13B", 16, "A100-80GB", 512)))}
     order = {k: rule_of_thumb(p) for k, p in nodes.items()}
     best = {k: p.best.label for k, p in nodes.items()}
-    thirteen = next((k + 1, c) for k, c in enumerate(nodes["13B on 8 A100"].ranked)
-                    if (c.tp, c.pp) == (4, 2))
+    p13 = nodes["13B on 8 A100"]
+    thirteen = next((k + 1, c) for k, c in enumerate(p13.ranked) if (c.tp, c.pp) == (4, 2))
+    zero3 = [c for c in nodes["175B on 1024 A100"].ranked if c.zero_stage == 3]
     # (d) when PP pays: 175B, tp = 8, 1536 GPUs; pp = 1 does not fit without ZeRO-3
     pp_rows = {p: _gpt3(1536, 8, p) for p in (1, 2, 4, 12, 24)}
-    return {"a": dict(seed=seed, table2=table2), "b": dict(placement=placement, best=best),
+    return {"a": dict(seed=seed, table2=table2),
+            "b": dict(placement=placement, one_card=one_card, best=best,
+                      zero3=dict(best=min(zero3, key=lambda c: c.step_time) if zero3 else None,
+                                 band=planner.error_band(planner.Layout(zero_stage=3)))),
             "c": dict(order=order, thirteen=dict(rank=thirteen[0], label=thirteen[1].label,
-                                                  of=len(nodes["13B on 8 A100"].ranked),
-                                                  slower=thirteen[1].step_time /
-                                                  nodes["13B on 8 A100"].best.step_time - 1)),
+                                                  of=len(p13.ranked),
+                                                  slower=thirteen[1].step_time / p13.best.step_time - 1)),
             "d": pp_rows}

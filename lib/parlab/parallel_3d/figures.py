@@ -1,12 +1,14 @@
-"""Figures of notebook 06 (3D parallelism): the mesh, Table 1 predicted vs paper, measured
-vs predicted step times, a plan's time breakdown and memory per GPU. Data comes from
-``experiments``; the style from ``parlab.viz``."""
+"""Figures of notebook 06 (3D parallelism): the mesh, Table 1 predicted vs paper, the
+planner against every published run (in sample beside out of sample), measured vs
+predicted step times, a plan's step time as overhead over the ideal, memory per GPU. Data
+comes from ``experiments``; the style from ``parlab.viz``."""
 
 from __future__ import annotations
 
 import math
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from ..viz.charts import memory_bars
 from ..viz.style import base_layout, rank_color
@@ -117,22 +119,65 @@ def sweep_figure(sweep: dict, title: str = "") -> go.Figure:
     return fig
 
 
-_PARTS = (("compute", "compute", "#4C78A8"), ("communication", "exposed communication", "#F58518"),
+_PARTS = (("compute", "compute above the ideal", "#4C78A8"),
+          ("communication", "exposed communication", "#F58518"),
           ("bubble", "pipeline bubble", "#E45756"))
 
 
+def validation_figure(rows: list[dict], title: str = "", tolerance: float = 0.15) -> go.Figure:
+    """The planner against published runs (``experiments.validation_rows``): each row's
+    error (predicted / published - 1, + = optimistic), in sample (the rows the constants
+    were chosen on) beside out of sample, the +-tolerance band shaded; known misses grey."""
+    sides = (("in sample", [r for r in rows if r["in_sample"]]),
+             ("out of sample", [r for r in rows if not r["in_sample"]]))
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.03,
+                        column_widths=[len(sides[0][1]) + 2, len(sides[1][1]) + 2],
+                        subplot_titles=[f"{name} ({len(rs)} runs)" for name, rs in sides])
+    for col, (name, rs) in enumerate(sides, 1):
+        for miss in (False, True):
+            pick = [r for r in rs if bool(r["known_miss"]) == miss]
+            if not pick:
+                continue
+            fig.add_trace(go.Bar(
+                x=[r["name"] for r in pick], y=[100 * max(-60, min(60, r["error"])) for r in pick],
+                name="known miss (reason in the table)" if miss else name,
+                marker=dict(color="#BDBDBD" if miss else ("#4C78A8" if col == 1 else "#F58518")),
+                customdata=[[100 * r["error"], r["group"]] for r in pick], showlegend=col == 2 or not miss,
+                hovertemplate="%{x}<br>%{customdata[1]}<br>error %{customdata[0]:+.1f}%<extra></extra>"),
+                row=1, col=col)
+        fig.add_hrect(y0=-100 * tolerance, y1=100 * tolerance, fillcolor="#54A24B", opacity=0.12,
+                      line_width=0, row=1, col=col)
+    base_layout(fig, title or "The planner against published runs: predicted / published - 1",
+                barmode="overlay", height=480, legend=dict(orientation="h", y=-0.55))
+    fig.update_yaxes(title_text="error, % (clipped at ±60)", range=[-62, 62], row=1, col=1)
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    return fig
+
+
 def breakdown_figure(rows: list[dict], title: str = "") -> go.Figure:
-    """Stacked step time (compute, exposed communication, bubble) of ranked candidates
-    (``experiments.candidate_row``), fastest first."""
-    x = [f"#{k + 1} dp{r['dp']} tp{r['tp']} pp{r['pp']}" for k, r in enumerate(rows)]
+    """Ranked candidates (``experiments.candidate_row``) as overhead over their ideal step
+    (the model FLOPs at every GPU's peak): compute above the ideal, exposed communication,
+    bubble, each as % of the ideal -- so that layouts a few % apart show -- with the error
+    bar the published runs of the candidate's kind give (its ``band``)."""
+    x = [f"#{k + 1} dp{r['dp']} tp{r['tp']} pp{r['pp']}" + (f" cp{r['cp']}" if r.get("cp", 1) > 1 else "")
+         + (f" ep{r['ep']}" if r.get("ep", 1) > 1 else "") + (" Z3" if r["zero_stage"] == 3 else "")
+         for k, r in enumerate(rows)]
     fig = go.Figure()
     for key, name, color in _PARTS:
-        fig.add_trace(go.Bar(name=name, x=x, y=[round(r[key], 4) for r in rows],
-                             marker=dict(color=color),
-                             hovertemplate=f"{name}: %{{y:.3g}} s<extra>%{{x}}</extra>"))
-    base_layout(fig, title or "predicted step time", barmode="stack",
-                legend=dict(orientation="h", y=-0.3))
-    fig.update_yaxes(title_text="seconds per step")
+        ys = [100 * ((r[key] - r["ideal"]) if key == "compute" else r[key]) / r["ideal"] for r in rows]
+        fig.add_trace(go.Bar(name=name, x=x, y=ys, marker=dict(color=color),
+                             hovertemplate=f"{name}: %{{y:.1f}}% of the ideal<extra>%{{x}}</extra>"))
+    over = [100 * (r["step_s"] / r["ideal"] - 1) for r in rows]
+    lo = [100 * (r["step_s"] / r["band"][1] / r["ideal"] - 1) for r in rows]
+    hi = [100 * (r["step_s"] / r["band"][0] / r["ideal"] - 1) for r in rows]
+    fig.add_trace(go.Scatter(x=x, y=over, mode="markers", name="step: published runs' range",
+                             marker=dict(color="#222", symbol="line-ew-open", size=14),
+                             error_y=dict(type="data", symmetric=False, array=[h - o for h, o in zip(hi, over)],
+                                          arrayminus=[o - l for o, l in zip(over, lo)], color="#222"),
+                             hovertemplate="%{y:.0f}% over the ideal<extra>%{x}</extra>"))
+    base_layout(fig, title or "predicted step time: overhead over the ideal (MFU = 1)",
+                barmode="stack", legend=dict(orientation="h", y=-0.3))
+    fig.update_yaxes(title_text="% over the ideal step", rangemode="tozero")
     return fig
 
 

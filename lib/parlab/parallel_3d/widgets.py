@@ -18,9 +18,11 @@ def ranked_html(view: dict) -> str:
         return f"<p style='color:#C62828'>{html.escape(view['error'])}</p>"
     head = (f"<p><b>{html.escape(view['model'])}</b> on {view['n_gpus']} × {view['gpu']}, "
             f"global batch {view['global_batch']} × {view['seq_len']} tokens: "
-            f"{view['n_ranked']} layouts fit</p>")
+            f"{view['n_ranked']} layouts fit. Step: predicted, and the range the published "
+            f"runs of its kind were measured at (ranked at its fast end)</p>")
     rows = "".join(
-        f"<tr><td>{k + 1}</td><td>{html.escape(r['label'])}</td><td>{r['step_s']:.2f} s</td>"
+        f"<tr><td>{k + 1}</td><td>{html.escape(r['label'])}</td><td>{r['step_s']:.2f} s "
+        f"({r['step_s'] / r['band'][1]:.2f}–{r['step_s'] / r['band'][0]:.2f})</td>"
         f"<td>{r['mfu']:.0%}</td><td>{html.escape('; '.join(r['reasons'][:3]))}</td></tr>"
         for k, r in enumerate(view["ranked"]))
     bad = "".join(f"<tr><td>{html.escape(i['label'])}</td><td>{html.escape(i['reasons'][0])}</td></tr>"

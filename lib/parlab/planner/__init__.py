@@ -1,15 +1,23 @@
-"""The 3D-parallel planner: a configuration's predicted step (``estimate``), configurations
-ranked by predicted time with their reasons (``plan``), and the external check against
-Narayanan et al. 2021 Table 1 (``narayanan_table1``) and the seed's GPT-3 claim
-(``gpt3_seed_check``). Built only on ``parlab.cost`` and ``parlab.hardware``'s presets.
+"""The planner: a configuration's predicted step (``estimate``, ``predict``), configurations
+ranked by predicted time with their reasons (``plan``), its three constants and
+``calibrate`` (from a gpu-report), and its check against published runs it was not fitted
+to (``published``, ``validate``). Built only on ``parlab.cost`` and ``parlab.hardware``.
 """
 
-from .estimate import Estimate, MemoryPerGPU, StepTime, estimate
-from .narayanan import TABLE1, gpt3_seed_check, narayanan_table1
-from .presets import (CONSTANTS, CONSTANTS_NOTE, GPU_ALIASES, MODELS, resolve_gpu,
-                      resolve_model)
-from .search import Candidate, Infeasible, Plan, plan
+from .calibrate import calibrate
+from .constants import CONSTANTS, CONSTANTS_NOTE, H200_REPORT, Constants
+from .estimate import Estimate, MemoryPerGPU, StepTime, best_micro_batch, estimate, predict
+from .narayanan import SEED_GPT3, gpt3_seed_check, narayanan_table1
+from .presets import GPU_ALIASES, MODELS, cluster_for, resolve_gpu, resolve_model
+from .published import IN_SAMPLE, OUT_OF_SAMPLE, RUNS, PublishedRun
+from .search import Candidate, Infeasible, Plan, plan, reasons
+from .spec import CP_KINDS, DTYPES, EP_DISPATCH, Cluster, Layout, ModelSpec
+from .validate import TOLERANCE, error_band, metric_of, predict_run, summary, validate
 
-__all__ = ["estimate", "Estimate", "StepTime", "MemoryPerGPU", "plan", "Plan", "Candidate",
-           "Infeasible", "narayanan_table1", "gpt3_seed_check", "TABLE1", "CONSTANTS",
-           "CONSTANTS_NOTE", "GPU_ALIASES", "MODELS", "resolve_gpu", "resolve_model"]
+__all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "MemoryPerGPU",
+           "CONSTANTS", "CONSTANTS_NOTE", "H200_REPORT", "Constants", "calibrate",
+           "GPU_ALIASES", "MODELS", "cluster_for", "resolve_gpu", "resolve_model",
+           "CP_KINDS", "DTYPES", "EP_DISPATCH", "Cluster", "Layout", "ModelSpec",
+           "RUNS", "IN_SAMPLE", "OUT_OF_SAMPLE", "PublishedRun", "plan", "Plan", "Candidate",
+           "Infeasible", "reasons", "validate", "summary", "predict_run", "error_band", "metric_of",
+           "TOLERANCE", "narayanan_table1", "gpt3_seed_check", "SEED_GPT3"]

@@ -1,40 +1,47 @@
 """One configuration's predicted step: time (compute, exposed communication, bubble),
-memory per GPU (parameters, gradients, optimizer, activations), and throughput.
+memory per GPU, throughput -- ``predict(model, cluster, layout, global_batch)``, and
+``estimate(...)`` with plain arguments. Every formula is in ``parlab.cost``; this file
+composes them for one layout (``spec``: tp fastest, then cp, dp, pp).
 
-Every formula is in ``parlab.cost``; this file only composes them for one layout:
-n_gpus = dp x tp x pp x cp, Megatron's rank order (tp fastest, then cp, dp, pp).
+    per micro-batch, slowest stage:  its layers x cost.layer_time (forward + backward)
+                                     + the output layer and loss (last stage)
+                                     + TP, CP and EP communication not hidden
+    step = m x that                                  (m = global_batch / (dp b))
+         + cost.bubble_ratio(pp, m, v) x m x that    (fill and drain)
+         + cost.pipeline_p2p_time                    (stage boundaries)
+         + the gradient reduce and parameter gather that does not fit behind the last
+           micro-batch's backward / the first one's forward (ZeRO-3: every micro-batch,
+           layer by layer, each hidden behind that layer's compute)
+         + the optimizer step
 
-    per micro-batch, slowest stage:  t_stage = L/pp layers x cost.layer_time
-                                     + the logits (last stage) + TP + CP communication
-    step = m t_stage                                    (m = global_batch / (dp b))
-         + cost.bubble_ratio(pp, m, v) x m t_stage      (fill and drain)
-         + cost.pipeline_p2p_time                       (stage boundaries)
-         + cost.dp_grad_sync(...)["exposed_s"]          (gradients, over dp x cp ranks;
-                                                         ZeRO-3: once per micro-batch)
-
-TP collectives are exposed (Megatron 2021 does not overlap them; full recomputation
-repeats the forward ones); ring attention's K/V hops hide behind the attention core up
-to its time. Memory follows ``cost.zero_memory`` (the first stage's weights: its layers
-plus the embedding) and ``cost.activation_memory`` x the micro-batches the first stage
-holds (``cost.interleaved_peak_activations``), plus one layer's full activations while it
-is recomputed and, without pipelining, fp32 logits. Left out, so "fits" is optimistic:
-the CUDA context, allocator fragmentation, communication buffers, and the optimizer
-step's time.
+Overlaps are the ones the options allow: TP collectives behind their GEMMs with
+``tp_comm_overlap`` (Transformer Engine's userbuffers), otherwise exposed (Narayanan et al.
+2021 do not overlap them); ring attention's hops behind the attention they feed (Liu et al.
+2024, §3); CP all-gather (Llama 3, Dubey et al. 2024, §3.3.2) and Ulysses' all-to-alls
+exposed; MoE dispatch and combine exposed. Memory: ``cost.zero_memory`` for the first
+stage's weights and ``cost.activation_bytes`` x the micro-batches it holds (``cost.
+interleaved_peak_activations``), plus a layer's full activations while it is recomputed and,
+without pipelining, fp32 logits. Left out, so "fits" is optimistic: the CUDA context,
+fragmentation, communication buffers.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import cost
-from ..validate import check_bool, check_choice, check_float, check_int
-from .presets import CONSTANTS, resolve_gpu, resolve_link
+from ..validate import check_int
+from .constants import CONSTANTS, Constants
+from .presets import cluster_for
+from .spec import Cluster, Layout, ModelSpec
 
 
 @dataclass(frozen=True)
 class StepTime:
-    """Seconds per training step: compute + communication (exposed) + bubble = total."""
+    """Seconds per step: compute + communication (exposed) + bubble = total; ``ideal`` is
+    the model FLOPs at every GPU's peak (the MFU = 1 time): total - ideal is overhead."""
     compute: float
     communication: float
     bubble: float
@@ -43,6 +50,9 @@ class StepTime:
     cp_comm: float
     pp_comm: float
     dp_comm: float
+    ep_comm: float = 0.0
+    optimizer: float = 0.0  # part of ``compute``
+    ideal: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -63,223 +73,275 @@ class MemoryPerGPU:
 
 @dataclass(frozen=True)
 class Estimate:
-    n_layers: int
-    d_model: int
-    n_heads: int
-    seq_len: int
-    vocab_size: int
+    model: ModelSpec
+    cluster: Cluster
+    layout: Layout
     n_gpus: int
     dp: int
-    tp: int
-    pp: int
-    cp: int
-    ep: int
-    v: int
-    micro_batch: int
-    n_micro_batches: int  # per pipeline per step (m)
     global_batch: int
-    zero_stage: int
-    recompute: str
-    sequence_parallel: bool
-    gpu: str
+    n_micro_batches: int  # per pipeline per step (m)
+    dtype: str
     step_time: StepTime
     memory_per_gpu: MemoryPerGPU
     fits: bool
     tflops_per_gpu: float  # executed FLOPs (recomputation included): Narayanan et al.'s accounting
-    model_tflops_per_gpu: float  # PaLM's model FLOPs, no recomputation
-    mfu: float  # model_tflops_per_gpu / peak
-    hfu: float  # tflops_per_gpu / peak
+    model_tflops_per_gpu: float  # model FLOPs (Megatron-LM / PaLM), no recomputation
+    mfu: float  # model_tflops_per_gpu / the 16-bit peak
+    hfu: float  # tflops_per_gpu / the 16-bit peak
     tokens_per_second: float  # whole job
     peak_tflops: float
+    constants: Constants = CONSTANTS
+
+    def __getattr__(self, name):  # the layout's and the model's fields read through
+        for part in ("layout", "model"):
+            obj = object.__getattribute__(self, part)
+            if name in type(obj).__dataclass_fields__:
+                return getattr(obj, name)
+        if name in ("d_model", "n_heads"):
+            return getattr(object.__getattribute__(self, "model"), name)
+        raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
+
+    @property
+    def gpu(self) -> str:
+        return self.cluster.gpu.name
 
     @property
     def bubble_fraction(self) -> float:
         return self.step_time.bubble / self.step_time.total
 
 
+# a layer's time depends on the shape, the device and (b, tp, cp, ep, ...), not on pp, dp or
+# the ZeRO stage: ``plan`` asks for the same one thousands of times
+_layer_time = functools.lru_cache(maxsize=8192)(cost.layer_time)
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _check_layout(n_layers, n_heads, seq_len, n_gpus, tp, pp, cp, ep, v, global_batch,
-                  zero_stage, uneven_stages) -> int:
-    """dp, once the layout is valid; else a ValueError naming the constraint."""
-    if ep != 1:
-        raise ValueError(f"ep={ep}: expert parallelism needs a mixture-of-experts model; the "
-                         "planner models dense GPTs, so ep must be 1")
-    if n_heads % tp:
-        raise ValueError(f"tp={tp} must divide n_heads={n_heads} (each rank holds whole heads)")
-    if seq_len % cp:
-        raise ValueError(f"cp={cp} must divide seq_len={seq_len}")
-    if n_gpus % (tp * pp * cp * ep):
-        raise ValueError(f"n_gpus={n_gpus} must be divisible by tp*pp*cp*ep = "
-                         f"{tp * pp * cp * ep} (tp={tp}, pp={pp}, cp={cp}, ep={ep})")
-    if pp > n_layers:
-        raise ValueError(f"pp={pp} must be <= n_layers={n_layers} (a stage needs a layer)")
-    if v > 1 and pp == 1:
-        raise ValueError(f"v={v}: interleaving needs pp > 1")
-    if n_layers % (pp * v) and not uneven_stages:
-        what = f"pp={pp}" if v == 1 else f"pp*v={pp * v}"
-        raise ValueError(f"{what} must divide n_layers={n_layers} (equal stages; "
-                         "uneven_stages=True times the slowest one)")
-    if pp > 1 and zero_stage >= 2:
-        raise ValueError(f"zero_stage={zero_stage} with pp={pp}: ZeRO-2/3 shard the gradients "
-                         "or weights every micro-batch of a pipeline needs; use zero_stage 0 "
-                         "or 1 (Megatron's distributed optimizer is ZeRO-1)")
-    dp = n_gpus // (tp * pp * cp)
-    if global_batch % dp:
-        raise ValueError(f"global_batch={global_batch} must be divisible by dp={dp}")
-    return dp
+def _tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
+    """Exposed TP seconds of one layer, one micro-batch: ``cost.tp_comm_per_layer``'s
+    collectives over the TP group (stride 1); a MoE layer's experts are whole on a rank, so
+    only its attention half talks over TP. Full recomputation repeats the forward's."""
+    s, tp = model.shape, lay.tp
+    if tp == 1:
+        return 0.0
+    c = cost.tp_comm_per_layer(micro_batch, model.seq_len // lay.cp, s.d_model, tp, sp)
+    share = 0.5 if s.moe else 1.0
+    t = {d: share * sum(k * cluster.collective(op, c["message_bytes"], tp, 1)
+                        for op, k in c[d].items()) for d in ("forward", "backward")}
+    fwd, bwd = t["forward"], t["backward"] + (t["forward"] if lay.recompute == "full" else 0.0)
+    if lay.tp_comm_overlap:  # backward's collectives beside the weight-gradient GEMMs
+        return fwd + max(0.0, bwd - lt["gemm_forward"])
+    return fwd + bwd
+
+
+def _cp_comm(model, cluster, lay, lt, micro_batch) -> float:
+    """Exposed CP seconds of one layer, one micro-batch, over a CP group (stride tp). ring:
+    ``cost.cp_comm_per_layer``'s K/V hops, each behind the attention block it feeds;
+    allgather: K and V gathered forward, their gradients reduce-scattered backward;
+    ulysses: its 8 all-to-alls. K/V are this rank's heads (grouped-query: kv/tp, at least
+    one head)."""
+    s, tp, cp, b = model.shape, lay.tp, lay.cp, micro_batch
+    if cp == 1:
+        return 0.0
+    kv_local = max(s.kv // tp, s.head_dim)
+    shard = b * (model.seq_len // cp) * kv_local * 2          # one K (or V) block, bytes
+    if lay.cp_kind == "ring":
+        c = cost.cp_comm_per_layer(b, model.seq_len, s.q, cp, "ring", 2, s.n_heads, s.n_kv_heads)
+        hop = cluster.collective("p2p", 2 * shard, 2, tp)
+        fwd, bwd = c["forward"]["p2p"] * hop, c["backward"]["p2p"] * hop
+        a = lt["attention_forward"]
+        return max(0.0, fwd - a) + max(0.0, bwd - 2.5 * a)
+    if lay.cp_kind == "allgather":
+        one = cluster.collective("all_gather", 2 * shard * cp, cp, tp)
+        return one * (2 + (lay.recompute == "full"))
+    q_bytes = b * (model.seq_len // cp) * s.q // tp * 2
+    one = 2 * cluster.collective("all_to_all", q_bytes, cp, tp) + \
+        2 * cluster.collective("all_to_all", shard, cp, tp)
+    return one * (2 + (lay.recompute == "full"))
+
+
+def _ep_comm(model, cluster, lay, micro_batch) -> float:
+    """Seconds of one MoE layer's token exchange, one micro-batch: dispatch and combine
+    forward and again backward (GShard, Lepikhin et al. 2020, §3.2) over the ep
+    consecutive GPUs, each rank's b s / (cp tp) tokens (x the capacity factor when buffers
+    are padded) by ``cost.moe_dispatch_time``, exposed."""
+    s, ep = model.shape, lay.ep
+    if not s.moe or ep == 1:
+        return 0.0
+    tokens = micro_batch * model.seq_len / (lay.cp * lay.tp) * (lay.capacity_factor or 1.0)
+    one = cluster.dispatch(tokens, s, ep, lay.ep_dispatch == "dedup")
+    return one * (4 + 2 * (lay.recompute == "full"))
+
+
+def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
+            global_batch: int, constants: Constants = CONSTANTS) -> Estimate:
+    """The predicted step of ``model`` on ``n_gpus`` GPUs of ``cluster`` laid out as
+    ``layout`` (dp = what its degrees leave), ``global_batch`` sequences per step."""
+    n_gpus, B = check_int("n_gpus", n_gpus), check_int("global_batch", global_batch)
+    lay, s, L, S, V = layout, model.shape, model.n_layers, model.seq_len, model.vocab_size
+    dp = lay.check(model, n_gpus, B)
+    dtype = lay.dtype_on(cluster.gpu)
+    dev = constants.device(cluster.gpu, dtype)
+    tp, pp, cp, ep, v, b = lay.tp, lay.pp, lay.cp, lay.ep, lay.v, lay.micro_batch
+    sp = lay.sequence_parallel and tp > 1
+    m = B // (dp * b)
+    layers = math.ceil(L / pp)  # the slowest stage
+    lt = _layer_time(s, b, S, dev, tp, cp, ep, sp, lay.recompute, lay.attention,
+                     dtype == "fp8", lay.capacity_factor or 1.0)
+    tp1, cp1 = _tp_comm(model, cluster, lay, lt, b, sp), _cp_comm(model, cluster, lay, lt, b)
+    ep1 = _ep_comm(model, cluster, lay, b)
+    comm_layer = tp1 + cp1 + ep1
+    logits = cost.logits_time(b * S // cp, s.d_model, V, dev, tp)
+    compute1 = layers * (lt["forward"] + lt["backward"]) + logits  # the last stage's loss too
+    t_stage = compute1 + layers * comm_layer
+    bubble = cost.bubble_ratio(pp, m, v) * m * t_stage if pp > 1 else 0.0
+
+    # stage boundaries: every micro-batch's activations and gradients, scatter/gather over tp
+    stride_pp = tp * cp * dp
+    p2p_bw = cost.group_bandwidth("p2p", 2, stride_pp, cluster.nvlink_domain,
+                                  cluster.link("intra")[0], cluster.link("inter")[0],
+                                  cluster.nics_per_gpu)
+    p2p_alpha = cluster.link("inter" if cluster.crosses(2, stride_pp) else "intra")[1]
+    pp_s = cost.pipeline_p2p_time(b, S // cp, s.d_model, pp, m, p2p_alpha, p2p_bw, v, tp)
+
+    # gradients and weights: the first stage's layers and the embedding; experts over ep
+    p = cost.layer_params(s)
+    dense = (layers * p["dense"] + model.embedding_params()) / tp
+    experts = layers * p["experts"] / ep
+    stage_params = dense + experts
+    dp_s = _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m)
+    opt = cost.optimizer_time(round(stage_params / (dp * cp if lay.zero_stage else 1)), dev)
+
+    comm = m * layers * comm_layer + pp_s + dp_s
+    total = m * compute1 + opt + comm + bubble
+    tokens, peak = B * S, dev.peak_flops
+    model_flops = model.flops_per_token() * tokens
+    step = StepTime(m * compute1 + opt, comm, bubble, total, m * layers * tp1, m * layers * cp1,
+                    pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak))
+    memory = _memory(model, cluster, lay, dp, m, layers, dense, experts)
+    executed = cost.hardware_flops_per_token(s, L, S, V, lay.recompute) * tokens
+    return Estimate(model, cluster, lay, n_gpus, dp, B, m, dtype, step, memory,
+                    memory.total <= memory.capacity, executed / total / n_gpus / 1e12,
+                    model_flops / total / n_gpus / 1e12, model_flops / total / n_gpus / peak,
+                    executed / total / n_gpus / peak, tokens / total, peak / 1e12, constants)
+
+
+def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
+    """Exposed seconds of the data-parallel synchronisation of one step, one GPU's
+    parameters (``dense`` over dp x cp GPUs tp apart, ``experts`` over dp x cp x tp / ep):
+    plain DP all-reduces the gradients; ZeRO-1/2 reduce-scatter them and all-gather the
+    updated weights (Rajbhandari et al. 2020, §5; Megatron's distributed optimizer), hidden
+    behind the last micro-batch's backward / the first one's forward with ``dp_overlap``;
+    ZeRO-3 gathers every layer's weights forward and backward and reduce-scatters its
+    gradients, every micro-batch, each behind that layer's compute (§7.2.2)."""
+    group, stride = dp * lay.cp, lay.tp
+    egroup = max(1, dp * lay.cp * lay.tp // lay.ep)
+    if group == 1 and egroup == 1:
+        return 0.0
+
+    def coll(op, share):
+        return ((cluster.collective(op, 2 * dense * share, group, stride) if dense else 0.0)
+                + (cluster.collective(op, 2 * experts * share, egroup, lay.ep) if experts else 0.0))
+
+    if lay.zero_stage == 3:
+        ag, rs = coll("all_gather", 1 / layers), coll("reduce_scatter", 1 / layers)
+        per_layer = max(0.0, ag - lt["forward"]) + max(0.0, ag + rs - lt["backward"])
+        return m * layers * per_layer
+    if lay.zero_stage == 0:
+        reduce, gather = coll("all_reduce", 1.0), 0.0
+    else:
+        reduce, gather = coll("reduce_scatter", 1.0), coll("all_gather", 1.0)
+    if not lay.dp_overlap:
+        return reduce + gather
+    return max(0.0, reduce - layers * lt["backward"]) + max(0.0, gather - layers * lt["forward"])
+
+
+def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
+    """Bytes on a GPU of the first stage (``cost.zero_memory`` of its weights over dp x cp;
+    ``cost.activation_bytes`` x the micro-batches 1F1B or the interleaved schedule keeps)."""
+    s, S, b, tp = model.shape, model.seq_len, lay.micro_batch, lay.tp
+    sp = lay.sequence_parallel and tp > 1
+    states = cost.zero_memory(round(dense + experts), dp * lay.cp, lay.zero_stage)
+    per_layer = cost.activation_bytes(s, S, b, tp, sp, lay.recompute, lay.attention, lay.cp)
+    act = per_layer * layers * cost.interleaved_peak_activations(lay.pp, m, lay.v)
+    if lay.recompute != "none":  # the layer being recomputed holds its full activations
+        act += cost.activation_bytes(s, S, b, tp, sp, "none", lay.attention, lay.cp)
+    if lay.pp == 1:  # fp32 logits of the micro-batch (the last stage's, here the only one)
+        act += 4 * b * (S // lay.cp) * model.vocab_size / tp
+    if lay.zero_stage == 3:  # the weights of the layer running, gathered, 16-bit
+        act += 2 * (dense + experts) / layers
+    cap = cluster.gpu.memory_gb * 1e9
+    return MemoryPerGPU(states["params"], states["grads"], states["optimizer"], act,
+                        states["total"] + act, cap)
+
+
+_SHAPE = dict(n_kv_heads=None, head_dim=None, d_ff=None, mlp="gelu", n_experts=0, top_k=1,
+              expert_d_ff=None, n_shared_experts=0)
 
 
 def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size: int,
              n_gpus: int, tp: int, pp: int, global_batch: int, micro_batch: int | None = None,
-             gpu="A100-80GB", *, cp: int = 1, ep: int = 1, v: int = 1, zero_stage: int = 0,
-             recompute: str = "none", sequence_parallel: bool = False,
-             gpus_per_node: int = CONSTANTS["gpus_per_node"],
-             inter_link=CONSTANTS["inter_link"], dp_overlap: bool = True,
-             uneven_stages: bool = False, matmul_efficiency: float | None = None,
-             traffic_factor: float | None = None) -> Estimate:
-    """Predicted step of a GPT (n_layers x d_model, n_heads, seq_len, vocab_size) trained on
-    n_gpus = dp x tp x pp x cp GPUs with ``global_batch`` sequences per step.
+             gpu="A100-80GB", *, shape: cost.LayerShape | None = None,
+             constants: Constants = CONSTANTS, gpus_per_node: int | None = None,
+             nics_per_node: int | None = None, inter_link=None, nvlink_domain: int | None = None,
+             tied_embeddings: bool = True, learned_positions: bool = True, **kw) -> Estimate:
+    """Predicted step of a transformer (n_layers x d_model, n_heads, seq_len, vocab_size)
+    on n_gpus = dp x tp x pp x cp GPUs with ``global_batch`` sequences per step.
 
-    ``micro_batch=None`` tries every micro-batch that divides global_batch / dp and returns
-    the fastest that fits in memory (ties: the larger); if none fits, micro-batch 1 (with
-    ``fits=False``). ``gpu``: a hardware preset or alias ("A100-80GB", "H100-80GB", see
-    ``presets.GPU_ALIASES``). ``v``: model chunks per rank (interleaved 1F1B; needs m a
-    multiple of pp). ``zero_stage`` 0-3 (2 and 3 only without pipelining).
-    ``recompute``: "none", "selective" or "full". ``cp``: context parallel (ring
-    attention) degree; ``ep`` must be 1 (dense models). ``dp_overlap``: gradient
-    synchronisation overlapped with the last micro-batch's backward (PyTorch DDP) or
-    after it (Megatron's "local" DDP). ``uneven_stages``: allow pp (x v) not dividing
-    n_layers, timing the slowest stage (ceil). ``matmul_efficiency`` / ``traffic_factor``
-    default to ``presets.CONSTANTS``. Bad input: ValueError naming the field.
-    """
-    n_layers, d_model = check_int("n_layers", n_layers), check_int("d_model", d_model)
-    n_heads, seq_len = check_int("n_heads", n_heads), check_int("seq_len", seq_len)
-    vocab_size, n_gpus = check_int("vocab_size", vocab_size), check_int("n_gpus", n_gpus)
-    tp, pp, cp = check_int("tp", tp), check_int("pp", pp), check_int("cp", cp)
-    ep, v = check_int("ep", ep), check_int("v", v)
-    global_batch = check_int("global_batch", global_batch)
-    zero_stage = check_choice("zero_stage", zero_stage, cost.ZERO_STAGES)
-    recompute = check_choice("recompute", recompute, cost.RECOMPUTE)
-    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
-    gpus_per_node = check_int("gpus_per_node", gpus_per_node)
-    dp_overlap, uneven_stages = check_bool("dp_overlap", dp_overlap), \
-        check_bool("uneven_stages", uneven_stages)
-    eff = CONSTANTS["matmul_efficiency"] if matmul_efficiency is None else \
-        check_float("matmul_efficiency", matmul_efficiency, 0.0, high=1.0)
-    k = CONSTANTS["traffic_factor"] if traffic_factor is None else \
-        check_float("traffic_factor", traffic_factor, 0.0, strict=False)
-    spec, inter = resolve_gpu(gpu), resolve_link(inter_link)
-    dp = _check_layout(n_layers, n_heads, seq_len, n_gpus, tp, pp, cp, ep, v, global_batch,
-                       zero_stage, uneven_stages)
-    args = (n_layers, d_model, n_heads, seq_len, vocab_size, n_gpus, dp, tp, pp, cp, v,
-            global_batch, zero_stage, recompute, sequence_parallel, gpus_per_node, inter,
-            dp_overlap, eff, k, spec)
+    The layer: a GPT layer by default; Llama-style or MoE with ``n_kv_heads``, ``head_dim``,
+    ``mlp="swiglu"`` and ``d_ff``, ``n_experts``, ``top_k``, ``expert_d_ff``,
+    ``n_shared_experts`` (or a whole ``shape=cost.LayerShape(...)``). The layout: any field
+    of ``spec.Layout`` -- cp, cp_kind ("ring" | "ulysses" | "allgather"), ep,
+    capacity_factor, v, zero_stage, recompute, sequence_parallel, attention ("fused" |
+    "materialized"), dtype ("bf16" | "fp16" | "fp8"; default the GPU's 16-bit type),
+    tp_comm_overlap, dp_overlap, uneven_stages. The cluster: ``gpu`` (a preset or alias) in
+    its usual node (``hardware.node_for``), any of gpus_per_node, nics_per_node,
+    inter_link, nvlink_domain replaced. ``micro_batch=None`` tries every micro-batch that
+    divides global_batch / dp and keeps the fastest that fits (ties: the larger); if none
+    fits, micro-batch 1 (``fits=False``). Bad input: ValueError naming the field."""
+    shape_kw = {k: kw.pop(k) for k in list(kw) if k in _SHAPE}
+    flags = {k: kw.pop(k) for k in ("biases", "dropout", "rope") if k in kw}
+    if shape is None:
+        shape = cost.LayerShape(check_int("d_model", d_model), check_int("n_heads", n_heads),
+                                **{**_SHAPE, **shape_kw}, **flags)
+    elif shape_kw or flags:
+        raise ValueError(f"{sorted(shape_kw) + sorted(flags)}: give them in shape=, not both")
+    unknown = sorted(set(kw) - set(Layout.__dataclass_fields__) - {"micro_batch"})
+    if unknown:
+        raise ValueError(f"{unknown}: not an argument of estimate (a Layout field, a layer "
+                         f"field {sorted(_SHAPE)} or the cluster's)")
+    model = ModelSpec("model", check_int("n_layers", n_layers), check_int("seq_len", seq_len),
+                      check_int("vocab_size", vocab_size), shape, tied_embeddings,
+                      learned_positions)
+    cluster = cluster_for(gpu, gpus_per_node, nics_per_node, inter_link, nvlink_domain)
+    return best_micro_batch(model, cluster, Layout(tp=tp, pp=pp, **kw, micro_batch=1), n_gpus,
+                            global_batch, micro_batch, constants)
+
+
+def best_micro_batch(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
+                     global_batch: int, micro_batch: int | None = None,
+                     constants: Constants = CONSTANTS) -> Estimate:
+    """``predict`` at ``micro_batch``, or (None) the fastest micro-batch that fits."""
     if micro_batch is not None:
-        return _estimate(check_int("micro_batch", micro_batch), *args)
-    per_replica = global_batch // dp
-    best = None
-    for b in _divisors(per_replica):
-        if v > 1 and (per_replica // b) % pp:
+        return predict(model, cluster, replace(layout, micro_batch=check_int(
+            "micro_batch", micro_batch)), n_gpus, global_batch, constants)
+    n_gpus, B = check_int("n_gpus", n_gpus), check_int("global_batch", global_batch)
+    dp = layout.check(model, n_gpus, B) if layout.v == 1 else \
+        replace(layout, v=1).check(model, n_gpus, B)
+    per = B // dp
+    best, candidates = None, []
+    for b in _divisors(per):
+        if layout.v > 1 and (per // b) % layout.pp:
             continue
-        e = _estimate(b, *args)
+        e = predict(model, cluster, replace(layout, micro_batch=b), n_gpus, B, constants)
+        candidates.append(e)
         if e.fits and (best is None or e.step_time.total <= best.step_time.total * (1 + 1e-9)):
             best = e
     if best is None:
-        if v > 1 and per_replica % pp:
-            raise ValueError(f"v={v}: interleaving needs the micro-batches per step, "
-                             f"global_batch/dp = {per_replica} / b, to be a multiple of pp={pp}")
-        b = 1 if v == 1 else max(b for b in _divisors(per_replica) if (per_replica // b) % pp == 0)
-        best = _estimate(b, *args)
+        if not candidates:
+            raise ValueError(f"v={layout.v}: interleaving needs the micro-batches per step, "
+                             f"global_batch/dp = {per} / b, to be a multiple of pp={layout.pp}")
+        best = min(candidates, key=lambda e: e.micro_batch)
     return best
-
-
-def _link(group: int, stride: int, gpus_per_node: int, intra, inter):
-    """The slowest link of a ring of ``group`` ranks ``stride`` apart."""
-    return intra if group == 1 or group * stride <= gpus_per_node else inter
-
-
-def _estimate(b, L, h, a, s, V, n_gpus, dp, tp, pp, cp, v, B, zero, recompute, sp, gpn,
-              inter, overlap, eff, k, spec) -> Estimate:
-    from ..hardware import LINK_PRESETS
-    if B % (dp * b):
-        raise ValueError(f"micro_batch={b} must divide global_batch/dp = {B}/{dp}")
-    m = B // (dp * b)
-    if v > 1 and m % pp:
-        raise ValueError(f"v={v}: interleaving needs m = global_batch/(dp*micro_batch) = {m} "
-                         f"to be a multiple of pp={pp}")
-    peak = spec.peak_tflops[CONSTANTS["dtype"]] * 1e12
-    intra = LINK_PRESETS[spec.link]
-    s_loc = s // cp
-    layers = math.ceil(L / pp)  # the slowest stage
-    lt = cost.layer_time(b, s, h, a, tp, peak, spec.hbm_gb_per_s * 1e9, recompute, sp, eff, k, cp)
-    logits_s = 3 * 2 * b * s_loc * h * V / tp / (peak * eff)
-    compute1 = layers * lt["time_s"] + logits_s
-
-    # tensor parallelism: every collective of every layer, exposed
-    tp_link = _link(tp, 1, gpn, intra, inter)
-    comm = cost.tp_comm_per_layer(b, s_loc, h, tp, sp)
-    fwd_repeat = 2 if recompute == "full" else 1
-    tp1 = layers * sum(
-        (n * (fwd_repeat if direction == "forward" else 1)) * cost.collective_time(
-            op, comm["message_bytes"], tp, tp_link.latency_us * 1e-6,
-            tp_link.gb_per_s_per_direction * 1e9)
-        for direction in ("forward", "backward") for op, n in comm[direction].items())
-    # context parallelism: ring attention's hops, hidden behind the attention core
-    cp1 = 0.0
-    if cp > 1:
-        cp_link = _link(cp, tp, gpn, intra, inter)
-        ring = cost.cp_comm_per_layer(b, s, h, cp, "ring")
-        hops = ring["messages"] * cost.p2p_time(ring["message_bytes"] / tp,
-                                                cp_link.latency_us * 1e-6,
-                                                cp_link.gb_per_s_per_direction * 1e9)
-        core = 3 * 4 * b * s_loc * s * h / tp / (peak * eff)
-        cp1 = layers * max(0.0, hops - core)
-    t_stage = compute1 + tp1 + cp1
-    bubble = cost.bubble_ratio(pp, m, v) * m * t_stage if pp > 1 else 0.0
-    pp_link = _link(2, tp * cp * dp, gpn, intra, inter)
-    pp_s = cost.pipeline_p2p_time(b, s_loc, h, pp, m, pp_link.latency_us * 1e-6,
-                                  pp_link.gb_per_s_per_direction * 1e9, v, tp)
-
-    # weights of the first stage (its layers and the embedding), per GPU
-    stage_params = (layers * (12 * h * h + 13 * h) + (V + s) * h) / tp
-    dp_group = dp * cp
-    dp_link = _link(dp_group, tp, gpn, intra, inter)
-    passes = 4 if recompute == "full" else 3
-    backward = (passes - 1) / passes * compute1
-    # ZeRO-3 keeps no whole weights between micro-batches: it all-gathers them again for
-    # every micro-batch's forward and backward and reduce-scatters every micro-batch's
-    # gradients (DeepSpeed stage 3; FSDP without no_sync), so its traffic grows with m,
-    # and each micro-batch's share can hide only behind that micro-batch's backward.
-    repeat = m if zero == 3 else 1
-    sync = cost.dp_grad_sync(round(stage_params) * repeat, dp_group,
-                             dp_link.latency_us * 1e-6, dp_link.gb_per_s_per_direction * 1e9,
-                             zero, 2, backward * repeat, overlap)
-    comm_total = m * (tp1 + cp1) + pp_s + sync["exposed_s"]
-    total = m * compute1 + comm_total + bubble
-    step = StepTime(m * compute1, comm_total, bubble, total, m * tp1, m * cp1, pp_s,
-                    sync["exposed_s"])
-
-    states = cost.zero_memory(round(stage_params), dp_group, zero)
-    per_layer = cost.activation_memory(s_loc, b, h, a, 1, recompute, tp, sp)
-    act = per_layer * layers * cost.interleaved_peak_activations(pp, m, v)
-    if recompute != "none":  # the layer being recomputed holds its full activations
-        act += cost.activation_memory(s_loc, b, h, a, 1, "none", tp, sp)
-    if pp == 1:  # fp32 logits of the micro-batch (the last stage's, here the only one)
-        act += 4 * b * s_loc * V / tp
-    cap = spec.memory_gb * 1e9
-    mem_total = states["total"] + act
-    memory = MemoryPerGPU(states["params"], states["grads"], states["optimizer"], act,
-                          mem_total, cap)
-
-    executed = cost.megatron_flops(B, s, L, h, V, recompute)
-    model = cost.megatron_flops(B, s, L, h, V, "none")
-    tflops = executed / total / n_gpus / 1e12
-    tokens = B * s / total
-    mfu = cost.mfu(tokens / n_gpus, model / (B * s), peak)
-    return Estimate(L, h, a, s, V, n_gpus, dp, tp, pp, cp, 1, v, b, m, B, zero, recompute, sp,
-                    spec.name, step, memory, mem_total <= cap, tflops,
-                    model / total / n_gpus / 1e12, mfu, tflops * 1e12 / peak, tokens,
-                    peak / 1e12)

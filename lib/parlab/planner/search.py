@@ -1,32 +1,34 @@
-"""``plan``: every (tp, pp, cp) layout of n_gpus, each with the ZeRO stage, recomputation,
-sequence parallelism, interleaving and micro-batch that make it fastest, ranked by
-predicted step time (``estimate``); the layouts that cannot run, with why.
+"""``plan``: every (tp, cp, ep, pp) layout of n_gpus, each with the ZeRO stage,
+recomputation, sequence parallelism, interleaving and micro-batch that make it fastest,
+ranked by predicted step time (``predict``); the layouts that cannot run, with why; and for
+each the error bar the published runs give the planner on layouts of its kind
+(``validate.error_band``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import cost
 from ..validate import check_int
-from .estimate import Estimate, _check_layout, estimate
-from .presets import CONSTANTS, resolve_gpu, resolve_link, resolve_model
+from .constants import CONSTANTS, Constants
+from .estimate import Estimate, predict
+from .presets import cluster_for, resolve_model
+from .spec import Layout
 
 _ZERO = cost.ZERO_STAGE_NAMES
-
-
-# the layout of a candidate: fields of its Estimate
 _LAYOUT = ("dp", "tp", "pp", "cp", "ep", "v", "micro_batch", "zero_stage", "recompute",
            "sequence_parallel")
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A layout that fits: its ``estimate`` (which holds the layout -- ``.dp``, ``.tp``,
-    ``.pp``, ``.cp``, ``.ep``, ``.v``, ``.micro_batch``, ``.zero_stage``, ``.recompute``,
-    ``.sequence_parallel`` read through to it) and the ``reasons`` it ranks where it does."""
+    """A layout that fits: its ``estimate`` (``.dp``, ``.tp``, ... read through to it), the
+    ``reasons`` it ranks where it does, and ``band``: (low, high) multipliers of its
+    predicted throughput that the published runs of its kind were measured at."""
     estimate: Estimate
     reasons: tuple
+    band: tuple = (1.0, 1.0)
 
     def __getattr__(self, name):
         if name in _LAYOUT:
@@ -38,11 +40,18 @@ class Candidate:
         return self.estimate.step_time.total
 
     @property
+    def rank_time(self) -> float:
+        """The step time ranked on: the prediction at the best end of the band, so that a
+        kind of layout the planner is known to over-predict (ZeRO-3) is not ranked on an
+        optimism the published runs refute."""
+        return self.step_time / self.band[1]
+
+    @property
     def label(self) -> str:
         return (f"dp={self.dp} tp={self.tp} pp={self.pp}" + (f" v={self.v}" if self.v > 1 else "")
-                + (f" cp={self.cp}" if self.cp > 1 else "") + f" b={self.micro_batch} "
-                f"{_ZERO[self.zero_stage]} recompute={self.recompute}"
-                + (" +SP" if self.sequence_parallel else ""))
+                + (f" cp={self.cp}" if self.cp > 1 else "") + (f" ep={self.ep}" if self.ep > 1 else "")
+                + f" b={self.micro_batch} {_ZERO[self.zero_stage]} recompute={self.recompute}"
+                + (" +SP" if self.sequence_parallel and self.tp > 1 else ""))
 
 
 @dataclass(frozen=True)
@@ -53,15 +62,17 @@ class Infeasible:
     dp: int | None  # None when n_gpus is not divisible by tp x pp x cp
     reasons: tuple
     shortfall_bytes: float | None = None  # memory: how much the leanest variant lacks
+    ep: int = 1
 
     @property
     def label(self) -> str:
-        return f"dp={self.dp} tp={self.tp} pp={self.pp}" + (f" cp={self.cp}" if self.cp > 1 else "")
+        return (f"dp={self.dp} tp={self.tp} pp={self.pp}" + (f" cp={self.cp}" if self.cp > 1 else "")
+                + (f" ep={self.ep}" if self.ep > 1 else ""))
 
 
 @dataclass(frozen=True)
 class Plan:
-    model: dict
+    model: object
     n_gpus: int
     gpu: str
     global_batch: int
@@ -73,34 +84,55 @@ class Plan:
     def best(self) -> Candidate | None:
         return self.ranked[0] if self.ranked else None
 
+    def distinguishable(self, candidate: Candidate) -> bool:
+        """Whether ``candidate`` is slower than the best even at the best end of its error
+        band and the worst end of the best's: whether the ranking between them is known."""
+        b = self.best
+        return candidate.step_time / candidate.band[1] > b.step_time / b.band[0]
 
-def _reasons(e: Estimate, gpn: int, intra: str, inter: str, dp_overlap: bool) -> tuple:
-    t, mem = e.step_time, e.memory_per_gpu
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}" if x >= 0.01 else f"{x:.1%}"
+
+
+def reasons(e: Estimate) -> tuple:
+    """Why a layout ranks where it does, in words, from its estimate."""
+    t, mem, c, lay = e.step_time, e.memory_per_gpu, e.cluster, e.layout
     out = []
-    if e.tp == 1:
+    if lay.tp == 1:
         out.append("TP=1: no tensor-parallel communication")
-    elif e.tp <= gpn:
-        out.append(f"TP={e.tp} fits in one node ({intra}); its collectives take "
-                   f"{t.tp_comm / t.total:.0%} of the step")
+    elif not c.crosses(lay.tp, 1):
+        out.append(f"TP={lay.tp} fits in one node ({c.intra_link.name}); its collectives take "
+                   f"{_pct(t.tp_comm / t.total)} of the step")
     else:
-        out.append(f"TP={e.tp} spans {e.tp // gpn} nodes: its collectives cross {inter} "
-                   f"and take {t.tp_comm / t.total:.0%} of the step")
-    if e.pp > 1:
-        out.append(f"bubble {t.bubble / t.total:.0%} at M={e.n_micro_batches}"
-                   + (f" with v={e.v} chunks per rank" if e.v > 1 else "")
+        out.append(f"TP={lay.tp} spans {lay.tp // c.nvlink_domain} nodes: its collectives cross "
+                   f"{c.inter_link.name} ({c.nics_per_node} cards a node) and take "
+                   f"{_pct(t.tp_comm / t.total)} of the step")
+    if lay.pp > 1:
+        out.append(f"bubble {_pct(t.bubble / t.total)} at M={e.n_micro_batches}"
+                   + (f" with v={lay.v} chunks per rank" if lay.v > 1 else "")
                    + f"; p2p {t.pp_comm / t.total:.1%}")
     else:
         out.append("PP=1: no bubble")
-    if e.cp > 1:
-        out.append(f"CP={e.cp}: ring attention exposes {t.cp_comm / t.total:.1%} of the step")
-    if e.dp * e.cp > 1:
-        how = "overlapped with the last backward" if dp_overlap else "after backward"
-        out.append(f"DP={e.dp}: gradient sync exposed {t.dp_comm / t.total:.1%} ({how})")
+    if lay.cp > 1:
+        out.append(f"CP={lay.cp} ({lay.cp_kind}): exposes {t.cp_comm / t.total:.1%} of the step")
+    if lay.ep > 1:
+        out.append(f"EP={lay.ep}: the token exchange takes {_pct(t.ep_comm / t.total)} of the step")
+    if e.dp * lay.cp > 1:
+        what = ("gathers and reduce-scatters every layer's weights every micro-batch"
+                if lay.zero_stage == 3 else "synchronises the gradients")
+        if not lay.dp_overlap and lay.zero_stage != 3:
+            out.append(f"DP={e.dp}: {what} after backward: {t.dp_comm / t.total:.1%} of the step")
+        elif t.dp_comm > 0:
+            out.append(f"DP={e.dp}: {what}; {t.dp_comm / t.total:.1%} of the step does not fit "
+                       "behind the compute it overlaps")
+        else:
+            out.append(f"DP={e.dp}: {what}, all of it hidden behind compute")
     out.append(f"{mem.total / 1e9:.1f} of {mem.capacity / 1e9:.0f} GB per GPU "
-               f"({_ZERO[e.zero_stage]}, recompute={e.recompute}"
-               + (", sequence parallel" if e.sequence_parallel else "") + ")")
-    out.append(f"micro-batch {e.micro_batch}: the fastest that fits; MFU {e.mfu:.0%}, "
-               f"{e.tflops_per_gpu:.0f} TFLOP/s per GPU executed")
+               f"({_ZERO[lay.zero_stage]}, recompute={lay.recompute}"
+               + (", sequence parallel" if lay.sequence_parallel and lay.tp > 1 else "") + ")")
+    out.append(f"micro-batch {lay.micro_batch}: the fastest that fits; MFU {e.mfu:.0%}, "
+               f"{t.total / t.ideal - 1:.0%} over the ideal {t.ideal:.2f} s")
     return tuple(out)
 
 
@@ -112,94 +144,119 @@ def _pow2_upto(n: int) -> tuple:
     return tuple(out)
 
 
+def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp):
+    """The fastest variant of a layout that fits, and the leanest one (for the reason why
+    nothing fits). Micro-batches rise until memory stops fitting (activations grow with it)."""
+    best = leanest = None
+    L = model.n_layers
+    zeros = (0, 1) if pp > 1 else cost.ZERO_STAGES
+    vs = [v for v in (1, 2, 4, 8) if v == 1 or (pp > 1 and (base.uneven_stages or L % (pp * v) == 0)
+                                              and pp * v <= L)]
+    dp = base.check(model, n_gpus, B)
+    per = B // dp
+    for zero in zeros:
+        for sp in ((False, True) if tp > 1 else (False,)):
+            for v in vs:
+                for rec in cost.RECOMPUTE:  # none, selective, full: ever more recomputed
+                    every_b_fits = True
+                    for b in (d for d in range(1, per + 1) if per % d == 0):
+                        if v > 1 and (per // b) % pp:
+                            continue
+                        lay = replace(base, zero_stage=zero, recompute=rec, sequence_parallel=sp,
+                                      v=v, micro_batch=b)
+                        e = predict(model, cluster, lay, n_gpus, B, constants)
+                        if not e.fits:
+                            if leanest is None or e.memory_per_gpu.total < leanest.memory_per_gpu.total:
+                                leanest = e
+                            every_b_fits = False
+                            break  # a larger micro-batch holds more
+                        if best is None or (e.step_time.total, e.memory_per_gpu.total) < \
+                                (best.step_time.total, best.memory_per_gpu.total):
+                            best = e
+                    if every_b_fits:
+                        break  # recomputing more is slower at every micro-batch: nothing to gain
+    return best, leanest
+
+
 def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *,
-         seq_len: int | None = None, gpus_per_node: int = CONSTANTS["gpus_per_node"],
-         inter_link=CONSTANTS["inter_link"], tps=None, pps=None, cps=(1,),
-         dp_overlap: bool = True) -> Plan:
+         seq_len: int | None = None, gpus_per_node: int | None = None,
+         nics_per_node: int | None = None, inter_link=None, nvlink_domain: int | None = None,
+         tps=None, pps=None, cps=None, eps=None, dp_overlap: bool = True,
+         cp_kind: str = "ring", attention: str = "fused", dtype: str | None = None,
+         tp_comm_overlap: bool = False, uneven_stages: bool = False,
+         constants: Constants = CONSTANTS) -> Plan:
     """Layouts of ``n_gpus`` for ``model`` ranked by predicted step time.
 
-    ``model``: a key of ``presets.MODELS`` ("70B", "175B", "megatron-1T", ...) or a dict
-    with n_layers, d_model, n_heads, seq_len (and vocab_size). ``global_batch``:
-    sequences per step; default about 4M tokens (2**22 / seq_len), rounded up to a
-    multiple of n_gpus. ``tps``: TP degrees to try (powers of two up to 2 nodes, by
-    default); ``pps``: PP degrees (the divisors of n_gpus / tp up to n_layers); ``cps``:
-    CP degrees (1). For each layout (tp, pp, cp; dp = the rest) every ZeRO stage (0-1
-    with a pipeline, 0-3 without), recomputation, sequence parallelism (tp > 1),
-    interleaving v in {1, 2} and micro-batch is estimated and the fastest variant that
-    fits is kept (ties: the leaner in memory).
+    ``model``: a key of ``presets.MODELS`` ("llama3-70B", "mixtral-8x7B", "175B", ...), a
+    ``ModelSpec``, or a dict with n_layers, d_model, n_heads, seq_len (and vocab_size).
+    ``global_batch``: sequences per step; default about 4M tokens (2**22 / seq_len), rounded
+    up to a multiple of n_gpus. Degrees tried: ``tps`` (powers of two up to 2 NVLink
+    domains), ``cps`` (powers of two up to 16 while seq_len / cp >= 4096), ``eps`` (MoE:
+    powers of two dividing n_experts), ``pps`` (every divisor of what is left, up to the
+    layers). For each layout every ZeRO stage (0-1 with a pipeline, 0-3 without),
+    recomputation, sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
+    micro-batch is estimated and the fastest variant that fits is kept (ties: the leaner).
+    The cluster, attention, dtype, overlaps and ``uneven_stages`` (pp not dividing the
+    layers: the slowest stage timed) are as for ``estimate``.
 
-    Returns a Plan: ``.ranked`` (Candidates, fastest first, each with ``.reasons``) and
-    ``.infeasible`` (layouts with why: a degree that does not divide, or memory -- how
-    far the leanest variant is from fitting).
+    Returns a Plan: ``.ranked`` (Candidates, each with ``.reasons`` and ``.band``, fastest
+    first by ``Candidate.rank_time``: the predicted step at the best end of its band) and
+    ``.infeasible`` (layouts with why: a degree that does not divide, or
+    memory -- how far the leanest variant is from fitting).
     """
-    shape = resolve_model(model)
+    from .validate import error_band
+    spec = resolve_model(model)
     n_gpus = check_int("n_gpus", n_gpus)
-    spec, inter = resolve_gpu(gpu), resolve_link(inter_link)
-    gpn = check_int("gpus_per_node", gpus_per_node)
-    s = shape["seq_len"] if seq_len is None else check_int("seq_len", seq_len)
+    if seq_len is not None:
+        spec = replace(spec, seq_len=check_int("seq_len", seq_len))
+    cluster = cluster_for(gpu, gpus_per_node, nics_per_node, inter_link, nvlink_domain)
+    S, s = spec.seq_len, spec.shape
     if global_batch is None:
-        want = max(1, round(2 ** 22 / s))
+        want = max(1, round(2 ** 22 / S))
         global_batch = -(-want // n_gpus) * n_gpus
-    global_batch = check_int("global_batch", global_batch)
-    L, h, a, V = shape["n_layers"], shape["d_model"], shape["n_heads"], shape["vocab_size"]
-    tps = _pow2_upto(min(n_gpus, 2 * gpn)) if tps is None else tuple(tps)
-    for name, seq in (("tps", tps), ("cps", cps)):
+    B = check_int("global_batch", global_batch)
+    tps = _pow2_upto(min(n_gpus, 2 * cluster.nvlink_domain)) if tps is None else tuple(tps)
+    cps = tuple(c for c in _pow2_upto(16) if S // c >= 4096 and S % (2 * c or 1) == 0
+                or c == 1) if cps is None else tuple(cps)
+    eps = (tuple(e for e in _pow2_upto(min(n_gpus, s.n_experts)) if s.n_experts % e == 0)
+           if s.moe else (1,)) if eps is None else tuple(eps)
+    for name, seq in (("tps", tps), ("cps", cps), ("eps", eps)):
         for i, x in enumerate(seq):
             check_int(f"{name}[{i}]", x)
+    base = Layout(dp_overlap=dp_overlap, cp_kind=cp_kind, attention=attention, dtype=dtype,
+                  tp_comm_overlap=tp_comm_overlap, uneven_stages=uneven_stages)
+    base.dtype_on(cluster.gpu)
     ranked, infeasible = [], []
     for cp in cps:
         for tp in tps:
             rest = n_gpus // (tp * cp) if n_gpus % (tp * cp) == 0 else 0
-            layout_pps = (sorted(d for d in range(1, min(rest, L) + 1) if rest % d == 0)
-                          if pps is None else tuple(pps))
             if not rest:
                 infeasible.append(Infeasible(tp, 1, cp, None, (
                     f"n_gpus={n_gpus} is not divisible by tp*cp={tp * cp}",)))
                 continue
+            layout_pps = (tuple(d for d in range(1, min(rest, spec.n_layers) + 1) if rest % d == 0)
+                          if pps is None else tuple(pps))
             for pp in layout_pps:
-                check_int("pp", pp)
-                dp = n_gpus // (tp * pp * cp) if n_gpus % (tp * pp * cp) == 0 else None
-                try:
-                    _check_layout(L, a, s, n_gpus, tp, pp, cp, 1, 1, global_batch, 0, False)
-                except ValueError as e:
-                    infeasible.append(Infeasible(tp, pp, cp, dp, (str(e),)))
-                    continue
-                best, leanest = None, None
-                for zero in ((0, 1) if pp > 1 else cost.ZERO_STAGES):
-                    for rec in cost.RECOMPUTE:
-                        for sp in ((False, True) if tp > 1 else (False,)):
-                            for v in ((1, 2) if pp > 1 and L % (2 * pp) == 0 else (1,)):
-                                try:
-                                    e = estimate(L, h, a, s, V, n_gpus, tp, pp, global_batch,
-                                                 None, spec, cp=cp, v=v, zero_stage=zero,
-                                                 recompute=rec, sequence_parallel=sp,
-                                                 gpus_per_node=gpn, inter_link=inter,
-                                                 dp_overlap=dp_overlap)
-                                except ValueError:
-                                    continue  # v = 2 needs m a multiple of pp
-                                if e.fits:
-                                    key = (e.step_time.total, e.memory_per_gpu.total)
-                                    if best is None or key < (best.step_time.total,
-                                                              best.memory_per_gpu.total):
-                                        best = e
-                                elif leanest is None or (e.memory_per_gpu.total
-                                                         < leanest.memory_per_gpu.total):
-                                    leanest = e
-                if best is not None:
-                    ranked.append(Candidate(best, _reasons(best, gpn, spec.link, inter.name,
-                                                           dp_overlap)))
-                elif leanest is not None:
-                    m = leanest.memory_per_gpu
-                    short = m.total - m.capacity
-                    infeasible.append(Infeasible(tp, pp, cp, dp, (
-                        f"doesn't fit: needs {m.total / 1e9:.1f} GB of {m.capacity / 1e9:.0f} "
-                        f"GB per GPU ({short / 1e9:.1f} GB short) even at micro-batch "
-                        f"{leanest.micro_batch}, {_ZERO[leanest.zero_stage]}, recompute="
-                        f"{leanest.recompute}" + (", sequence parallel"
-                                                  if leanest.sequence_parallel else ""),),
-                        short))
-                else:
-                    infeasible.append(Infeasible(tp, pp, cp, dp, (
-                        "no variant is valid (interleaving and micro-batches do not divide)",)))
-    ranked.sort(key=lambda c: (c.step_time, c.estimate.memory_per_gpu.total))
-    return Plan(shape, n_gpus, spec.name, global_batch, s, tuple(ranked), tuple(infeasible))
+                for ep in eps:
+                    dp = n_gpus // (tp * pp * cp) if n_gpus % (tp * pp * cp) == 0 else None
+                    lay = replace(base, tp=tp, pp=check_int("pp", pp), cp=cp, ep=ep)
+                    try:
+                        lay.check(spec, n_gpus, B)
+                    except ValueError as err:
+                        infeasible.append(Infeasible(tp, pp, cp, dp, (str(err),), ep=ep))
+                        continue
+                    best, leanest = _best_variant(spec, cluster, lay, n_gpus, B, constants, pp, tp)
+                    if best is not None:
+                        ranked.append(Candidate(best, reasons(best), error_band(best.layout)))
+                    elif leanest is not None:
+                        m = leanest.memory_per_gpu
+                        short = m.total - m.capacity
+                        infeasible.append(Infeasible(tp, pp, cp, dp, (
+                            f"doesn't fit: needs {m.total / 1e9:.1f} GB of {m.capacity / 1e9:.0f} "
+                            f"GB per GPU ({short / 1e9:.1f} GB short) even at micro-batch "
+                            f"{leanest.micro_batch}, {_ZERO[leanest.zero_stage]}, recompute="
+                            f"{leanest.recompute}" + (", sequence parallel"
+                                                      if leanest.sequence_parallel else ""),),
+                            short, ep))
+    ranked.sort(key=lambda c: (c.rank_time, c.estimate.memory_per_gpu.total))
+    return Plan(spec, n_gpus, cluster.gpu.name, B, S, tuple(ranked), tuple(infeasible))

@@ -1,0 +1,144 @@
+"""Kernels on one GPU: how long a GEMM of a given shape takes, what the memory-bound
+(elementwise) operators move, and attention computed fused or materialized.
+
+GEMMs. A GEMM (m x k) @ (k x n) does 2 m n k FLOPs. cuBLAS cuts the output into tiles and
+runs one tile per streaming multiprocessor (SM) at a time, so a shape pays twice for not
+being a multiple of the machine: *tile quantization* (the last tile in each direction is
+partly padding) and *wave quantization* (the last wave of tiles leaves SMs idle) -- NVIDIA,
+"Matrix Multiplication Background User's Guide" (docs.nvidia.com/deeplearning/performance/
+dl-performance-matrix-multiplication), §"Tile Quantization" and §"Wave Quantization". We take
+the best of three common tile shapes (128x128, 128x256, 256x128), as cuBLAS picks one per
+shape. The rest of the gap to the datasheet peak, which every large GEMM shows (the H200
+runs 4096^3 at 79% of peak in ``gpu-report``), is ``gemm_efficiency``. A GEMM cannot run
+faster than its own operands cross HBM either: time = max(compute, traffic) (the roofline,
+Williams et al., CACM 2009), which is what makes attention's QK^T with k = d_head slow.
+
+Elementwise operators do a few FLOPs per byte, so they run at memory speed: their time is
+the bytes they read and write over ``memory_efficiency`` of the HBM bandwidth. ELEMENTWISE
+lists the bytes per element of each operator of a Megatron-style layer, forward and
+backward, 16-bit values and 1-byte dropout masks, as its fused kernels move them.
+
+Attention. Materialized (Megatron 2021-22: QK^T, scale-mask-softmax, dropout, AV): two
+batched GEMMs per head over the whole s_q x s_k square plus the softmax's elementwise
+traffic on it. Fused (FlashAttention, Dao et al. 2022; FlashAttention-2, Dao 2023, §3): the
+scores never reach HBM; a causal kernel skips the blocks above the diagonal (half the
+square), and its backward recomputes QK^T -- 5 matmuls against the forward's 2, so
+backward = 2.5 x forward -- all at ``attention_efficiency`` of peak.
+
+Domains: sizes and counts integers >= 1 (``count`` >= 0 where said); peaks, bandwidths and
+efficiencies finite and > 0, efficiencies at most 1; ``bytes_per_value`` > 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..validate import check_bool, check_choice, check_float, check_int
+
+GEMM_TILES = ((128, 128), (128, 256), (256, 128))
+ATTENTION = ("fused", "materialized")
+
+# bytes moved per element (forward, backward) by the operators of a transformer layer,
+# 16-bit values (2 B) and 1-byte masks; backward includes summing the residual stream's
+# two gradients where the operator sits on it
+ELEMENTWISE = {
+    "norm": (4, 12),             # LayerNorm/RMSNorm: read x, write y | read x, dy, write dx; + grad add
+    "bias_dropout_add": (7, 5),  # Megatron's fused kernel: read x, residual, write out + mask
+    "residual_add": (6, 0),      # no dropout: read x, residual, write out | the gradient passes
+    "bias_gelu": (4, 6),         # per element of d_ff: read, write | read input, dy, write dx
+    "swiglu": (6, 10),           # per output element: read gate, up, write | read 3, write 2
+    "rope": (4, 4),              # per element of q and k
+    "softmax": (4, 6),           # per score (materialized only): fused scale-mask-softmax
+    "attn_dropout": (5, 5),      # per score: read, write + mask | read dy, mask, write
+    "cross_entropy": (10, 6),    # per logit: read bf16, exp in fp32 (write, read) | read, write
+    "moe_permute": (8, 8),       # per routed element: token permute + unpermute
+    "fp8_cast": (3, 3),          # per element of an fp8 GEMM's input: read 2, write 1
+}
+
+
+def _eff(name, value) -> float:
+    return check_float(name, value, 0.0, high=1.0)
+
+
+def gemm_quantization(m: int, n: int, sms: int, count: int = 1) -> float:
+    """Share of the GPU's tile slots that ``count`` (m x n)-output GEMMs launched together
+    fill: the best over GEMM_TILES of padding efficiency (m n over the tiles' area) times
+    wave efficiency (tiles over sms x waves). 1 for shapes that fill every tile and wave."""
+    m, n, sms, count = (check_int(k, v) for k, v in (("m", m), ("n", n), ("sms", sms),
+                                                     ("count", count)))
+    best = 0.0
+    for tm, tn in GEMM_TILES:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * count
+        padding = m * n * count / (tiles * tm * tn)
+        waves = math.ceil(tiles / sms)
+        best = max(best, padding * tiles / (waves * sms))
+    return best
+
+
+def gemm_time(m: int, n: int, k: int, peak_flops: float, hbm_bandwidth: float, sms: int,
+              gemm_efficiency: float, memory_efficiency: float, count: int = 1,
+              bytes_per_value: float = 2) -> float:
+    """Seconds of ``count`` (m x k) @ (k x n) GEMMs run as one batched kernel: the larger of
+    2 m n k count / (peak x gemm_efficiency x ``gemm_quantization``) and their operands'
+    and result's bytes, (m k + k n + m n) count x bytes_per_value, over memory_efficiency x
+    the HBM bandwidth."""
+    k = check_int("k", k)
+    peak_flops = check_float("peak_flops", peak_flops, 0.0)
+    hbm_bandwidth = check_float("hbm_bandwidth", hbm_bandwidth, 0.0)
+    g, mem = _eff("gemm_efficiency", gemm_efficiency), _eff("memory_efficiency", memory_efficiency)
+    bpv = check_float("bytes_per_value", bytes_per_value, 0.0)
+    q = gemm_quantization(m, n, sms, count)
+    compute = 2 * m * n * k * count / (peak_flops * g * q)
+    traffic = (m * k + k * n + m * n) * count * bpv / (hbm_bandwidth * mem)
+    return max(compute, traffic)
+
+
+def elementwise_bytes(op: str, elements: float, backward: bool = False) -> float:
+    """Bytes operator ``op`` of ELEMENTWISE moves over ``elements`` elements, forward (or
+    backward)."""
+    op = check_choice("op", op, tuple(ELEMENTWISE))
+    elements = check_float("elements", elements, 0.0, strict=False)
+    return ELEMENTWISE[op][1 if check_bool("backward", backward) else 0] * elements
+
+
+def attention_flops(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_dim: int,
+                    causal: bool = True) -> float:
+    """Forward matmul FLOPs of attention for ``n_heads`` heads: QK^T and AV, 2 x 2 b s_q s_k
+    d_head each head -- halved when ``causal`` (a fused kernel skips the masked half)."""
+    b, sq, sk = check_int("micro_batch", micro_batch), check_int("seq_q", seq_q), \
+        check_int("seq_k", seq_k)
+    a, d = check_int("n_heads", n_heads), check_int("head_dim", head_dim)
+    return 4.0 * b * sq * sk * a * d * (0.5 if check_bool("causal", causal) else 1.0)
+
+
+def attention_time(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_dim: int,
+                   peak_flops: float, hbm_bandwidth: float, sms: int, gemm_efficiency: float,
+                   memory_efficiency: float, attention_efficiency: float,
+                   kind: str = "fused", dropout: bool = False) -> dict:
+    """Seconds of one attention core (n_heads heads on this GPU, queries seq_q, keys seq_k),
+    {"forward", "backward"}. fused: ``attention_flops`` (causal) at attention_efficiency
+    of peak, backward 2.5 x forward. materialized: QK^T and AV as ``count`` = b x heads
+    batched GEMMs by ``gemm_time``, the scores' softmax (and dropout) by ELEMENTWISE;
+    backward runs each GEMM twice (gradients of both operands)."""
+    kind = check_choice("kind", kind, ATTENTION)
+    b, sq, sk = check_int("micro_batch", micro_batch), check_int("seq_q", seq_q), \
+        check_int("seq_k", seq_k)
+    heads, d, sms = check_int("n_heads", n_heads), check_int("head_dim", head_dim), \
+        check_int("sms", sms)
+    peak = check_float("peak_flops", peak_flops, 0.0)
+    mem = check_float("hbm_bandwidth", hbm_bandwidth, 0.0) * _eff("memory_efficiency",
+                                                                   memory_efficiency)
+    g, a = _eff("gemm_efficiency", gemm_efficiency), _eff("attention_efficiency",
+                                                           attention_efficiency)
+    dropout = check_bool("dropout", dropout)
+    if kind == "fused":
+        fwd = attention_flops(b, sq, sk, heads, d) / (peak * a)
+        return {"forward": fwd, "backward": 2.5 * fwd}
+    count = b * heads
+    args = (peak, hbm_bandwidth, sms, g, memory_efficiency, count)
+    gemms = gemm_time(sq, sk, d, *args) + gemm_time(sq, d, sk, *args)
+    scores = float(count * sq * sk)
+    ops = ("softmax", "attn_dropout") if dropout else ("softmax",)
+    fwd_b = sum(elementwise_bytes(o, scores) for o in ops)
+    bwd_b = sum(elementwise_bytes(o, scores, True) for o in ops)
+    return {"forward": gemms + fwd_b / mem, "backward": 2 * gemms + bwd_b / mem}

@@ -1,0 +1,112 @@
+"""Collectives on a real cluster: which link a process group's traffic crosses, and how
+much of it a node's network cards carry.
+
+A group of ``size`` ranks ``stride`` apart in the rank order (Megatron's: tp fastest, then
+cp, dp, pp -- so a TP group has stride 1, a DP group stride tp x cp) fits in one NVLink
+domain (a DGX's 8 GPUs; 72 in a GB200 NVL72 rack) when size x stride <= the domain; then
+it runs over NVLink. Otherwise k = min(size, domain // stride) of its members share each
+domain, and the rest is over the network:
+
+  rings (all-reduce, all-gather, reduce-scatter, broadcast): NCCL runs one ring per
+      network card ("rail") and each ring crosses a node boundary once, so the k members of
+      a domain drive k x (cards per GPU) cards at once. The bus bandwidth is
+      min(NVLink, k x cards per GPU x one card): a DGX A100's 8 HDR cards gave 192 GB/s
+      (nccl#812, a maintainer's measurement), not one port's 25 GB/s; a DP group with one
+      member per node gets its GPU's own card.
+  all-to-all: every rank sends (size - k) / size of its buffer to other domains over its
+      own share of the cards, and the kernel cannot spread one GPU's traffic over the
+      others' cards: "Alltoall cannot aggregate the bandwidth of multiple NICs"
+      (nccl-tests#267, maintainer); its bus bandwidth -> one card per GPU (nccl-tests#130).
+  point-to-point (pipeline): one GPU's share of the cards, or NVLink inside a domain.
+
+Bandwidths here are what the links achieve (bytes/s per direction); ``collective_time``
+adds alpha per ring step of the slowest link.
+
+Domains: sizes, strides and domains integers >= 1; bandwidths > 0; alphas >= 0;
+``nics_per_gpu`` > 0 (4 cards for 8 GPUs is 0.5); ``nbytes`` >= 0.
+"""
+
+from __future__ import annotations
+
+from ..validate import check_choice, check_float, check_int
+from .collectives import COLLECTIVES, collective_steps, collective_time
+
+
+def members_per_domain(size: int, stride: int, domain: int) -> int:
+    """How many of a group's ``size`` members (``stride`` ranks apart) share one NVLink
+    domain of ``domain`` GPUs: all of them if size x stride <= domain."""
+    size, stride, domain = check_int("size", size), check_int("stride", stride), \
+        check_int("domain", domain)
+    if size * stride <= domain:
+        return size
+    return max(1, min(size, domain // stride))
+
+
+def group_bandwidth(op: str, size: int, stride: int, domain: int, intra_bandwidth: float,
+                    nic_bandwidth: float, nics_per_gpu: float = 1.0) -> float:
+    """Bytes/s per GPU that ``op`` on this group reaches (the bus bandwidth of a ring, the
+    per-GPU link of point-to-point): NVLink inside a domain; across domains min(NVLink, k
+    x nics_per_gpu x nic_bandwidth) for rings, nics_per_gpu x nic_bandwidth for p2p. (For
+    all-to-all use ``group_collective_time``: it mixes the two.)"""
+    op = check_choice("op", op, COLLECTIVES)
+    intra = check_float("intra_bandwidth", intra_bandwidth, 0.0)
+    nic = check_float("nic_bandwidth", nic_bandwidth, 0.0)
+    share = check_float("nics_per_gpu", nics_per_gpu, 0.0)
+    k = members_per_domain(size, stride, domain)
+    if k == size:
+        return intra
+    if op in ("p2p", "all_to_all"):
+        return min(intra, share * nic)
+    return min(intra, k * share * nic)
+
+
+def group_collective_time(op: str, nbytes: float, size: int, stride: int, domain: int,
+                          intra_bandwidth: float, intra_alpha: float, nic_bandwidth: float,
+                          nic_alpha: float, nics_per_gpu: float = 1.0) -> float:
+    """Seconds of one ``op`` of ``nbytes`` (nccl-tests' size convention) on this group.
+    Rings and p2p: ``collective_time`` at ``group_bandwidth`` with the slowest link's alpha.
+    all-to-all across domains: the off-domain share (size - k)/size of the buffer over the
+    GPU's cards and the on-domain share (k - 1)/size over NVLink, at the same time -- the
+    slower of the two -- plus (size - 1) alphas."""
+    size = check_int("size", size)
+    nbytes = check_float("nbytes", nbytes, 0.0, strict=False)
+    ia = check_float("intra_alpha", intra_alpha, 0.0, strict=False)
+    na = check_float("nic_alpha", nic_alpha, 0.0, strict=False)
+    if size == 1:
+        return 0.0
+    k = members_per_domain(size, stride, domain)
+    alpha = ia if k == size else max(ia, na)
+    if op == "all_to_all" and k < size:
+        off = nbytes * (size - k) / size / (check_float("nics_per_gpu", nics_per_gpu, 0.0)
+                                             * check_float("nic_bandwidth", nic_bandwidth, 0.0))
+        on = nbytes * (k - 1) / size / check_float("intra_bandwidth", intra_bandwidth, 0.0)
+        return collective_steps("all_to_all", size) * alpha + max(off, on)
+    bw = group_bandwidth(op, size, stride, domain, intra_bandwidth, nic_bandwidth, nics_per_gpu)
+    return collective_time(op, nbytes, 2 if op == "p2p" else size, alpha, bw)
+
+
+def moe_dispatch_time(tokens: float, d_model: int, n_experts: int, top_k: int, ep: int,
+                      domain: int, intra_bandwidth: float, intra_alpha: float,
+                      nic_bandwidth: float, nic_alpha: float, nics_per_gpu: float = 1.0,
+                      dedup: bool = False, bytes_per_value: float = 2) -> float:
+    """Seconds of one MoE dispatch (or combine) on each of ``ep`` consecutive GPUs, each
+    with ``tokens`` tokens of ``d_model`` values: the copies leaving the NVLink domain
+    (``expert_parallel.moe_remote_copies``) over the GPU's share of the network cards, and
+    the ones staying inside it over NVLink (with ``dedup``, also the forwarding of what
+    arrives), at the same time -- the slower of the two -- plus (ep - 1) alphas."""
+    from .expert_parallel import moe_remote_copies
+    T = check_float("tokens", tokens, 0.0, strict=False)
+    h, k, ep = check_int("d_model", d_model), check_int("top_k", top_k), check_int("ep", ep)
+    row = h * check_float("bytes_per_value", bytes_per_value, 0.0)
+    m = members_per_domain(ep, 1, domain)
+    if m == ep:
+        return group_collective_time("all_to_all", T * k * row, ep, 1, domain, intra_bandwidth,
+                                     intra_alpha, nic_bandwidth, nic_alpha, nics_per_gpu)
+    remote = moe_remote_copies(n_experts, k, ep, m, dedup)
+    off = T * remote * row / (check_float("nics_per_gpu", nics_per_gpu, 0.0)
+                              * check_float("nic_bandwidth", nic_bandwidth, 0.0))
+    on = T * (k * (m - 1) / ep + (remote if dedup else 0.0)) * row / check_float(
+        "intra_bandwidth", intra_bandwidth, 0.0)
+    alpha = max(check_float("intra_alpha", intra_alpha, 0.0, strict=False),
+                check_float("nic_alpha", nic_alpha, 0.0, strict=False))
+    return (ep - 1) * alpha + max(off, on)

@@ -1,0 +1,262 @@
+"""One decoder layer of today's transformers, counted: parameters, the GEMMs and elementwise
+operators one GPU runs for it, the activations it keeps, and the model FLOPs of a training
+step -- for GPT (GeLU MLP, LayerNorm, biases, dropout) and Llama-style layers (SwiGLU,
+RMSNorm, grouped-query attention, RoPE), dense or Mixture-of-Experts.
+
+A ``LayerShape`` holds the widths: h = d_model, a query heads of d_head (q = a d_head, which
+is h except in models such as Qwen3), g key/value heads (grouped-query attention, Ainslie
+et al. 2023: kv = g d_head), the MLP width f, and for MoE E experts of width f_e of which
+each token uses top_k (plus shared experts always on, DeepSeekMoE, Dai et al. 2024, §3.2).
+
+Parameters per layer: attention h (q + 2 kv) + q h (Q, K, V, output projection); MLP 2 h f
+(GeLU) or 3 h f (SwiGLU: gate, up, down; Shazeer 2020); MoE E such experts + the router
+h E; norms, and biases where the model has them. A GPT layer (biases, 2 LayerNorms,
+f = 4h): 12 h^2 + 13 h (Narayanan et al. 2021, §5.1, Eq. 2).
+
+Model FLOPs per token (Megatron-LM's ``num_floating_point_operations``, training.py at
+commit f2e5db4, 2024-07-15; PaLM's 6N + 12 L T q, Chowdhery et al. 2022, App. B): 6 x the
+GEMM parameters a token passes through (top_k experts, not E) + 12 s q per layer for the
+attention scores + 6 h V for the logits. Recomputation is not counted (that would be HFU).
+``causal_attention`` halves the 12 s q term, as some newer reports count it.
+
+Activations per layer (``activation_bytes``): Korthikanti et al.'s inventory (MLSys 2023,
+§4.1, Eq. 1-2) with its widths generalised -- the inputs each GEMM and operator saves for
+backward -- which gives s b h (34 + 5 a s / h) for a GPT layer; a fused attention kernel
+keeps no s x s scores, only its output and the softmax statistics (Dao et al. 2022, §3.1).
+
+Domains: widths, heads and counts integers >= 1 (``n_experts`` >= 0, 0 = dense); g divides
+a; top_k <= E; tp divides the heads; ``mlp`` in MLPS, ``recompute`` in RECOMPUTE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..validate import check_bool, check_choice, check_int
+from .kernels import ATTENTION
+from .memory import RECOMPUTE
+
+MLPS = ("gelu", "swiglu")
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    d_model: int
+    n_heads: int
+    n_kv_heads: int | None = None   # None: n_heads (multi-head attention)
+    head_dim: int | None = None     # None: d_model // n_heads
+    d_ff: int | None = None         # None: 4 d_model (GeLU) or the MoE expert width
+    mlp: str = "gelu"
+    n_experts: int = 0              # 0: a dense MLP
+    top_k: int = 1
+    expert_d_ff: int | None = None  # None: d_ff
+    n_shared_experts: int = 0
+    biases: bool = True             # GPT's linear and LayerNorm biases (Llama has none)
+    dropout: bool = True            # GPT-3 / Megatron's dropout (Llama and most 2023+ runs: none)
+    rope: bool = False              # rotary embeddings on q and k (Llama; GPT learns positions)
+
+    def __post_init__(self):
+        h, a = check_int("d_model", self.d_model), check_int("n_heads", self.n_heads)
+        g = a if self.n_kv_heads is None else check_int("n_kv_heads", self.n_kv_heads)
+        if a % g:
+            raise ValueError(f"n_kv_heads={g} must divide n_heads={a}")
+        if self.head_dim is None and h % a:
+            raise ValueError(f"n_heads={a} must divide d_model={h} (or give head_dim)")
+        d = h // a if self.head_dim is None else check_int("head_dim", self.head_dim)
+        mlp = check_choice("mlp", self.mlp, MLPS)
+        f = 4 * h if self.d_ff is None else check_int("d_ff", self.d_ff)
+        e = check_int("n_experts", self.n_experts, 0)
+        k = check_int("top_k", self.top_k, 1, max(e, 1))
+        fe = f if self.expert_d_ff is None else check_int("expert_d_ff", self.expert_d_ff)
+        check_int("n_shared_experts", self.n_shared_experts, 0)
+        for flag in ("biases", "dropout", "rope"):
+            check_bool(flag, getattr(self, flag))
+        for name, value in (("n_kv_heads", g), ("head_dim", d), ("d_ff", f), ("mlp", mlp),
+                            ("top_k", k), ("expert_d_ff", fe)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def q(self) -> int:
+        return self.n_heads * self.head_dim
+
+    @property
+    def kv(self) -> int:
+        return self.n_kv_heads * self.head_dim
+
+    @property
+    def matrices(self) -> int:
+        """Weight matrices of one MLP: 2 (GeLU: in, out) or 3 (SwiGLU: gate, up, down)."""
+        return 3 if self.mlp == "swiglu" else 2
+
+    @property
+    def moe(self) -> bool:
+        return self.n_experts > 0
+
+
+def check_shape(shape) -> LayerShape:
+    """``shape`` if it is a LayerShape, else a ValueError naming it."""
+    if not isinstance(shape, LayerShape):
+        raise ValueError(f"shape={shape!r} must be a cost.LayerShape")
+    return shape
+
+
+def layer_params(shape: LayerShape) -> dict:
+    """Parameters of one layer: {"attention", "mlp" (dense or shared experts), "experts"
+    (all E), "router", "other" (norms, biases), "total", "dense" (all but the experts)}."""
+    s = check_shape(shape)
+    h, q, kv, m = s.d_model, s.q, s.kv, s.matrices
+    attention = h * (q + 2 * kv) + q * h
+    dense_f = s.d_ff if not s.moe else s.n_shared_experts * s.expert_d_ff
+    mlp = m * h * dense_f
+    experts = s.n_experts * m * h * s.expert_d_ff
+    router = h * s.n_experts
+    # GPT: qkv and proj biases (q + 2 kv + h), MLP biases (f + h), 2 LayerNorms (2 x 2h);
+    # Llama: 2 RMSNorm weights
+    other = (q + 2 * kv + h + dense_f + h + 4 * h) if s.biases else 2 * h
+    dense = attention + mlp + router + other
+    return {"attention": attention, "mlp": mlp, "experts": experts, "router": router,
+            "other": other, "dense": dense, "total": dense + experts}
+
+
+def embedding_params(vocab_size: int, d_model: int, seq_len: int = 0,
+                     tied: bool = True) -> int:
+    """Embedding parameters: V h for the input table (and V h more for an untied output
+    layer), plus ``seq_len`` x h learned positions (GPT; 0 with RoPE)."""
+    V, h = check_int("vocab_size", vocab_size), check_int("d_model", d_model)
+    return V * h * (1 if check_bool("tied", tied) else 2) + check_int("seq_len", seq_len, 0) * h
+
+
+def layer_gemms(shape: LayerShape, tokens: int, tp: int = 1, ep: int = 1,
+                capacity_factor: float = 1.0) -> list[tuple]:
+    """The GEMMs of one layer's forward on one GPU of a TP group of ``tp`` (and, for MoE,
+    an expert-parallel group of ``ep``), as (name, m, n, k, count): ``tokens`` rows (b s /
+    cp) through Q/K/V, the output projection and the dense MLP, each split over tp
+    (Megatron's column- then row-parallel pair). MoE (experts whole on a rank, the MoE input
+    sequence-sharded over tp): the router, and E/ep local experts each seeing tokens/tp x
+    ep x top_k / E routed rows (x ``capacity_factor`` when capacity buffers are padded)."""
+    s = check_shape(shape)
+    T, t = check_int("tokens", tokens), check_int("tp", tp)
+    ep = check_int("ep", ep)
+    if s.n_heads % t or s.n_kv_heads % t and t % s.n_kv_heads:
+        raise ValueError(f"tp={t} must divide n_heads={s.n_heads} (and n_kv_heads="
+                         f"{s.n_kv_heads}, or be a multiple of it)")
+    h, q, kv = s.d_model, s.q, s.kv
+    kv_local = max(kv // t, s.head_dim)  # g < tp: each rank keeps a copy of its K/V head
+    out = [("qkv", T, q // t + 2 * kv_local, h, 1), ("proj", T, h, q // t, 1)]
+    m = s.matrices
+    dense_f = s.d_ff if not s.moe else s.n_shared_experts * s.expert_d_ff
+    if dense_f:
+        out += [("fc1", T, (m - 1) * dense_f // t, h, 1), ("fc2", T, h, dense_f // t, 1)]
+    if s.moe:
+        if s.n_experts % ep:
+            raise ValueError(f"ep={ep} must divide n_experts={s.n_experts}")
+        local = max(1, T // t)
+        rows = max(1, round(local * ep * s.top_k * capacity_factor / s.n_experts))
+        count = s.n_experts // ep
+        out += [("router", local, s.n_experts, h, 1),
+                ("expert_fc1", rows, (m - 1) * s.expert_d_ff, h, count),
+                ("expert_fc2", rows, h, s.expert_d_ff, count)]
+    return out
+
+
+def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
+                      sequence_parallel: bool = False) -> list[tuple]:
+    """The memory-bound operators of one layer's forward on one GPU as (ELEMENTWISE op,
+    elements): the h-wide ones (norms, residual adds) on every TP rank's full tokens unless
+    ``sequence_parallel`` shards them (Korthikanti et al. §4.2.2), the rest split over tp;
+    rotary embeddings on q and k where the shape has them. Attention's scores are not here
+    (``kernels.attention_time``)."""
+    s = check_shape(shape)
+    T, t = check_int("tokens", tokens), check_int("tp", tp)
+    hw = T * s.d_model / (t if check_bool("sequence_parallel", sequence_parallel) else 1)
+    residual = "bias_dropout_add" if s.dropout else "residual_add"
+    act = ("swiglu", "bias_gelu")[s.mlp == "gelu"]
+    f_tokens = T * s.d_ff / t if not s.moe else \
+        T / t * (s.top_k * s.expert_d_ff + s.n_shared_experts * s.expert_d_ff)
+    out = [("norm", hw), (residual, hw), ("norm", hw), (residual, hw), (act, f_tokens)]
+    if s.rope:
+        out.append(("rope", T * (s.q + s.kv) / t))
+    if s.moe:
+        out.append(("moe_permute", T / t * s.top_k * s.d_model))
+    return out
+
+
+def activation_bytes(shape: LayerShape, seq_len: int, micro_batch: int, tp: int = 1,
+                     sequence_parallel: bool = False, recompute: str = "none",
+                     attention: str = "materialized", cp: int = 1) -> float:
+    """Bytes one layer keeps for backward on one GPU (16-bit values, 1-byte dropout masks),
+    Korthikanti et al.'s inventory with this shape's widths: the norms' and the h-wide
+    GEMM inputs (10 s b h in a GPT layer, split by tp only with ``sequence_parallel``), Q,
+    K, V, the projection's input and the MLP's (split by tp), and with ``attention``
+    "materialized" the scores (softmax output, dropout mask and output: 5 a s^2 b / t; no
+    dropout: 2 a s^2 b / t). "selective" recomputes what is cheap to redo and large to
+    keep: the attention core when it is materialized (its scores; Korthikanti et al. §5),
+    and when a fused kernel leaves no scores, the norms and the MLP's activation function
+    (their outputs: 2 x 2h and 2 f; Megatron-LM's --recompute-modules "layernorm" and
+    "moe_act"/act). "full" keeps the layer input only (2 s b h, / t with sequence
+    parallelism). ``cp``: each GPU holds s / cp of the sequence (its scores are s / cp x s)."""
+    s = check_shape(shape)
+    S, b, t = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch), check_int("tp", tp)
+    cp, sp = check_int("cp", cp), check_bool("sequence_parallel", sequence_parallel)
+    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    attention = check_choice("attention", attention, ATTENTION)
+    tokens, h = b * S / cp, s.d_model
+    split = t if sp else 1
+    if recompute == "full":
+        return 2 * tokens * h / split
+    masks = 2 if s.dropout else 0                   # the two residual-dropout masks
+    unsplit = 4 * 2 + masks                         # norm inputs, qkv and fc1 inputs
+    kv_local = max(s.kv // t, s.head_dim) * t       # replicated K/V heads when g < tp
+    inner = 2 * (s.q + kv_local) + 2 * kv_local + 2 * s.q   # Q, K | V | proj input
+    f = s.d_ff if not s.moe else s.top_k * s.expert_d_ff + s.n_shared_experts * s.expert_d_ff
+    inner += (4 if s.mlp == "gelu" else 6) * f      # GeLU in + fc2 in | gate, up + down in
+    if s.moe:
+        inner += 2 * s.top_k * h                    # the experts' permuted inputs
+    if recompute == "selective" and attention == "fused":
+        unsplit -= 4                                # the norms' outputs, recomputed
+        inner -= 2 * f                              # the activation's output, recomputed
+    per_token = unsplit * h / split + inner / t
+    if attention == "materialized" and recompute == "none":
+        per_token += (5 if s.dropout else 2) * s.n_heads * S / t
+    elif attention == "fused":
+        per_token += 4 * s.n_heads / t              # the softmax statistics, fp32
+    return tokens * per_token
+
+
+def model_flops_per_token(shape: LayerShape, n_layers: int, seq_len: int, vocab_size: int,
+                          causal_attention: bool = False) -> float:
+    """Model FLOPs per token of a training step (forward + backward, no recomputation):
+    Megatron-LM's count, per layer 12 h q + 12 h kv (Q, K, V, projection) + 12 s q
+    (attention; x 1/2 with ``causal_attention``) + 6 m h f top_k (the MLP or the routed
+    experts, m = 2 or 3 matrices) + shared experts; plus 6 h V for the logits."""
+    s = check_shape(shape)
+    L, S, V = check_int("n_layers", n_layers), check_int("seq_len", seq_len), \
+        check_int("vocab_size", vocab_size)
+    h = s.d_model
+    attn = 12 * h * s.q + 12 * h * s.kv + 12 * S * s.q * (0.5 if causal_attention else 1.0)
+    f = s.d_ff if not s.moe else (s.top_k + s.n_shared_experts) * s.expert_d_ff
+    return float(L * (attn + 6 * s.matrices * h * f) + 6 * h * V)
+
+
+def hardware_flops_per_token(shape: LayerShape, n_layers: int, seq_len: int, vocab_size: int,
+                             recompute: str = "none") -> float:
+    """The FLOPs a training step executes per token (hardware FLOPs, the accounting of
+    Narayanan et al. 2021, §5.1): ``model_flops_per_token`` plus what recomputation repeats
+    -- "full": every layer's forward again (a third of the layers' model FLOPs; the logits
+    are not recomputed), "selective": the attention scores' forward, 4 s q per layer. For a
+    GPT layer this is ``planning.megatron_flops`` per token."""
+    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    total = model_flops_per_token(check_shape(shape), n_layers, seq_len, vocab_size)
+    if recompute == "full":
+        return total + (total - 6 * shape.d_model * check_int("vocab_size", vocab_size)) / 3
+    if recompute == "selective":
+        return total + check_int("n_layers", n_layers) * 4 * check_int("seq_len", seq_len) * shape.q
+    return total
+
+
+def logits_gemm(tokens: int, d_model: int, vocab_size: int, tp: int = 1) -> tuple:
+    """The output layer's forward GEMM on one GPU as (name, m, n, k, count): tokens x h
+    against this rank's V / tp vocabulary columns (Megatron's vocab-parallel output)."""
+    T, h = check_int("tokens", tokens), check_int("d_model", d_model)
+    V, t = check_int("vocab_size", vocab_size), check_int("tp", tp)
+    return ("logits", T, -(-V // t), h, 1)

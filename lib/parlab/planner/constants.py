@@ -1,0 +1,87 @@
+"""The planner's three free constants and what each stands for (``calibrate`` replaces them
+with what ``python -m parlab gpu-report`` measured on the GPU at hand).
+
+Everything else in an estimate is a datasheet figure (peaks, HBM bandwidth, SM count,
+NVLink and network bandwidth: ``hardware``), a measured link efficiency with its source
+(``LinkSpec.achieved``: NCCL's bus bandwidth over the link's), or a count (FLOPs, bytes,
+collectives, bubbles). The three constants are properties of kernels that no datasheet
+gives and that ``cost.step.Device`` carries:
+
+  gemm_efficiency       share of the dense peak a large, well-shaped GEMM sustains during
+                        training (tile and wave quantization are counted on top, by shape)
+  attention_efficiency  share of the dense peak a fused attention kernel sustains, forward
+                        and backward (FlashAttention-2 reports 50-73% on A100, Dao 2023,
+                        abstract and §4)
+  memory_efficiency     share of the HBM bandwidth memory-bound kernels reach
+
+They are the same for every GPU generation and every run; ``CONSTANTS_NOTE`` says how they
+were chosen and on which rows (``published.IN_SAMPLE``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import cost
+from ..hardware import GPUSpec
+from ..validate import check_float
+
+
+@dataclass(frozen=True)
+class Constants:
+    gemm_efficiency: float = 0.70
+    attention_efficiency: float = 0.32
+    memory_efficiency: float = 0.60
+    fp8_gemm_efficiency: float | None = None  # None: gemm_efficiency (calibrate measures it)
+    source: str = "default"
+
+    def __post_init__(self):
+        for f in ("gemm_efficiency", "attention_efficiency", "memory_efficiency"):
+            check_float(f, getattr(self, f), 0.0, high=1.0)
+        if self.fp8_gemm_efficiency is not None:
+            check_float("fp8_gemm_efficiency", self.fp8_gemm_efficiency, 0.0, high=1.0)
+
+    def device(self, gpu: GPUSpec, dtype: str) -> cost.Device:
+        """A ``cost.Device`` for ``gpu`` computing in ``dtype`` ("bf16", "fp16"; "fp8": the
+        linear layers at the fp8 peak, the rest 16-bit)."""
+        half = "bf16" if dtype == "fp8" or dtype not in gpu.peak_tflops else dtype
+        if half not in gpu.peak_tflops:
+            half = "fp16"
+        fp8 = gpu.peak_tflops.get("fp8")
+        if fp8 is not None and self.fp8_gemm_efficiency is not None:
+            fp8 *= self.fp8_gemm_efficiency / self.gemm_efficiency  # its own sustained share
+        return cost.Device(gpu.peak_tflops[half] * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,
+                           self.gemm_efficiency, self.attention_efficiency,
+                           self.memory_efficiency, None if fp8 is None else fp8 * 1e12)
+
+
+CONSTANTS = Constants(source="chosen on Narayanan et al. 2021 Table 1 (see CONSTANTS_NOTE)")
+CONSTANTS_NOTE = (
+    "One set of three constants for every run and every plan: GEMMs sustain "
+    f"{CONSTANTS.gemm_efficiency:.2f} of the dense peak (tile and wave quantization counted "
+    f"on top), fused attention {CONSTANTS.attention_efficiency:.2f}, memory-bound kernels "
+    f"{CONSTANTS.memory_efficiency:.2f} of the HBM bandwidth. Links: the presets' bandwidth "
+    "times NCCL's measured share (0.78 NVLink, nccl-tests#175; 0.96 network cards, nccl#812). "
+    "gemm and memory efficiency were chosen on the in-sample rows only (Narayanan et al. "
+    "2021 Table 1, a grid in steps of 0.05); attention efficiency, which those rows do not "
+    "use (their attention is materialized), from the H200 gpu-report's 1B-model run "
+    "(calibrate). Every other published row is out of sample.")
+
+
+# The first calibration: the H200 figures of README "Measured on" (2026-11-30, one NVIDIA
+# H200, torch 2.11), in gpu-report's JSON layout, transcribed from the table.
+H200_REPORT = {
+    "device": {"status": "ok", "gpus": [{"name": "NVIDIA H200"}]},
+    "matmul": {"status": "ok", "gpu": "NVIDIA H200", "preset": "H200-SXM-141GB", "rows": [
+        {"dtype": "bf16", "n": 4096, "tflops": 777.0, "peak_tflops": 989.5},
+        {"dtype": "bf16", "n": 8192, "tflops": 782.0, "peak_tflops": 989.5},
+        {"dtype": "bf16", "n": 16384, "tflops": 688.0, "peak_tflops": 989.5},
+        {"dtype": "fp8", "n": 4096, "tflops": 1211.0, "peak_tflops": 1979.0},
+        {"dtype": "fp8", "n": 8192, "tflops": 1449.0, "peak_tflops": 1979.0},
+        {"dtype": "fp8", "n": 16384, "tflops": 1328.0, "peak_tflops": 1979.0}]},
+    "model": {"status": "ok", "attention": "sdpa", "best": "compiled",
+              "config": {"vocab_size": 50304, "seq_len": 2048, "d_model": 2048, "n_heads": 16,
+                         "n_layers": 16},
+              "runs": {"eager": {"status": "ok", "batch_size": 8, "tokens_per_s": 81283.0},
+                       "compiled": {"status": "ok", "batch_size": 8, "tokens_per_s": 88487.0}}},
+}

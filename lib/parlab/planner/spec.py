@@ -1,0 +1,214 @@
+"""What the planner plans: a model (``ModelSpec``), a cluster (``Cluster``) and a layout of
+the model on it (``Layout``), each a frozen dataclass checked when made -- a bad value is a
+``ValueError`` naming the field, before anything is estimated.
+
+A layout splits n_gpus = tp x cp x pp x dp in Megatron's rank order, tp fastest (then cp,
+dp, pp): a TP group is tp neighbouring GPUs, a CP group cp GPUs tp apart, a DP group dp
+GPUs tp x cp apart, a pipeline's stages tp x cp x dp apart (Narayanan et al. 2021, §3;
+Megatron-LM's ``parallel_state``). Expert parallelism folds over the same ranks (the MoE
+layers' ep consecutive GPUs exchange tokens; Liu et al. 2025, "MoE Parallel Folding", §3):
+ep divides n_experts and tp x cp x dp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import cost
+from ..hardware import GPUSpec, LinkSpec, default_dtype
+from ..validate import check_bool, check_choice, check_float, check_int
+
+CP_KINDS = ("ring", "ulysses", "allgather")
+DTYPES = ("bf16", "fp16", "fp8")
+EP_DISPATCH = ("alltoall", "dedup")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    n_layers: int
+    seq_len: int
+    vocab_size: int
+    shape: cost.LayerShape
+    tied_embeddings: bool = True    # GPT shares the input and output tables; Llama does not
+    learned_positions: bool = True  # GPT's position table (0 with RoPE)
+    source: str = "given shape"
+
+    def __post_init__(self):
+        for f in ("n_layers", "seq_len", "vocab_size"):
+            check_int(f, getattr(self, f))
+        if not isinstance(self.shape, cost.LayerShape):
+            raise ValueError(f"shape={self.shape!r} must be a cost.LayerShape")
+        check_bool("tied_embeddings", self.tied_embeddings)
+        check_bool("learned_positions", self.learned_positions)
+
+    def __getitem__(self, key):  # the dict the planner used to return: model["n_layers"]
+        if key not in ("name", "n_layers", "seq_len", "vocab_size", "source", "d_model",
+                       "n_heads"):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    @property
+    def d_model(self) -> int:
+        return self.shape.d_model
+
+    @property
+    def n_heads(self) -> int:
+        return self.shape.n_heads
+
+    def embedding_params(self) -> int:
+        return cost.embedding_params(self.vocab_size, self.d_model,
+                                     self.seq_len if self.learned_positions else 0,
+                                     self.tied_embeddings)
+
+    def flops_per_token(self, causal_attention: bool = False) -> float:
+        return cost.model_flops_per_token(self.shape, self.n_layers, self.seq_len,
+                                          self.vocab_size, causal_attention)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """GPUs of one kind, ``gpus_per_node`` to a node with ``nics_per_node`` network cards
+    of ``inter_link``, ``nvlink_domain`` GPUs on one NVLink fabric."""
+    gpu: GPUSpec
+    intra_link: LinkSpec
+    inter_link: LinkSpec
+    gpus_per_node: int
+    nics_per_node: int
+    nvlink_domain: int
+
+    def __post_init__(self):
+        for f in ("gpus_per_node", "nics_per_node", "nvlink_domain"):
+            check_int(f, getattr(self, f))
+        if self.nvlink_domain % self.gpus_per_node and self.gpus_per_node % self.nvlink_domain:
+            raise ValueError(f"nvlink_domain={self.nvlink_domain} must be a multiple or a "
+                             f"divisor of gpus_per_node={self.gpus_per_node}")
+        object.__setattr__(self, "_memo", {})  # plan() asks for the same collectives often
+
+    @property
+    def nics_per_gpu(self) -> float:
+        return self.nics_per_node / self.gpus_per_node
+
+    def link(self, which: str) -> tuple[float, float]:
+        """(achieved bytes/s per direction, alpha in s) of "intra" (NVLink) or "inter" (a card)."""
+        spec = self.intra_link if which == "intra" else self.inter_link
+        return spec.gb_per_s_per_direction * 1e9 * spec.achieved, spec.latency_us * 1e-6
+
+    def dispatch(self, tokens: float, shape: cost.LayerShape, ep: int, dedup: bool) -> float:
+        """Seconds of one MoE dispatch of ``tokens`` per GPU over ep consecutive GPUs."""
+        key = ("dispatch", tokens, shape, ep, dedup)
+        if key not in self._memo:
+            (ib, ia), (nb, na) = self.link("intra"), self.link("inter")
+            self._memo[key] = cost.moe_dispatch_time(
+                tokens, shape.d_model, shape.n_experts, shape.top_k, ep, self.nvlink_domain,
+                ib, ia, nb, na, self.nics_per_gpu, dedup)
+        return self._memo[key]
+
+    def collective(self, op: str, nbytes: float, size: int, stride: int) -> float:
+        """Seconds of ``op`` on a group of ``size`` GPUs ``stride`` apart (cost.network)."""
+        key = (op, nbytes, size, stride)
+        if key not in self._memo:
+            (ib, ia), (nb, na) = self.link("intra"), self.link("inter")
+            self._memo[key] = cost.group_collective_time(op, nbytes, size, stride,
+                                                         self.nvlink_domain, ib, ia, nb, na,
+                                                         self.nics_per_gpu)
+        return self._memo[key]
+
+    def crosses(self, size: int, stride: int) -> bool:
+        return cost.members_per_domain(size, stride, self.nvlink_domain) < size
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one step runs: the degrees (dp is what the others leave of n_gpus), micro-batch
+    and interleaving, memory savers, overlaps, and the numerics."""
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    v: int = 1                      # model chunks per pipeline rank (interleaved 1F1B)
+    micro_batch: int = 1
+    zero_stage: int = 0
+    recompute: str = "none"
+    sequence_parallel: bool = False  # with tp = 1 there is nothing to shard: no effect
+    cp_kind: str = "ring"
+    attention: str = "fused"
+    dtype: str | None = None        # None: the GPU's 16-bit type (bf16, or fp16 on V100/T4)
+    tp_comm_overlap: bool = False   # TP collectives overlapped with their GEMMs (TE userbuffers)
+    dp_overlap: bool = True         # gradient reduce / parameter gather behind backward / forward
+    uneven_stages: bool = False     # allow pp x v not dividing the layers (slowest stage timed)
+    capacity_factor: float | None = None  # MoE: experts computed on capacity-padded buffers
+    ep_dispatch: str = "alltoall"   # "dedup": a token crosses to a node once (DeepEP)
+
+    def __post_init__(self):
+        for f in ("tp", "pp", "cp", "ep", "v", "micro_batch"):
+            check_int(f, getattr(self, f))
+        check_choice("zero_stage", self.zero_stage, cost.ZERO_STAGES)
+        check_choice("recompute", self.recompute, cost.RECOMPUTE)
+        check_choice("cp_kind", self.cp_kind, CP_KINDS)
+        check_choice("attention", self.attention, cost.ATTENTION)
+        check_choice("ep_dispatch", self.ep_dispatch, EP_DISPATCH)
+        if self.dtype is not None:
+            check_choice("dtype", self.dtype, DTYPES)
+        for f in ("sequence_parallel", "tp_comm_overlap", "dp_overlap", "uneven_stages"):
+            check_bool(f, getattr(self, f))
+        if self.capacity_factor is not None:
+            check_float("capacity_factor", self.capacity_factor, 0.0)
+
+    def dtype_on(self, gpu: GPUSpec) -> str:
+        """The numerics on ``gpu``; a dtype it has no peak for is a ValueError."""
+        d = default_dtype(gpu) if self.dtype is None else self.dtype
+        if d not in gpu.peak_tflops:
+            raise ValueError(f"dtype={d!r}: {gpu.name} has no {d} tensor cores; it has "
+                             f"{sorted(k for k in gpu.peak_tflops if k in DTYPES)}")
+        return d
+
+    def check(self, model: ModelSpec, n_gpus: int, global_batch: int) -> int:
+        """dp, once the layout fits the model and the cluster; else a ValueError naming the
+        constraint and the values."""
+        s, L = model.shape, model.n_layers
+        tp, pp, cp, ep, v = self.tp, self.pp, self.cp, self.ep, self.v
+        if s.n_heads % tp:
+            raise ValueError(f"tp={tp} must divide n_heads={s.n_heads} (each rank holds whole heads)")
+        if s.n_kv_heads % tp and tp % s.n_kv_heads:
+            raise ValueError(f"tp={tp} must divide n_kv_heads={s.n_kv_heads} or be a multiple of it")
+        if model.seq_len % (2 * cp if cp > 1 else 1):
+            raise ValueError(f"cp={cp}: 2 x cp must divide seq_len={model.seq_len} (zig-zag "
+                             "chunks, two per rank)")
+        if cp > 1 and self.cp_kind == "ulysses" and (s.n_heads // tp) % cp:
+            raise ValueError(f"cp={cp} must divide n_heads/tp = {s.n_heads // tp} (Ulysses "
+                             "gives each rank whole heads)")
+        if ep > 1 and not s.moe:
+            raise ValueError(f"ep={ep}: expert parallelism needs a mixture-of-experts model "
+                             "(n_experts > 0); this one is dense")
+        if s.moe and s.n_experts % ep:
+            raise ValueError(f"ep={ep} must divide n_experts={s.n_experts}")
+        if n_gpus % (tp * pp * cp):
+            raise ValueError(f"n_gpus={n_gpus} must be divisible by tp*pp*cp = {tp * pp * cp} "
+                             f"(tp={tp}, pp={pp}, cp={cp})")
+        dp = n_gpus // (tp * pp * cp)
+        if (tp * cp * dp) % ep:
+            raise ValueError(f"ep={ep} must divide tp*cp*dp = {tp * cp * dp} (expert parallelism "
+                             "folds over the data-, context- and tensor-parallel ranks)")
+        if pp > L:
+            raise ValueError(f"pp={pp} must be <= n_layers={L} (a stage needs a layer)")
+        if v > 1 and pp == 1:
+            raise ValueError(f"v={v}: interleaving needs pp > 1")
+        if L % (pp * v) and not self.uneven_stages:
+            what = f"pp={pp}" if v == 1 else f"pp*v={pp * v}"
+            raise ValueError(f"{what} must divide n_layers={L} (equal stages; "
+                             "uneven_stages=True times the slowest one)")
+        if pp > 1 and self.zero_stage >= 2:
+            raise ValueError(f"zero_stage={self.zero_stage} with pp={pp}: ZeRO-2/3 shard the "
+                             "gradients or weights every micro-batch of a pipeline needs; use "
+                             "zero_stage 0 or 1 (Megatron's distributed optimizer is ZeRO-1)")
+        if global_batch % dp:
+            raise ValueError(f"global_batch={global_batch} must be divisible by dp={dp}")
+        per = global_batch // dp
+        if per % self.micro_batch:
+            raise ValueError(f"micro_batch={self.micro_batch} must divide global_batch/dp = "
+                             f"{global_batch}/{dp}")
+        if v > 1 and (per // self.micro_batch) % pp:
+            raise ValueError(f"v={v}: interleaving needs m = global_batch/(dp*micro_batch) = "
+                             f"{per // self.micro_batch} to be a multiple of pp={pp}")
+        return dp

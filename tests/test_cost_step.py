@@ -1,0 +1,162 @@
+"""cost.kernels, cost.transformer, cost.network, cost.step: GEMMs by shape, attention fused
+or materialized, a layer counted (parameters, FLOPs, activations: Korthikanti's and the
+published counts), collectives over NVLink or a node's cards, a layer's time on one GPU."""
+
+import math
+
+import pytest
+
+from parlab import cost
+
+A100 = cost.Device(312e12, 2.039e12, 108, 0.7, 0.32, 0.6)
+H100 = cost.Device(989.5e12, 3.35e12, 132, 0.7, 0.32, 0.6, 1979e12)
+GPT3 = cost.LayerShape(12288, 96)
+LLAMA70 = cost.LayerShape(8192, 64, 8, d_ff=28672, mlp="swiglu", biases=False, dropout=False,
+                          rope=True)
+
+
+# --- kernels ------------------------------------------------------------------------------
+
+def test_gemm_quantization_by_hand():
+    assert cost.gemm_quantization(128 * 12, 128 * 9, 108) == 1.0  # 108 tiles: one full wave
+    # 109 tiles of 128x128 need a second wave of one tile: 109 / 216 -- unless a 128x256
+    # tiling does better (55 tiles, one wave of 108: padding 109*128*128 / (55*128*256))
+    q = cost.gemm_quantization(128 * 109, 128, 108)
+    assert q == pytest.approx(max(109 / 216, 109 / 110 * 55 / 108, 109 / 110 * 55 / 108))
+    assert cost.gemm_quantization(129, 128, 1) == pytest.approx(129 / 256)  # padding only
+    assert 0 < cost.gemm_quantization(2048, 1536, 132) <= 1
+
+
+def test_gemm_time_is_the_roofline_of_compute_and_traffic():
+    m = n = k = 8192  # compute-bound: 2 m n k / (peak x 0.7 x quantization)
+    t = cost.gemm_time(m, n, k, 1e15, 3e12, 128, 0.7, 0.6)
+    assert t == pytest.approx(2 * m * n * k / (1e15 * 0.7 * cost.gemm_quantization(m, n, 128)))
+    # QK^T with k = d_head = 64: 2 m n k FLOPs but (m k + k n + m n) 2 bytes -> memory-bound
+    t = cost.gemm_time(4096, 4096, 64, 1e15, 3e12, 128, 0.7, 0.6)
+    assert t == pytest.approx((2 * 4096 * 64 + 4096 ** 2) * 2 / (3e12 * 0.6))
+
+
+def test_attention_fused_vs_materialized():
+    fused = cost.attention_time(1, 4096, 4096, 32, 128, 989.5e12, 3.35e12, 132, 0.7, 0.6, 0.3)
+    flops = 4 * 4096 * 4096 * 32 * 128 / 2  # QK^T and AV, the causal half
+    assert cost.attention_flops(1, 4096, 4096, 32, 128) == flops
+    assert fused["forward"] == pytest.approx(flops / (989.5e12 * 0.3))
+    assert fused["backward"] == pytest.approx(2.5 * fused["forward"])  # 5 matmuls against 2
+    mat = cost.attention_time(1, 4096, 4096, 32, 128, 989.5e12, 3.35e12, 132, 0.7, 0.6, 0.3,
+                              "materialized", dropout=True)
+    scores = 32 * 4096 * 4096
+    traffic = (cost.elementwise_bytes("softmax", scores) + cost.elementwise_bytes(
+        "attn_dropout", scores)) / (3.35e12 * 0.6)
+    assert mat["forward"] > traffic  # the scores' traffic alone, plus the batched GEMMs
+    assert mat["forward"] > fused["forward"]  # at 4096 tokens materializing costs more
+
+
+# --- a layer, counted ---------------------------------------------------------------------
+
+def test_layer_params_gpt_and_released_models():
+    h = 12288
+    assert cost.layer_params(GPT3)["total"] == 12 * h * h + 13 * h  # Narayanan et al. Eq. 2
+    # Llama 3 70B: 80 layers + untied 128256-token tables = 70.55B (the released checkpoint)
+    llama = cost.LayerShape(8192, 64, 8, d_ff=28672, mlp="swiglu", biases=False, dropout=False)
+    n = 80 * cost.layer_params(llama)["total"] + cost.embedding_params(128256, 8192, tied=False) + 8192
+    assert n == 70_553_706_496
+    mixtral = cost.LayerShape(4096, 32, 8, d_ff=14336, mlp="swiglu", n_experts=8, top_k=2,
+                              biases=False, dropout=False)
+    p = cost.layer_params(mixtral)
+    total = 32 * p["total"] + cost.embedding_params(32000, 4096, tied=False) + 4096
+    assert total == cost.moe_params(32, 4096, 14336, 8, 2, 32, 8, 32000, gated=True)["total"]
+
+
+@pytest.mark.parametrize("tp, sp, recompute", [(1, False, "none"), (8, False, "none"),
+                                               (8, True, "none"), (8, True, "selective"),
+                                               (8, False, "full"), (4, True, "full")])
+def test_activation_bytes_is_korthikanti_for_a_gpt_layer(tp, sp, recompute):
+    got = cost.activation_bytes(GPT3, 2048, 2, tp, sp, recompute, "materialized")
+    assert got == cost.activation_memory(2048, 2, 12288, 96, 1, recompute, tp, sp)
+
+
+def test_activation_bytes_fused_gqa_and_selective():
+    full = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "none", "fused")
+    sel = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "selective", "fused")
+    mat = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "none", "materialized")
+    assert mat - full == pytest.approx(4096 * (2 * 64 * 4096 / 8 - 4 * 64 / 8))  # scores vs stats
+    # selective with a fused kernel: the norms' outputs (4h / t) and fc2's input (2f / t)
+    assert full - sel == pytest.approx(4096 * (4 * 8192 + 2 * 28672) / 8)
+
+
+def test_model_and_hardware_flops_are_the_published_counts():
+    for rec in ("none", "selective", "full"):
+        per = cost.hardware_flops_per_token(GPT3, 96, 2048, 51200, rec)
+        assert per * 1536 * 2048 == pytest.approx(cost.megatron_flops(1536, 2048, 96, 12288,
+                                                                      51200, rec), rel=1e-12)
+    # Qwen3-235B-A22B on 256 H100: 19.7 s per step of 2048 x 4096 tokens was published as
+    # 245 TFLOP/s per GPU: Megatron's count with the causal half of the attention
+    qwen = cost.LayerShape(4096, 64, 4, 128, 12288, "swiglu", 128, 8, 1536, biases=False,
+                           dropout=False)
+    per = cost.model_flops_per_token(qwen, 94, 4096, 151936, causal_attention=True)
+    assert per * 2048 * 4096 / (19.7 * 256) / 1e12 == pytest.approx(245, rel=0.01)
+
+
+def test_layer_gemms_split_over_tp_and_experts():
+    g = dict((n, (m, nn, k, c)) for n, m, nn, k, c in cost.layer_gemms(GPT3, 2048, 8))
+    assert g["qkv"] == (2048, 3 * 12288 // 8, 12288, 1) and g["fc2"] == (2048, 12288, 6144, 1)
+    moe = cost.LayerShape(4096, 32, 8, d_ff=14336, mlp="swiglu", n_experts=8, top_k=2)
+    e = {n: (m, nn, k, c) for n, m, nn, k, c in cost.layer_gemms(moe, 4096, 1, 4)}
+    assert e["expert_fc1"] == (4096 * 4 * 2 // 8, 2 * 14336, 4096, 2)  # 2 local experts
+    with pytest.raises(ValueError, match="ep=3"):
+        cost.layer_gemms(moe, 4096, 1, 3)
+
+
+# --- the network --------------------------------------------------------------------------
+
+def test_rings_use_every_card_all_to_all_one():
+    nv, card = 234e9, 24e9
+    assert cost.members_per_domain(8, 1, 8) == 8 and cost.members_per_domain(16, 1, 8) == 8
+    assert cost.members_per_domain(64, 8, 8) == 1  # a DP group across nodes: one per node
+    # TP 16 over two DGX nodes: the 8 members of a node drive its 8 cards (nccl#812)
+    assert cost.group_bandwidth("all_reduce", 16, 1, 8, nv, card) == 8 * card
+    assert cost.group_bandwidth("all_reduce", 64, 8, 8, nv, card) == card
+    assert cost.group_bandwidth("all_reduce", 16, 1, 8, nv, card, 0.5) == 4 * card  # 4 cards
+    assert cost.group_bandwidth("all_to_all", 16, 1, 8, nv, card) == card  # nccl-tests#267
+    assert cost.group_bandwidth("all_reduce", 64, 1, 72, nv, card) == nv  # inside an NVL72 rack
+    S = 1e9
+    a2a = cost.group_collective_time("all_to_all", S, 16, 1, 8, nv, 0.0, card, 0.0)
+    assert a2a == pytest.approx(S * 8 / 16 / card)  # half the buffer leaves the node
+    ring = cost.group_collective_time("all_gather", S, 16, 1, 8, nv, 0.0, card, 0.0)
+    assert ring == pytest.approx(S * 15 / 16 / (8 * card))
+
+
+def test_moe_dispatch_dedup_sends_a_token_once_per_node():
+    assert cost.moe_remote_copies(128, 8, 32, 8) == 8 * 24 / 32
+    assert cost.moe_remote_copies(4, 2, 4, 2, dedup=True) == pytest.approx(5 / 6)
+    dedup = cost.moe_remote_copies(128, 8, 32, 8, dedup=True)
+    assert 2 < dedup < 3 < 8 * 24 / 32
+    args = (4096.0, 4096, 128, 8, 32, 8, 351e9, 1e-6, 48e9, 1e-6)
+    assert cost.moe_dispatch_time(*args, dedup=True) < cost.moe_dispatch_time(*args)
+
+
+# --- a layer's time ------------------------------------------------------------------------
+
+def test_layer_time_parts_add_up():
+    lt = cost.layer_time(LLAMA70, 1, 4096, H100, tp=8, sequence_parallel=True)
+    assert lt["recompute"] == 0 and lt["backward"] > 2 * lt["gemm_forward"]
+    assert sum(lt["parts"].values()) == pytest.approx(lt["forward"] + lt["backward"])
+    full = cost.layer_time(LLAMA70, 1, 4096, H100, tp=8, sequence_parallel=True, recompute="full")
+    assert full["backward"] == pytest.approx(lt["backward"] + lt["forward"])
+    sel = cost.layer_time(LLAMA70, 1, 4096, H100, tp=8, sequence_parallel=True,
+                          recompute="selective")
+    assert 0 < sel["recompute"] < 0.1 * lt["forward"]  # norms and the activation only
+    fp8 = cost.layer_time(LLAMA70, 1, 4096, H100, tp=8, sequence_parallel=True, fp8=True)
+    assert fp8["gemm_forward"] < 0.6 * lt["gemm_forward"]
+    with pytest.raises(ValueError, match="fp8"):
+        cost.layer_time(LLAMA70, 1, 4096, A100, fp8=True)
+    two = cost.layer_time(LLAMA70, 2, 4096, H100, tp=8, sequence_parallel=True)
+    assert 1.8 < (two["forward"] + two["backward"]) / (lt["forward"] + lt["backward"]) < 2.2
+
+
+def test_logits_and_optimizer():
+    t = cost.logits_time(4096, 8192, 128256, H100, 8)
+    gemm = H100.gemm(4096, 128256 // 8 + 1, 8192)
+    assert t > 3 * gemm
+    assert cost.optimizer_time(1e9, H100) == pytest.approx(30e9 / (3.35e12 * 0.6))
+    assert math.isfinite(t)
