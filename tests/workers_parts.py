@@ -48,7 +48,7 @@ def buggy_parts(bug):
                 return out
             sharded.named_trainable = per_name
             opt = ShardedOptimizer(net.named_parameters(remove_duplicate=False), torch.optim.AdamW,
-                                   find_unused_parameters=True, lr=1e-2, weight_decay=0.1)
+                                   lr=1e-2, weight_decay=0.1)
             _train(net, opt)
         elif bug == "train_frozen":
             net.frozen.requires_grad_(True)
@@ -61,39 +61,30 @@ def buggy_parts(bug):
 
 
 def unused_without_option(part):
-    """One step of ``part`` on TiedNet without find_unused_parameters: must name "unused"."""
+    """One step of DP ``part`` on TiedNet without find_unused_parameters: must name "unused"."""
     torch.set_num_threads(1)
     net = byom.TiedNet()
-    if part in ("naive", "bucketed"):
-        model = (NaiveDP if part == "naive" else BucketedDP)(net)
-        opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad])
-        _train(model, opt, 1, model.finish_backward)
-    elif part.startswith("zero"):
-        opt = ShardedOptimizer(net.named_parameters(), torch.optim.AdamW, stage=int(part[-1]))
-        _train(net, opt, 1)
-    else:
-        model = FullyShard(net)
-        _train(model, torch.optim.AdamW(model.parameters()), 1, model.finish_backward)
+    model = (NaiveDP if part == "naive" else BucketedDP)(net)
+    opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad])
+    _train(model, opt, 1, model.finish_backward)
 
 
 def sharded_with(name):
     torch.set_num_threads(1)
     net = byom.TiedNet()
     if name == "sgd":
-        opt = ShardedOptimizer(net.named_parameters(), torch.optim.SGD, stage=2,
-                               find_unused_parameters=True, lr=0.05, momentum=0.9,
-                               weight_decay=0.01)
+        opt = ShardedOptimizer(net.named_parameters(), torch.optim.SGD, stage=2, lr=0.05,
+                               momentum=0.9, weight_decay=0.01)
     else:
-        opt = ShardedOptimizer(net.named_parameters(), torch.optim.Adam, stage=1,
-                               find_unused_parameters=True, lr=1e-2, weight_decay=0.01)
+        opt = ShardedOptimizer(net.named_parameters(), torch.optim.Adam, stage=1, lr=1e-2,
+                               weight_decay=0.01)
     _train(net, opt)
     return {n: p.detach().clone() for n, p in net.state_dict().items()}
 
 
 def fsdp_mixed(dtype):
     torch.set_num_threads(1)
-    model = FullyShard(byom.TiedNet(), compute_dtype=getattr(torch, dtype),
-                       find_unused_parameters=True)
+    model = FullyShard(byom.TiedNet(), compute_dtype=getattr(torch, dtype))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
     seen = []
     model.module.blocks[0][0].register_forward_pre_hook(

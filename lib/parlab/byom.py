@@ -132,10 +132,9 @@ def data_parallel_worker(kind: str, steps: int = 3, batch: int = 8) -> dict:
     elif kind in ("zero1", "zero2"):
         model = net
         opt = ShardedOptimizer(net.named_parameters(remove_duplicate=False), torch.optim.AdamW,
-                               stage=int(kind[-1]), find_unused_parameters=True, lr=1e-2,
-                               weight_decay=0.1)
+                               stage=int(kind[-1]), lr=1e-2, weight_decay=0.1)
     elif kind == "fsdp":
-        model = FullyShard(net, find_unused_parameters=True)
+        model = FullyShard(net)
         opt = _adamw(model.parameters())
     else:
         raise ValueError(f"kind={kind!r} must be naive, bucketed, zero1, zero2 or fsdp")

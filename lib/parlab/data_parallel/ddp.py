@@ -70,6 +70,15 @@ def raise_without_gradient(names: list[str]):
         "find_unused_parameters=True (DDP's option), or freeze them")
 
 
+def used_anywhere(flags: list[bool], group=None) -> list[bool]:
+    """Whether each parameter got a gradient on some rank of ``group`` (``flags``: on this
+    one): one MAX all-reduce of a byte per parameter (bookkeeping, untraced)."""
+    used = torch.tensor(flags, dtype=torch.uint8, device=comm.device(group))
+    if dist.get_world_size(group) > 1:
+        dist.all_reduce(used, op=dist.ReduceOp.MAX, group=group)
+    return [bool(u) for u in used.tolist()]
+
+
 def used_parameters(named, find_unused_parameters: bool, group=None) -> list:
     """The (name, parameter) pairs whose gradients the group reduces this step. Without
     ``find_unused_parameters`` every one must have a gradient (else RuntimeError naming
@@ -80,12 +89,8 @@ def used_parameters(named, find_unused_parameters: bool, group=None) -> list:
         if missing:
             raise_without_gradient(missing)
         return list(named)
-    used = torch.tensor([p.grad is not None for _, p in named], dtype=torch.uint8,
-                        device=comm.device(group))
-    if dist.get_world_size(group) > 1:
-        dist.all_reduce(used, op=dist.ReduceOp.MAX, group=group)
     out = []
-    for (n, p), anywhere in zip(named, used.tolist()):
+    for (n, p), anywhere in zip(named, used_anywhere([p.grad is not None for _, p in named], group)):
         if anywhere:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
@@ -192,10 +197,11 @@ class BucketedDP(_DataParallel):
     the wrong buffers. ``finish_backward`` waits for all of them and copies back.
 
     ``gradient_as_bucket_view`` (DDP's option): the gradients *are* views of the bucket
-    buffers, so no second copy of them is held. ``find_unused_parameters``: which
-    parameters got no gradient is known only when backward ends, so the buckets then
-    all wait for ``finish_backward`` (DDP instead walks the autograd graph at the start
-    of backward to mark them ready early).
+    buffers, so no second copy of them is held. ``find_unused_parameters``: a bucket
+    missing an unused parameter's gradient waits for ``finish_backward`` and goes with
+    zeros in its place (DDP instead walks the autograd graph at the start of backward to
+    mark such parameters ready); after the last bucket the ranks agree which parameters
+    no rank used, and those keep no gradient.
     """
 
     def __init__(self, module: torch.nn.Module, group=None,
@@ -219,8 +225,8 @@ class BucketedDP(_DataParallel):
 
     def _grad_ready(self, p: torch.Tensor) -> None:
         b, j = self._slot[p]
-        if not self.sync or self.find_unused_parameters:
-            b.held.add(j)  # sent later (unused parameters are known only when backward ends)
+        if not self.sync:
+            b.held.add(j)  # accumulated under no_sync: sent with the next exchange
             return
         self._into_bucket(b, j)
         b.ready.add(j)
@@ -248,27 +254,33 @@ class BucketedDP(_DataParallel):
         b.wait = comm.all_reduce_async(b.buffer, self.group, f"bucket{i} grads", bucket=i)
 
     def finish_backward(self) -> None:
-        """Wait for the buckets (launching those still to go: the ones whose gradients
-        ``no_sync`` accumulated), average, and put the results in the gradients."""
+        """Launch the buckets still to go (those whose gradients ``no_sync`` accumulated,
+        or that miss an unused parameter's), wait for all, average, and put the results
+        in the gradients."""
         if not self.sync:
             return
-        used = None
-        if self.find_unused_parameters:  # nothing launched yet: agree, then launch all
-            used = {p for _, p in used_parameters(self.named, True, self.group)}
-        elif any(len(b.ready | b.held) < len(b.params) for b in self.buckets[self._next:]):
-            used_parameters(self.named, False)  # a bucket would hang the others: name them
+        missing = {p for b in self.buckets[self._next:] for j, p in enumerate(b.params)
+                   if j not in b.ready | b.held}
+        if missing and not self.find_unused_parameters:  # it would hang the others: name them
+            raise_without_gradient([n for n, p in self.named if p in missing])
         for i in range(self._next, len(self.buckets)):
-            self._launch(i)
+            self._launch(i)  # (a missing gradient goes in as zeros)
         with trace.span("wait for buckets", kind="wait"):
             for b in self.buckets:
                 b.wait()
+        unused = set()
+        if self.find_unused_parameters:  # after every bucket: the same order on every rank
+            unused = {p for (_, p), anywhere in zip(self.named, used_anywhere(
+                [p not in missing for _, p in self.named], self.group)) if not anywhere}
         for b in self.buckets:
             b.buffer.div_(self.divide_by)
             for p, view in zip(b.params, b.views):
-                if used is not None and p not in used:
+                if p in unused:
                     p.grad = None  # unused on every rank: no gradient, as on one device
                 elif self.as_view:
                     p.grad = view
+                elif p.grad is None:
+                    p.grad = view.clone()
                 else:
                     p.grad.copy_(view)
             b.wait = None

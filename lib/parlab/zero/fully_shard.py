@@ -32,7 +32,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .. import comm, trace
-from ..data_parallel.ddp import broadcast_state, raise_without_gradient
+from ..data_parallel.ddp import broadcast_state, used_anywhere
 from ..mesh import check_group
 from ..validate import check_bool, check_choice
 from .flat import ShardLayout
@@ -58,15 +58,13 @@ class FullyShard(nn.Module):
     ModuleList); ``probe``: a ``zero.MemoryProbe`` told of every gathered buffer."""
 
     def __init__(self, module: nn.Module, group=None, units=None, compute_dtype=None,
-                 reshard_after_forward: bool = True, find_unused_parameters: bool = False,
-                 probe=None):
+                 reshard_after_forward: bool = True, probe=None):
         super().__init__()
         if not isinstance(module, nn.Module):
             raise ValueError(f"module must be a torch.nn.Module, got {type(module).__name__}")
         check_choice("compute_dtype", compute_dtype, (None, torch.float32, torch.bfloat16,
                                                       torch.float16))
         self.reshard = check_bool("reshard_after_forward", reshard_after_forward)
-        self.find_unused_parameters = check_bool("find_unused_parameters", find_unused_parameters)
         self.group, self.dtype, self.probe = check_group(group), compute_dtype, probe
         self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
         broadcast_state(module, group)  # shard the first rank's weights: replicas agree
@@ -211,18 +209,12 @@ class FullyShard(nn.Module):
                 u.waits = []
         if not self.sync:
             return
+        # A parameter no rank used keeps no gradient (the ranks agree after the last
+        # reduce-scatter: one MAX all-reduce of a byte each), so an optimizer skips it.
         pairs = [(u, i) for u in self.units for i, s in enumerate(u.shards) if s.requires_grad]
-        if self.find_unused_parameters:
-            used = torch.tensor([u.used[i] for u, i in pairs], dtype=torch.uint8,
-                                device=comm.device(self.group))
-            dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self.group)
-            for (u, i), anywhere in zip(pairs, used.tolist()):
-                if not anywhere:
-                    u.shards[i].grad = None  # unused on every rank: skipped, as on one device
-        else:
-            missing = [self.names[u.params[i]][0] for u, i in pairs if not u.used[i]]
-            if missing:
-                raise_without_gradient(missing)
+        for (u, i), anywhere in zip(pairs, used_anywhere([u.used[i] for u, i in pairs], self.group)):
+            if not anywhere:
+                u.shards[i].grad = None
         for u in self.units:
             u.used = [False] * len(u.params)
 

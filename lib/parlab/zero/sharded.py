@@ -39,10 +39,9 @@ import torch
 import torch.distributed as dist
 
 from .. import comm, trace
-from ..data_parallel.ddp import (DDP_BUCKET_BYTES, assign_buckets, raise_without_gradient,
-                                 used_parameters)
+from ..data_parallel.ddp import DDP_BUCKET_BYTES, assign_buckets, used_anywhere
 from ..mesh import check_group, global_rank
-from ..validate import check_bool, check_choice, check_int
+from ..validate import check_choice, check_int
 from .flat import ShardLayout
 
 # Optimizers whose update of an element reads only that element's gradient and state.
@@ -87,14 +86,13 @@ class ShardedOptimizer(torch.optim.Optimizer):
     its own), divides by the group size (the mean over replicas; ``divide_by``: over
     another count), updates this rank's
     shards and all-gathers the parameters. At construction the group's first rank
-    broadcasts the parameters. Unused parameters: see ``data_parallel.used_parameters``
-    (with ``find_unused_parameters`` the buckets wait for the end of backward)."""
+    broadcasts the parameters (the frozen ones given too). A parameter no rank used
+    keeps no gradient, so the optimizer skips it as on one device."""
 
     def __init__(self, params, optimizer_cls, group=None, stage: int = 1,
-                 bucket_bytes: int = DDP_BUCKET_BYTES, find_unused_parameters: bool = False,
-                 divide_by: int | None = None, probe=None, **optimizer_kwargs):
+                 bucket_bytes: int = DDP_BUCKET_BYTES, divide_by: int | None = None,
+                 probe=None, **optimizer_kwargs):
         check_choice("stage", stage, (1, 2))
-        check_bool("find_unused_parameters", find_unused_parameters)
         if not (isinstance(optimizer_cls, type) and issubclass(optimizer_cls, ELEMENTWISE)):
             raise ValueError(
                 f"optimizer_cls={getattr(optimizer_cls, '__name__', optimizer_cls)!r}: each rank "
@@ -104,7 +102,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
         self.group, self.stage = check_group(group), stage
         self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
         self.divide_by = self.dp if divide_by is None else check_int("divide_by", divide_by)
-        self.find_unused_parameters, self.probe = find_unused_parameters, probe
+        self.probe = probe
         params = list(params)
         named = named_trainable(params)
         if not named:
@@ -124,6 +122,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
             p.register_post_accumulate_grad_hook(self._grad_ready)
         self.sync, self._next = True, 0  # the next bucket to launch, in index order
         self._reduced = False  # reduce_gradients ran since the last gradient arrived
+        self._got = set()      # parameters with a gradient on this rank since the last step
 
     @torch.no_grad()
     def _broadcast(self, params) -> None:
@@ -144,8 +143,9 @@ class ShardedOptimizer(torch.optim.Optimizer):
     def _grad_ready(self, p: torch.Tensor) -> None:
         b, i = self._slot[p]
         self._reduced = False
-        if not self.sync or self.find_unused_parameters:
-            b.held.add(i)  # sent later (unused parameters are known only when backward ends)
+        self._got.add(p)
+        if not self.sync:
+            b.held.add(i)  # accumulated under no_sync: sent with the next exchange
             return
         if self.stage == 2:  # into the bucket at once, and the full gradient dropped
             self._into_bucket(b, i)
@@ -196,35 +196,27 @@ class ShardedOptimizer(torch.optim.Optimizer):
 
     def reduce_gradients(self) -> None:
         """Finish this step's gradient exchange: every bucket reduce-scattered and
-        averaged into this rank's shard gradients. ``step`` calls it."""
+        averaged into this rank's shard gradients. ``step`` calls it. A bucket still
+        missing a gradient goes now with zeros in its place; then the ranks agree which
+        parameters no rank used (one MAX all-reduce of a byte each), and those keep none."""
         if self._next:  # a round under way: finish it
             left = self.buckets[self._next:]
         elif any(b.ready or b.held for b in self.buckets):  # gradients not sent (no_sync)
             left = self.buckets
         else:  # every bucket went out during backward
             left = []
-        used = None
-        if self.find_unused_parameters:  # agree on the used ones, then launch every bucket
-            named = [(n, p) for b in self.buckets for n, p in zip(b.names, b.params)]
-            used = {p for _, p in used_parameters(named, True, self.group)}
-            left = self.buckets
-        else:
-            missing = [n for b in left for i, n in enumerate(b.names)
-                       if i not in b.ready | b.held][::-1]  # (buckets run backwards)
-            if missing:  # a bucket never filled: it would hang the others
-                raise_without_gradient(missing)
         for b in left:
             self._launch(b)
         with trace.span("wait for gradients", kind="wait"):
             for b in self.buckets:
                 if b.wait is not None:
                     self._finish(b)
-        if used is not None:
-            for b in self.buckets:
-                for p, s in zip(b.params, b.shards):
-                    if p not in used:
-                        s.grad = None  # unused on every rank: skipped, as on one device
-        self._next, self._reduced = 0, True
+        params = [p for b in self.buckets for p in b.params]
+        for p, anywhere in zip(params, used_anywhere([p in self._got for p in params], self.group)):
+            if not anywhere:
+                b, i = self._slot[p]
+                b.shards[i].grad = None  # unused on every rank: skipped, as on one device
+        self._next, self._reduced, self._got = 0, True, set()
 
     # --- the step: update this rank's shards, gather the parameters -----------------
     @torch.no_grad()
