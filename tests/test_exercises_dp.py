@@ -151,7 +151,7 @@ def test_numeric_checkers(check, right, wrong, words):
 
 
 def test_show_solution_prints_source(capsys):
-    ex.show_solution("zero1_step")
+    ex.show_solution("my_zero1_step")
     assert "reduce_scatter" in capsys.readouterr().out
     ex.show_solution("nope")
     assert "no solution named" in capsys.readouterr().out

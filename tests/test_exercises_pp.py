@@ -17,13 +17,13 @@ def placeholder(*args):
 # --- my_1f1b ---------------------------------------------------------------------------------
 
 def test_1f1b_reference_runs_on_real_ranks_and_matches_the_single_device():
-    v = ex.check_1f1b(ex.ref_1f1b, p=2, m=4)
+    v = ex.check_1f1b(ex.solution_1f1b, p=2, m=4)
     assert v["ok"], v["message"]
     assert v["peaks"] == [2, 1] and "gradients equal" in v["message"]
 
 
 def test_1f1b_reference_passes_the_plan_at_the_notebook_size():
-    plan = ex.plan_1f1b(ex.ref_1f1b, 4, 8)
+    plan = ex.plan_1f1b(ex.solution_1f1b, 4, 8)
     assert plan["ok"] and plan["peaks"] == [4, 3, 2, 1]
     assert plan["bubble"] == pytest.approx(cost.bubble_fraction(4, 8))
 
@@ -36,7 +36,7 @@ def test_1f1b_gpipe_is_named_by_its_peak():
 
 def test_1f1b_backward_before_forward_is_named():
     def wrong(stage, p, m):
-        acts = ex.ref_1f1b(stage, p, m)
+        acts = ex.solution_1f1b(stage, p, m)
         if stage == 1:  # swap F3 and the B3 after it
             i, j = acts.index(("F", 3)), acts.index(("B", 3))
             acts[i], acts[j] = acts[j], acts[i]
@@ -48,13 +48,13 @@ def test_1f1b_backward_before_forward_is_named():
 def test_1f1b_deadlock_missing_and_bad_items_are_named():
     # the last stage waits for a backward from nobody... every stage runs B0 first: F0 never ran
     def deadlock(stage, p, m):
-        acts = ex.ref_1f1b(stage, p, m)
+        acts = ex.solution_1f1b(stage, p, m)
         if stage == 0:  # wants B0 before F1 .. F3 reach the last stage: stage 0 never sends F1
             return [("F", 0), ("B", 0)] + [a for a in acts if a not in (("F", 0), ("B", 0))]
         return acts
     v = ex.check_1f1b(deadlock)
     assert not v["ok"] and "deadlocks" in v["message"]
-    v = ex.check_1f1b(lambda s, p, m: ex.ref_1f1b(s, p, m)[:-1])
+    v = ex.check_1f1b(lambda s, p, m: ex.solution_1f1b(s, p, m)[:-1])
     assert not v["ok"] and "is missing" in v["message"] and "stage 0" in v["message"]
     v = ex.check_1f1b(lambda s, p, m: ["X1"])
     assert not v["ok"] and "('F', mb)" in v["message"]
@@ -77,14 +77,14 @@ def test_1f1b_placeholder_says_not_answered():
 
 def test_1f1b_wrong_results_on_ranks_are_caught():
     # strings "F3" are accepted as actions: the reference in that spelling passes the plan
-    as_text = lambda s, p, m: [f"{op}{mb}" for op, mb in ex.ref_1f1b(s, p, m)]  # noqa: E731
+    as_text = lambda s, p, m: [f"{op}{mb}" for op, mb in ex.solution_1f1b(s, p, m)]  # noqa: E731
     assert ex.plan_1f1b(as_text, 4, 8)["ok"]
 
 
 # --- my_partition ----------------------------------------------------------------------------
 
 def test_partition_reference_wrong_and_placeholder():
-    assert ex.check_partition(ex.ref_partition)["ok"]
+    assert ex.check_partition(ex.solution_partition)["ok"]
     last_heavy = lambda n, s: [n // s] * (s - 1) + [n - (n // s) * (s - 1)]  # noqa: E731
     v = ex.check_partition(last_heavy)
     assert not v["ok"] and "my_partition(10, 4)" in v["message"] and "stage 0 gets 2" in v["message"]
@@ -123,7 +123,7 @@ def test_show_solution_prints_the_reference(capsys):
 # --- my_pipeline_forward ---------------------------------------------------------------------
 
 def test_pipeline_forward_reference_wrong_and_placeholder():
-    v = ex.check_pipeline_forward(ex.ref_pipeline_forward)
+    v = ex.check_pipeline_forward(ex.solution_pipeline_forward)
     assert v["ok"], v["message"]
 
     def no_recv(micro_batches, stage, n_stages, layer):  # uses its own (zero) inputs

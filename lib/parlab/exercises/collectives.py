@@ -78,11 +78,11 @@ def solution_ring_all_reduce(x, rank, world_size):
     return x
 
 
-SOLUTIONS = {"reduce_scatter": solution_reduce_scatter, "ring_all_reduce": solution_ring_all_reduce}
+SOLUTIONS = {"my_reduce_scatter": solution_reduce_scatter, "my_ring_all_reduce": solution_ring_all_reduce}
 
 
 def show_solution(name: str) -> None:
-    """Print the reference solution of a coding exercise ("reduce_scatter" or "ring_all_reduce")."""
+    """Print the reference solution of a coding exercise ("my_reduce_scatter" or "my_ring_all_reduce")."""
     core.show_solution(SOLUTIONS, name)
 
 

@@ -282,9 +282,9 @@ def _which(answer, candidates: dict) -> str:
 
 # --- reference solutions on demand ----------------------------------------------------------
 
-SOLUTIONS = {"dp_exchange": solution_dp_exchange, "zero1_step": solution_zero1_step}
+SOLUTIONS = {"my_dp_exchange": solution_dp_exchange, "my_zero1_step": solution_zero1_step}
 
 
 def show_solution(name: str) -> None:
-    """Print the reference solution of exercise ``name`` ("dp_exchange" or "zero1_step")."""
+    """Print the reference solution of exercise ``name`` ("my_dp_exchange" or "my_zero1_step")."""
     core.show_solution(SOLUTIONS, name)

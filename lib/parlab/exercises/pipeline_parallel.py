@@ -36,7 +36,7 @@ GPIPE_EXAMPLE = "[('F', i) for i in range(n_micro)] + [('B', i) for i in range(n
 
 # ----------------------------------------------------------------------------- references
 
-def ref_1f1b(stage, n_stages, n_micro):
+def solution_1f1b(stage, n_stages, n_micro):
     """1F1B (PipeDream-Flush): warm-up forwards, then one forward / one backward, then
     the remaining backwards."""
     warmup = min(n_stages - stage - 1, n_micro)
@@ -47,7 +47,7 @@ def ref_1f1b(stage, n_stages, n_micro):
     return actions
 
 
-def ref_pipeline_forward(micro_batches, stage, n_stages, layer):
+def solution_pipeline_forward(micro_batches, stage, n_stages, layer):
     """Each micro-batch: receive from the previous stage (stage 0: take it), apply this
     stage's layer, send to the next stage (the last one keeps the output)."""
     outputs = []
@@ -63,19 +63,19 @@ def ref_pipeline_forward(micro_batches, stage, n_stages, layer):
     return outputs
 
 
-def ref_partition(n_layers, n_stages):
+def solution_partition(n_layers, n_stages):
     """Sizes differ by at most one; the larger stages first."""
     base, extra = divmod(n_layers, n_stages)
     return [base + (s < extra) for s in range(n_stages)]
 
 
-REFERENCES = {"my_1f1b": ref_1f1b, "my_pipeline_forward": ref_pipeline_forward,
-              "my_partition": ref_partition}
+SOLUTIONS = {"my_1f1b": solution_1f1b, "my_pipeline_forward": solution_pipeline_forward,
+              "my_partition": solution_partition}
 
 
 def show_solution(name: str) -> None:
-    """Print the reference solution of exercise ``name`` (a key of REFERENCES)."""
-    core.show_solution(REFERENCES, name)
+    """Print the reference solution of exercise ``name`` (a key of SOLUTIONS)."""
+    core.show_solution(SOLUTIONS, name)
 
 
 # ----------------------------------------------------------------------------- 1F1B as data
@@ -276,7 +276,7 @@ def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5))) -> dic
         except Exception as e:
             return core.verdict(False, f"my_partition({n_layers}, {n_stages}) raised "
                                 f"{type(e).__name__}: {e}")
-        want = ref_partition(n_layers, n_stages)
+        want = solution_partition(n_layers, n_stages)
         where = f"my_partition({n_layers}, {n_stages}) = {got!r}"
         if not isinstance(got, (list, tuple)) or len(got) != n_stages:
             return core.verdict(False, f"{where}: expected a list of {n_stages} layer counts")
