@@ -90,7 +90,7 @@ def main(argv=None) -> None:
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=4, help="steps per launch (step time mode)")
-    ap.add_argument("--m", type=int, default=8, help="micro-batches (step time mode)")
+    ap.add_argument("--micro-batches", type=int, default=8, help="step time mode")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--n-layers", type=int, default=8)
     ap.add_argument("--d-model", type=int, default=128)

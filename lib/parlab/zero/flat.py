@@ -80,6 +80,17 @@ class ShardLayout:
         pieces = block.split(self.chunks)
         return [p[:n] for p, n in zip(pieces, self.sizes)] if real else list(pieces)
 
+    def unpack_into(self, gathered: torch.Tensor, tensors) -> None:
+        """Copy every full tensor out of a rank-major buffer into ``tensors`` (in place)."""
+        rows = gathered.view(self.parts, self.block)
+        for i, t in enumerate(tensors):
+            c, n, flat = self.chunks[i], self.numels[i], t.view(-1)
+            whole, rest = divmod(n, c)
+            cols = rows[:, self.offsets[i]:self.offsets[i] + c]
+            flat[:whole * c].view(whole, c).copy_(cols[:whole])
+            if rest:
+                flat[whole * c:].copy_(cols[whole, :rest])
+
     def unpack(self, gathered: torch.Tensor) -> list[torch.Tensor]:
         """Every full tensor from a rank-major buffer (an all-gather's output), each a new
         tensor of its own (never a view of ``gathered``)."""

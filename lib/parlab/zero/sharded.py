@@ -192,7 +192,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
             self.probe.freed("buckets", b.incoming.nbytes)
         b.incoming = None
         for s, piece in zip(b.shards, b.layout.split(reduced.div_(self.divide_by), real=True)):
-            s.grad = piece.clone() if s.grad is None else s.grad.add_(piece)
+            s.grad = piece if s.grad is None else s.grad.add_(piece)  # views of one block
 
     def reduce_gradients(self) -> None:
         """Finish this step's gradient exchange: every bucket reduce-scattered and
@@ -243,8 +243,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
         with trace.span("wait for parameters", kind="wait"):
             for b, full, arrived in waits:
                 arrived()
-                for p, t in zip(b.params, b.layout.unpack(full)):
-                    p.copy_(t)
+                b.layout.unpack_into(full, b.params)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self._reduced = False
