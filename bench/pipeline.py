@@ -123,7 +123,7 @@ def main(argv=None) -> None:
         config, steps, repeats, batch, m = GPTConfig(n_layers=8, d_model=32), 2, 1, 8, 4
     else:
         config = GPTConfig(n_layers=a.n_layers, d_model=a.d_model, n_heads=4)
-        steps, repeats, batch, m = a.steps, a.repeats, a.batch_size, a.m
+        steps, repeats, batch, m = a.steps, a.repeats, a.batch_size, a.micro_batches
     rows = step_time_table(a.ps, ("gpipe", "1f1b", "interleaved"), config, batch, m, steps,
                            repeats)
     print(f"\nStep time, real compute, {config.n_layers} layers, d_model={config.d_model}, "
