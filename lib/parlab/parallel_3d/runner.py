@@ -196,8 +196,9 @@ class Recipe3D(Recipe):
         x, y = x.chunk(r.dp)[self.me["dp"]], y.chunk(r.dp)[self.me["dp"]]  # this replica's rows
         if r.cp > 1:  # ... and this rank's positions of them
             x, y = (shard_sequence(t, 1, r.cp, self.me["cp"], r.layout) for t in (x, y))
-        return ([t.clone() for t in x.chunk(r.micro_batches)],
-                [t.clone() for t in y.chunk(r.micro_batches)])
+        device = comm.device(self.groups["tp"])
+        return ([t.clone().to(device) for t in x.chunk(r.micro_batches)],
+                [t.clone().to(device) for t in y.chunk(r.micro_batches)])
 
     def before_step(self) -> None:
         dist.barrier()  # every rank starts the step together: step times are comparable

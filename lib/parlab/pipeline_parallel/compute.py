@@ -84,15 +84,17 @@ class EmulatedCompute:
     activation's ``shape`` stamped with (micro-batch, stage), so a message that comes
     from the wrong op fails loudly. The last stage's F makes a zero "loss"."""
 
-    def __init__(self, durations: dict, shape: tuple, n_stages: int):
-        self.durations, self.shape, self.n_stages = durations, shape, n_stages
+    def __init__(self, durations: dict, shape: tuple, n_stages: int, device="cpu"):
+        self.durations, self.shape, self.n_stages, self.device = durations, shape, n_stages, device
         self.params: list = []
 
     def forward(self, a, stage: int, inp, target):
         with self._lasting("F"):
             if stage > 0:
                 self._check(inp, a, stage - 1)
-            return self._stamp(a, stage) if stage < self.n_stages - 1 else torch.zeros(())
+            if stage < self.n_stages - 1:
+                return self._stamp(a, stage)
+            return torch.zeros((), device=self.device)
 
     def kept_bytes(self, a) -> int:
         return 0
@@ -114,8 +116,8 @@ class EmulatedCompute:
         time.sleep(max(0.0, deadline - time.perf_counter()))
 
     def _stamp(self, a, stage: int) -> torch.Tensor:
-        out = torch.zeros(self.shape)
-        out[0, 0, :2] = torch.tensor([a.mb, stage])
+        out = torch.zeros(self.shape, device=self.device)
+        out[0, 0, :2] = torch.tensor([a.mb, stage], device=self.device)
         return out
 
     @staticmethod

@@ -122,7 +122,7 @@ class PPRecipe(Recipe):
         else:
             self.replica = None  # emulated ops compute no loss
             compute = EmulatedCompute(op_durations(run.schedule, run.v, run.t_fwd, run.t_bwd),
-                                      shape, run.p * run.v)
+                                      shape, run.p * run.v, device)
         self.executor = PipelineExecutor(run.schedule, run.p, m, run.v, compute, shape, group)
 
     def batch(self, step: int):
