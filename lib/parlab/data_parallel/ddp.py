@@ -47,13 +47,33 @@ DDP_BUCKET_BYTES = 25 * 2 ** 20  # DistributedDataParallel's default bucket_cap_
 # --- what every data-parallel part needs ---------------------------------------------
 
 @torch.no_grad()
-def broadcast_state(module: torch.nn.Module, group=None) -> None:
-    """Make every rank's parameters and buffers those of the group's first rank."""
+def broadcast_tensors(tensors, group=None) -> None:
+    """Make every rank's ``tensors`` (in place) those of the group's first rank."""
     if dist.get_world_size(group) == 1:
         return
     first = global_rank(group, 0)
-    for t in [*module.parameters(), *module.buffers()]:
+    for t in tensors:
         dist.broadcast(t.data, src=first, group=group)
+
+
+def broadcast_state(module: torch.nn.Module, group=None) -> None:
+    """Make every rank's parameters and buffers those of the group's first rank."""
+    broadcast_tensors([*module.parameters(), *module.buffers()], group)
+
+
+class NoSync:
+    """``no_sync()``, DDP's name for gradient accumulation: backward passes inside add up
+    locally, and the part sends nothing until the next backward (or step) outside."""
+
+    sync = True
+
+    @contextmanager
+    def no_sync(self):
+        self.sync = False
+        try:
+            yield
+        finally:
+            self.sync = True
 
 
 def trainable(module: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
@@ -98,7 +118,7 @@ def used_parameters(named, find_unused_parameters: bool, group=None) -> list:
     return out
 
 
-class _DataParallel(torch.nn.Module):
+class _DataParallel(NoSync, torch.nn.Module):
     """What NaiveDP and BucketedDP share: the wrapped module, the group, the broadcast at
     construction, ``no_sync``. ``params``: the parameters this part synchronises (default
     every trainable one of ``module``; a subset when others are someone else's, as
@@ -115,26 +135,16 @@ class _DataParallel(torch.nn.Module):
         self.divide_by = self.world if divide_by is None else check_int("divide_by", divide_by)
         self.find_unused_parameters = check_bool("find_unused_parameters",
                                                  find_unused_parameters)
-        self.sync = True
         if params is None:
             self.named = trainable(module)
             broadcast_state(module, group)  # every replica starts from the first rank's weights
         else:
             mine = {id(p) for p in params}
             self.named = [(n, p) for n, p in trainable(module) if id(p) in mine]
-            broadcast_state(torch.nn.ParameterList([p for _, p in self.named]), group)
+            broadcast_tensors([p for _, p in self.named], group)
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
-
-    @contextmanager
-    def no_sync(self):
-        """Gradient accumulation: backward passes inside add up locally, unsynchronised."""
-        self.sync = False
-        try:
-            yield
-        finally:
-            self.sync = True
 
 
 # --- 1. naive: all-reduce every gradient after backward ------------------------------

@@ -16,7 +16,9 @@ the whole forward. The parameters the optimizer sees are the shards
 (``FullyShard.parameters()``): after ``finish_backward()`` each trainable one has a
 gradient of its own shape and dtype, so any torch optimizer steps it.
 
-``compute_dtype`` (FSDP2's MixedPrecisionPolicy param_dtype = reduce_dtype): the shards
+Gradient accumulation: under ``no_sync()`` full gradients add up on each rank (FSDP2's
+set_requires_gradient_sync(False)); the next backward outside, or ``finish_backward``,
+sends them. ``compute_dtype`` (FSDP2's MixedPrecisionPolicy param_dtype = reduce_dtype): the shards
 stay fp32 (the master weights); what is gathered, computed with and reduce-scattered is
 cast to it, and so are a unit's floating-point inputs. ``reshard_after_forward=False``
 keeps a unit's gathered parameters from its forward to its backward (FSDP2's option:
@@ -25,14 +27,13 @@ one all-gather fewer, the memory held longer; ZeRO-2 with sharded storage).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 
 from .. import comm, trace
-from ..data_parallel.ddp import broadcast_state, used_anywhere
+from ..data_parallel.ddp import NoSync, broadcast_state, used_anywhere
 from ..mesh import check_group
 from ..validate import check_bool, check_choice
 from .flat import ShardLayout
@@ -52,7 +53,7 @@ class _Unit:
         self.used = [False] * len(params)  # got a gradient this step (on this rank)
 
 
-class FullyShard(nn.Module):
+class FullyShard(NoSync, nn.Module):
     """ZeRO-3 over ``group`` (default: the world) for ``module``; see the module doc.
     ``units``: submodules to gather one at a time (default: the children of every
     ModuleList); ``probe``: a ``zero.MemoryProbe`` told of every gathered buffer."""
@@ -68,7 +69,7 @@ class FullyShard(nn.Module):
         self.group, self.dtype, self.probe = check_group(group), compute_dtype, probe
         self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
         broadcast_state(module, group)  # shard the first rank's weights: replicas agree
-        self.module, self.sync = module, True
+        self.module = module
         self.units = self._units(module, units)
         self.shards = nn.ParameterList([s for u in self.units for s in u.shards])
         for u in self.units:
@@ -179,16 +180,6 @@ class FullyShard(nn.Module):
         arrived = comm.reduce_scatter_async(out, flat, self.group,
                                             f"{u.label or 'root'} grads")
         u.waits.append((arrived, out))
-
-    @contextmanager
-    def no_sync(self):
-        """Gradient accumulation without the exchange: full gradients add up on each rank
-        (FSDP2's set_requires_gradient_sync(False)); the next backward outside sends them."""
-        self.sync = False
-        try:
-            yield
-        finally:
-            self.sync = True
 
     def finish_backward(self) -> None:
         """Send what ``no_sync`` held, wait for every reduce-scatter; each trainable

@@ -33,14 +33,13 @@ never the full gradients.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import torch
 import torch.distributed as dist
 
 from .. import comm, trace
-from ..data_parallel.ddp import DDP_BUCKET_BYTES, assign_buckets, used_anywhere
-from ..mesh import check_group, global_rank
+from ..data_parallel.ddp import (DDP_BUCKET_BYTES, NoSync, assign_buckets, broadcast_tensors,
+                                 used_anywhere)
+from ..mesh import check_group
 from ..validate import check_choice, check_int
 from .flat import ShardLayout
 
@@ -78,7 +77,7 @@ class _Bucket:
         self.ready, self.held, self.incoming, self.wait = set(), set(), None, None
 
 
-class ShardedOptimizer(torch.optim.Optimizer):
+class ShardedOptimizer(NoSync, torch.optim.Optimizer):
     """ZeRO stage 1 or 2 over ``group`` (default: the world) for ``params`` (parameters
     or ``named_parameters()``), stepping ``optimizer_cls(shards, **optimizer_kwargs)``.
     Use it as any optimizer: ``loss.backward(); opt.step(); opt.zero_grad()``; ``step``
@@ -109,8 +108,8 @@ class ShardedOptimizer(torch.optim.Optimizer):
             raise ValueError("params holds no trainable parameter")
         super().__init__([p for _, p in named], {})
         # every replica starts from the first rank's weights -- the frozen ones too
-        self._broadcast({id(t): t for t in (x[1] if isinstance(x, tuple) else x
-                                            for x in params)}.values())
+        broadcast_tensors({id(t): t for t in (x[1] if isinstance(x, tuple) else x
+                                              for x in params)}.values(), self.group)
         rev = named[::-1]  # backward produces the last layers' gradients first
         self.buckets = [_Bucket([rev[i] for i in idx], self.dp, self.rank) for idx in
                         assign_buckets([p.numel() * p.element_size() for _, p in rev],
@@ -120,24 +119,9 @@ class ShardedOptimizer(torch.optim.Optimizer):
         self.inner = optimizer_cls([shards[p] for _, p in named], **optimizer_kwargs)
         for p in self._slot:
             p.register_post_accumulate_grad_hook(self._grad_ready)
-        self.sync, self._next = True, 0  # the next bucket to launch, in index order
+        self._next = 0  # the next bucket to launch, in index order
         self._reduced = False  # reduce_gradients ran since the last gradient arrived
         self._got = set()      # parameters with a gradient on this rank since the last step
-
-    @torch.no_grad()
-    def _broadcast(self, params) -> None:
-        if self.dp > 1:
-            for p in params:
-                dist.broadcast(p.data, src=global_rank(self.group, 0), group=self.group)
-
-    @contextmanager
-    def no_sync(self):
-        """Gradient accumulation: backward passes inside only add up local gradients."""
-        self.sync = False
-        try:
-            yield
-        finally:
-            self.sync = True
 
     # --- backward: buckets reduce-scattered as they fill ----------------------------
     def _grad_ready(self, p: torch.Tensor) -> None:
