@@ -7,9 +7,10 @@ import math
 
 import plotly.graph_objects as go
 
-from ..viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE, EMPTY_COLOR, KIND_COLORS,
-                         NEUTRAL_COLOR, RANK_COLORS, SUBSCRIPTS, base_layout, byte_unit, fmt_bytes,
-                         rank_color, seconds_ticks, text_color)
+from ..viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE, EMPTY_COLOR, INK,
+                         KIND_COLORS, LABEL_BACKGROUND, NEUTRAL_COLOR, RANK_COLORS, SUBSCRIPTS,
+                         TRANSFER_COLOR, base_layout, byte_unit, fmt_bytes, rank_color,
+                         seconds_ticks, text_color)
 
 # --- 1. collectives explained --------------------------------------------------------
 
@@ -76,7 +77,7 @@ def collective_diagram(op: str, n: int = 4) -> go.Figure:
                 shapes.append(dict(
                     type="rect", x0=x0 + c + pad, x1=x0 + c + 1 - pad, y0=r + pad,
                     y1=r + 1 - pad, fillcolor=fill, layer="below",
-                    line=dict(color="#BBBBBB" if key is None else "#555555", width=1,
+                    line=dict(color=INK["pale"] if key is None else INK["outline"], width=1,
                               dash="dot" if key is None else "solid")))
                 if text:
                     notes.append(dict(x=x0 + c + 0.5, y=r + 0.5, text=text, showarrow=False,
@@ -87,9 +88,9 @@ def collective_diagram(op: str, n: int = 4) -> go.Figure:
     mid = n / 2
     notes.append(dict(x=n + gap - 0.25, y=mid, ax=n + 0.25, ay=mid, xref="x", yref="y",
                       axref="x", ayref="y", text="", showarrow=True, arrowhead=2,
-                      arrowsize=1.2, arrowwidth=2, arrowcolor="#444444"))
+                      arrowsize=1.2, arrowwidth=2, arrowcolor=INK["dark"]))
     notes.append(dict(x=n + gap / 2, y=mid - 0.1, text=op, showarrow=False,
-                      yanchor="bottom", font=dict(size=12, color="#444444")))
+                      yanchor="bottom", font=dict(size=12, color=INK["dark"])))
     unit = 46  # pixels per cell
     fig = go.Figure()
     base_layout(fig, f"<b>{op}</b>, {n} ranks", shapes=shapes, annotations=notes,
@@ -153,7 +154,7 @@ def _ring_annotations(sends, n: int) -> list[dict]:
     """Arrows from the sender's cell to the receiver's, in the chunk's column
     (right edge of the cell, so the text stays readable), plus a text line."""
     arrow = dict(xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
-                 arrowhead=2, arrowsize=1, arrowwidth=2, arrowcolor="#D62728", visible=True)
+                 arrowhead=2, arrowsize=1, arrowwidth=2, arrowcolor=TRANSFER_COLOR, visible=True)
     out = []
     for src, dst, c in sends:
         x = c + 0.38
@@ -172,7 +173,7 @@ def _ring_annotations(sends, n: int) -> list[dict]:
     # The text line goes first, so it keeps its place (and style) in every frame.
     return [dict(xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
                  yshift=-8, align="left", showarrow=False, text=text, visible=True,
-                 font=dict(size=11, color="#444444"))] + out
+                 font=dict(size=11, color=INK["dark"]))] + out
 
 
 def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
@@ -298,8 +299,8 @@ def bytes_table_figure(rows: list[dict]) -> go.Figure:
                              legendgroup=alg))
         fig.add_trace(go.Scatter(
             name=f"{alg}{who} (formula)", x=xs, y=formula, mode="lines+markers",
-            line=dict(color="#333333", width=1, dash="dot"), legendgroup=alg,
-            marker=dict(symbol="line-ew", size=24, line=dict(width=3, color="#333333")),
+            line=dict(color=INK["darker"], width=1, dash="dot"), legendgroup=alg,
+            marker=dict(symbol="line-ew", size=24, line=dict(width=3, color=INK["darker"])),
             hovertemplate=f"{alg} formula: %{{y:.3g}} {unit}<extra></extra>"))
     base_layout(fig, "bytes sent per collective: busiest rank, measured vs formula",
                  barmode="overlay")
@@ -345,7 +346,7 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
         fig.add_trace(go.Scatter(
             name=name, x=[p[0] for p in pts], y=[float(f"{p[1]:.4g}") for p in pts],
             mode="markers", marker=dict(size=8 if i == 0 else 7,
-                                        color="#222222" if i == 0 else rank_color(i - 1),
+                                        color=INK["darkest"] if i == 0 else rank_color(i - 1),
                                         symbol="circle" if i == 0 else "diamond"),
             hovertemplate=f"{name}<br>%{{x:.3s}}B: %{{y:.3s}}s<extra></extra>"))
     all_x = [x for xs, _ in series.values() for x in xs if x > 0]
@@ -360,14 +361,14 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
     bw = f"{1 / beta / 1e9:.3g} GB/s" if beta > 0 else "∞"
     fig.add_annotation(xref="paper", yref="paper", x=0.02, y=0.98, xanchor="left",
                        yanchor="top", align="left", showarrow=False,
-                       bgcolor="rgba(255,255,255,0.8)",
+                       bgcolor=LABEL_BACKGROUND,
                        text=f"α = {alpha * 1e6:.3g} µs (latency)<br>1/β = {bw} (bandwidth)")
     if alpha > 0 and beta > 0 and lo < alpha / beta < hi:
         knee = alpha / beta
         fig.add_shape(type="line", x0=knee, x1=knee, y0=0, y1=1, yref="paper",
-                      line=dict(color="#888888", dash="dot", width=1))
+                      line=dict(color=INK["light"], dash="dot", width=1))
         fig.add_annotation(x=math.log10(knee), y=0.02, yref="paper", xanchor="left",
-                           yanchor="bottom", showarrow=False, font=dict(size=11, color="#666"),
+                           yanchor="bottom", showarrow=False, font=dict(size=11, color=INK["mid"]),
                            text=f" α = β·size at {fmt_bytes(knee)}")
     # the legend sits outside the plot, right of it: inside, it covered the largest messages
     base_layout(fig, title, legend=dict(x=1.02, xanchor="left", y=1, yanchor="top"))

@@ -11,7 +11,7 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..viz.style import KIND_COLORS, base_layout, fmt_bytes, rank_color, series_colors
+from ..viz.style import INK, KIND_COLORS, WHITE, base_layout, fmt_bytes, rank_color, series_colors
 
 __all__ = ["layout_figure", "balance_figure", "ring_timeline", "bytes_figure", "memory_figure",
            "hiding_figure"]
@@ -39,7 +39,7 @@ def layout_figure(grids: dict[str, list[list]], blocks: dict[str, list[float]] |
                         f"M {j} {i} L {j + 1} {i} L {j + 1} {i + 1} L {j} {i + 1} Z")
                 fig.add_shape(type="path", path=path, xref=xref, yref=yref, layer="below",
                               fillcolor=rank_color(owner), opacity=0.8,
-                              line=dict(width=0.5, color="#fff"))
+                              line=dict(width=0.5, color=WHITE))
             fig.add_annotation(x=-0.2, y=i + 0.5, xref=xref, yref=yref, xanchor="right",
                                showarrow=False, text=f"r{row[i]}",
                                font=dict(size=10, color=rank_color(row[i])))
@@ -73,7 +73,7 @@ def balance_figure(rows: list[dict], timing: list[dict] | None = None, title: st
                              text=[f"{v:g}" for v in r["counted"]]), row=1, col=1)
         fig.add_trace(go.Scatter(name="formula", legendgroup="formula", showlegend=r is rows[0],
                                  x=ranks, y=r["formula"], mode="markers", offsetgroup=r["layout"],
-                                 marker=dict(symbol="line-ew-open", size=22, color="#000",
+                                 marker=dict(symbol="line-ew-open", size=22, color=INK["black"],
                                              line=dict(width=2))), row=1, col=1)
     for t in timing or []:
         fig.add_trace(go.Bar(name=t["layout"], legendgroup=t["layout"], showlegend=False,
@@ -109,7 +109,7 @@ def ring_timeline(events: list[dict], title: str = "") -> go.Figure:
             base=[round((e["start"] - t0) * 1e3, 3) for e in mine],
             x=[round(max(e["end"] - e["start"], 1e-6) * 1e3, 4) for e in mine],
             marker=dict(color=[rank_color(e["rank"]) if kind == "compute" else KIND_COLORS["comm"]
-                               for e in mine], line=dict(width=0.5, color="#fff")),
+                               for e in mine], line=dict(width=0.5, color=WHITE)),
             text=labels, textposition="inside", insidetextanchor="middle", textangle=0,
             hovertemplate="%{text}<br>%{x:.3f} ms<extra>" + kind + "</extra>"))
     base_layout(fig, title or "one attention call, every rank", barmode="overlay",
@@ -139,7 +139,7 @@ def bytes_figure(rows: list[dict], curves: dict | None = None, title: str = "") 
     fig = make_subplots(rows=1, cols=cols, horizontal_spacing=0.12, subplot_titles=(
         ["counted on our ranks (fp32)", "formula at 128k tokens, d = 4096 (bf16)"][:cols]))
     cats = [f"{METHOD_NAMES[r['method']]}<br>cp={r['cp']}" for r in rows]
-    for key, color in (("counted", "#555555"), ("formula", "#BBBBBB")):
+    for key, color in (("counted", INK["outline"]), ("formula", INK["pale"])):
         fig.add_trace(go.Bar(name=key, x=cats, y=[r[key] / 1024 for r in rows],
                              marker_color=color), row=1, col=1)
     fig.update_yaxes(title_text="KiB", row=1, col=1)
@@ -210,7 +210,7 @@ def hiding_figure(curves: dict[str, list[dict]], title: str = "") -> go.Figure:
         if not compute_done:
             fig.add_trace(go.Scatter(name="compute of one block", x=xs,
                                      y=[r["compute_s"] for r in rows], mode="lines+markers",
-                                     line=dict(color="#000", width=2)))
+                                     line=dict(color=INK["black"], width=2)))
             compute_done = True
         fig.add_trace(go.Scatter(name=f"K/V transfer over {link}", x=xs,
                                  y=[r["transfer_s"] for r in rows], mode="lines+markers",

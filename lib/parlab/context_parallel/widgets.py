@@ -7,7 +7,7 @@ import html
 import ipywidgets as w
 
 from ..viz.controls import LAYOUT, STYLE, show
-from ..viz.style import fmt_bytes
+from ..viz.style import WARNING_COLOR, fmt_bytes
 from . import experiments, figures
 
 
@@ -23,7 +23,7 @@ def _work(blocks) -> str:
 def predict_html(res: dict) -> str:
     """``experiments.predict``'s result as a small table (or its error)."""
     if "error" in res:
-        return f"<p style='color:#C62828'>{html.escape(res['error'])}</p>"
+        return f"<p style='color:{WARNING_COLOR}'>{html.escape(res['error'])}</p>"
     return "<h4>predicted (parlab.cost)</h4>" + _table([
         ("bytes per rank, one layer, one step", f"{fmt_bytes(res['bytes'])} "
          f"(Megatron SP at t={res['cp']}: {fmt_bytes(res['megatron_bytes'])})"),
@@ -35,7 +35,7 @@ def predict_html(res: dict) -> str:
 def live_html(res: dict) -> str:
     """``experiments.live``'s measurements as a small table (or its error)."""
     if "error" in res:
-        return f"<p style='color:#C62828'>{html.escape(res['error'])}</p>"
+        return f"<p style='color:{WARNING_COLOR}'>{html.escape(res['error'])}</p>"
     work = res["counted_work"]
     return "<h4>measured on CPU ranks</h4>" + _table([
         ("bytes rank 0 sent, one layer, one step", f"{fmt_bytes(res['counted_bytes'])} "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from ..viz.charts import timeline
-from ..viz.style import BYTES_AXIS, KIND_COLORS, base_layout
+from ..viz.style import BYTES_AXIS, KIND_COLORS, VARIANT_COLORS, base_layout
 
 def dp_timeline(events: list[dict], title: str = "", t0: float | None = None) -> go.Figure:
     """``timeline`` with two lanes per rank: its compute (forward, backward, optimizer) and
@@ -43,7 +43,7 @@ def bucket_sweep_figure(rows: list[dict], title: str = "") -> go.Figure:
         if not r.get("bucket_bytes"):
             fig.add_trace(go.Scatter(name=f"{r.get('label', 'naive')} step time",
                                      x=[xs[0], xs[-1]], y=[round(r["median"] * 1e3, 3)] * 2,
-                                     mode="lines", line=dict(color="#E45756", dash="dash"),
+                                     mode="lines", line=dict(color=VARIANT_COLORS["naive"], dash="dash"),
                                      hovertemplate="%{y:.2f} ms<extra>naive</extra>"))
     base_layout(fig, title, legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0))
     fig.update_layout(margin=dict(t=90 if title else 50, r=60),

@@ -9,6 +9,7 @@ import html
 import ipywidgets as W
 
 from ..exercises.widgets import parse_value
+from ..viz.style import INK, VERDICT_COLORS
 from .bank import _topics, generate
 
 __all__ = ["drill_widget"]
@@ -69,7 +70,7 @@ def drill_widget(topic=None, seed: int = 0):
             state["checked"] = True
             state["answered"] += 1
             state["right"] += ok
-        colour, word = ("#137333", "Right") if ok else ("#b3261e", "Not quite")
+        colour, word = (VERDICT_COLORS["right"], "Right") if ok else (VERDICT_COLORS["wrong"], "Not quite")
         tail = f" ({q.tolerance_text})." if ok else ": try again, or Show answer."
         feedback.value = f"<span style='color:{colour}'>{word}{html.escape(tail)}</span>"
         show_score()
@@ -77,7 +78,7 @@ def drill_widget(topic=None, seed: int = 0):
     def on_reveal(_=None):
         q = state["q"]
         state["revealed"] = True
-        answer.value = (f"<div style='border-left:3px solid #888;padding-left:8px'>"
+        answer.value = (f"<div style='border-left:3px solid {INK['light']};padding-left:8px'>"
                         f"<b>Answer: {html.escape(q.answer_text)}</b><br>"
                         f"{_para(q.explanation)}</div>")
 

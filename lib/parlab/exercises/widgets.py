@@ -9,6 +9,8 @@ import html
 
 import ipywidgets as W
 
+from ..viz.style import VERDICT_COLORS
+
 __all__ = ["answer_box", "parse_value"]
 
 
@@ -52,9 +54,10 @@ def answer_box(check, fields=("answer",), label: str = "", placeholder: str = "a
         try:
             v = check(*values)
         except Exception as e:  # a checker bug must not look like a wrong answer
-            out.value = f"<span style='color:#b00'>checker error: {html.escape(repr(e))}</span>"
+            out.value = (f"<span style='color:{VERDICT_COLORS['error']}'>checker error: "
+                         f"{html.escape(repr(e))}</span>")
             return
-        colour = "#137333" if v["ok"] else "#b3261e"
+        colour = VERDICT_COLORS["right" if v["ok"] else "wrong"]
         out.value = f"<span style='color:{colour}'>{html.escape(v['message'])}</span>"
 
     button.on_click(on_check)

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..viz.charts import bars
-from ..viz.style import KIND_COLORS, base_layout, rank_color, series_colors
+from ..viz.style import INK, KIND_COLORS, WARNING_COLOR, base_layout, rank_color, series_colors
 
 
 def expert_histogram(table: list[dict], capacity: int | None = None, title: str = "") -> go.Figure:
@@ -25,10 +25,10 @@ def expert_histogram(table: list[dict], capacity: int | None = None, title: str 
                              hovertemplate="%{x}: %{y} tokens<extra>rank " + str(row["rank"]) + "</extra>"))
     total = sum(sum(r["experts"].values()) for r in table)
     n = sum(len(r["experts"]) for r in table)
-    fig.add_hline(y=total / n, line=dict(dash="dot", color="#666"),
+    fig.add_hline(y=total / n, line=dict(dash="dot", color=INK["mid"]),
                   annotation_text="mean", annotation_position="top left")
     if capacity is not None:
-        fig.add_hline(y=capacity, line=dict(dash="dash", color="#C62828"),
+        fig.add_hline(y=capacity, line=dict(dash="dash", color=WARNING_COLOR),
                       annotation_text=f"capacity {capacity}", annotation_position="top right")
     base_layout(fig, title or "tokens per expert, coloured by the rank that holds it")
     fig.update_yaxes(title_text="tokens (assignments) in one step")
@@ -96,8 +96,9 @@ def busiest_figure(rows: list[dict], title: str = "") -> go.Figure:
                          y=[1e3 * (r["layer_s"] - r["compute_s"]) for r in rows],
                          marker=dict(color=KIND_COLORS["wait"])))
     # the lines' labels sit right of the plot, where no bar can hide them; legend below
-    for y, dash, color, text in ((rows[0]["predicted_s"], "dash", "#C62828", "predicted:<br>busiest rank's rows"),
-                                 (rows[0]["balanced_s"], "dot", "#666", "if balanced")):
+    for y, dash, color, text in ((rows[0]["predicted_s"], "dash", WARNING_COLOR,
+                                  "predicted:<br>busiest rank's rows"),
+                                 (rows[0]["balanced_s"], "dot", INK["mid"], "if balanced")):
         fig.add_hline(y=1e3 * y, line=dict(dash=dash, color=color))
         fig.add_annotation(x=1.01, xref="paper", y=1e3 * y, xanchor="left", showarrow=False,
                            text=text, font=dict(color=color, size=11), align="left")

@@ -9,7 +9,7 @@ import html
 import ipywidgets as w
 
 from ..viz.controls import LAYOUT, STYLE
-from ..viz.style import fmt_bytes, rank_color
+from ..viz.style import WARNING_COLOR, fmt_bytes, rank_color
 from . import experiments
 
 
@@ -47,7 +47,7 @@ def predict_html(p: dict, ep: int) -> str:
 def live_html(res: dict) -> str:
     """``experiments.live``'s result as a small table (or its error)."""
     if "error" in res:
-        return f"<p style='color:#C62828'>{html.escape(res['error'])}</p>"
+        return f"<p style='color:{WARNING_COLOR}'>{html.escape(res['error'])}</p>"
     b0 = [r for r in res["bytes"] if r["layer"] == "blocks.0.moe"]
     return ("<h4>measured here, on CPU ranks</h4>"
             f"<p><i>{html.escape(res['load'])}</i></p>") + _table([
@@ -76,7 +76,7 @@ def ep_explorer(n_experts: int = 4, top_k: int = 1, capacity_factor: float = 1.2
 
     def predict(_=None):
         if experts.value % degree.value:
-            pred_out.value = (f"<p style='color:#C62828'>ep={degree.value} must divide "
+            pred_out.value = (f"<p style='color:{WARNING_COLOR}'>ep={degree.value} must divide "
                               f"n_experts={experts.value}</p>")
             return
         p = experiments.predict(256, experts.value, k.value, cf.value, sk.value, degree.value)

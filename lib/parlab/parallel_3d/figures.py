@@ -11,10 +11,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..viz.charts import memory_bars
-from ..viz.style import base_layout, rank_color
+from ..viz.style import (INK, MEASURED_COLORS, MISS_COLOR, NODE_SHADES, OVERHEAD_COLORS,
+                         VALIDATION_COLORS, WARNING_COLOR, WHITE, base_layout, rank_color)
 
 MAX_REPLICAS, MAX_STAGES, MAX_TP = 4, 8, 8  # larger meshes are drawn in part, and say so
-NODE_SHADES = ["#F2F2F2", "#DDEAF6"]
 
 
 def mesh_figure(layout: list[dict], title: str = "", gpus_per_node: int | None = None) -> go.Figure:
@@ -35,8 +35,8 @@ def mesh_figure(layout: list[dict], title: str = "", gpus_per_node: int | None =
         y0 = -r["pp"]
         node = r.get("node", 0)
         fig.add_shape(type="rect", x0=x0 - 0.5, x1=x0 + 0.5, y0=y0 - 0.5, y1=y0 + 0.5,
-                      line=dict(width=1, color="#555"),
-                      fillcolor=NODE_SHADES[node % 2] if gpus_per_node else "#FFFFFF",
+                      line=dict(width=1, color=INK["outline"]),
+                      fillcolor=NODE_SHADES[node % 2] if gpus_per_node else WHITE,
                       layer="below")
         fig.add_shape(type="rect", x0=x0 - 0.4, x1=x0 + 0.4, y0=y0 - 0.4, y1=y0 + 0.4,
                       line=dict(width=0), fillcolor=rank_color(r["pp"]), opacity=0.35,
@@ -58,7 +58,7 @@ def mesh_figure(layout: list[dict], title: str = "", gpus_per_node: int | None =
     fig.update_xaxes(visible=False, range=[-2.2, min(dp, MAX_REPLICAS) * (cols + 1) - 0.5])
     fig.update_yaxes(visible=False, range=[-min(pp, MAX_STAGES) + 0.3, 1.1])
     fig.add_annotation(x=0, y=-0.02, xref="paper", yref="paper", yanchor="top", showarrow=False,
-                       xanchor="left", font=dict(size=11, color="#444"),
+                       xanchor="left", font=dict(size=11, color=INK["dark"]),
                        text="row of a panel = one TP group · column = one pipeline (PP group) · "
                             "same cell across panels = one DP group")
     fig.update_layout(margin=dict(b=50))
@@ -71,19 +71,19 @@ def table1_figure(rows: list[dict], title: str = "") -> go.Figure:
     x = [r["model"] for r in rows]
     fig = go.Figure()
     fig.add_trace(go.Bar(name="paper (Table 1)", x=x, y=[r["paper_tflops"] for r in rows],
-                         marker=dict(color="#4C78A8")))
+                         marker=dict(color=MEASURED_COLORS["measured"])))
     fig.add_trace(go.Bar(name="planner.estimate", x=x,
                          y=[round(r["predicted_tflops"], 1) for r in rows],
-                         marker=dict(color="#F58518")))
+                         marker=dict(color=MEASURED_COLORS["predicted"])))
     for r in rows:
         fig.add_annotation(x=r["model"], y=max(r["paper_tflops"], r["predicted_tflops"]),
                            yanchor="bottom", showarrow=False,
                            text=f"{r['error']:+.0%}".replace("-0%", "0%").replace("+0%", "0%"),
                            font=dict(size=11))
-    fig.add_hline(y=312, line=dict(dash="dash", color="#C62828"))
+    fig.add_hline(y=312, line=dict(dash="dash", color=WARNING_COLOR))
     fig.add_annotation(x=0, xref="paper", y=312, yanchor="bottom", xanchor="left",
                        showarrow=False, text="A100 bf16 dense peak, 312 TFLOP/s",
-                       font=dict(color="#C62828", size=11))
+                       font=dict(color=WARNING_COLOR, size=11))
     base_layout(fig, title or "TFLOP/s per A100: Narayanan et al. 2021 Table 1 vs the planner",
                 barmode="group", legend=dict(orientation="h", y=-0.2))
     fig.update_yaxes(title_text="TFLOP/s per GPU", rangemode="tozero")
@@ -97,13 +97,12 @@ def sweep_figure(sweep: dict, title: str = "") -> go.Figure:
     rows = sorted(sweep["rows"], key=lambda r: r["measured"])
     x = [f"{r['dp']}×{r['pp']}×{r['tp']}" for r in rows]
     fig = go.Figure()
-    for key, name, color in (("measured", "measured (best step)", "#4C78A8"),
-                             ("median", "measured (median)", "#9ECAE9"),
-                             ("predicted", "predicted (cost formulas)", "#F58518")):
+    for key, name in (("measured", "measured (best step)"), ("median", "measured (median)"),
+                      ("predicted", "predicted (cost formulas)")):
         fig.add_trace(go.Bar(name=name, x=x, y=[round(r[key] * 1e3, 2) for r in rows],
-                             marker=dict(color=color)))
+                             marker=dict(color=MEASURED_COLORS[key])))
     ideal = sweep["ideal"] * 1e3
-    fig.add_hline(y=ideal, line=dict(dash="dash", color="#444"),
+    fig.add_hline(y=ideal, line=dict(dash="dash", color=INK["dark"]),
                   annotation_text=f"ideal: {ideal:.0f} ms", annotation_position="top left")
     base_layout(fig, title or f"8 ranks, emulated compute: step time per layout dp×pp×tp "
                               f"(Spearman ρ = {sweep['spearman']:.2f})", barmode="group",
@@ -119,9 +118,8 @@ def sweep_figure(sweep: dict, title: str = "") -> go.Figure:
     return fig
 
 
-_PARTS = (("compute", "compute above the ideal", "#4C78A8"),
-          ("communication", "exposed communication", "#F58518"),
-          ("bubble", "pipeline bubble", "#E45756"))
+_PARTS = (("compute", "compute above the ideal"), ("communication", "exposed communication"),
+          ("bubble", "pipeline bubble"))
 
 
 def validation_figure(rows: list[dict], title: str = "", tolerance: float = 0.15) -> go.Figure:
@@ -141,12 +139,12 @@ def validation_figure(rows: list[dict], title: str = "", tolerance: float = 0.15
             fig.add_trace(go.Bar(
                 x=[r["name"] for r in pick], y=[100 * max(-60, min(60, r["error"])) for r in pick],
                 name="known miss (reason in the table)" if miss else name,
-                marker=dict(color="#BDBDBD" if miss else ("#4C78A8" if col == 1 else "#F58518")),
+                marker=dict(color=MISS_COLOR if miss else VALIDATION_COLORS[name]),
                 customdata=[[100 * r["error"], r["group"]] for r in pick], showlegend=col == 2 or not miss,
                 hovertemplate="%{x}<br>%{customdata[1]}<br>error %{customdata[0]:+.1f}%<extra></extra>"),
                 row=1, col=col)
-        fig.add_hrect(y0=-100 * tolerance, y1=100 * tolerance, fillcolor="#54A24B", opacity=0.12,
-                      line_width=0, row=1, col=col)
+        fig.add_hrect(y0=-100 * tolerance, y1=100 * tolerance, fillcolor=VALIDATION_COLORS["tolerance"],
+                      opacity=0.12, line_width=0, row=1, col=col)
     base_layout(fig, title or "The planner against published runs: predicted / published - 1",
                 barmode="overlay", height=480, legend=dict(orientation="h", y=-0.55))
     fig.update_yaxes(title_text="error, % (clipped at ±60)", range=[-62, 62], row=1, col=1)
@@ -163,7 +161,8 @@ def breakdown_figure(rows: list[dict], title: str = "") -> go.Figure:
          + (f" ep{r['ep']}" if r.get("ep", 1) > 1 else "") + (" Z3" if r["zero_stage"] == 3 else "")
          for k, r in enumerate(rows)]
     fig = go.Figure()
-    for key, name, color in _PARTS:
+    for key, name in _PARTS:
+        color = OVERHEAD_COLORS[key]
         ys = [100 * ((r[key] - r["ideal"]) if key == "compute" else r[key]) / r["ideal"] for r in rows]
         fig.add_trace(go.Bar(name=name, x=x, y=ys, marker=dict(color=color),
                              hovertemplate=f"{name}: %{{y:.1f}}% of the ideal<extra>%{{x}}</extra>"))
@@ -171,9 +170,10 @@ def breakdown_figure(rows: list[dict], title: str = "") -> go.Figure:
     lo = [100 * (r["step_s"] / r["band"][1] / r["ideal"] - 1) for r in rows]
     hi = [100 * (r["step_s"] / r["band"][0] / r["ideal"] - 1) for r in rows]
     fig.add_trace(go.Scatter(x=x, y=over, mode="markers", name="step: published runs' range",
-                             marker=dict(color="#222", symbol="line-ew-open", size=14),
+                             marker=dict(color=INK["darkest"], symbol="line-ew-open", size=14),
                              error_y=dict(type="data", symmetric=False, array=[h - o for h, o in zip(hi, over)],
-                                          arrayminus=[o - l for o, l in zip(over, lo)], color="#222"),
+                                          arrayminus=[o - l for o, l in zip(over, lo)],
+                                          color=INK["darkest"]),
                              hovertemplate="%{y:.0f}% over the ideal<extra>%{x}</extra>"))
     base_layout(fig, title or "predicted step time: overhead over the ideal (MFU = 1)",
                 barmode="stack", legend=dict(orientation="h", y=-0.3))

@@ -9,13 +9,14 @@ import ipywidgets as w
 
 from ..planner import MODELS
 from ..viz.controls import LAYOUT, STYLE
+from ..viz.style import WARNING_COLOR
 from . import experiments, figures
 
 
 def ranked_html(view: dict) -> str:
     """The ranked configurations (and the infeasible ones, with why) as HTML tables."""
     if "error" in view:
-        return f"<p style='color:#C62828'>{html.escape(view['error'])}</p>"
+        return f"<p style='color:{WARNING_COLOR}'>{html.escape(view['error'])}</p>"
     head = (f"<p><b>{html.escape(view['model'])}</b> on {view['n_gpus']} × {view['gpu']}, "
             f"global batch {view['global_batch']} × {view['seq_len']} tokens: "
             f"{view['n_ranked']} layouts fit. Step: predicted, and the range the published "

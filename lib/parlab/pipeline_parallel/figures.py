@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..viz.style import base_layout, rank_color, text_color
+from ..viz.style import (INK, MICROBATCH_COLORS, TRANSPARENT, WHITE, base_layout, rank_color,
+                         text_color, wheel_color)
 
 # One hue per micro-batch; F drawn as a light tint, B in the full colour, W (zero-bubble
 # weight gradients) dark: read a column of one colour as one micro-batch travelling down
-# the pipeline and back. Up to 10 micro-batches: Tableau 10. More: hues taken in order
-# round the colour wheel (micro-batch 0 red-orange ... the last violet), so no two
-# micro-batches share a colour and neighbours look alike -- the hover names each bar.
-MICROBATCH_COLORS = ["#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F",
-                     "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#BAB0AC"]
+# the pipeline and back. Up to 10 micro-batches: Tableau 10 (``style.MICROBATCH_COLORS``).
+# More: hues taken in order round the colour wheel (micro-batch 0 red-orange ... the last
+# violet), so no two micro-batches share a colour and neighbours look alike -- the hover
+# names each bar.
 PLOT_WIDTH = 1000  # px a notebook gives a figure (JupyterLab, default zoom): labels fit it
 _OP_SHADE = {"F": 0.55, "B": 0.0, "W": -0.35}  # > 0: towards white, < 0: towards black
 _OP_WORDS = {"F": "F forward (light)", "B": "B backward (full colour)",
@@ -35,9 +35,7 @@ def microbatch_color(mb: int, n_mb: int | None = None) -> str:
     else evenly spaced hues (0 .. 300 degrees) at one saturation and lightness."""
     if n_mb is None or n_mb <= len(MICROBATCH_COLORS):
         return MICROBATCH_COLORS[int(mb) % len(MICROBATCH_COLORS)]
-    import colorsys
-    r, g, b = colorsys.hls_to_rgb((int(mb) / (n_mb - 1)) * 300 / 360, 0.45, 0.65)
-    return "#" + "".join(f"{round(255 * c):02X}" for c in (r, g, b))
+    return wheel_color(int(mb) / (n_mb - 1))
 
 
 def op_color(op: str, mb: int, n_mb: int | None = None) -> str:
@@ -72,7 +70,7 @@ def _hatch(fig, ops, chunks, colors, rows, name, t0, scale) -> None:
             base=[round((ops[i]["start"] - t0) * scale, 4) for i in pick],
             x=[round((ops[i]["end"] - ops[i]["start"]) * scale, 4) for i in pick],
             y=[rows[int(ops[i]["rank"]), name] for i in pick],
-            marker=dict(color="rgba(0,0,0,0)", line=dict(width=0), pattern=dict(
+            marker=dict(color=TRANSPARENT, line=dict(width=0), pattern=dict(
                 shape=[CHUNK_PATTERNS[chunks[i] % len(CHUNK_PATTERNS)] for i in pick],
                 fgcolor=fg, fgopacity=0.35, size=8))))
 
@@ -121,7 +119,7 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
                     for f, e in zip(full, mine)]
             chunks = [int(e["meta"].get("chunk") or 0) for e in mine]
             colors = [op_color(op, e["meta"]["mb"], n_mb) for e in mine]
-            marker = dict(color=colors, line=dict(width=0.5, color="#FFFFFF"))
+            marker = dict(color=colors, line=dict(width=0.5, color=WHITE))
             if any(chunks):
                 used_chunks.update(chunks)
             fig.add_trace(go.Bar(
@@ -149,7 +147,7 @@ def pipeline_timeline(events: list[dict], title: str = "", overlay: list[dict] |
                                            if n_mb > len(MICROBATCH_COLORS) else "")
         fig.add_annotation(text="key: " + " · ".join(key) + f" · {hue} · hover a bar for its name",
                            xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
-                           yshift=-60, showarrow=False, font=dict(size=11, color="#555555"))
+                           yshift=-60, showarrow=False, font=dict(size=11, color=INK["outline"]))
     fig.update_xaxes(title_text=f"time ({unit})", zeroline=False, tickformat=",~r")  # 5,000 ms, never "5k ms"
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=order[::-1],
                      showgrid=False)
@@ -177,7 +175,7 @@ def bubble_sweep_figure(rows: list[dict], title: str = "") -> go.Figure:
                 name=f"P={p}: {sched}, measured", x=[r["m"] for r in pts],
                 y=[round(100 * r["measured"], 3) for r in pts], mode="markers",
                 marker=dict(color=rank_color(i), size=9, symbol=symbols[j % len(symbols)],
-                            line=dict(width=1, color="#FFFFFF")),
+                            line=dict(width=1, color=WHITE)),
                 hovertemplate=f"{sched}, M=%{{x}}: %{{y:.1f}}%<extra>measured</extra>"))
     base_layout(fig, title)
     fig.update_xaxes(type="log", title_text="micro-batches M",

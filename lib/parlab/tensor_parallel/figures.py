@@ -12,7 +12,8 @@ from plotly.subplots import make_subplots
 
 from ..viz.charts import bars, timeline
 from ..viz.tables import answer  # noqa: F401  (the shared box; context_parallel.figures imports it from here)
-from ..viz.style import KIND_COLORS, NEUTRAL_COLOR, base_layout, rank_color, series_colors
+from ..viz.style import (INK, KIND_COLORS, LABEL_BACKGROUND, NEUTRAL_COLOR, base_layout, rank_color,
+                         series_colors)
 
 COMM = KIND_COLORS["comm"]
 # what each traced operator is called in the papers (Shoeybi's f/g; Korthikanti's g/g-bar)
@@ -56,7 +57,8 @@ def fg_diagram(sequence_parallel: bool = False, t: int = 2) -> go.Figure:
         for lo, hi in boxes:
             y0, y1 = -hi * lane - 0.4, -lo * lane + 0.4
             color = COMM if kind == "comm" else NEUTRAL_COLOR if kind == "all" else rank_color(lo)
-            fig.add_shape(type="rect", x0=x0, x1=x0 + w, y0=y0, y1=y1, line=dict(width=1, color="#555"),
+            fig.add_shape(type="rect", x0=x0, x1=x0 + w, y0=y0, y1=y1,
+                          line=dict(width=1, color=INK["outline"]),
                           fillcolor=color, opacity=0.85 if kind != "rank" else 0.35, layer="below")
             fig.add_annotation(x=x0 + w / 2, y=(y0 + y1) / 2, text=label.format(r=lo),
                                showarrow=False, font=dict(size=10 if kind == "comm" else 11))
@@ -64,7 +66,7 @@ def fg_diagram(sequence_parallel: bool = False, t: int = 2) -> go.Figure:
             for r in range(t):
                 fig.add_annotation(x=x0, y=-r * lane, ax=x0 - gap, ay=-r * lane, xref="x", yref="y",
                                    axref="x", ayref="y", text="", showarrow=True, arrowhead=2,
-                                   arrowwidth=1.2, arrowcolor="#555")
+                                   arrowwidth=1.2, arrowcolor=INK["outline"])
     for r in range(t):
         fig.add_annotation(x=-0.1, y=-r * lane, text=f"rank {r}", showarrow=False, xanchor="right",
                            font=dict(color=rank_color(r), size=12))
@@ -93,7 +95,7 @@ def step_timeline(events: list[dict], title: str = "", block: str = "blocks.0") 
                            text=f"{OPERATOR_LABELS.get(meta.get('operator'), meta.get('operator'))}"
                                 f" {meta['layer'].split('.')[-1]}",
                            showarrow=True, arrowhead=1, ax=0, ay=-24 - 14 * (k % 3),
-                           font=dict(size=10), bgcolor="rgba(255,255,255,0.8)")
+                           font=dict(size=10), bgcolor=LABEL_BACKGROUND)
     ranks = len({e["rank"] for e in events})
     fig.update_layout(margin=dict(t=110, b=100), height=240 + 50 * ranks,
                       legend=dict(y=-0.3, yanchor="top", x=0, xanchor="left"))
@@ -168,13 +170,13 @@ def gpu_scale_figure(curves: dict[str, list[dict]], metrics=("mfu", "tokens_per_
                               "<extra></extra>"), row=1, col=j)
         # between gpus_per_node and the next degree, halfway on the log axis (shapes take
         # data values on a log axis, annotations their log10)
-        fig.add_vline(x=gpus_per_node * math.sqrt(2), line=dict(dash="dash", color="#666"),
+        fig.add_vline(x=gpus_per_node * math.sqrt(2), line=dict(dash="dash", color=INK["mid"]),
                       row=1, col=j)
         tps = sorted({r["tp"] for rows in curves.values() for r in rows})
         fig.update_xaxes(type="log", tickvals=tps, title_text="TP degree t", row=1, col=j)
         fig.update_yaxes(ticksuffix=unit, rangemode="tozero", row=1, col=j)
     fig.add_annotation(x=0, y=-0.32, xref="paper", yref="paper", xanchor="left", yanchor="top",
-                       showarrow=False, font=dict(size=11, color="#444"),
+                       showarrow=False, font=dict(size=11, color=INK["dark"]),
                        text=f"dashed line: one node = {gpus_per_node} GPUs; right of it the TP "
                             "ring crosses the network")
     base_layout(fig, title or "GPU-scale model: one TP group, compute then communication",

@@ -7,7 +7,7 @@ import html
 import ipywidgets as w
 
 from ..viz.controls import LAYOUT, STYLE
-from ..viz.style import fmt_bytes
+from ..viz.style import WARNING_COLOR, fmt_bytes
 from . import experiments
 
 
@@ -23,7 +23,7 @@ def _ops(d: dict) -> str:
 def live_html(res: dict) -> str:
     """``experiments.live``'s result as a small table (or its error)."""
     if "error" in res:
-        return f"<p style='color:#C62828'>{html.escape(res['error'])}</p>"
+        return f"<p style='color:{WARNING_COLOR}'>{html.escape(res['error'])}</p>"
     b, f = res["block"], res["formula"]
     acts = sorted(set(res["activations"]))
     return ("<h4>measured here, on CPU ranks</h4>"

@@ -13,9 +13,11 @@ import math
 
 import plotly.graph_objects as go
 
-from .style import (BYTES_AXIS, COMM_OP_COLORS, COMPUTE_PHASE_COLORS, KIND_COLORS, OTHER_COLOR,
-                    SECONDS_AXIS, base_layout, byte_unit, compute_phase, fmt_bytes, fmt_seconds,
-                    log_ticks, seconds_ticks, series_color, series_colors, series_dash, si)
+from .style import (BYTES_AXIS, COMM_OP_COLORS, COMPUTE_PHASE_COLORS, FITS_COLOR, INK, KIND_COLORS,
+                    LIMIT_LINE_COLOR, LOSS_COLORS, MEASURED_ALGORITHM_COLORS,
+                    MEMORY_PARTS, OTHER_COLOR, SECONDS_AXIS, WARNING_COLOR, base_layout, byte_unit,
+                    compute_phase, fmt_bytes, fmt_seconds, log_ticks, seconds_ticks, series_color,
+                    series_colors, series_dash, si)
 
 # --- 3. timelines of trace events -------------------------------------------------------
 
@@ -112,7 +114,7 @@ def timeline(events: list[dict], title: str = "", t0: float | None = None) -> go
     if not events:
         base_layout(fig, title, height=220)
         fig.add_annotation(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
-                           showarrow=False, font=dict(size=16, color="#888888"))
+                           showarrow=False, font=dict(size=16, color=INK["light"]))
         fig.update_xaxes(visible=False)
         fig.update_yaxes(visible=False)
         return fig
@@ -176,9 +178,9 @@ def cost_curves(curves: dict[str, tuple[list[float], list[float]]], title: str =
         if log_x and not x > 0:
             raise ValueError(f"vline {label!r} at x={x} cannot go on a log axis")
         fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, yref="paper",
-                      line=dict(color="#666666", dash="dash", width=1.5))
+                      line=dict(color=INK["mid"], dash="dash", width=1.5))
         fig.add_annotation(x=math.log10(x) if log_x else x, y=1, yref="paper", yanchor="bottom",
-                           text=label, showarrow=False, font=dict(size=11, color="#444444"))
+                           text=label, showarrow=False, font=dict(size=11, color=INK["dark"]))
     base_layout(fig, title)
     fig.update_layout(margin=dict(t=80 if title else 50))
     fig.update_xaxes(type="log" if log_x else "linear", title_text=x_title,
@@ -210,7 +212,7 @@ def measured_vs_predicted(rows: list[dict], title: str = "",
     typical run (median) strays. ``rows``: dicts with ``algorithm``, ``bytes``,
     ``measured`` (median), ``best`` and, optionally, ``predicted`` (seconds).
     ``predicted_for``: the algorithms whose prediction is drawn (default: all)."""
-    palette = ["#54A24B", "#E45756", "#4C78A8", "#F58518", "#B279A2"]
+    palette = MEASURED_ALGORITHM_COLORS
     algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
     fig = go.Figure()
     for k, algo in enumerate(algorithms):
@@ -254,12 +256,7 @@ def bars(categories: list[str], series: dict[str, list[float]], title: str = "",
 
 
 # --- memory per GPU: stacked bars against the device's memory --------------------------
-
-MEMORY_PARTS = {  # what a rank holds, bottom to top, and its colour
-    "params": "#4C78A8", "grads": "#F58518", "optimizer": "#54A24B",
-    "gathered_peak": "#9ECAE9", "activations": "#B279A2",
-}
-
+# (the parts and their colours: ``style.MEMORY_PARTS``, importable from here as before)
 
 def memory_bars(plans: list[dict], title: str = "", limit: float | None = None,
                 unit: str | None = None) -> go.Figure:
@@ -287,21 +284,21 @@ def memory_bars(plans: list[dict], title: str = "", limit: float | None = None,
     if any("predicted" in p for p in plans):
         fig.add_trace(go.Scatter(
             name="formula", x=labels, y=[p.get("predicted", 0) / size for p in plans],
-            mode="markers", marker=dict(symbol="line-ew", size=28, color="#000000",
-                                        line=dict(width=3, color="#000000")),
+            mode="markers", marker=dict(symbol="line-ew", size=28, color=INK["black"],
+                                        line=dict(width=3, color=INK["black"])),
             hovertemplate=f"formula: %{{y:.3g}} {name}<extra>%{{x}}</extra>"))
     if limit:
         # the line's label goes in the right margin, level with the line: never on a bar
-        fig.add_hline(y=limit / size, line=dict(color="#E45756", dash="dash", width=2))
+        fig.add_hline(y=limit / size, line=dict(color=LIMIT_LINE_COLOR, dash="dash", width=2))
         fig.add_annotation(x=1, xref="paper", xanchor="left", xshift=6, y=limit / size,
                            yanchor="middle", showarrow=False, align="left",
                            text=f"device<br>memory<br>{limit / size:.4g}&nbsp;{name}",
-                           font=dict(color="#C62828", size=12))
+                           font=dict(color=WARNING_COLOR, size=12))
         for label, top in zip(labels, tops):
             fits = top <= limit
             fig.add_annotation(x=label, y=top / size, yanchor="bottom", showarrow=False,
                                text="fits" if fits else "does not fit",
-                               font=dict(color="#2E7D32" if fits else "#C62828", size=13))
+                               font=dict(color=FITS_COLOR if fits else WARNING_COLOR, size=13))
     base_layout(fig, title, barmode="stack")
     if limit:  # the legend below the bars, the right margin for the line's label
         fig.update_layout(margin=dict(r=90, b=80),
@@ -318,7 +315,7 @@ def loss_curves(curves: dict[str, list[float]], title: str = "",
     any model can reach) as a dashed level. The reader should see which runs track the
     exact one and which lag behind."""
     fig = go.Figure()
-    palette = ["#222222", "#4C78A8", "#F58518", "#E45756", "#54A24B", "#B279A2", "#9D755D"]
+    palette = LOSS_COLORS
     # one hue per method ("sign + EF" and "sign, no EF" share it; no EF dotted); the first
     # run (the exact one) is drawn wide and pale, so a run that tracks it stays visible on top
     hues = {}
@@ -335,7 +332,7 @@ def loss_curves(curves: dict[str, list[float]], title: str = "",
         n = max(len(ys) for ys in curves.values())
         fig.add_trace(go.Scatter(name=f"entropy floor {floor:.3f}", x=[0, max(n - 1, 1)],
                                  y=[floor, floor], mode="lines",
-                                 line=dict(color="#888888", dash="dash", width=1),
+                                 line=dict(color=INK["light"], dash="dash", width=1),
                                  hoverinfo="skip"))
     base_layout(fig, title)
     fig.update_xaxes(title_text="optimizer step")

@@ -5,10 +5,13 @@ with these, so a rank, a kind of event or an algorithm has the same colour in ev
 notebook. ``KIND_COLORS`` for the three kinds of trace events, ``RANK_COLORS`` (via
 :func:`rank_color`) for data that belongs to one rank, ``NEUTRAL_COLOR`` for data mixed
 from several ranks, ``ALGORITHM_COLORS`` for the collective algorithms of ``parlab.cost``.
+Every colour the figures and widgets use is named here (greys of ink in ``INK``, the
+red of warnings ``WARNING_COLOR``, each figure's own palette): none is written elsewhere.
 """
 
 from __future__ import annotations
 
+import colorsys
 import math
 
 import plotly.graph_objects as go
@@ -59,12 +62,73 @@ FALLBACK_COLORS = ["#4E79A7", "#F28E2B", "#59A14F", "#B07AA1", "#76B7B2", "#EDC9
 CONTRIBUTION_SCALE = [[0.0, "#DEEBF7"], [0.5, "#6BAED6"], [1.0, "#08306B"]]
 
 OTHER_COLOR = "#7F7F7F"
+
+# --- neutral ink, backgrounds and verdicts ------------------------------------------
+WHITE = "#FFFFFF"  # backgrounds and the thin rims between touching bars, cells, markers
+TRANSPARENT = "rgba(0,0,0,0)"  # see-through bars drawn over others (the pipeline's hatching)
+LABEL_BACKGROUND = "rgba(255,255,255,0.8)"  # half-see-through white behind text on a plot
+# Greys for ink that carries no data of its own -- annotation text, outlines, reference
+# lines, formula marks -- darkest first.
+INK = {
+    "black": "#000000",  # formula ticks and reference curves over coloured bars and lines
+    "darkest": "#222222",  # the reference series: the exact run, the measured points, a range
+    "darker": "#333333",  # formula dashes over measured bars
+    "dark": "#444444",  # annotation text and arrows
+    "outline": "#555555",  # outlines of cells and boxes; the key under a figure
+    "mid": "#666666",  # dashed reference lines (a mean, a knee, a node boundary)
+    "light": "#888888",  # faint notes and dotted guides ("no events", an entropy floor)
+    "pale": "#BBBBBB",  # outlines of empty cells; formula bars beside counted ones
+}
+MISS_COLOR = "#BDBDBD"  # a known miss of the planner (notebook 06), out of the comparison
+# The red of warnings: a widget's error message, limits the eye must not miss (a peak,
+# an expert's capacity, the device's memory), "does not fit".
+WARNING_COLOR = "#C62828"
+FITS_COLOR = "#2E7D32"  # "fits" over a memory bar
+LIMIT_LINE_COLOR = ALGORITHM_COLORS["naive"]  # the dashed line of the device's memory
+TRANSFER_COLOR = "#D62728"  # the arrows of a ring step's transfers
+# Answer boxes (``exercises.widgets``) and drills: right, not quite, and a checker that failed.
+VERDICT_COLORS = {"right": "#137333", "wrong": "#B3261E", "error": "#BB0000"}
+
+# --- palettes of particular figures -------------------------------------------------
+# Memory per GPU (``charts.memory_bars``): what a rank holds, bottom to top, and its colour.
+MEMORY_PARTS = {
+    "params": "#4C78A8", "grads": "#F58518", "optimizer": "#54A24B",
+    "gathered_peak": "#9ECAE9", "activations": "#B279A2",
+}
+# Algorithms of ``charts.measured_vs_predicted`` without a colour of their own, in turn.
+MEASURED_ALGORITHM_COLORS = ["#54A24B", "#E45756", "#4C78A8", "#F58518", "#B279A2"]
+# ``charts.loss_curves``: one hue per method, the first (the exact run) near-black.
+LOSS_COLORS = [INK["darkest"], "#4C78A8", "#F58518", "#E45756", "#54A24B", "#B279A2", "#9D755D"]
+# Measurement against prediction (notebook 06): the best step in the compute blue, the
+# median in the forward's light blue, the prediction in the comm orange.
+MEASURED_COLORS = {"measured": KIND_COLORS["compute"], "median": COMPUTE_PHASE_COLORS["forward"],
+                   "predicted": KIND_COLORS["comm"]}
+# The planner against published runs (notebook 06): in-sample rows blue, out-of-sample
+# orange, the +-tolerance band in the ring's green.
+VALIDATION_COLORS = {"in sample": KIND_COLORS["compute"], "out of sample": KIND_COLORS["comm"],
+                     "tolerance": ALGORITHM_COLORS["ring"]}
+# A step's overhead over its ideal (notebook 06): compute, exposed comm, the bubble in red.
+OVERHEAD_COLORS = {"compute": KIND_COLORS["compute"], "communication": KIND_COLORS["comm"],
+                   "bubble": ALGORITHM_COLORS["naive"]}
+NODE_SHADES = ["#F2F2F2", "#DDEAF6"]  # the mesh figure: cells of alternate nodes, grey and blue
+# One hue per micro-batch (the pipeline timeline, notebook 03): Tableau 10. F is drawn as
+# a light tint of it, B in the full colour, W dark.
+MICROBATCH_COLORS = ["#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F",
+                     "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#BAB0AC"]
 SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def rank_color(rank: int) -> str:
     """The lab's colour for ``rank`` (the palette repeats after 8 ranks)."""
     return RANK_COLORS[int(rank) % len(RANK_COLORS)]
+
+
+def wheel_color(fraction: float) -> str:
+    """"#RRGGBB" ``fraction`` (0..1) of the way round the colour wheel from red-orange (0
+    degrees) to violet (300), at one saturation and lightness: the hues of micro-batches
+    beyond the 10 of MICROBATCH_COLORS."""
+    r, g, b = colorsys.hls_to_rgb(fraction * 300 / 360, 0.45, 0.65)
+    return "#" + "".join(f"{round(255 * c):02X}" for c in (r, g, b))
 
 
 # --- small helpers ----------------------------------------------------------------
