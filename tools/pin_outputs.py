@@ -2,8 +2,8 @@
 
     .venv/bin/python tools/pin_outputs.py notebooks/00_collectives.ipynb [...]
 
-Cells marked ``# NBVAL_CHECK_OUTPUT`` keep their printed (stdout) output (nbval compares it on
-every run); every other output is dropped, so the committed notebooks stay small and
+Cells marked ``# NBVAL_CHECK_OUTPUT`` keep their printed (stdout) output and their value
+(nbval compares both on every run); every other output is dropped, so the committed notebooks stay small and
 free of machine-specific timings. Run it after editing a notebook's pinned cells.
 """
 
@@ -25,10 +25,19 @@ def pin(path: str) -> None:
         keep = MARK in cell.source
         # stdout only: stderr carries run-dependent notes (e.g. the launcher restarting
         # its ranks after a code change), which nbval would then demand on every run
+        # (a marked cell's displayed value, e.g. an HTML table, is kept too)
         cell.outputs = [o for o in cell.outputs
-                        if keep and o.output_type == "stream" and o.name == "stdout"]
+                        if keep and (o.output_type == "stream" and o.name == "stdout"
+                                     or o.output_type == "execute_result")]
         if not keep:  # nbval only compares cells that look run: keep their counts
             cell.execution_count = None
+        merged = []  # one stdout block per cell, however many writes made it
+        for o in cell.outputs:
+            if merged and o.output_type == merged[-1].output_type == "stream":
+                merged[-1].text += o.text
+            else:
+                merged.append(o)
+        cell.outputs = merged
         for o in cell.outputs:
             o.pop("execution_count", None)
         cell.metadata.pop("execution", None)
