@@ -81,12 +81,13 @@ def balance_rows(results: dict, config: GPTConfig = SMALL) -> list[dict]:
 def timing_worker(seq_len: int, layouts, repeats: int, n_heads: int = 4, head_dim: int = 16,
                   group=None) -> dict:
     """Rank worker: ``repeats`` rounds of one causal ring-attention call (forward + backward)
-    per layout, interleaved; per layout the median seconds in "ring block" spans and in all,
-    and the last forward's traced events."""
+    per layout, interleaved, after one uncounted warm-up round; per layout the median CPU
+    seconds of the call (``thread_time``: waiting for a core or a message is not counted),
+    its median wall seconds, and the last forward's traced events."""
     torch.set_num_threads(1)
     rank, cp = dist.get_rank(group), dist.get_world_size(group)
     out, last = {lay: {"compute": [], "call": []} for lay in layouts}, {}
-    for _ in range(repeats):
+    for round_ in range(repeats + 1):
         for lay in layouts:
             q, k, v = _shards(seq_len, 1, n_heads, head_dim, cp, rank, lay)
             dist.barrier(group)
@@ -94,6 +95,8 @@ def timing_worker(seq_len: int, layouts, repeats: int, n_heads: int = 4, head_di
             t0, c0 = trace.now(), time.thread_time()
             ring_attention(q, k, v, True, group, lay).sum().backward()
             c1, t1, events = time.thread_time(), trace.now(), trace.stop()
+            if round_ == 0:  # a warm-up round, not counted: first calls allocate and fill caches
+                continue
             out[lay]["compute"].append(c1 - c0)
             out[lay]["call"].append(t1 - t0)
             last[lay] = [dict(e, rank=rank) for e in events if e["meta"].get("direction") == "forward"]
