@@ -1,6 +1,13 @@
 """The reference model's configuration: ``GPTConfig`` (GPT-2's shape by default, dense or
 Mixture-of-Experts) and ``llama_config``, its Llama-style variant. Every field is checked
-when the config is made: a bad value is a ValueError naming the field."""
+when the config is made: a bad value is a ValueError naming the field.
+
+A config is frozen: ``cfg.d_ff = 0`` raises ``dataclasses.FrozenInstanceError`` (an
+AttributeError), so a config cannot drift after it was checked. A changed copy is
+``dataclasses.replace(cfg, d_ff=512)``, which checks every field again. A default that
+is derived (``d_ff`` = 4 d_model, ``n_kv_heads`` = n_heads) is derived again by
+``replace``: ``replace(GPTConfig(), n_heads=8)`` has 8 KV heads, not 4 (which would
+silently be grouped-query attention); a value given explicitly is kept."""
 
 from __future__ import annotations
 
@@ -9,7 +16,18 @@ from dataclasses import dataclass
 from .validate import check_bool, check_choice, check_float, check_int
 
 
-@dataclass(repr=False)
+class _Derived(int):
+    """An int that ``GPTConfig`` derived from other fields (d_ff from d_model, n_kv_heads
+    from n_heads) rather than was given. It is an int in every use; the mark only lets
+    ``validate`` derive it again when ``dataclasses.replace`` copies it into a config
+    whose d_model or n_heads changed (replace passes every stored field back in)."""
+    __slots__ = ()
+
+    def __reduce__(self):  # pickles (to the ranks) as itself, marked
+        return _Derived, (int(self),)
+
+
+@dataclass(frozen=True, repr=False)
 class GPTConfig:
     vocab_size: int = 64
     seq_len: int = 64        # maximum context length (size of the position table)
@@ -36,13 +54,23 @@ class GPTConfig:
     renormalize: bool = False              # True: Mixtral's gates; False: Switch's
 
     def __post_init__(self):
-        if self.d_ff is None and isinstance(self.d_model, int):
-            self.d_ff = 4 * self.d_model
-        if self.n_kv_heads is None:
-            self.n_kv_heads = self.n_heads
-        for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_layers", "d_ff",
-                     "n_kv_heads"):
+        self.validate()
+
+    def validate(self) -> "GPTConfig":
+        """Check every field (a ValueError naming the first broken one) and fill in the
+        derived defaults; returns the config. Idempotent, so a run's ``check`` calls it
+        again: a config made some other way (``object.__setattr__``, unpickled from an
+        older version) is caught before any rank starts, not inside one."""
+        for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_layers"):
             check_int(name, getattr(self, name))
+        # The derived defaults are written past the frozen guard, once the sizes they
+        # are derived from are known to be integers (None * 4 would be a TypeError).
+        if self.d_ff is None or isinstance(self.d_ff, _Derived):
+            object.__setattr__(self, "d_ff", _Derived(4 * self.d_model))
+        if self.n_kv_heads is None or isinstance(self.n_kv_heads, _Derived):
+            object.__setattr__(self, "n_kv_heads", _Derived(self.n_heads))
+        check_int("d_ff", self.d_ff)
+        check_int("n_kv_heads", self.n_kv_heads, 1, self.n_heads)
         check_bool("bias", self.bias)
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model}")
@@ -57,6 +85,7 @@ class GPTConfig:
             raise ValueError(f"positions='rope' rotates pairs of channels: head_dim="
                              f"{self.head_dim} (d_model / n_heads) must be even")
         self._check_moe()
+        return self
 
     def _check_moe(self):
         check_int("n_experts", self.n_experts, 0)
@@ -72,8 +101,9 @@ class GPTConfig:
             if not isinstance(self.moe_layers, (tuple, list)):
                 raise ValueError(f"moe_layers={self.moe_layers!r} must be None or a tuple "
                                  "of block indices")
-            self.moe_layers = tuple(check_int("moe_layers", i, 0, self.n_layers - 1)
-                                    for i in self.moe_layers)
+            # A tuple (a list is accepted and normalised), so the config stays hashable.
+            object.__setattr__(self, "moe_layers", tuple(
+                check_int("moe_layers", i, 0, self.n_layers - 1) for i in self.moe_layers))
             if len(set(self.moe_layers)) != len(self.moe_layers):
                 raise ValueError(f"moe_layers={self.moe_layers} lists a block twice")
 
@@ -98,7 +128,10 @@ def llama_config(**fields) -> GPTConfig:
     """A Llama-style GPTConfig: RMSNorm, SwiGLU with a d_ff of about 8/3 d (rounded up to a
     multiple of 16), rotary positions, no biases, two query heads per KV head (GQA);
     ``fields`` override any of it (``n_kv_heads=1`` is multi-query attention)."""
-    d, heads = fields.get("d_model", 64), fields.get("n_heads", 4)
+    # The defaults below are computed from these two: check them first, so that
+    # d_model=None is a ValueError naming d_model, not a TypeError in the arithmetic.
+    d = check_int("d_model", fields.get("d_model", 64))
+    heads = check_int("n_heads", fields.get("n_heads", 4))
     defaults = dict(norm="rmsnorm", mlp="swiglu", positions="rope", bias=False,
                     d_ff=-(-8 * d // 3 // 16) * 16, n_kv_heads=max(1, heads // 2))
     return GPTConfig(**{**defaults, **fields})

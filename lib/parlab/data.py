@@ -27,6 +27,24 @@ import zlib
 
 import torch
 
+from .validate import check_int
+
+
+# Successors per token (the chain's `branching`) in every run's data; a vocabulary must
+# hold at least that many tokens, so it is the smallest vocab_size a run can train on.
+BRANCHING = 4
+MIN_VOCAB = BRANCHING
+
+
+def check_vocab(vocab_size, name: str = "config.vocab_size") -> int:
+    """``vocab_size`` if the runs' synthetic data can be drawn over it, else a ValueError
+    naming ``name`` and the minimum (each token needs BRANCHING distinct successors)."""
+    check_int(name, vocab_size)
+    if vocab_size < MIN_VOCAB:
+        raise ValueError(f"{name}={vocab_size} must be >= {MIN_VOCAB}: the synthetic data "
+                         f"gives every token branching={BRANCHING} distinct successors")
+    return vocab_size
+
 
 def _stable_seed(*parts) -> int:
     """A seed derived from `parts` that is the same in every process and run
@@ -60,7 +78,7 @@ class MarkovData:
         stationary: (V,) float64, the stationary distribution pi (pi P = pi).
     """
 
-    def __init__(self, vocab_size: int = 64, seed: int = 0, branching: int = 4):
+    def __init__(self, vocab_size: int = 64, seed: int = 0, branching: int = BRANCHING):
         if vocab_size < 1:
             raise ValueError(f"vocab_size={vocab_size} must be >= 1")
         if branching < 1:
@@ -144,7 +162,7 @@ def _markov(vocab_size: int, seed: int, branching: int) -> MarkovData:
 
 
 def get_batch(step: int, batch_size: int, seq_len: int, vocab_size: int = 64,
-              seed: int = 0, branching: int = 4):
+              seed: int = 0, branching: int = BRANCHING):
     """`MarkovData(vocab_size, seed, branching).batch(step, batch_size, seq_len)`,
     reusing the chain between calls.  Returns the *global* batch (see module doc)."""
     return _markov(vocab_size, seed, branching).batch(step, batch_size, seq_len)

@@ -292,10 +292,18 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
     choice)] in the global batch's row-major token order}}; DeepSeek-V3's bias balancer
     moves its biases after each step.
     """
-    from parlab.data import get_batch
+    from parlab.data import check_vocab, get_batch
+    from parlab.validate import check_float, check_int
 
-    if steps < 0 or batch_size < 1:
-        raise ValueError(f"need steps >= 0 and batch_size >= 1, got steps={steps}, batch_size={batch_size}")
+    # The same checks as a run's (runs.TrainRun.check), so a bad argument is named here
+    # too rather than surfacing as NaN losses or an error inside the data.
+    if not isinstance(config, GPTConfig):
+        raise ValueError(f"config must be a GPTConfig, got {type(config).__name__}")
+    check_vocab(config.validate().vocab_size)
+    check_int("steps", steps, 0)
+    check_int("batch_size", batch_size)
+    check_float("lr", lr)
+    check_float("weight_decay", weight_decay, strict=False)
     model = GPT(config, seed).to(device)
     opt = reference_optimizer(model.parameters(), lr, weight_decay)
     losses, moe = [], []

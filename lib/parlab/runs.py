@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from . import trace
-from .data import local_batch
+from .data import check_vocab, local_batch
 from .memory import held_bytes, optimizer_states
 from .model import GPTConfig, reference_optimizer
 from .validate import check_bool, check_float, check_int
@@ -55,6 +55,13 @@ class TrainRun:
         check_int("world_size", world_size)
         if not isinstance(self.config, GPTConfig):
             raise ValueError(f"config must be a GPTConfig, got {type(self.config).__name__}")
+        # Once more, though GPTConfig checks itself when made: a config built past its
+        # frozen guard (object.__setattr__, an old pickle) must fail here, not in a rank.
+        try:
+            self.config.validate()
+        except ValueError as e:  # named as the run's field: config.d_ff=0 must be ...
+            raise ValueError(f"config.{e}") from None
+        check_vocab(self.config.vocab_size)  # the data's minimum, before any rank draws it
         if getattr(self.config, "n_experts", 0) and not self.trains_moe:
             raise ValueError(f"config.n_experts={self.config.n_experts}: {type(self).__name__} "
                              "trains dense models only; a MoE config trains with "
