@@ -8,11 +8,12 @@ adds the tolerance and the notebook section that measures the same quantity.
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from dataclasses import dataclass
 from typing import Callable
+
+from ..exercises.core import as_number
 
 TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp", "3d")
 
@@ -58,8 +59,11 @@ class Question:
     def check(self, value) -> bool:
         """True when ``value`` (a number, or text such as "1.5e9", "3,072", "1.5 GB",
         "12.5%") is within ``rel_tol`` of the answer (exact counts: equal)."""
-        v = parse_answer(value, self.unit) if isinstance(value, str) else value
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(value, str):
+            value = parse_answer(value, self.unit)
+        # the checkers' reading of a number: NaN, inf, 10**400, True, lists are never right
+        v, why = as_number(value)
+        if why:
             return False
         tol = max(self.rel_tol * abs(self.answer), 1e-9 * max(1.0, abs(self.answer)))
         return abs(v - self.answer) <= tol

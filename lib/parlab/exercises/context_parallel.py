@@ -43,14 +43,13 @@ WHY_CAP = {"A": "after the all-to-all each rank computes whole heads: cp ranks s
 def check_zigzag_positions(answer, seq_len: int = 16, cp: int = 4, rank: int = 1) -> dict:
     """The global positions rank ``rank`` holds under zig-zag, in its order."""
     want = shard_positions(seq_len, cp, rank, "zigzag").tolist()
-    if answer is None:
-        return core.missing("answer = [positions], e.g. [0, 1, 14, 15]")
-    if not isinstance(answer, (list, tuple)):
-        return core.verdict(False, f"give a list of positions, got {answer!r}")
-    got = [int(x) for x in answer] if all(isinstance(x, (int, float)) for x in answer) else answer
+    got, bad = core.read_numbers(answer, "positions", whole=True,
+                                 ask="answer = [positions], e.g. [0, 1, 14, 15]")
+    if bad:
+        return bad
     if got == want:
         return core.verdict(True, f"rank {rank} holds {want}: chunk {rank} and chunk {2 * cp - 1 - rank}.")
-    return core.verdict(False, f"{list(answer)} is not it: cut the sequence into 2cp = {2 * cp} chunks "
+    return core.verdict(False, f"{got} is not it: cut the sequence into 2cp = {2 * cp} chunks "
                         f"of {seq_len // (2 * cp)}; rank r holds chunk r and chunk 2cp-1-r, early one first.")
 
 
@@ -74,11 +73,11 @@ def check_imbalance(answer, cp: int = 4) -> dict:
 
 def check_ulysses_cap(answer) -> dict:
     """Why must cp divide (so be at most) the number of heads for Ulysses?"""
-    if answer is None:
+    if core.blank(answer):
         return core.missing('answer = "A", "B" or "C"')
     key = str(answer).strip().upper()
     if key not in WHY_CAP:
-        return core.verdict(False, f"answer with one of {sorted(WHY_CAP)}, got {answer!r}")
+        return core.verdict(False, f"answer with one of {sorted(WHY_CAP)}, got {core.shown(answer)}")
     if key == "A":
         return core.verdict(True, WHY_CAP["A"] + ": at most one rank per head.")
     return core.verdict(False, "that is not it: look at what the all-to-all trades (sequence for heads).")

@@ -270,10 +270,9 @@ def check_dp_allreduce_bytes(answer) -> dict:
 
 def _which(answer, candidates: dict) -> str:
     """'That is <name>.' if ``answer`` is within 1% of one of the candidates' values."""
-    try:
-        a = float(answer)
-    except (TypeError, ValueError):
-        return ""
+    a, why = core.as_number(answer)
+    if why:
+        return ""  # check_number says what is wrong with it
     for name, v in candidates.items():
         if abs(a - v) <= 0.01 * abs(v):
             return f"That is {name}."

@@ -195,12 +195,19 @@ def check_dropped(answer, case: dict = DROP_CASE) -> dict:
     """Which (token, choice) assignments are dropped, by ``parlab.moe``'s rule."""
     keep = kept_mask(torch.tensor(case["choices"]), case["n_experts"], case["capacity"])
     want = sorted(tuple(x) for x in (~keep).nonzero().tolist())
-    if answer is None or answer == "":
+    if core.blank(answer):
         return core.missing("answer a list of (token, choice) pairs, e.g. [(0, 1), (4, 1)]")
-    try:
-        got = sorted(tuple(int(v) for v in x) for x in answer)
-    except (TypeError, ValueError):
-        return core.verdict(False, f"answer a list of (token, choice) pairs, got {answer!r}")
+    if hasattr(answer, "tolist"):  # a numpy / torch array of pairs
+        answer = answer.tolist()
+    if not isinstance(answer, (list, tuple, set)):
+        return core.verdict(False, f"answer a list of (token, choice) pairs, got {core.shown(answer)}")
+    got = []
+    for i, pair in enumerate(answer):
+        pair, why = core.as_numbers(pair, count=2, whole=True)
+        if why:
+            return core.verdict(False, f"pair {i} of your list {why}: each is (token, choice)")
+        got.append(tuple(pair))
+    got = sorted(got)
     if got == want:
         return core.verdict(True, f"{want}.")
     extra, lost = sorted(set(got) - set(want)), sorted(set(want) - set(got))

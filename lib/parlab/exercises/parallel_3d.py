@@ -35,8 +35,15 @@ def check_coords(answer, rank: int = 5, dp: int = 2, pp: int = 2, tp: int = 2) -
     if answer is None:
         return core.missing("answer = {'dp': ..., 'pp': ..., 'tp': ...}")
     if not isinstance(answer, dict):
-        return core.verdict(False, f"give a dict like {{'dp': 0, 'pp': 1, 'tp': 0}}, got {answer!r}")
-    got = {k: answer.get(k) for k in want}
+        return core.verdict(False, f"give a dict like {{'dp': 0, 'pp': 1, 'tp': 0}}, got "
+                            f"{core.shown(answer)}")
+    got = {}
+    for k in want:
+        if k not in answer:
+            return core.verdict(False, f"the dict has no {k!r}: give 'dp', 'pp' and 'tp'")
+        got[k], why = core.as_number(answer[k], whole=True)
+        if why:
+            return core.verdict(False, f"{k} {why}")
     if got == want:
         return core.verdict(True, f"rank {rank} is {want}.")
     wrong = [k for k in want if got[k] != want[k]]
@@ -47,13 +54,12 @@ def check_coords(answer, rank: int = 5, dp: int = 2, pp: int = 2, tp: int = 2) -
 def check_tp_group(answer, rank: int = 6, dp: int = 2, pp: int = 2, tp: int = 2) -> dict:
     """``answer`` = the world ranks in ``rank``'s TP group."""
     want = next(g for g in Mesh(dp=dp, pp=pp, tp=tp).groups("tp") if rank in g)
-    if answer is None:
-        return core.missing("answer = [ranks]")
-    if not isinstance(answer, (list, tuple, set)):
-        return core.verdict(False, f"give a list of ranks, got {answer!r}")
-    if sorted(answer) == want:
+    got, bad = core.read_numbers(answer, "the TP group", whole=True, ask="answer = [ranks]")
+    if bad:
+        return bad
+    if sorted(got) == want:
         return core.verdict(True, f"{want}: the ranks that differ only in the TP coordinate.")
-    return core.verdict(False, f"{sorted(answer)} is not it: a TP group is tp consecutive ranks "
+    return core.verdict(False, f"{sorted(got)} is not it: a TP group is tp consecutive ranks "
                         "(TP is innermost).")
 
 

@@ -309,18 +309,15 @@ def check_interleaved(answer) -> dict:
 def check_min_m(answer) -> dict:
     """Fewest micro-batches for an idle share <= 10% at P = 8 (1F1B)."""
     want = cost.min_micro_batches(P, TARGET)
-    if answer is None or (isinstance(answer, str) and not answer.strip()):
-        return core.missing("set M = a whole number")
-    try:
-        got = float(answer)
-    except (TypeError, ValueError):
-        return core.verdict(False, f"M must be a number, got {answer!r}")
+    got, bad = core.read_number(answer, "M", whole=True)
+    if bad:
+        return bad
     if got == want:
         return core.verdict(True, f"M = {want}: (P-1)/(M+P-1) = {cost.bubble_fraction(P, want):.2%}; "
                             f"M = {want - 1} gives {cost.bubble_fraction(P, want - 1):.2%}.")
     if got < want:
         return core.verdict(False, f"At M = {got:g} the bubble is still "
-                            f"{cost.bubble_fraction(P, int(got)) if got >= 1 else 1:.2%}")
+                            f"{cost.bubble_fraction(P, got) if got >= 1 else 1:.2%}")
     return core.verdict(False, f"M = {got:g} works but is not the fewest: try smaller")
 
 

@@ -251,8 +251,16 @@ def check_block_collectives(forward, backward=None, tp: int = 4, sequence_parall
     wrong = []
     for d, got in (("forward", forward), ("backward", backward)):
         if not isinstance(got, dict):
-            return core.verdict(False, f"{d} must be a dict like {{'all_gather': 1}}, got {got!r}")
-        if {k: v for k, v in got.items() if v} != want[d]:
+            return core.verdict(False, f"{d} must be a dict like {{'all_gather': 1}}, got "
+                                f"{core.shown(got)}")
+        counts = {}
+        for op, n in got.items():
+            n, why = core.as_number(n, whole=True)
+            if why:
+                return core.verdict(False, f"{d}[{op!r}] (a count of calls) {why}")
+            if n:
+                counts[op] = n
+        if counts != want[d]:
             wrong.append(d)
     if not wrong:
         return core.verdict(True, f"Forward {want['forward']}, backward {want['backward']}.")
@@ -271,7 +279,7 @@ def check_activation_bytes(answer, seq_len: int = 64, micro_batch: int = 2, d_mo
 
 def check_where_f(answer) -> dict:
     """Where does f go? One of ``WHERE_F``'s keys."""
-    if answer is None or answer == "":
+    if core.blank(answer):
         return core.missing(f"answer one of {', '.join(WHERE_F)}")
     answer = str(answer).strip().upper()
     if answer not in WHERE_F:

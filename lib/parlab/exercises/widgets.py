@@ -4,40 +4,14 @@ a Check button and the checker's message. A thin shell over a checker function
 
 from __future__ import annotations
 
-import ast
 import html
 
 import ipywidgets as W
 
 from ..viz.style import VERDICT_COLORS
+from .core import parse_value  # shared with the checkers, which read typed text the same way
 
 __all__ = ["answer_box", "parse_value"]
-
-
-def parse_value(text: str):
-    """What a learner typed: a number ("1.5e9", "3,072"), a fraction ("3/11": a bubble is
-    often worked out as one), a Python literal ("[(0, 1)]"), or None when empty."""
-    text = text.strip()
-    if not text:
-        return None
-    plain = text.replace(",", "").replace("_", "")
-    try:
-        return float(plain)
-    except ValueError:
-        pass
-    num, slash, den = plain.partition("/")
-    if slash:
-        try:
-            a, b = float(num), float(den)
-        except ValueError:
-            pass
-        else:
-            if b:
-                return a / b
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
 
 
 def answer_box(check, fields=("answer",), label: str = "", placeholder: str = "a number"):
