@@ -50,7 +50,7 @@ def test_pipeline_command(capsys):
     diffs = _diffs(out)
     assert len(diffs) == 2 and max(diffs) < 1e-5, out
     assert "simulated [2, 2]" in out and "(P-1)/(vM+P-1) = 33.3%" in out
-    with pytest.raises(SystemExit, match="error: interleaved 1F1B needs micro_batches divisible by p"):
+    with pytest.raises(SystemExit, match="^error: --micro-batches 6: interleaved 1F1B needs micro_batches divisible by p"):
         main(["pipeline", "--ranks", "4", "--micro-batches", "6", "--schedule", "interleaved", "--v", "2"])
 
 
@@ -211,8 +211,8 @@ def test_drill_through_a_real_pipe():
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--topic", "pipeline"], r"topic='pipeline' must be one of collectives"),
-    (["--n", "0"], r"n=0 must be"),
+    (["--topic", "pipeline"], r"--topic pipeline: topic='pipeline' must be one of collectives"),
+    (["--n", "0"], r"--n 0: n=0 must be"),
 ])
 def test_drill_bad_input_exits_with_the_constraint(argv, match):
     with pytest.raises(SystemExit, match="^error: " + match):
