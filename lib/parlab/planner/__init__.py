@@ -11,13 +11,13 @@ from .narayanan import SEED_GPT3, gpt3_seed_check, narayanan_table1
 from .presets import GPU_ALIASES, MODELS, cluster_for, resolve_gpu, resolve_model
 from .published import IN_SAMPLE, OUT_OF_SAMPLE, RUNS, PublishedRun
 from .search import Candidate, Infeasible, Plan, plan, reasons
-from .spec import CP_KINDS, DTYPES, EP_DISPATCH, Cluster, Layout, ModelSpec
+from .spec import CP_KINDS, DTYPES, EP_DISPATCH, Cluster, Layout, LayoutError, ModelSpec
 from .validate import TOLERANCE, error_band, metric_of, predict_run, summary, validate
 
 __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "MemoryPerGPU",
            "CONSTANTS", "CONSTANTS_NOTE", "H200_REPORT", "Constants", "calibrate",
            "GPU_ALIASES", "MODELS", "cluster_for", "resolve_gpu", "resolve_model",
-           "CP_KINDS", "DTYPES", "EP_DISPATCH", "Cluster", "Layout", "ModelSpec",
+           "CP_KINDS", "DTYPES", "EP_DISPATCH", "Cluster", "Layout", "LayoutError", "ModelSpec",
            "RUNS", "IN_SAMPLE", "OUT_OF_SAMPLE", "PublishedRun", "plan", "Plan", "Candidate",
            "Infeasible", "reasons", "validate", "summary", "predict_run", "error_band", "metric_of",
            "TOLERANCE", "narayanan_table1", "gpt3_seed_check", "SEED_GPT3"]

@@ -35,7 +35,7 @@ from .. import cost
 from ..validate import check_int
 from .constants import CONSTANTS, Constants
 from .presets import cluster_for
-from .spec import Cluster, Layout, ModelSpec
+from .spec import Cluster, Layout, LayoutError, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,38 @@ class Estimate:
 _layer_time = functools.lru_cache(maxsize=8192)(cost.layer_time)
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def divisors(n: int) -> tuple:
+    """The divisors of ``n``, smallest first, from its prime factors found by trial
+    division: d runs while d*d is at most what is left of n, so a batch of powers of two
+    and small primes (10**12 = 2**12 5**12) factors at once, and no n takes more than
+    sqrt(n) / 2 steps (a prime near 10**12: 5 x 10**5) -- never a loop as long as the
+    batch. Cached: ``plan`` asks for the same batch's divisors for every variant."""
+    return _divisors(check_int("n", n))  # checked outside the cache: True would hit 1's entry
+
+
+@functools.lru_cache(maxsize=256)
+def _divisors(n: int) -> tuple:
+    factors, left, d = {}, n, 2
+    while d * d <= left:
+        while left % d == 0:
+            factors[d] = factors.get(d, 0) + 1
+            left //= d
+        d += 1 if d == 2 else 2
+    if left > 1:
+        factors[left] = factors.get(left, 0) + 1
+    out = [1]
+    for prime, power in factors.items():
+        out = [x * prime ** k for x in out for k in range(power + 1)]
+    return tuple(sorted(out))
+
+
+def _check_inputs(model, cluster, layout, constants) -> None:
+    """A ValueError naming the first of predict's objects that is not what it must be
+    (rather than an AttributeError deep in the model)."""
+    for name, value, kind in (("model", model, ModelSpec), ("cluster", cluster, Cluster),
+                              ("layout", layout, Layout), ("constants", constants, Constants)):
+        if not isinstance(value, kind):
+            raise ValueError(f"{name}={value!r} must be a planner.{kind.__name__}")
 
 
 def _tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
@@ -179,6 +209,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
             global_batch: int, constants: Constants = CONSTANTS) -> Estimate:
     """The predicted step of ``model`` on ``n_gpus`` GPUs of ``cluster`` laid out as
     ``layout`` (dp = what its degrees leave), ``global_batch`` sequences per step."""
+    _check_inputs(model, cluster, layout, constants)
     n_gpus, B = check_int("n_gpus", n_gpus), check_int("global_batch", global_batch)
     lay, s, L, S, V = layout, model.shape, model.n_layers, model.seq_len, model.vocab_size
     dp = lay.check(model, n_gpus, B)
@@ -298,9 +329,11 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
     "materialized"), dtype ("bf16" | "fp16" | "fp8"; default the GPU's 16-bit type),
     tp_comm_overlap, dp_overlap, uneven_stages. The cluster: ``gpu`` (a preset or alias) in
     its usual node (``hardware.node_for``), any of gpus_per_node, nics_per_node,
-    inter_link, nvlink_domain replaced. ``micro_batch=None`` tries every micro-batch that
-    divides global_batch / dp and keeps the fastest that fits (ties: the larger); if none
-    fits, micro-batch 1 (``fits=False``). Bad input: ValueError naming the field."""
+    inter_link, nvlink_domain replaced. ``micro_batch=None`` tries the micro-batches that
+    divide global_batch / dp, smallest first until one does not fit, and keeps the fastest
+    that fits (ties: the larger); if none fits, micro-batch 1 (``fits=False``). With
+    ``shape=``, d_model and n_heads may be None (or must agree with it). Bad input:
+    ValueError naming the field; a layout the model cannot run: ``spec.LayoutError``."""
     shape_kw = {k: kw.pop(k) for k in list(kw) if k in _SHAPE}
     flags = {k: kw.pop(k) for k in ("biases", "dropout", "rope") if k in kw}
     if shape is None:
@@ -308,6 +341,15 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
                                 **{**_SHAPE, **shape_kw}, **flags)
     elif shape_kw or flags:
         raise ValueError(f"{sorted(shape_kw) + sorted(flags)}: give them in shape=, not both")
+    else:
+        if not isinstance(shape, cost.LayerShape):
+            raise ValueError(f"shape={shape!r} must be a cost.LayerShape")
+        # the shape is what is estimated: a d_model or n_heads beside it that says otherwise
+        # would be silently ignored
+        for name, value in (("d_model", d_model), ("n_heads", n_heads)):
+            if value is not None and value != getattr(shape, name):
+                raise ValueError(f"{name}={value!r} disagrees with shape.{name}="
+                                 f"{getattr(shape, name)} (give None, or the same value)")
     unknown = sorted(set(kw) - set(Layout.__dataclass_fields__) - {"micro_batch"})
     if unknown:
         raise ValueError(f"{unknown}: not an argument of estimate (a Layout field, a layer "
@@ -323,25 +365,30 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
 def best_micro_batch(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
                      global_batch: int, micro_batch: int | None = None,
                      constants: Constants = CONSTANTS) -> Estimate:
-    """``predict`` at ``micro_batch``, or (None) the fastest micro-batch that fits."""
+    """``predict`` at ``micro_batch``, or (None) the fastest micro-batch that fits: the
+    divisors b of global_batch / dp tried smallest first, stopping at the first that does
+    not fit (activations only grow with b), so the search is as long as the memory
+    allows, not as long as the batch. Interleaving (v > 1) needs m = global_batch /
+    (dp b) to be a multiple of pp: those b are the divisors of global_batch / (dp pp)."""
+    _check_inputs(model, cluster, layout, constants)
     if micro_batch is not None:
         return predict(model, cluster, replace(layout, micro_batch=check_int(
             "micro_batch", micro_batch)), n_gpus, global_batch, constants)
     n_gpus, B = check_int("n_gpus", n_gpus), check_int("global_batch", global_batch)
-    dp = layout.check(model, n_gpus, B) if layout.v == 1 else \
-        replace(layout, v=1).check(model, n_gpus, B)
+    first = replace(layout, micro_batch=1, v=1)  # the degrees and the batch, before b and v
+    dp = first.check(model, n_gpus, B)
     per = B // dp
-    best, candidates = None, []
-    for b in _divisors(per):
-        if layout.v > 1 and (per // b) % layout.pp:
-            continue
+    if layout.v > 1 and per % layout.pp:
+        raise LayoutError(f"v={layout.v}: interleaving needs the micro-batches per step, "
+                          f"global_batch/dp = {per} / b, to be a multiple of pp={layout.pp}")
+    best = first_tried = None
+    # b divides per / pp exactly when per / b is a multiple of pp
+    for b in divisors(per // layout.pp if layout.v > 1 else per):
         e = predict(model, cluster, replace(layout, micro_batch=b), n_gpus, B, constants)
-        candidates.append(e)
-        if e.fits and (best is None or e.step_time.total <= best.step_time.total * (1 + 1e-9)):
+        if first_tried is None:  # what is returned (fits=False) when nothing fits
+            first_tried = e
+        if not e.fits:
+            break
+        if best is None or e.step_time.total <= best.step_time.total * (1 + 1e-9):
             best = e
-    if best is None:
-        if not candidates:
-            raise ValueError(f"v={layout.v}: interleaving needs the micro-batches per step, "
-                             f"global_batch/dp = {per} / b, to be a multiple of pp={layout.pp}")
-        best = min(candidates, key=lambda e: e.micro_batch)
-    return best
+    return best if best is not None else first_tried

@@ -137,6 +137,12 @@ def resolve_model(model) -> ModelSpec:
     missing = [k for k in keys if k not in model]
     if missing:
         raise ValueError(f"model={model!r} must have the keys {missing}")
+    # a key such as n_kv_heads would otherwise be dropped without a word: the dict makes a
+    # GPT layer; other shapes are ModelSpecs (presets.llama, or ModelSpec(shape=...))
+    unknown = sorted(set(model) - set(keys) - {"vocab_size", "name", "source"})
+    if unknown:
+        raise ValueError(f"model: {unknown} not understood; a model dict has {keys}, "
+                         "vocab_size, name and source (other shapes: a ModelSpec)")
     return gpt(str(model.get("name", f"{model['n_layers']}x{model['d_model']}")),
                *(check_int(k, model[k]) for k in ("n_layers", "d_model", "n_heads", "seq_len")),
                check_int("vocab_size", model.get("vocab_size", 51200)),

@@ -7,14 +7,15 @@ each the error bar the published runs give the planner on layouts of its kind
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 from .. import cost
 from ..validate import check_int
 from .constants import CONSTANTS, Constants
-from .estimate import Estimate, predict
+from .estimate import Estimate, divisors, predict
 from .presets import cluster_for, resolve_model
-from .spec import Layout
+from .spec import Layout, LayoutError
 
 _ZERO = cost.ZERO_STAGE_NAMES
 _LAYOUT = ("dp", "tp", "pp", "cp", "ep", "v", "micro_batch", "zero_stage", "recompute",
@@ -150,18 +151,17 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp):
     best = leanest = None
     L = model.n_layers
     zeros = (0, 1) if pp > 1 else cost.ZERO_STAGES
-    vs = [v for v in (1, 2, 4, 8) if v == 1 or (pp > 1 and (base.uneven_stages or L % (pp * v) == 0)
-                                              and pp * v <= L)]
     dp = base.check(model, n_gpus, B)
     per = B // dp
+    # interleaving needs m = per / b to be a multiple of pp: b must divide per / pp
+    vs = [v for v in (1, 2, 4, 8) if v == 1 or (pp > 1 and (base.uneven_stages or L % (pp * v) == 0)
+                                              and pp * v <= L and per % pp == 0)]
     for zero in zeros:
         for sp in ((False, True) if tp > 1 else (False,)):
             for v in vs:
                 for rec in cost.RECOMPUTE:  # none, selective, full: ever more recomputed
                     every_b_fits = True
-                    for b in (d for d in range(1, per + 1) if per % d == 0):
-                        if v > 1 and (per // b) % pp:
-                            continue
+                    for b in divisors(per // pp if v > 1 else per):  # smallest first
                         lay = replace(base, zero_stage=zero, recompute=rec, sequence_parallel=sp,
                                       v=v, micro_batch=b)
                         e = predict(model, cluster, lay, n_gpus, B, constants)
@@ -176,6 +176,27 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp):
                     if every_b_fits:
                         break  # recomputing more is slower at every micro-batch: nothing to gain
     return best, leanest
+
+
+def _degrees(name: str, value, default: tuple) -> tuple:
+    """``value`` (a degree list given to ``plan``) as a tuple of distinct integers >= 1, or
+    ``default`` when it is None. A bare integer is refused rather than read as (value,):
+    ``tps=8`` could as well mean "up to 8", and a wrong guess would plan something else
+    without saying so."""
+    if value is None:
+        return default
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ValueError(f"{name}={value!r} must be a sequence of integers >= 1, e.g. "
+                         f"{name}=({value!r},) for that degree alone")
+    out = tuple(value)
+    if not out:
+        raise ValueError(f"{name}={value!r} must list at least one degree (None: the "
+                         "default search)")
+    for i, x in enumerate(out):
+        check_int(f"{name}[{i}]", x)
+    if len(set(out)) < len(out):
+        raise ValueError(f"{name}={value!r} lists a degree twice")
+    return out
 
 
 def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *,
@@ -197,7 +218,13 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     recomputation, sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
     micro-batch is estimated and the fastest variant that fits is kept (ties: the leaner).
     The cluster, attention, dtype, overlaps and ``uneven_stages`` (pp not dividing the
-    layers: the slowest stage timed) are as for ``estimate``.
+    layers: the slowest stage timed) are as for ``estimate``. ``tps``, ``pps``, ``cps``,
+    ``eps``: None (the default search) or a non-empty sequence of distinct integers >= 1
+    -- ``tps=(8,)``, not ``tps=8``.
+
+    Every argument is checked first: a bad one is a ValueError naming it. Only a layout
+    the model cannot run (``spec.LayoutError``: tp not dividing the heads, pp the layers,
+    dp the batch...) or that does not fit in memory is filed under ``.infeasible``.
 
     Returns a Plan: ``.ranked`` (Candidates, each with ``.reasons`` and ``.band``, fastest
     first by ``Candidate.rank_time``: the predicted step at the best end of its band) and
@@ -215,14 +242,19 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
         want = max(1, round(2 ** 22 / S))
         global_batch = -(-want // n_gpus) * n_gpus
     B = check_int("global_batch", global_batch)
-    tps = _pow2_upto(min(n_gpus, 2 * cluster.nvlink_domain)) if tps is None else tuple(tps)
-    cps = tuple(c for c in _pow2_upto(16) if S // c >= 4096 and S % (2 * c or 1) == 0
-                or c == 1) if cps is None else tuple(cps)
-    eps = (tuple(e for e in _pow2_upto(min(n_gpus, s.n_experts)) if s.n_experts % e == 0)
-           if s.moe else (1,)) if eps is None else tuple(eps)
-    for name, seq in (("tps", tps), ("cps", cps), ("eps", eps)):
-        for i, x in enumerate(seq):
-            check_int(f"{name}[{i}]", x)
+    if not isinstance(constants, Constants):
+        raise ValueError(f"constants={constants!r} must be a planner.Constants")
+    tps = _degrees("tps", tps, _pow2_upto(min(n_gpus, 2 * cluster.nvlink_domain)))
+    cps = _degrees("cps", cps, tuple(c for c in _pow2_upto(16)
+                                     if S // c >= 4096 and S % (2 * c) == 0 or c == 1))
+    eps = _degrees("eps", eps, tuple(e for e in _pow2_upto(min(n_gpus, s.n_experts))
+                                     if s.n_experts % e == 0) if s.moe else (1,))
+    if not s.moe and eps != (1,):  # would file every layout as infeasible for one reason
+        raise ValueError(f"eps={eps!r}: expert parallelism needs a mixture-of-experts model; "
+                         f"{spec.name} is dense (n_experts=0)")
+    pps = _degrees("pps", pps, None)  # None: every divisor of what tp x cp leave
+    # the options every layout shares, checked here so that a bad one is raised, not
+    # reported as every layout being infeasible
     base = Layout(dp_overlap=dp_overlap, cp_kind=cp_kind, attention=attention, dtype=dtype,
                   tp_comm_overlap=tp_comm_overlap, uneven_stages=uneven_stages)
     base.dtype_on(cluster.gpu)
@@ -234,15 +266,15 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
                 infeasible.append(Infeasible(tp, 1, cp, None, (
                     f"n_gpus={n_gpus} is not divisible by tp*cp={tp * cp}",)))
                 continue
-            layout_pps = (tuple(d for d in range(1, min(rest, spec.n_layers) + 1) if rest % d == 0)
-                          if pps is None else tuple(pps))
+            layout_pps = pps if pps is not None else tuple(
+                itertools.takewhile(lambda d: d <= spec.n_layers, divisors(rest)))
             for pp in layout_pps:
                 for ep in eps:
                     dp = n_gpus // (tp * pp * cp) if n_gpus % (tp * pp * cp) == 0 else None
-                    lay = replace(base, tp=tp, pp=check_int("pp", pp), cp=cp, ep=ep)
+                    lay = replace(base, tp=tp, pp=pp, cp=cp, ep=ep)
                     try:
                         lay.check(spec, n_gpus, B)
-                    except ValueError as err:
+                    except LayoutError as err:  # this layout cannot run; anything else is a bug
                         infeasible.append(Infeasible(tp, pp, cp, dp, (str(err),), ep=ep))
                         continue
                     best, leanest = _best_variant(spec, cluster, lay, n_gpus, B, constants, pp, tp)

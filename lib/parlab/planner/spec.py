@@ -8,6 +8,12 @@ GPUs tp x cp apart, a pipeline's stages tp x cp x dp apart (Narayanan et al. 202
 Megatron-LM's ``parallel_state``). Expert parallelism folds over the same ranks (the MoE
 layers' ep consecutive GPUs exchange tokens; Liu et al. 2025, "MoE Parallel Folding", §3):
 ep divides n_experts and tp x cp x dp.
+
+Two kinds of error, both ``ValueError``: a bad value (a degree of 0, a flag of 1, a GPU
+that is not a GPUSpec) is refused where it is given; a layout that is well formed but
+cannot run this model on these GPUs (tp not dividing the heads, pp x v more than the
+layers, a batch dp does not divide) is a ``LayoutError``, raised by ``Layout.check`` --
+the only error ``plan`` catches, to list the layout as infeasible with that reason.
 """
 
 from __future__ import annotations
@@ -23,6 +29,13 @@ DTYPES = ("bf16", "fp16", "fp8")
 EP_DISPATCH = ("alltoall", "dedup")
 
 
+class LayoutError(ValueError):
+    """A well-formed layout that cannot run this model on these GPUs (``Layout.check``):
+    the message names the constraint and the values. A ValueError, so that callers of
+    ``predict`` and ``estimate`` see it as bad input; ``plan`` catches only this kind, so
+    that a bad argument of its own is raised, never filed as an infeasible layout."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -35,8 +48,13 @@ class ModelSpec:
     source: str = "given shape"
 
     def __post_init__(self):
+        for f in ("name", "source"):
+            if not isinstance(getattr(self, f), str):
+                raise ValueError(f"{f}={getattr(self, f)!r} must be a string")
         for f in ("n_layers", "seq_len", "vocab_size"):
             check_int(f, getattr(self, f))
+        # d_model % n_heads (unless head_dim is given) and n_heads % n_kv_heads are the
+        # LayerShape's own checks, made when it was built
         if not isinstance(self.shape, cost.LayerShape):
             raise ValueError(f"shape={self.shape!r} must be a cost.LayerShape")
         check_bool("tied_embeddings", self.tied_embeddings)
@@ -78,6 +96,12 @@ class Cluster:
     nvlink_domain: int
 
     def __post_init__(self):
+        if not isinstance(self.gpu, GPUSpec):
+            raise ValueError(f"gpu={self.gpu!r} must be a hardware.GPUSpec (planner.resolve_gpu "
+                             "makes one from a preset name)")
+        for f in ("intra_link", "inter_link"):
+            if not isinstance(getattr(self, f), LinkSpec):
+                raise ValueError(f"{f}={getattr(self, f)!r} must be a hardware.LinkSpec")
         for f in ("gpus_per_node", "nics_per_node", "nvlink_domain"):
             check_int(f, getattr(self, f))
         if self.nvlink_domain % self.gpus_per_node and self.gpus_per_node % self.nvlink_domain:
@@ -164,51 +188,68 @@ class Layout:
         return d
 
     def check(self, model: ModelSpec, n_gpus: int, global_batch: int) -> int:
-        """dp, once the layout fits the model and the cluster; else a ValueError naming the
-        constraint and the values."""
+        """dp, once the layout fits the model and the cluster; else a ``LayoutError``
+        naming the constraint and the values (a ValueError naming the argument if
+        ``model``, ``n_gpus`` or ``global_batch`` is itself malformed)."""
+        if not isinstance(model, ModelSpec):
+            raise ValueError(f"model={model!r} must be a planner.ModelSpec")
+        n_gpus, global_batch = check_int("n_gpus", n_gpus), check_int("global_batch", global_batch)
         s, L = model.shape, model.n_layers
         tp, pp, cp, ep, v = self.tp, self.pp, self.cp, self.ep, self.v
         if s.n_heads % tp:
-            raise ValueError(f"tp={tp} must divide n_heads={s.n_heads} (each rank holds whole heads)")
+            raise LayoutError(f"tp={tp} must divide n_heads={s.n_heads} (each rank holds "
+                              "whole heads)")
         if s.n_kv_heads % tp and tp % s.n_kv_heads:
-            raise ValueError(f"tp={tp} must divide n_kv_heads={s.n_kv_heads} or be a multiple of it")
+            raise LayoutError(f"tp={tp} must divide n_kv_heads={s.n_kv_heads} or be a "
+                              "multiple of it")
         if model.seq_len % (2 * cp if cp > 1 else 1):
-            raise ValueError(f"cp={cp}: 2 x cp must divide seq_len={model.seq_len} (zig-zag "
-                             "chunks, two per rank)")
+            raise LayoutError(f"cp={cp}: 2 x cp must divide seq_len={model.seq_len} "
+                              "(zig-zag chunks, two per rank)")
         if cp > 1 and self.cp_kind == "ulysses" and (s.n_heads // tp) % cp:
-            raise ValueError(f"cp={cp} must divide n_heads/tp = {s.n_heads // tp} (Ulysses "
-                             "gives each rank whole heads)")
+            raise LayoutError(f"cp={cp} must divide n_heads/tp = {s.n_heads // tp} (Ulysses "
+                              "gives each rank whole heads)")
         if ep > 1 and not s.moe:
-            raise ValueError(f"ep={ep}: expert parallelism needs a mixture-of-experts model "
-                             "(n_experts > 0); this one is dense")
+            raise LayoutError(f"ep={ep}: expert parallelism needs a mixture-of-experts model "
+                              "(n_experts > 0); this one is dense")
+        if self.capacity_factor is not None and not s.moe:
+            raise LayoutError(f"capacity_factor={self.capacity_factor}: only a mixture-of-"
+                              "experts model pads expert buffers; this one is dense")
         if s.moe and s.n_experts % ep:
-            raise ValueError(f"ep={ep} must divide n_experts={s.n_experts}")
+            raise LayoutError(f"ep={ep} must divide n_experts={s.n_experts}")
         if n_gpus % (tp * pp * cp):
-            raise ValueError(f"n_gpus={n_gpus} must be divisible by tp*pp*cp = {tp * pp * cp} "
-                             f"(tp={tp}, pp={pp}, cp={cp})")
+            raise LayoutError(f"n_gpus={n_gpus} must be divisible by tp*pp*cp = "
+                              f"{tp * pp * cp} (tp={tp}, pp={pp}, cp={cp})")
         dp = n_gpus // (tp * pp * cp)
         if (tp * cp * dp) % ep:
-            raise ValueError(f"ep={ep} must divide tp*cp*dp = {tp * cp * dp} (expert parallelism "
-                             "folds over the data-, context- and tensor-parallel ranks)")
+            raise LayoutError(f"ep={ep} must divide tp*cp*dp = {tp * cp * dp} (expert "
+                              "parallelism folds over the data-, context- and tensor-"
+                              "parallel ranks)")
         if pp > L:
-            raise ValueError(f"pp={pp} must be <= n_layers={L} (a stage needs a layer)")
+            raise LayoutError(f"pp={pp} must be <= n_layers={L} (a stage needs a layer)")
         if v > 1 and pp == 1:
-            raise ValueError(f"v={v}: interleaving needs pp > 1")
+            raise LayoutError(f"v={v}: interleaving needs pp > 1")
         if L % (pp * v) and not self.uneven_stages:
             what = f"pp={pp}" if v == 1 else f"pp*v={pp * v}"
-            raise ValueError(f"{what} must divide n_layers={L} (equal stages; "
-                             "uneven_stages=True times the slowest one)")
+            raise LayoutError(f"{what} must divide n_layers={L} (equal stages; "
+                              "uneven_stages=True times the slowest one)")
+        # only reachable with uneven stages. Megatron's uneven split may count the
+        # embedding and the loss as a layer each (Llama 3 405B: 126 layers + 2 on 16 x 8
+        # chunks); beyond that a model chunk would hold nothing
+        if pp * v > L + 2:
+            raise LayoutError(f"pp*v={pp * v} must be <= n_layers + 2 = {L + 2} (each of the "
+                              "pp x v model chunks holds a layer, the embedding or the loss)")
         if pp > 1 and self.zero_stage >= 2:
-            raise ValueError(f"zero_stage={self.zero_stage} with pp={pp}: ZeRO-2/3 shard the "
-                             "gradients or weights every micro-batch of a pipeline needs; use "
-                             "zero_stage 0 or 1 (Megatron's distributed optimizer is ZeRO-1)")
+            raise LayoutError(f"zero_stage={self.zero_stage} with pp={pp}: ZeRO-2/3 shard the "
+                              "gradients or weights every micro-batch of a pipeline needs; "
+                              "use zero_stage 0 or 1 (Megatron's distributed optimizer is "
+                              "ZeRO-1)")
         if global_batch % dp:
-            raise ValueError(f"global_batch={global_batch} must be divisible by dp={dp}")
+            raise LayoutError(f"global_batch={global_batch} must be divisible by dp={dp}")
         per = global_batch // dp
         if per % self.micro_batch:
-            raise ValueError(f"micro_batch={self.micro_batch} must divide global_batch/dp = "
-                             f"{global_batch}/{dp}")
+            raise LayoutError(f"micro_batch={self.micro_batch} must divide global_batch/dp = "
+                              f"{global_batch}/{dp}")
         if v > 1 and (per // self.micro_batch) % pp:
-            raise ValueError(f"v={v}: interleaving needs m = global_batch/(dp*micro_batch) = "
-                             f"{per // self.micro_batch} to be a multiple of pp={pp}")
+            raise LayoutError(f"v={v}: interleaving needs m = global_batch/(dp*micro_batch) "
+                              f"= {per // self.micro_batch} to be a multiple of pp={pp}")
         return dp

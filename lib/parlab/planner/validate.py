@@ -17,10 +17,10 @@ from dataclasses import replace
 
 from .. import cost
 from .constants import CONSTANTS, Constants
-from .estimate import predict
+from .estimate import divisors, predict
 from .presets import cluster_for, resolve_model
 from .published import RUNS, PublishedRun
-from .spec import Layout
+from .spec import Layout, LayoutError
 
 TOLERANCE = 0.15
 _CHOICES = {"v": (1, 2, 3, 4, 6, 8), "recompute": cost.RECOMPUTE}
@@ -47,7 +47,7 @@ def predict_run(run: PublishedRun, constants: Constants = CONSTANTS):
         if knob == "micro_batch":
             per = run.global_batch // Layout(**{**run.layout, "micro_batch": 1, "v": 1}).check(
                 model, run.n_gpus, run.global_batch)
-            options.append([("micro_batch", b) for b in range(1, per + 1) if per % b == 0])
+            options.append([("micro_batch", b) for b in divisors(per)])
         else:
             options.append([(knob, x) for x in _CHOICES[knob]])
     best, why = None, None
@@ -55,7 +55,7 @@ def predict_run(run: PublishedRun, constants: Constants = CONSTANTS):
         try:
             e = predict(model, cluster, replace(base, **dict(combo)), run.n_gpus,
                         run.global_batch, constants)
-        except ValueError as err:  # a searched value the layout does not allow
+        except LayoutError as err:  # a searched value the layout does not allow
             why = why or err
             continue
         if e.fits and (best is None or e.step_time.total < best.step_time.total):
