@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 
 from .. import cost
+from ..validate import check_int
 from . import core
 
 __all__ = ["check_reduce_scatter", "check_ring_all_reduce", "check_ring_bytes",
@@ -153,8 +154,12 @@ def _whose(diff: torch.Tensor, world_size: int, chunk: int | None, per_chunk: in
 
 
 def _check(fn, world_size: int, per_chunk: int, timeout: float, *, reduce_scatter: bool):
-    if world_size < 2:
-        raise ValueError(f"world_size={world_size} must be at least 2")
+    # the checker's own settings, refused before any rank starts: per_chunk=0 would
+    # "pass" a function that sends nothing, and a negative one would fail on the ranks
+    # as if the learner's code were wrong
+    core.check_ranks("world_size", world_size, 2)
+    check_int("per_chunk", per_chunk, 1, 1 << 20)
+    core.check_timeout(timeout)
     results, bad = core.run_learner(harness, fn, world_size, per_chunk, timeout=timeout)
     if bad is not None:
         return bad

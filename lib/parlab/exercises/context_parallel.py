@@ -26,6 +26,7 @@ import torch.distributed as dist
 
 from .. import cost
 from ..context_parallel.layout import shard_positions, shard_sequence
+from ..validate import check_int
 from . import core
 
 __all__ = ["check_zigzag_positions", "check_ring_bytes", "check_imbalance", "check_ulysses_cap",
@@ -115,9 +116,19 @@ def _unwritten(fn) -> bool:
             and "NotImplementedError" in ast.unparse(body[0]))
 
 
+def _check_sizes(cp, seq_len, chunks: int, timeout) -> None:
+    """The checker's settings, before any rank starts: ``chunks`` must divide seq_len."""
+    core.check_ranks("cp", cp, 2)
+    check_int("seq_len", seq_len)
+    if seq_len % chunks:
+        raise ValueError(f"seq_len={seq_len} must be a multiple of {chunks} (cp={cp})")
+    core.check_timeout(timeout)
+
+
 def check_zigzag_shard(fn, cp: int = 4, seq_len: int = 16, timeout: float = 20.0) -> dict:
     """Run ``fn(x, rank, world_size)`` on ``cp`` ranks; every rank's shard must equal
     ``shard_sequence(x, 0, cp, rank, "zigzag")``."""
+    _check_sizes(cp, seq_len, 2 * cp, timeout)
     if _unwritten(fn):
         return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
     got, bad = core.run_learner(zigzag_harness, fn, cp, seq_len, timeout=timeout)
@@ -195,6 +206,10 @@ def check_ring_attention(fn, cp: int = 4, seq_len: int = 16, n_heads: int = 2, h
                          seed: int = 0, timeout: float = 20.0) -> dict:
     """Run ``fn(q, k, v, rank, world_size)`` on ``cp`` ranks and compare each rank's output
     with the rows of full attention it owns."""
+    _check_sizes(cp, seq_len, cp, timeout)
+    check_int("n_heads", n_heads)
+    check_int("head_dim", head_dim)
+    check_int("seed", seed, 0)
     if _unwritten(fn):
         return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
     got, bad = core.run_learner(ring_harness, fn, cp, seq_len, n_heads, head_dim, seed,

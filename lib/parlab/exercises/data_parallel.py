@@ -23,6 +23,7 @@ import torch.distributed as dist
 from .. import cost
 from ..data import local_batch
 from ..model import GPT, GPTConfig
+from ..validate import check_float, check_int
 from . import core
 
 __all__ = ["check_dp_exchange", "check_zero1_step", "check_zero_memory", "check_zero3_traffic",
@@ -65,6 +66,8 @@ def _exchange_harness(source: str, name: str) -> dict:
 def check_dp_exchange(fn, world_size: int = 4, timeout: float = 30.0) -> dict:
     """Run ``fn(grads, rank, world_size)`` on ``world_size`` ranks after a real backward;
     every rank's every gradient must then equal the mean over ranks."""
+    core.check_ranks("world_size", world_size, 2)
+    core.check_timeout(timeout)
     results, bad = core.run_learner(_exchange_harness, fn, world_size, timeout=timeout)
     if bad:
         return bad
@@ -173,6 +176,10 @@ def check_zero1_step(fn, world_size: int = 4, steps: int = ZERO1_STEPS, lr: floa
     """Run ``fn(params, grads, state, rank, world_size, lr)`` for ``steps`` steps on
     ``world_size`` ranks; after every step each rank's parameters must equal single-device
     SGD + momentum's, and each rank's ``state`` may hold only its shard's momentum."""
+    core.check_ranks("world_size", world_size, 2)
+    check_int("steps", steps, 1, 1000)
+    check_float("lr", lr)
+    core.check_timeout(timeout)
     results, bad = core.run_learner(_zero1_harness, fn, world_size, steps, lr, timeout=timeout)
     if bad:
         return bad

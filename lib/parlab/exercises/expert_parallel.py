@@ -26,6 +26,7 @@ import torch.distributed as dist
 
 from ..cost import expert_parallel as cost
 from ..expert_parallel.experiments import MIXTRAL, kept_mask
+from ..validate import check_int
 from . import core
 from .tensor_parallel import _is_placeholder
 
@@ -98,6 +99,8 @@ def _route_harness(source, name, seed, top_k, capacity, global_capacity):
 
 
 def _check_route(fn, world_size: int, seed: int, capacity: int, global_capacity: bool) -> dict:
+    core.check_ranks("world_size", world_size, 2)
+    check_int("seed", seed, 0)
     name = getattr(fn, "__name__", "your function")
     if _is_placeholder(fn):
         return core.missing(f"write {name} (it still raises NotImplementedError)")

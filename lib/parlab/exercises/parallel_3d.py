@@ -104,22 +104,28 @@ def solution_groups(rank, dp, pp, tp):
             "dp": [(i * pp + p) * tp + t for i in range(dp)]}
 
 
-def _call(fn, rank, dp, pp, tp):
-    """The learner's answer for one rank, or a verdict if it raises or returns junk."""
-    try:
-        got = fn(rank, dp, pp, tp)
-    except NotImplementedError:
-        return None, core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
-    except Exception as e:  # a learner's bug, reported, never raised
-        return None, core.verdict(False, f"{fn.__name__}({rank}, {dp}, {pp}, {tp}) raised "
-                                  f"{type(e).__name__}: {e}")
+def _groups_of(got, rank: int):
+    """The learner's answer for one rank as sorted lists, or a verdict if it is junk."""
     if not isinstance(got, dict) or any(a not in got for a in AXES):
-        return None, core.verdict(False, f"{fn.__name__}({rank}, ...) must return a dict with keys "
-                                  f"'tp', 'pp', 'dp', got {got!r}")
-    try:
-        return {a: sorted(int(r) for r in got[a]) for a in AXES}, None
-    except (TypeError, ValueError):
-        return None, core.verdict(False, f"rank {rank}: each group must be a list of ranks, got {got!r}")
+        return None, core.verdict(False, f"my_groups({rank}, ...) must return a dict with keys "
+                                  f"'tp', 'pp', 'dp', got {core.shown(got, 80)}")
+    out = {}
+    for a in AXES:
+        ranks, why = core.as_numbers(got[a], whole=True)
+        if why:
+            return None, core.verdict(False, f"rank {rank}: the {a.upper()} group {why}; each "
+                                      f"group is a list of ranks")
+        out[a] = sorted(ranks)
+    return out, None
+
+
+def _check_mesh(dp, pp, tp) -> Mesh:
+    for name, v in (("dp", dp), ("pp", pp), ("tp", tp)):
+        core.check_ranks(name, v)
+    if dp * pp * tp > core.MAX_LOCAL_RANKS:
+        raise ValueError(f"dp * pp * tp = {dp * pp * tp} ranks exceeds the cap of "
+                         f"{core.MAX_LOCAL_RANKS} local ranks")
+    return Mesh(dp=dp, pp=pp, tp=tp)
 
 
 def groups_harness(source: str, name: str, dp: int, pp: int, tp: int):
@@ -140,11 +146,15 @@ def groups_harness(source: str, name: str, dp: int, pp: int, tp: int):
 
 
 def check_groups(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 30.0) -> dict:
-    """``fn(rank, dp, pp, tp)`` against ``Mesh`` for every rank, then on dp*pp*tp real ranks."""
-    mesh = Mesh(dp=dp, pp=pp, tp=tp)
+    """``fn(rank, dp, pp, tp)`` against ``Mesh`` for every rank (in a child process,
+    ``core.call_learner``), then on dp*pp*tp real ranks."""
+    mesh = _check_mesh(dp, pp, tp)
+    core.check_timeout(timeout)
     world = mesh.size
-    for rank in range(world):
-        got, bad = _call(fn, rank, dp, pp, tp)
+    answers, failed = core.call_learner(fn, [(r, dp, pp, tp) for r in range(world)],
+                                        label="my_groups", timeout=timeout)
+    for rank, raw in enumerate(answers):
+        got, bad = _groups_of(raw, rank)
         if bad:
             return bad
         for a in AXES:
@@ -154,6 +164,8 @@ def check_groups(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 30.
                                     f"(rank {rank} is dp={mesh.coords(rank)['dp']}, "
                                     f"pp={mesh.coords(rank)['pp']}, tp={mesh.coords(rank)['tp']}; "
                                     f"a {a.upper()} group varies only the {a} coordinate)")
+    if failed:
+        return failed
     sums, bad = core.run_learner(groups_harness, fn, world, dp, pp, tp, timeout=timeout)
     if bad:
         return bad
@@ -195,9 +207,10 @@ def check_grad_sync(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 
     """Run ``fn(grad, groups)`` on dp*pp*tp ranks; each rank must return the mean of its DP
     group's gradients (its own stage and TP slice, every replica)."""
     from .context_parallel import _unwritten
+    mesh = _check_mesh(dp, pp, tp)
+    core.check_timeout(timeout)
     if _unwritten(fn):
         return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
-    mesh = Mesh(dp=dp, pp=pp, tp=tp)
     got, bad = core.run_learner(grad_sync_harness, fn, mesh.size, dp, pp, tp, timeout=timeout)
     if bad:
         return bad

@@ -27,6 +27,7 @@ import torch.distributed as dist
 
 from .. import cost
 from ..pipeline_parallel.schedules import Action, bubble, peak_in_flight, replay
+from ..validate import check_int
 from . import core
 
 # the notebook's sizes for the numeric questions
@@ -114,23 +115,27 @@ def _structure(actions: list[Action], stage: int, m: int) -> str | None:
     return None
 
 
-def plan_1f1b(fn, p: int = 4, m: int = 8) -> dict:
+def _check_pm(p, m) -> tuple[int, int]:
+    return core.check_ranks("p", p, 2), check_int("m", m, 1, 10_000)
+
+
+def plan_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 10.0) -> dict:
     """Everything about ``fn`` that needs no ranks: the per-stage Actions and a verdict
-    (ok=False names the stage and the action), with the simulated bubble and peaks."""
+    (ok=False names the stage and the action), with the simulated bubble and peaks.
+    ``fn`` runs in a child process (``core.call_learner``), never here."""
+    p, m = _check_pm(p, m)
+    core.check_timeout(timeout)
+    raws, failed = core.call_learner(fn, [(stage, p, m) for stage in range(p)],
+                                     label="my_1f1b", timeout=timeout)
     schedule = []
-    for stage in range(p):
-        try:
-            raw = fn(stage, p, m)
-        except NotImplementedError:
-            return core.missing("write my_1f1b (it still raises NotImplementedError)")
-        except Exception as e:  # a learner's bug: report it, never raise
-            return core.verdict(False, f"my_1f1b({stage}, {p}, {m}) raised "
-                                f"{type(e).__name__}: {e}")
+    for stage, raw in enumerate(raws):
         acts, problem = _as_actions(raw, stage)
         problem = problem or _structure(acts, stage, m)
         if problem:
             return core.verdict(False, problem)
         schedule.append(acts)
+    if failed:
+        return failed
     try:
         events = replay(schedule, p, 1, {"F": 1.0, "B": 2.0})
     except RuntimeError as e:
@@ -190,7 +195,9 @@ def check_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 60.0) -> dict:
     """The verdict on the learner's ``my_1f1b``: structure, deadlock, peak, bubble
     (``plan_1f1b``), then one training step on ``p`` real ranks compared with the
     single device: the loss and every parameter's gradient."""
-    plan = plan_1f1b(fn, p, m)
+    p, m = _check_pm(p, m)
+    core.check_timeout(timeout)
+    plan = plan_1f1b(fn, p, m, timeout=timeout)
     if not plan["ok"]:
         return plan
     from ..model import GPTConfig, reference_train
@@ -243,6 +250,8 @@ def _forward_harness(source, name, p, m):
 def check_pipeline_forward(fn, p: int = 4, m: int = 3, timeout: float = 30.0) -> dict:
     """Run ``fn`` on ``p`` ranks; the last stage's outputs must be every micro-batch
     through all p layers, in order."""
+    p, m = _check_pm(p, m)
+    core.check_timeout(timeout)
     ranks, bad = core.run_learner(_forward_harness, fn, p, p, m, timeout=timeout)
     if bad:
         return bad
@@ -264,28 +273,45 @@ def check_pipeline_forward(fn, p: int = 4, m: int = 3, timeout: float = 30.0) ->
 
 # ----------------------------------------------------------------------------- partition
 
-def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5))) -> dict:
+def _check_cases(cases) -> list[tuple[int, int]]:
+    """``cases``: (n_layers, n_stages) pairs, at least one layer per stage."""
+    try:
+        cases = [tuple(c) for c in cases]
+    except TypeError:
+        raise ValueError(f"cases={cases!r} must be a list of (n_layers, n_stages) pairs") from None
+    if not cases or any(len(c) != 2 for c in cases):
+        raise ValueError(f"cases={cases!r} must be a non-empty list of (n_layers, n_stages) pairs")
+    for n_layers, n_stages in cases:
+        check_int("n_stages", n_stages, 1)
+        check_int("n_layers", n_layers, n_stages)  # no stage may be empty
+    return cases
+
+
+def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5)),
+                    timeout: float = 10.0) -> dict:
     """``fn(n_layers, n_stages)`` -> layer counts per stage: all layers, none empty,
     sizes differing by at most one, the larger stages first (the last one carries the
-    head and the loss, so it should not also get an extra block)."""
-    for n_layers, n_stages in cases:
-        try:
-            got = fn(n_layers, n_stages)
-        except NotImplementedError:
-            return core.missing("write my_partition (it still raises NotImplementedError)")
-        except Exception as e:
-            return core.verdict(False, f"my_partition({n_layers}, {n_stages}) raised "
-                                f"{type(e).__name__}: {e}")
+    head and the loss, so it should not also get an extra block). ``fn`` runs in a
+    child process (``core.call_learner``), never here."""
+    cases = _check_cases(cases)
+    core.check_timeout(timeout)
+    results, failed = core.call_learner(fn, cases, label="my_partition", timeout=timeout)
+    for (n_layers, n_stages), got in zip(cases, results):
         want = solution_partition(n_layers, n_stages)
         where = f"my_partition({n_layers}, {n_stages}) = {got!r}"
         if not isinstance(got, (list, tuple)) or len(got) != n_stages:
             return core.verdict(False, f"{where}: expected a list of {n_stages} layer counts")
-        if sum(got) != n_layers:
-            return core.verdict(False, f"{where}: covers {sum(got)} layers, not {n_layers}")
-        for s, (g, w) in enumerate(zip(got, want)):
+        counts, why = core.as_numbers(got, whole=True)
+        if why:
+            return core.verdict(False, f"{where}: the layer counts {why}")
+        if sum(counts) != n_layers:
+            return core.verdict(False, f"{where}: covers {sum(counts)} layers, not {n_layers}")
+        for s, (g, w) in enumerate(zip(counts, want)):
             if g != w:
                 return core.verdict(False, f"{where}: stage {s} gets {g} layers, expected {w} "
                                     f"(sizes differ by at most one, larger stages first)")
+    if failed:
+        return failed
     return core.verdict(True, "Balanced, larger stages first, as pp.split_layers cuts them.")
 
 

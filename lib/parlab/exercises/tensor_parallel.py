@@ -26,6 +26,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .. import cost
+from ..validate import check_int
 from . import core
 
 __all__ = ["check_tp_mlp_forward", "check_tp_mlp", "check_block_collectives",
@@ -178,6 +179,8 @@ def _ops(calls) -> str:
 
 
 def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
+    core.check_ranks("world_size", world_size, 2)
+    check_int("seed", seed, 0)
     name = getattr(fn, "__name__", "your function")
     if _is_placeholder(fn):
         return core.missing(f"write {name} (it still raises NotImplementedError)")
