@@ -59,6 +59,48 @@ def test_coordinates_out_of_range_are_refused():
         m.coords(1.5)
     with pytest.raises(ValueError, match="rank=True"):
         m.coords(True)
+    for kw, field in ((dict(dp=1.0), "dp=1.0"), (dict(tp=True), "tp=True"),
+                      (dict(pp=0.5), "pp=0.5"), (dict(cp="0"), "cp='0'")):
+        with pytest.raises(ValueError, match=field):
+            m.rank(**kw)
+    for bad in (2.0, None, "1"):
+        with pytest.raises(ValueError, match=f"rank={bad!r}"):
+            m.folded(bad)
+    with pytest.raises(ValueError, match="dp=True"):
+        Mesh(dp=True)
+    with pytest.raises(ValueError, match="limit=1"):
+        m.describe(limit=1)
+
+
+@pytest.mark.timeout(60)
+def test_a_16384_rank_layout_is_fast_and_its_picture_summarised():
+    # the layout used to search every group for every rank (ranks squared: 27 s at 2,048,
+    # half an hour at 16,384); each group is built once now, and describe() summarises
+    import time
+    for shape in (dict(dp=16, pp=16, cp=8, tp=8), dict(dp=2048, pp=8), dict(dp=16384)):
+        m = Mesh(**shape)
+        t0 = time.perf_counter()
+        rows = m.layout()
+        text = m.describe()
+        assert time.perf_counter() - t0 < 5
+        assert len(rows) == m.size == 16384
+        last = rows[-1]
+        assert last["rank"] == 16383 and all(last[a] == m.shape[a] - 1 for a in AXES)
+        assert all(16383 in last[f"{a}_group"] for a in AXES)
+        assert len(text) < 40_000 and "left out" in text and "16383" in text
+    # the groups are the same arithmetic as rank(): spot-check the big mesh
+    m = Mesh(dp=16, pp=16, cp=8, tp=8)
+    for axis in AXES:
+        g = m.groups(axis)[777 % len(m.groups(axis))]
+        c = m.coords(g[0])
+        assert g == [m.rank(**{**c, axis: i}) for i in range(m.shape[axis])]
+
+
+def test_a_small_picture_is_not_summarised():
+    text = Mesh(dp=4, pp=4, tp=4).describe()
+    assert "left out" not in text and "more" not in text and "DP replica 3:" in text
+    text = Mesh(dp=4, pp=4, tp=4).describe(limit=2)
+    assert "... 2 DP replicas left out ..." in text and "... 2 stages left out ..." in text
 
 
 @pytest.mark.timeout(180)
