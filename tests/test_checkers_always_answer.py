@@ -25,6 +25,7 @@ from parlab.exercises import context_parallel as ex_cp
 from parlab.exercises import core
 from parlab.exercises import data_parallel as ex_dp
 from parlab.exercises import expert_parallel as ex_ep
+from parlab.exercises import learner
 from parlab.exercises import parallel_3d as ex_3d
 from parlab.exercises import pipeline_parallel as ex_pp
 from parlab.exercises import tensor_parallel as ex_tp
@@ -149,7 +150,7 @@ def test_a_function_that_prints_forever_is_told_how_much_it_printed(capsys):
     assert "line 3 of prints_forever" in v["message"]  # its loop, not the pipe it printed to
     assert "It printed" in v["message"] and "lines before that" in v["message"], v["message"]
     out = capsys.readouterr().out
-    assert out.count("still thinking") == core._RankOutput.SHOWN  # the rest was not shown
+    assert out.count("still thinking") == learner._RankOutput.SHOWN  # the rest was not shown
     assert "more lines printed by your function were not shown" in out
 
 
@@ -185,7 +186,7 @@ def test_learner_source_puts_the_context_after_the_function():
     source, _ = core.learner_source(lambda n: ex_pp.solution_partition(n, 2))
     assert "import parlab.exercises.pipeline_parallel as ex_pp" in source
     source, name = core.learner_source(lambda n, s: [n // s] * s)
-    assert name == core.LAMBDA_NAME and source.startswith(f"{name} = (lambda n, s: [n // s] * s)")
+    assert name == learner.LAMBDA_NAME and source.startswith(f"{name} = (lambda n, s: [n // s] * s)")
 
 
 # --- numeric answers: any input gets a verdict ---------------------------------------------
@@ -304,7 +305,7 @@ def test_bad_checker_parameters_are_refused_before_any_rank_starts(check, fn, kw
                                                                   monkeypatch):
     def no_ranks(*args, **kwargs):
         raise AssertionError("a rank was started before the parameters were checked")
-    monkeypatch.setattr(core, "launch", no_ranks)
+    monkeypatch.setattr(learner, "launch", no_ranks)
     with pytest.raises(ValueError, match=named.replace("*", r"\*").replace(".", r"\.")):
         check(fn, **kwargs)
 

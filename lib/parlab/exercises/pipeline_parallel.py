@@ -11,7 +11,7 @@ Coding, on real ranks:
       GPipe's forward with dist.send / dist.recv between neighbouring stages;
       ``check_pipeline_forward`` runs it on P ranks and names the micro-batch, stage and
       element that differ from one device (a hang names each rank's line).
-Coding, pure:
+Coding, pure (run in a child process, ``core.call_learner``, like the plan of my_1f1b):
   my_partition(n_layers, n_stages) -> list of layer counts per stage, balanced.
 Numeric (answer_box): ``check_bubble``, ``check_interleaved``, ``check_min_m``,
 ``check_peak`` -- computed from ``parlab.cost``.

@@ -9,7 +9,7 @@ import html
 import ipywidgets as W
 
 from ..viz.style import VERDICT_COLORS
-from .core import parse_value  # shared with the checkers, which read typed text the same way
+from .answers import parse_value  # shared with the checkers, which read typed text the same way
 
 __all__ = ["answer_box", "parse_value"]
 
