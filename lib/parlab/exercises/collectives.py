@@ -8,8 +8,11 @@ Coding exercises run the learner's function on real ranks (``core.run_learner``)
   then all-gather, 2(W-1) steps, always sending to ``(rank + 1) % W``).
 
 Each rank's result is compared with the sum computed from every rank's input, and
-the bytes each rank sent are counted (through a stand-in for ``dist`` that adds up
-what ``send``/``isend``/``P2POp`` carry) and compared with ``cost.collective_bytes``.
+the bytes each rank sent are counted (``watch.DistWatch``: the functions of
+``torch.distributed`` itself are watched during the call, so ``import torch.distributed
+as dist`` inside the function, ``from torch.distributed import isend`` and
+``P2POp`` + ``batch_isend_irecv`` are all counted) and compared with
+``cost.collective_bytes``.
 
 Numeric exercises are pure functions of the typed answer, with the wanted value
 computed by ``parlab.cost``; ``QUESTIONS`` holds their text (numbers stated once).
@@ -24,15 +27,13 @@ import torch.distributed as dist
 from .. import cost
 from ..validate import check_int
 from . import core
+from .watch import COLLECTIVES, DistWatch
 
 __all__ = ["check_reduce_scatter", "check_ring_all_reduce", "check_ring_bytes",
            "check_allreduce_time", "check_all_gather_bytes", "show_solution", "QUESTIONS",
            "solution_reduce_scatter", "solution_ring_all_reduce"]
 
 PER_CHUNK = 3  # elements per chunk of the test vectors
-_COLLECTIVES = {"all_reduce", "reduce_scatter", "reduce_scatter_tensor", "all_gather",
-                "all_gather_into_tensor", "all_to_all", "all_to_all_single", "broadcast",
-                "reduce", "gather", "scatter"}
 
 
 # --- reference solutions, solution_* (self-contained: they run through run_learner like yours) ----
@@ -89,37 +90,6 @@ def show_solution(name: str) -> None:
 
 # --- the harness: runs on every rank --------------------------------------------------
 
-class _CountingDist:
-    """``torch.distributed`` for the learner's function, counting the bytes it sends and
-    noting the collectives it calls (the exercise is to build them from messages)."""
-
-    def __init__(self):
-        self.sent, self.used = 0, set()
-
-    def __getattr__(self, name):
-        if name in _COLLECTIVES:
-            self.used.add(name)
-        return getattr(dist, name)
-
-    def _count(self, tensor):
-        if isinstance(tensor, torch.Tensor):
-            self.sent += tensor.numel() * tensor.element_size()
-
-    def send(self, tensor, *args, **kwargs):
-        self._count(tensor)
-        return dist.send(tensor, *args, **kwargs)
-
-    def isend(self, tensor, *args, **kwargs):
-        self._count(tensor)
-        return dist.isend(tensor, *args, **kwargs)
-
-    def P2POp(self, op, tensor, *args, **kwargs):  # noqa: N802 (torch's name)
-        if getattr(op, "__func__", None) is _CountingDist.isend or op is dist.isend:
-            self._count(tensor)
-            op = dist.isend
-        return dist.P2POp(op, tensor, *args, **kwargs)
-
-
 def inputs(rank: int, world_size: int, per_chunk: int = PER_CHUNK) -> torch.Tensor:
     """Rank r's vector: element i is 100 (r + 1) + i, so a wrong sum says whose part is off."""
     return torch.arange(world_size * per_chunk, dtype=torch.float32) + 100.0 * (rank + 1)
@@ -129,13 +99,16 @@ def harness(source: str, name: str, per_chunk: int = PER_CHUNK) -> dict:
     """On a rank: call the learner's ``fn(x, rank, world_size)`` on this rank's input;
     return what it gave back and the bytes it sent."""
     fn = core.load_learner(source, name)
-    counting = _CountingDist()
-    fn.__globals__["dist"] = counting
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    out = fn(inputs(rank, world_size, per_chunk), rank, world_size)
+    # watched on the torch.distributed module itself: counted whatever name the
+    # learner's code imports it by (watch.py)
+    with DistWatch() as watch:
+        out = fn(inputs(rank, world_size, per_chunk), rank, world_size)
     if isinstance(out, torch.Tensor):
         out = out.detach().clone()
-    return {"out": out, "sent": counting.sent, "used": sorted(counting.used)}
+    return {"out": out, "sent": watch.sent, "received": watch.received,
+            "messages": len(watch.messages),
+            "used": sorted({c for c in watch.calls if c in COLLECTIVES})}
 
 
 # --- checking ---------------------------------------------------------------------------
@@ -151,6 +124,64 @@ def _whose(diff: torch.Tensor, world_size: int, chunk: int | None, per_chunk: in
         if torch.equal(-diff, part):
             return f" (rank {p}'s contribution is counted twice)"
     return ""
+
+
+def _holds(got: torch.Tensor, parts: torch.Tensor) -> list[int] | None:
+    """The ranks whose contributions ``got`` (one chunk) is the sum of, if it is the sum
+    of some set of them (``parts``: each rank's chunk, (W, per_chunk)); None if not."""
+    w = parts.shape[0]
+    if w > 12:  # 2^W subsets: past that, no guess
+        return None
+    subsets = torch.tensor([[(k >> p) & 1 for p in range(w)] for k in range(1 << w)],
+                           dtype=parts.dtype)
+    hit = torch.isclose(subsets @ parts, got.to(parts.dtype)).all(1).nonzero()
+    if not len(hit):
+        return None
+    k = int(hit[0])
+    return [p for p in range(w) if (k >> p) & 1]
+
+
+def _ring_diagnosis(results, world_size: int, per_chunk: int) -> str:
+    """What a wrong ring holds, in the ring's terms: which chunk on which rank is a
+    partial sum (and of whose parts), and, when every rank holds the same number of
+    complete chunks, how many all-gather steps ran of the W-1 needed. '' when the
+    outputs are not sums of the ranks' chunks at all."""
+    everyone = torch.stack([inputs(r, world_size, per_chunk) for r in range(world_size)])
+    chunks = [everyone[:, c * per_chunk:(c + 1) * per_chunk] for c in range(world_size)]
+    complete, first = [], None
+    for rank, res in enumerate(results):
+        out = res["out"]
+        if not isinstance(out, torch.Tensor) or out.numel() != world_size * per_chunk:
+            return ""
+        out = out.detach().reshape(-1).double()
+        n = 0
+        for c in range(world_size):
+            got = out[c * per_chunk:(c + 1) * per_chunk]
+            held = _holds(got, chunks[c].double())
+            if held is not None and len(held) == world_size:
+                n += 1
+            elif first is None:
+                first = (c, rank, held)
+        complete.append(n)
+    if first is None:
+        return ""
+    c, rank, held = first
+    if held is None:
+        what = "is not a sum of the ranks' chunks"
+    elif len(held) == 1:
+        what = f"still holds only rank {held[0]}'s own part"
+    else:
+        missing = [p for p in range(world_size) if p not in held]
+        what = (f"holds a partial sum ({len(held)} of {world_size} ranks' parts; "
+                f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} missing)")
+    text = f"Chunk {c} on rank {rank} {what}"
+    steps = world_size - 1
+    if len(set(complete)) == 1 and 1 <= complete[0] < world_size:
+        ran = complete[0] - 1  # after the reduce-scatter a rank holds one complete chunk
+        short = steps - ran
+        text += (f": the all-gather phase stopped {'one step' if short == 1 else f'{short} steps'}"
+                 f" short ({steps} steps are needed, {ran} ran)")
+    return text + ". "
 
 
 def _check(fn, world_size: int, per_chunk: int, timeout: float, *, reduce_scatter: bool):
@@ -180,13 +211,23 @@ def _check(fn, world_size: int, per_chunk: int, timeout: float, *, reduce_scatte
     if wrong:
         others = ", ".join(str(r) for r, _ in wrong[1:])
         more = f"; wrong on rank(s) {others} too" if others else ""
-        what = ("rank r must return the sum over ranks of chunk r" if reduce_scatter
-                else "every rank must end with the element-wise sum of all ranks' x")
-        return core.verdict(False, f"{wrong[0][1]}{more}. {what}. {inputs_note}")
+        what = ("Rank r must return the sum over ranks of chunk r" if reduce_scatter
+                else "Every rank must end with the element-wise sum of all ranks' x")
+        why = "" if reduce_scatter else _ring_diagnosis(results, world_size, per_chunk)
+        return core.verdict(False, f"{wrong[0][1]}{more}. {why}{what}. {inputs_note}")
     used = sorted({u for res in results for u in res["used"]})
     if used:
         return core.verdict(False, f"Right values, but built on dist.{used[0]}: write it from "
                             "send/recv (isend/irecv) only")
+    sent, received = sum(r["sent"] for r in results), sum(r["received"] for r in results)
+    if sent != received or not any(r["messages"] for r in results):
+        # the values came from other ranks, so messages went by a way the watch cannot
+        # see: say so rather than tell the learner it sent nothing
+        return core.verdict(False, f"Right values, but the checker could not count your bytes: "
+                            f"it saw {sent} bytes sent and {received} received over all ranks. "
+                            f"It counts dist.send, recv, isend, irecv and batch_isend_irecv "
+                            f"(however you import them), not the process group's own methods "
+                            f"or torch.ops; write the messages with those so it can.")
     S = world_size * per_chunk * 4
     op = "reduce_scatter" if reduce_scatter else "all_reduce"
     want_bytes = cost.collective_bytes(op, S, world_size)

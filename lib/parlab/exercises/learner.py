@@ -276,6 +276,12 @@ def run_learner(harness, fn, world_size: int, *args, timeout: float = 20.0) -> t
             if not isinstance(e, LaunchTimeout) and ("NotImplementedError" in text
                                                        or "NotWritten" in text):
                 return None, missing(f"write {name} (it still raises NotImplementedError)")
+            # a checker's watch stopped a rank before a wrong message (watch.Diagnosis):
+            # its text is the verdict, not a traceback
+            said = re.search(r"^(?:[\w.]+\.)?Diagnosis: (.+)$", e.remote_traceback.strip()
+                             .rsplit("\n", 1)[-1]) if e.remote_traceback else None
+            if said and not isinstance(e, LaunchTimeout):
+                return None, verdict(False, said.group(1))
             return None, _launch_verdict(e, name, world_size, timeout, printed.lines)
 
 

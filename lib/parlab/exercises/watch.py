@@ -1,0 +1,130 @@
+"""Watching what the learner's function asks of ``torch.distributed``, on a rank.
+
+A checker wants to know how many bytes the learner's code sent, which collectives it
+called, and sometimes whether a message goes to the right peer, before a wrong one
+hangs or crashes the job. Hooking the name ``dist`` in the namespace the learner's
+source runs in is not enough: the learner may import it again (``import
+torch.distributed as dist``, ``from torch.distributed import isend``), which binds the
+real module or function and bypasses the hook. So ``DistWatch`` patches the functions
+on the module objects themselves, ``torch.distributed`` and
+``torch.distributed.distributed_c10d``, for the duration of a ``with`` block: whatever
+name the learner reaches them by, and the imports inside its function run during the
+call, it gets the watched one.
+
+Point-to-point traffic is seen at ``isend`` / ``irecv``: torch's own ``send`` and
+``recv`` call them, and ``batch_isend_irecv`` calls each ``P2POp``'s op, which is the
+patched ``isend`` / ``irecv`` (``P2POp`` checks its op against the module's globals,
+which are the patched ones too). A call made from inside another watched call (``send``
+going through ``isend``) is not recorded twice. What stays unseen: the process group's
+own methods (``dist.group.WORLD.send``) and ``torch.ops.c10d``: ``saw_nothing`` lets a
+checker say plainly that it could not count, instead of blaming the learner.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+__all__ = ["DistWatch", "Diagnosis", "P2P", "COLLECTIVES"]
+
+P2P = ("send", "recv", "isend", "irecv")
+COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+               "reduce_scatter_tensor", "broadcast", "reduce", "all_to_all", "all_to_all_single",
+               "gather", "scatter")
+# patched in distributed_c10d too, because torch calls them by their global names there
+# (send -> isend, recv -> irecv, P2POp's check of its op, batch_isend_irecv)
+_BOTH = ("isend", "irecv")
+
+
+class Diagnosis(Exception):
+    """Raised on a rank by a checker's watch when the learner's code is about to do
+    something wrong (a message to the wrong peer): its text is the verdict.
+    ``learner.run_learner`` turns it into ``verdict(False, text)``, so no rank has to
+    hang or crash before the learner hears what is wrong."""
+
+
+class DistWatch:
+    """``with DistWatch() as w: fn(...)`` on a rank. Afterwards: ``w.calls``, the
+    names of the watched functions called, in order (one per call the learner made);
+    ``w.sent`` / ``w.received``, bytes of the tensors passed to send/isend and
+    recv/irecv; ``w.messages``, (kind, peer, bytes) per point-to-point call, kind
+    "send" or "recv", peer a global rank (None: receive from anyone).
+
+    ``on_message(kind, peer, tensor)``, if given, is called before each point-to-point
+    call is made; it may raise ``Diagnosis`` to stop the rank with a verdict."""
+
+    def __init__(self, on_message=None):
+        self.calls: list[str] = []
+        self.messages: list[tuple[str, int | None, int]] = []
+        self.sent = self.received = 0
+        self._on_message = on_message
+        self._depth = 0  # > 0 inside a watched call: torch calling itself is not the learner
+        self._saved: list[tuple[object, str, object]] = []
+
+    @property
+    def saw_nothing(self) -> bool:
+        """No point-to-point message and no collective seen on this rank."""
+        return not self.calls
+
+    def __enter__(self):
+        wrapped = {}
+        for op in P2P + COLLECTIVES:
+            real = getattr(dist, op, None)
+            if real is not None:
+                wrapped[op] = self._wrap(op, real)
+        for module, names in ((dist, wrapped), (c10d, _BOTH)):
+            for op in names:
+                if op in wrapped:
+                    self._saved.append((module, op, getattr(module, op)))
+                    setattr(module, op, wrapped[op])
+        return self
+
+    def __exit__(self, *exc):
+        while self._saved:  # restored however the block ends
+            module, op, real = self._saved.pop()
+            setattr(module, op, real)
+        return False
+
+    def _wrap(self, op: str, real):
+        p2p = op in P2P
+        kind = "send" if op in ("send", "isend") else "recv"
+
+        def watched(*args, **kwargs):
+            if self._depth == 0:
+                self.calls.append(op)
+                if p2p:
+                    self._note(kind, args, kwargs)
+            self._depth += 1
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self._depth -= 1
+
+        watched.__name__ = watched.__qualname__ = op
+        watched.__doc__ = real.__doc__
+        return watched
+
+    def _note(self, kind: str, args, kwargs) -> None:
+        """Record one point-to-point call: (tensor, peer, group, tag) as torch takes them,
+        by position or by name (dst/src, group_dst/group_src)."""
+        names = ("tensor", ("dst" if kind == "send" else "src"), "group", "tag")
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        tensor = bound.get("tensor")
+        peer = bound.get(names[1])
+        group_peer = bound.get("group_dst" if kind == "send" else "group_src")
+        if peer is None and group_peer is not None:
+            group = bound.get("group")
+            try:  # a rank of ``group``: the global rank it is
+                peer = group_peer if group is None else dist.get_global_rank(group, group_peer)
+            except (ValueError, RuntimeError):
+                peer = group_peer
+        size = tensor.numel() * tensor.element_size() if isinstance(tensor, torch.Tensor) else 0
+        if kind == "send":
+            self.sent += size
+        else:
+            self.received += size
+        self.messages.append((kind, peer, size))
+        if self._on_message is not None:
+            self._on_message(kind, peer, tensor)
