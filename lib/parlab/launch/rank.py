@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 import types
+from contextlib import suppress
 from datetime import timedelta
 
 SLOT = 160  # bytes of the per-rank status slot (current traced op)
@@ -81,6 +82,7 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
     import torch.distributed as dist
 
     from .. import trace
+    from . import isolation
 
     gc.freeze()  # (spawned ranks) modules live as long as we do: no collection scans them
     lock = threading.Lock()
@@ -118,10 +120,14 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
     except BaseException:
         send(("err", traceback.format_exc()))  # the caller shows it as LaunchError
         raise
+    # torch as the rank starts: every "run" job starts from it (isolation.py), so
+    # that no earlier job (learner code among them) changes a library run's result
+    start_state = isolation.snapshot()
     send(("ready",))
     stdout, stderr = sys.stdout, sys.stderr
     namespace = {"torch": torch, "dist": dist, "rank": rank, "world_size": world_size}
     fresh = True  # the process group has not been used since it was made
+    clean = True  # torch's process state is start_state's (nothing ran since the reset)
     while True:
         try:
             job = pickle.loads(conn.recv_bytes())
@@ -134,6 +140,12 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
             init_group()
             fresh = True
             if job[0] == "regroup":
+                # ...and put torch back as it was when the rank started (isolation.py):
+                # here, with every rank's reply in, it delays no reply (~0.7 ms a rank).
+                # If it fails, the next run tries again and reports it.
+                with suppress(Exception):
+                    isolation.reset(start_state)
+                    clean = True
                 continue
         # The caller's sys.path and environment as they are now (ranks forked from the
         # fork server would otherwise see them as they were when it started).
@@ -143,6 +155,8 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
         sys.stdout = sys.stderr = _RankStream(send)
         try:
             if kind == "run":
+                if not clean:  # after %%ranks cells, or a reset that failed at "regroup"
+                    isolation.reset(start_state)
                 if main_script:
                     _load_main(main_script)
                 fn, args, kwargs = pickle.loads(body)
@@ -163,6 +177,7 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
         send(reply)
         del job, body, reply
         fn = args = kwargs = None
+        clean = False  # a cell's changes stay for the next cell; a run resets them
         release_memory()
 
 
