@@ -8,14 +8,20 @@
                                 them with their figures as HTML pages to build/
     python3 run.py test         create .venv, install, run the whole test suite
                                 (unit tests and every notebook under nbval)
+    python3 run.py setup        create .venv and install, nothing else
+    python3 run.py setup --dry-run   say which torch build it would install and the
+                                commands it would run; run none of them
 
 Extra arguments go to JupyterLab or pytest: `python3 run.py test -k ring -x`.
 As root, `lab` adds JupyterLab's --allow-root.
 
 Environment:
     PARLAB_VENV=path       where the virtualenv lives (default: .venv here)
-    PARLAB_TORCH_CPU=1     install PyTorch's CPU-only build from download.pytorch.org
-                           (~200 MB instead of the multi-GB CUDA build PyPI serves on Linux)
+    PARLAB_TORCH_CPU       unset (default): on Linux, PyTorch's CPU-only build from
+                           download.pytorch.org (~200 MB instead of the multi-GB CUDA build
+                           PyPI serves) when nvidia-smi finds no NVIDIA GPU, PyPI's CUDA
+                           build when it finds one; 1: the CPU build regardless; 0: PyPI's
+                           build regardless (CUDA on Linux)
 """
 
 import glob
@@ -26,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 import venv
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -44,23 +51,140 @@ def sh(*cmd: str) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 
-def setup() -> None:
+# ------------------------------------------------------------------------------
+# setup: which torch build, then pip
+# ------------------------------------------------------------------------------
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def find_nvidia_gpu(which=shutil.which, run=subprocess.run,
+                    proc: str = "/proc/driver/nvidia/gpus") -> tuple[bool, str]:
+    """Whether this machine has an NVIDIA GPU, and how that was found out, without torch
+    (it is what is about to be installed). Asks ``nvidia-smi -L``, which lists one line
+    per GPU; without nvidia-smi (a container given the GPU but not the tools), the
+    driver's own list under /proc. A failing or hanging nvidia-smi counts as no GPU: the
+    CUDA build would find none either."""
+    exe = which("nvidia-smi")
+    if exe is None:
+        try:
+            if os.listdir(proc):
+                return True, f"{proc} lists {len(os.listdir(proc))}"
+        except OSError:
+            pass
+        return False, "nvidia-smi absent"
+    try:
+        r = run([exe, "-L"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return False, "nvidia-smi -L did not answer in 30 s"
+    except OSError as e:
+        return False, f"nvidia-smi could not run: {e}"
+    gpus = [ln for ln in (r.stdout or "").splitlines() if ln.startswith("GPU ")]
+    if r.returncode != 0:
+        return False, f"nvidia-smi -L exited with {r.returncode}"
+    if not gpus:
+        return False, "nvidia-smi -L lists none"
+    return True, f"nvidia-smi -L lists {len(gpus)}"
+
+
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def torch_build(env: str | None, gpu: tuple[bool, str] | None,
+                platform: str = sys.platform) -> tuple[bool, str | None]:
+    """``(cpu, line)``: whether to install torch from PyTorch's CPU index, and the one
+    line that says why (None: nothing worth saying). ``env`` is PARLAB_TORCH_CPU (None:
+    unset); ``gpu`` is ``find_nvidia_gpu()``'s answer (only asked when ``env`` is unset).
+    Only Linux needs the choice: there PyPI's torch is the multi-GB CUDA build, while on
+    macOS and Windows PyPI's torch is already CPU-only."""
+    value = (env or "").strip().lower()
+    if value in _ON:
+        return True, "PARLAB_TORCH_CPU=1: installing the CPU build of torch"
+    if value in _OFF:
+        return False, ("PARLAB_TORCH_CPU=0: installing PyPI's torch"
+                       + (" (the CUDA build)" if platform.startswith("linux") else ""))
+    if value:
+        sys.exit(f"PARLAB_TORCH_CPU={env!r}: set it to 1 (the CPU build of torch), 0 (PyPI's, "
+                 "the CUDA build on Linux), or leave it unset to choose by the GPU")
+    if not platform.startswith("linux"):
+        return False, None
+    found, how = gpu
+    if found:
+        return False, (f"NVIDIA GPU found ({how}): installing the CUDA build of torch; "
+                       "PARLAB_TORCH_CPU=1 forces the CPU build")
+    return True, (f"no NVIDIA GPU found ({how}): installing the CPU build of torch; "
+                  "PARLAB_TORCH_CPU=0 forces the CUDA build")
+
+
+def installed_torch(venv_dir: str = VENV) -> str | None:
+    """The torch version installed in ``venv_dir`` (``2.13.0+cpu``), read from its
+    dist-info folder's name, so without starting the venv's Python; None: none there."""
+    hits = [h for where in (("lib", "python*", "site-packages"), ("Lib", "site-packages"))
+            for h in glob.glob(os.path.join(venv_dir, *where, "torch-*.dist-info"))]
+    return os.path.basename(hits[0])[len("torch-"):-len(".dist-info")] if hits else None
+
+
+def install_commands(cpu: bool, py: str = PY, requirements: str = REQUIREMENTS,
+                     installed: str | None = None,
+                     platform: str = sys.platform) -> list[list[str]]:
+    """The pip commands of an install. The CPU build first, from PyTorch's index, at
+    requirements.txt's pin: the ``-r`` install then finds torch satisfied and leaves it.
+    --no-deps: torch's own dependencies come with the ``-r`` install, from PyPI like the
+    rest, so PyTorch's index is asked for torch alone. Where download.pytorch.org cannot
+    be reached, pip's own find-links or extra indexes (a wheel folder) still answer,
+    after pip's retries.
+
+    ``installed``: the torch already in the venv (``installed_torch()``). On Linux the
+    CPU build says so in its version (``+cpu``); when that is not the build chosen, pip
+    would still call the pin satisfied (2.13.0+cpu satisfies ==2.13.0), so the chosen
+    build is installed over it with --force-reinstall: PARLAB_TORCH_CPU=0 or 1 switch an
+    existing venv too."""
+    with open(requirements) as f:
+        torch_pin = next(line.strip() for line in f if line.startswith("torch=="))
+    switch = (installed is not None and platform.startswith("linux")
+              and ("+cpu" in installed) != cpu)
+    force = ["--force-reinstall"] if switch else []
+    cmds = []
+    if cpu:
+        cmds.append([py, "-m", "pip", "install", "--no-deps", *force, torch_pin,
+                     "--index-url", CPU_INDEX])
+    elif switch:
+        cmds.append([py, "-m", "pip", "install", "--no-deps", *force, torch_pin])
+    cmds.append([py, "-m", "pip", "install", "-r", requirements])
+    return cmds
+
+
+def setup(dry_run: bool = False) -> None:
     if sys.version_info < (3, 10):
         sys.exit(f"Python >= 3.10 is needed, this is {sys.version.split()[0]}")
+    env = os.environ.get("PARLAB_TORCH_CPU")
+    asks_gpu = not (env or "").strip() and sys.platform.startswith("linux")
+    gpu = find_nvidia_gpu() if asks_gpu else None
+    cpu, line = torch_build(env, gpu)
+    # The stamp names what was installed: requirements.txt and the build ("1": CPU), so a
+    # change of either installs again. (b"" and b"1" are what earlier stamps held.)
+    with open(REQUIREMENTS, "rb") as f:
+        wanted = hashlib.sha256(f.read() + (b"1" if cpu else b"")).hexdigest()
+    installed = os.path.exists(STAMP) and open(STAMP).read() == wanted
+    if dry_run:
+        print((line or "installing PyPI's torch") + " (dry run: nothing is run)")
+        if installed:
+            print(f"{VENV} holds this install already: setup would do nothing")
+            return
+        if not os.path.exists(PY):
+            print(f"would create virtualenv {VENV}")
+        for cmd in install_commands(cpu, installed=installed_torch()):
+            print("would run:", " ".join(cmd))
+        return
     if not os.path.exists(PY):
         print(f"creating virtualenv {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    with open(REQUIREMENTS, "rb") as f:
-        wanted = hashlib.sha256(f.read() + os.environ.get("PARLAB_TORCH_CPU", "").encode())
-    wanted = wanted.hexdigest()
-    if os.path.exists(STAMP) and open(STAMP).read() == wanted:
-        return  # already installed from this requirements.txt
-    if os.environ.get("PARLAB_TORCH_CPU"):
-        torch_pin = next(line.strip() for line in open(REQUIREMENTS)
-                         if line.startswith("torch=="))
-        sh(PY, "-m", "pip", "install", torch_pin, "--index-url",
-           "https://download.pytorch.org/whl/cpu")
-    sh(PY, "-m", "pip", "install", "-r", REQUIREMENTS)
+    if installed:
+        return  # already installed from this requirements.txt, with this torch build
+    if line:
+        print(line, flush=True)
+    for cmd in install_commands(cpu, installed=installed_torch()):
+        sh(*cmd)
     with open(STAMP, "w") as f:
         f.write(wanted)
 
@@ -101,12 +225,27 @@ def prepare_work(reset: bool = False, notebooks: str = NOTEBOOKS, work: str = WO
     return {"copied": copied, "kept": kept, "backup": backup}
 
 
-def lab_args(extra: list[str], euid: int | None = None, work: str = WORK) -> list[str]:
-    """The JupyterLab command line: open ``work``; as root add --allow-root (JupyterLab
-    refuses to start as root without it, and containers often run as root)."""
+def first_notebook(notebooks: str = NOTEBOOKS) -> str:
+    """The notebook to start with: the first by name (00_collectives.ipynb)."""
+    return os.path.basename(sorted(glob.glob(os.path.join(notebooks, "*.ipynb")))[0])
+
+
+def lab_args(extra: list[str], euid: int | None = None, work: str = WORK,
+             start: str | None = None) -> list[str]:
+    """The JupyterLab command line: serve ``work`` and open ``start`` (default: the first
+    notebook) in it rather than a bare Launcher; as root add --allow-root (JupyterLab
+    refuses to start as root without it, and containers often run as root).
+
+    ``start`` goes in LabApp.default_url: the URL the browser opens and the one the server
+    prints (the one to click in a container with no browser). ServerApp.default_url would
+    not do: LabApp sets its own over it. A default_url in ``extra`` is the learner's, kept."""
     if euid is None:
         euid = os.geteuid() if hasattr(os, "geteuid") else -1
-    args = [PY, "-m", "jupyter", "lab", "--notebook-dir", work, *extra]
+    args = [PY, "-m", "jupyter", "lab", "--notebook-dir", work]
+    if not any("default_url" in a for a in extra):
+        start = first_notebook() if start is None else start
+        args.append("--LabApp.default_url=/lab/tree/" + urllib.parse.quote(start))
+    args += extra
     if euid == 0 and "--allow-root" not in extra:
         args.append("--allow-root")
     return args
@@ -256,6 +395,11 @@ def main() -> None:
     command, extra = sys.argv[1], sys.argv[2:]
     if command == "_html":  # html, inside the virtualenv (nbconvert, plotly)
         return html(extra)
+    if command == "setup":
+        unknown = [a for a in extra if a != "--dry-run"]
+        if unknown:
+            sys.exit(f"setup takes only --dry-run, not {' '.join(unknown)}")
+        return setup(dry_run=bool(extra))
     setup()
     if command == "lab":
         lab(extra)

@@ -68,8 +68,9 @@ def test_allow_root_only_as_root(run):
     assert "--allow-root" in run.lab_args([], euid=0)
     assert "--allow-root" not in run.lab_args([], euid=1000)
     assert run.lab_args(["--allow-root"], euid=0).count("--allow-root") == 1
-    args = run.lab_args(["--port", "9999"], euid=1000, work="/w")
-    assert args[1:] == ["-m", "jupyter", "lab", "--notebook-dir", "/w", "--port", "9999"]
+    args = run.lab_args(["--port", "9999"], euid=1000, work="/w", start="00_a.ipynb")
+    assert args[1:] == ["-m", "jupyter", "lab", "--notebook-dir", "/w",
+                        "--LabApp.default_url=/lab/tree/00_a.ipynb", "--port", "9999"]
 
 
 def test_allow_root_with_monkeypatched_geteuid(run, monkeypatch):
