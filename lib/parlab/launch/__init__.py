@@ -33,8 +33,15 @@ What never happens (each one is a test in tests/test_launch*.py):
 
 Isolation between jobs. Once every rank has finished a job, the ranks destroy and
 re-create their process group, so a job never sees groups, pending messages or
-sequence numbers left by the previous one. They do it while the caller is busy
-with the result, so it costs a launch nothing unless launches come back to back.
+sequence numbers left by the previous one; and they put torch back as it was when
+they started (default dtype, grad mode, patched functions...: isolation.py), so that
+learner code run earlier (a %%ranks cell, a checker) cannot change a library run's
+result. They do it while the caller is busy with the result, so it costs a launch
+nothing unless launches come back to back.
+
+The fork server. If it dies (killed, or the OOM killer's choice), the ranks it
+forked can no longer be watched: a launch running then raises ``LaunchError``
+saying so, and the next launch starts a fresh fork server and new ranks.
 
 Memory. Every pool costs memory while it waits, and a free Binder session has
 about 2 GB. Before a new pool starts, idle pools of other world sizes are closed,
@@ -113,10 +120,12 @@ def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None
     This is what the ``%%ranks`` cell magic (``parlab.interactive``) calls. The
     namespace starts with ``torch``, ``dist``, ``rank`` and ``world_size``; the
     process group is kept between calls so groups and tensors made in one cell are
-    there in the next. Returns, per rank, ``{"output": printed text, "value": repr of
-    a trailing expression or None, "error": traceback text or None, "error_info":
-    {"type", "message", "frames": [(filename, line), ...]} or None, "restarted",
-    "restarts"}``. ``filename`` names the code in tracebacks and stack dumps.
+    there in the next, and so is torch's state (a default dtype a cell set, say) until
+    a ``launch`` on the same ranks, which starts from the ranks' initial state and
+    leaves them in it (the namespace stays). Returns, per rank, ``{"output": printed
+    text, "value": repr of a trailing expression or None, "error": traceback text or
+    None, "error_info": {"type", "message", "frames": [(filename, line), ...]} or None,
+    "restarted", "restarts"}``. ``filename`` names the code in tracebacks and stack dumps.
 
     The namespace lives in the ranks, so it is lost when they are restarted (after a
     timeout, a rank that failed while others waited, a killed rank, a code change, or
@@ -272,6 +281,9 @@ def _drop_unhealthy() -> None:
     """Forget (and finish closing) pools that failed, were interrupted or lost a rank."""
     for key, pool in list(_pools.items()):
         if not pool.healthy():
+            if pool.lost_fork_server() and not pool.closing:
+                print("[parlab] the fork server that starts the ranks died: starting a "
+                      "fresh one and new ranks", file=sys.stderr, flush=True)
             del _pools[key]
             pool.close()
 

@@ -62,6 +62,14 @@ def death(label: str, rank: int, exitcode: int | None) -> LaunchError:
                        "stopped", rank=rank)
 
 
+def fork_server_died(label: str) -> LaunchError:
+    # Ranks are forked from a fork server (processes.py), which also reports their
+    # exits: when it dies every rank looks as if it had exited with code 255.
+    return LaunchError(f"the fork server that starts the ranks died during {label}; the "
+                       "ranks were stopped. The next launch starts a fresh fork server and "
+                       "new ranks (a cold start)")
+
+
 # Span names of parlab.comm and of the usual hand-traced collectives; the status slot
 # holds names only, so a traced op counts as communication when its name says so.
 _COMM_NAME = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|"

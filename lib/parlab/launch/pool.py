@@ -22,7 +22,8 @@ from multiprocessing import connection as mp_connection
 from multiprocessing import util as mp_util
 
 from . import errors
-from .processes import bare_main, ctrl_c_deferred, every_step, mp_context, no_torch_cache_dir_left
+from .processes import (bare_main, ctrl_c_deferred, every_step, fork_server_pid, mp_context,
+                        no_torch_cache_dir_left)
 from .rank import SLOT, START_TIMEOUT, alive, rank_main
 
 KILL_GRACE = 2.0  # seconds to wait for a killed rank to be reaped
@@ -35,6 +36,7 @@ class Pool:
         self.jobs, self.busy, self.closing, self.closed = 0, False, False, False
         self.watched: dict[str, float] = {}
         self.procs, self.conns, self.dumps, self.lifeline = [], [], [], None
+        self.fork_servers: list[int | None] = []  # per rank: the pid of the one it came from
         atexit.register(self.close)
         ctx = mp_context()
         # Rendezvous: a FileStore in a directory that only this user can enter
@@ -61,6 +63,8 @@ class Pool:
             finally:
                 lifeline_r.close()
             self._wait_ready()
+            if self.lost_fork_server():  # died with every rank ready: still unwatchable
+                raise errors.fork_server_died("starting the ranks")
         except BaseException:
             self.close()
             raise
@@ -75,9 +79,16 @@ class Pool:
                                args=(rank, self.world_size, self.backend, store_path,
                                      child_end, lifeline_r, dump_w, self.status,
                                      dict(os.environ), os.getpid(), cleanup_dirs))
-            with bare_main():
-                proc.start()
+            server = fork_server_pid(ctx)  # None before the first start
+            try:
+                with bare_main():
+                    proc.start()
+            except (OSError, EOFError) as e:  # its socket went away, or it did mid-fork
+                if server is not None and not alive(server):
+                    raise errors.fork_server_died("starting the ranks") from e
+                raise
             self.procs.append(proc)
+            self.fork_servers.append(fork_server_pid(ctx))
         finally:
             child_end.close()
             dump_w.close()
@@ -97,6 +108,12 @@ class Pool:
             self._poll(waiting, deadline, on_message, label="starting the ranks")
 
     # -- lifecycle -------------------------------------------------------------
+
+    def lost_fork_server(self) -> bool:
+        """Whether the fork server that some rank came from has died. Such a rank may
+        well still run, but it looks dead (exit code 255) to multiprocessing, whose only
+        news of it came through that fork server: the pool cannot watch it any more."""
+        return any(pid is not None and not alive(pid) for pid in self.fork_servers)
 
     def healthy(self) -> bool:
         """Ready for a job: not closed, every rank alive, no job left half-done (a
@@ -130,10 +147,16 @@ class Pool:
             self.closed = True  # not when a step raised: the registry closes it again
 
     def _kill(self):
+        orphans = self.lost_fork_server()
         for p in self.procs:
             with suppress(ValueError):  # ValueError: closed by an earlier close()
                 if p.is_alive():
                     p.kill()
+                elif orphans and alive(p.pid):
+                    # multiprocessing thinks it exited (its fork server died) and will
+                    # not signal it; it is not our child either, so init reaps it
+                    with suppress(OSError):
+                        os.kill(p.pid, signal.SIGKILL)
 
     def _reap(self):
         for p in self.procs:
@@ -237,6 +260,8 @@ class Pool:
 
     def _death(self, rank: int, label: str) -> errors.LaunchError:
         self.procs[rank].join(KILL_GRACE)
+        if self.procs[rank].exitcode == 255 and self.lost_fork_server():
+            return errors.fork_server_died(label)
         return errors.death(label, rank, self.procs[rank].exitcode)
 
     def _timeout(self, ranks: list[int], label: str) -> errors.LaunchTimeout:

@@ -32,6 +32,15 @@ def mp_context():
     return ctx
 
 
+def fork_server_pid(ctx) -> int | None:
+    """The pid of the fork server that ``ctx`` forks processes from now (None under
+    spawn, or if multiprocessing keeps it elsewhere than CPython 3.8-3.13 do)."""
+    if ctx.get_start_method() != "forkserver":
+        return None
+    from multiprocessing import forkserver
+    return getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+
+
 @contextmanager
 def no_torch_cache_dir_left():
     """Importing torch._dynamo (PRELOAD) creates torch's compile cache directory in the
