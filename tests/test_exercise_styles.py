@@ -27,6 +27,8 @@ from __future__ import annotations
 import pytest
 
 from parlab.exercises import collectives as ex00
+from parlab.exercises import pipeline_parallel as ex03
+from parlab.exercises import tensor_parallel as ex02
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -215,3 +217,248 @@ def test_messages_the_checker_cannot_see_are_reported_as_its_limit():
     m = v["message"]
     assert "the checker could not count your bytes" in m and "sent 0" not in m
     assert "process group's own methods" in m
+
+
+# --- notebook 02: Megatron's MLP, forward ----------------------------------------------------
+
+def tp_fwd_imports_inside(x, w1_shard, w2_shard, rank, world_size):
+    import torch
+    import torch.distributed as dist
+    z = torch.nn.functional.gelu(x @ w1_shard) @ w2_shard
+    dist.all_reduce(z)
+    return z
+
+
+def tp_fwd_from_import(x, w1_shard, w2_shard, rank, world_size):
+    import torch.nn.functional as F
+    from torch.distributed import ReduceOp, all_reduce
+    z = F.gelu(x @ w1_shard) @ w2_shard
+    all_reduce(z, op=ReduceOp.SUM)
+    return z
+
+
+def tp_fwd_async(x, w1_shard, w2_shard, rank, world_size):
+    import torch
+    z = torch.matmul(torch.nn.functional.gelu(torch.matmul(x, w1_shard)), w2_shard)
+    torch.distributed.all_reduce(z, async_op=True).wait()
+    return z
+
+
+def tp_fwd_divides_by_t(x, w1_shard, w2_shard, rank, world_size):
+    import torch
+    import torch.distributed as dist
+    z = torch.nn.functional.gelu(x @ w1_shard) @ w2_shard
+    dist.all_reduce(z)
+    return z / world_size  # bug: the all-reduce already is the sum the MLP needs
+
+
+# --- notebook 02: Megatron's MLP with f and g -------------------------------------------------
+
+def tp_mlp_imports_inside(x, w1_shard, w2_shard, rank, world_size):
+    import torch
+    import torch.distributed as dist
+
+    class MyF(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.view_as(a)
+
+        @staticmethod
+        def backward(ctx, grad):
+            grad = grad.clone()
+            dist.all_reduce(grad)
+            return grad
+
+    class MyG(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            a = a.clone()
+            dist.all_reduce(a)
+            return a
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    return MyG.apply(torch.nn.functional.gelu(MyF.apply(x) @ w1_shard) @ w2_shard)
+
+
+def tp_mlp_from_import(x, w1_shard, w2_shard, rank, world_size):
+    import torch
+    from torch.autograd import Function
+    from torch.distributed import all_reduce
+
+    def summed(t):
+        t = t.clone()
+        all_reduce(t)
+        return t
+
+    class F(Function):
+        forward = staticmethod(lambda ctx, a: a.view_as(a))
+        backward = staticmethod(lambda ctx, g: summed(g))
+
+    class G(Function):
+        forward = staticmethod(lambda ctx, a: summed(a))
+        backward = staticmethod(lambda ctx, g: g)
+
+    h = torch.nn.functional.gelu(F.apply(x) @ w1_shard)
+    return G.apply(h @ w2_shard)
+
+
+def tp_mlp_async(x, w1_shard, w2_shard, rank, world_size):
+    import torch
+
+    class MyF(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            out = grad.contiguous().clone()
+            torch.distributed.all_reduce(out, async_op=True).wait()
+            return out
+
+    class MyG(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            out = a.contiguous().clone()
+            torch.distributed.all_reduce(out, async_op=True).wait()
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    y = torch.nn.functional.gelu(torch.matmul(MyF.apply(x), w1_shard))
+    return MyG.apply(torch.matmul(y, w2_shard))
+
+
+@pytest.mark.parametrize("fn", [tp_fwd_imports_inside, tp_fwd_from_import, tp_fwd_async])
+def test_tp_mlp_forward_styles_are_correct(fn):
+    v = ex02.check_tp_mlp_forward(fn)
+    assert v["ok"], v["message"]
+
+
+@pytest.mark.parametrize("fn", [tp_mlp_imports_inside, tp_mlp_from_import, tp_mlp_async])
+def test_tp_mlp_styles_are_correct(fn):
+    v = ex02.check_tp_mlp(fn)
+    assert v["ok"], v["message"]
+
+
+def test_tp_dividing_after_g_is_named_the_mean_not_a_missing_all_reduce():
+    v = ex02.check_tp_mlp_forward(tp_fwd_divides_by_t)
+    assert not v["ok"]
+    m = v["message"]
+    assert "It is 1/2 of the sum: the mean over the 2 ranks" in m and "don't divide" in m
+    assert "did g all-reduce" not in m
+
+
+# --- notebook 03: GPipe's forward --------------------------------------------------------------
+
+def pp_imports_inside(micro_batches, stage, n_stages, layer):
+    import torch
+    import torch.distributed as dist
+    outputs = []
+    for x in micro_batches:
+        if stage > 0:
+            x = torch.empty_like(x)
+            dist.recv(x, stage - 1)
+        y = layer(x)
+        if stage < n_stages - 1:
+            dist.send(y, stage + 1)
+        else:
+            outputs.append(y)
+    return outputs
+
+
+def pp_from_import(micro_batches, stage, n_stages, layer):
+    from torch.distributed import irecv, isend
+    outputs, pending = [], []
+    for x in micro_batches:
+        if stage > 0:
+            x = x.clone()
+            irecv(x, src=stage - 1).wait()
+        y = layer(x)
+        if stage == n_stages - 1:
+            outputs.append(y)
+        else:
+            pending.append(isend(y.contiguous(), dst=stage + 1))
+    for req in pending:
+        req.wait()
+    return outputs
+
+
+def pp_batched_p2p(micro_batches, stage, n_stages, layer):
+    import torch
+    import torch.distributed as dist
+
+    def exchange(op, tensor, peer):
+        for req in dist.batch_isend_irecv([dist.P2POp(op, tensor, peer)]):
+            req.wait()
+
+    outputs = []
+    for x in micro_batches:
+        if stage != 0:
+            x = torch.empty_like(x)
+            exchange(dist.irecv, x, stage - 1)
+        y = layer(x)
+        if stage + 1 < n_stages:
+            exchange(dist.isend, y, stage + 1)
+        else:
+            outputs.append(y)
+    return outputs
+
+
+def pp_recv_from_wrong_rank(micro_batches, stage, n_stages, layer):
+    import torch
+    import torch.distributed as dist
+    outputs = []
+    for x in micro_batches:
+        if stage > 0:
+            x = torch.empty_like(x)
+            dist.recv(x, 1 if stage == 3 else stage - 1)  # bug: stage 3 listens to rank 1
+        y = layer(x)
+        if stage < n_stages - 1:
+            dist.send(y, stage + 1)
+        else:
+            outputs.append(y)
+    return outputs
+
+
+def pp_sends_to_wrong_rank(micro_batches, stage, n_stages, layer):
+    import torch.distributed as dist
+    from torch.distributed import P2POp, batch_isend_irecv
+    outputs = []
+    for x in micro_batches:
+        if stage > 0:
+            x = x.clone()
+            dist.recv(x, stage - 1)
+        y = layer(x)
+        if stage < n_stages - 1:
+            peer = (stage + 2) % n_stages if stage == 1 else stage + 1  # bug: stage 1 skips 2
+            for req in batch_isend_irecv([P2POp(dist.isend, y, peer)]):
+                req.wait()
+        else:
+            outputs.append(y)
+    return outputs
+
+
+@pytest.mark.parametrize("fn", [pp_imports_inside, pp_from_import, pp_batched_p2p])
+def test_pipeline_forward_styles_are_correct(fn):
+    v = ex03.check_pipeline_forward(fn)
+    assert v["ok"], v["message"]
+
+
+def test_pipeline_receiving_from_the_wrong_rank_is_named_before_anything_crashes():
+    v = ex03.check_pipeline_forward(pp_recv_from_wrong_rank)
+    assert not v["ok"]
+    m = v["message"]
+    assert m.startswith("Not yet. stage 3 receives from rank 1; it must receive from stage 2 (rank 2)")
+    assert "SIGSEGV" not in m and "died" not in m and "ended" not in m
+
+
+def test_pipeline_sending_to_the_wrong_rank_is_named_even_through_p2pop():
+    v = ex03.check_pipeline_forward(pp_sends_to_wrong_rank)
+    assert not v["ok"]
+    assert "stage 1 sends to rank 3; it must send to stage 2 (rank 2)" in v["message"]

@@ -29,6 +29,7 @@ from .. import cost
 from ..pipeline_parallel.schedules import Action, bubble, peak_in_flight, replay
 from ..validate import check_int
 from . import core
+from .watch import Diagnosis, DistWatch
 
 # the notebook's sizes for the numeric questions
 P, M, V, TARGET, PEAK_STAGE = 8, 24, 3, 0.10, 2
@@ -243,8 +244,33 @@ def _forward_harness(source, name, p, m):
     fn = core.load_learner(source, name)
     stage = dist.get_rank()
     mbs = _micro_batches(m) if stage == 0 else [torch.zeros(4) for _ in range(m)]
-    out = fn(mbs, stage, p, _layer(stage))
+    # every send/recv's peer checked before it is made (watch.py): a message to or from
+    # the wrong rank would hang, or crash the job when the other ranks leave
+    with DistWatch(on_message=lambda kind, peer, _: _check_peer(kind, peer, stage, p)):
+        out = fn(mbs, stage, p, _layer(stage))
     return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in (out or [])]
+
+
+def _check_peer(kind: str, peer, stage: int, p: int) -> None:
+    """Raise ``Diagnosis`` when stage ``stage`` sends to (``kind`` "send") or receives
+    from ("recv") any rank but its neighbour: stage s receives from s - 1 and sends to
+    s + 1 (stage s is rank s here). ``peer`` None (receive from anyone) is let through."""
+    if peer is None:
+        return
+    if kind == "recv":
+        want, verb, prep = stage - 1, "receives", "from"
+        if want < 0:
+            raise Diagnosis(f"stage 0 receives from rank {peer}; the first stage takes the "
+                            f"micro-batches it is given and receives nothing")
+    else:
+        want, verb, prep = stage + 1, "sends", "to"
+        if want >= p:
+            raise Diagnosis(f"stage {stage} sends to rank {peer}; the last stage keeps its "
+                            f"outputs (returns them) and sends nothing")
+    if peer != want:
+        raise Diagnosis(f"stage {stage} {verb} {prep} rank {peer}; it must {verb[:-1]} {prep} "
+                        f"stage {want} (rank {want}): the micro-batches go stage 0 -> 1 -> ... "
+                        f"-> {p - 1}, one neighbour at a time")
 
 
 def check_pipeline_forward(fn, p: int = 4, m: int = 3, timeout: float = 30.0) -> dict:

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from .. import cost
 from ..validate import check_int
 from . import core
+from .watch import DistWatch
 
 __all__ = ["check_tp_mlp_forward", "check_tp_mlp", "check_block_collectives",
            "check_activation_bytes", "check_where_f", "check_layer_bytes", "WHERE_F",
@@ -35,9 +36,6 @@ __all__ = ["check_tp_mlp_forward", "check_tp_mlp", "check_block_collectives",
 
 FP32 = 4
 ROWS, HIDDEN = 4, 8                    # x is (ROWS, HIDDEN); W1 (HIDDEN, 4 HIDDEN); W2 back
-COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-               "reduce_scatter_tensor", "broadcast", "reduce", "all_to_all", "all_to_all_single",
-               "send", "recv", "isend", "irecv")
 
 
 # --- reference solutions (shown on demand; the tests run every checker on them) ---------------
@@ -102,31 +100,6 @@ def mlp_inputs(seed: int = 0, rows: int = ROWS, h: int = HIDDEN):
     return x, w1, w2, dz
 
 
-class _Counter:
-    """Counts the collectives the learner's code calls (``dist.<op>`` patched on this
-    rank for the duration of a ``with`` block; restored however it ends)."""
-
-    def __init__(self):
-        self.calls, self._saved = [], {}
-
-    def __enter__(self):
-        for op in COLLECTIVES:
-            if hasattr(dist, op):
-                real = self._saved[op] = getattr(dist, op)
-                setattr(dist, op, self._wrap(op, real))
-        return self
-
-    def _wrap(self, op, real):
-        def counted(*a, **k):
-            self.calls.append(op)
-            return real(*a, **k)
-        return counted
-
-    def __exit__(self, *exc):
-        for op, real in self._saved.items():
-            setattr(dist, op, real)
-
-
 def _tp_harness(source, name, seed, with_grads):
     fn = core.load_learner(source, name)
     r, t = dist.get_rank(), dist.get_world_size()
@@ -134,7 +107,8 @@ def _tp_harness(source, name, seed, with_grads):
     x = x.clone().requires_grad_(with_grads)
     w1s = w1.chunk(t, dim=1)[r].clone().requires_grad_(with_grads)
     w2s = w2.chunk(t, dim=0)[r].clone().requires_grad_(with_grads)
-    with _Counter() as fwd:
+    # watched on torch.distributed itself: counted however the learner imports it
+    with DistWatch() as fwd:
         out = fn(x, w1s, w2s, r, t)
     res = dict(out=out.detach().clone() if isinstance(out, torch.Tensor) else out,
                forward_calls=fwd.calls)
@@ -142,7 +116,7 @@ def _tp_harness(source, name, seed, with_grads):
         if not out.requires_grad:
             res["no_graph"] = True
             return res
-        with _Counter() as bwd, warnings.catch_warnings():
+        with DistWatch() as bwd, warnings.catch_warnings():
             # a plain dist.all_reduce in the graph warns; the checker says what is wrong
             warnings.filterwarnings("ignore", message=".*autograd kernel was not registered")
             (out * dz).sum().backward()
@@ -178,6 +152,20 @@ def _ops(calls) -> str:
     return ", ".join(f"{op} x{calls.count(op)}" for op in dict.fromkeys(calls)) or "none"
 
 
+def _output_hint(out, want, t: int) -> str:
+    """Why a right-shaped output is wrong: the mean of the t terms (an all-reduce then a
+    division by t), one rank's term only (no all-reduce), or something else."""
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(want.shape):
+        return ""
+    out = out.detach()
+    if torch.allclose(out * t, want, atol=1e-5, rtol=1e-4):
+        return (f" It is 1/{t} of the sum: the mean over the {t} ranks. g's all-reduce "
+                f"already adds the {t} terms into the output: don't divide.")
+    if torch.allclose(out / t, want, atol=1e-5, rtol=1e-4):
+        return f" It is {t}x the sum: the terms were added {t} times (one all-reduce is all g does)."
+    return " Each rank holds one term of the sum: did g all-reduce the row-parallel output?"
+
+
 def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
     core.check_ranks("world_size", world_size, 2)
     check_int("seed", seed, 0)
@@ -191,9 +179,7 @@ def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
     for r, res in enumerate(results):
         wrong = core.compare_tensors(res["out"], want, where=f"rank {r}, output", atol=1e-5, rtol=1e-4)
         if wrong:
-            hint = (" Each rank holds one term of the sum: did g all-reduce the row-parallel "
-                    "output?" if "element" in wrong else "")
-            return core.verdict(False, wrong + "." + hint)
+            return core.verdict(False, wrong + "." + _output_hint(res["out"], want, world_size))
         n = len(res["forward_calls"])
         if n != 1:
             return core.verdict(False, f"rank {r}: the output is right, but the forward called "

@@ -29,9 +29,9 @@ import torch.distributed.distributed_c10d as c10d
 __all__ = ["DistWatch", "Diagnosis", "P2P", "COLLECTIVES"]
 
 P2P = ("send", "recv", "isend", "irecv")
-COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-               "reduce_scatter_tensor", "broadcast", "reduce", "all_to_all", "all_to_all_single",
-               "gather", "scatter")
+COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single",
+               "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single", "broadcast",
+               "reduce", "all_to_all", "all_to_all_single", "gather", "scatter")  # those torch has
 # patched in distributed_c10d too, because torch calls them by their global names there
 # (send -> isend, recv -> irecv, P2POp's check of its op, batch_isend_irecv)
 _BOTH = ("isend", "irecv")
@@ -52,15 +52,18 @@ class DistWatch:
     "send" or "recv", peer a global rank (None: receive from anyone).
 
     ``on_message(kind, peer, tensor)``, if given, is called before each point-to-point
-    call is made; it may raise ``Diagnosis`` to stop the rank with a verdict."""
+    call is made; it may raise ``Diagnosis`` to stop the rank with a verdict.
+
+    A call is recorded by the watch active when it is made, not the one active when the
+    function was looked up: ``from torch.distributed import all_reduce`` during the
+    forward binds a watched function that a custom autograd backward may call later,
+    under the backward's watch."""
 
     def __init__(self, on_message=None):
         self.calls: list[str] = []
         self.messages: list[tuple[str, int | None, int]] = []
         self.sent = self.received = 0
         self._on_message = on_message
-        self._depth = 0  # > 0 inside a watched call: torch calling itself is not the learner
-        self._saved: list[tuple[object, str, object]] = []
 
     @property
     def saw_nothing(self) -> bool:
@@ -68,42 +71,16 @@ class DistWatch:
         return not self.calls
 
     def __enter__(self):
-        wrapped = {}
-        for op in P2P + COLLECTIVES:
-            real = getattr(dist, op, None)
-            if real is not None:
-                wrapped[op] = self._wrap(op, real)
-        for module, names in ((dist, wrapped), (c10d, _BOTH)):
-            for op in names:
-                if op in wrapped:
-                    self._saved.append((module, op, getattr(module, op)))
-                    setattr(module, op, wrapped[op])
+        if not _active:
+            _patch()
+        _active.append(self)
         return self
 
     def __exit__(self, *exc):
-        while self._saved:  # restored however the block ends
-            module, op, real = self._saved.pop()
-            setattr(module, op, real)
+        _active.remove(self)
+        if not _active:  # restored however the block ends
+            _restore()
         return False
-
-    def _wrap(self, op: str, real):
-        p2p = op in P2P
-        kind = "send" if op in ("send", "isend") else "recv"
-
-        def watched(*args, **kwargs):
-            if self._depth == 0:
-                self.calls.append(op)
-                if p2p:
-                    self._note(kind, args, kwargs)
-            self._depth += 1
-            try:
-                return real(*args, **kwargs)
-            finally:
-                self._depth -= 1
-
-        watched.__name__ = watched.__qualname__ = op
-        watched.__doc__ = real.__doc__
-        return watched
 
     def _note(self, kind: str, args, kwargs) -> None:
         """Record one point-to-point call: (tensor, peer, group, tag) as torch takes them,
@@ -128,3 +105,52 @@ class DistWatch:
         self.messages.append((kind, peer, size))
         if self._on_message is not None:
             self._on_message(kind, peer, tensor)
+
+
+# --- the patching: once per process, while at least one watch is active ----------------------
+
+_active: list[DistWatch] = []
+_real: dict[str, object] = {}      # op -> torch's own function
+_wrappers: dict[str, object] = {}  # op -> its watched stand-in (made once, kept)
+_depth = [0]  # > 0 inside a watched call: torch calling itself is not the learner
+
+
+def _wrap(op: str, real):
+    p2p = op in P2P
+    kind = "send" if op in ("send", "isend") else "recv"
+
+    def watched(*args, **kwargs):
+        if _active and _depth[0] == 0:
+            watch = _active[-1]
+            watch.calls.append(op)
+            if p2p:
+                watch._note(kind, args, kwargs)
+        _depth[0] += 1
+        try:
+            return real(*args, **kwargs)
+        finally:
+            _depth[0] -= 1
+
+    watched.__name__ = watched.__qualname__ = op
+    watched.__doc__ = real.__doc__
+    watched.__wrapped__ = real
+    return watched
+
+
+def _patch() -> None:
+    for op in P2P + COLLECTIVES:
+        real = getattr(dist, op, None)
+        if real is None:
+            continue
+        real = _real.setdefault(op, getattr(real, "__wrapped__", real))
+        wrapper = _wrappers.setdefault(op, _wrap(op, real))
+        setattr(dist, op, wrapper)
+        if op in _BOTH:
+            setattr(c10d, op, wrapper)
+
+
+def _restore() -> None:
+    for op, real in _real.items():
+        setattr(dist, op, real)
+        if op in _BOTH:
+            setattr(c10d, op, real)
