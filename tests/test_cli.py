@@ -177,16 +177,21 @@ def test_drill_right_answers_score_full(monkeypatch, capsys):
     qs = quiz_questions("pp", 4, 5)
     out = _drill(monkeypatch, capsys, [repr(q.answer) for q in qs],
                  ["--topic", "pp", "--n", "4", "--seed", "5"])
-    assert out.count("right: ") == 4 and out.rstrip().endswith("score 4/4"), out
+    assert out.count("right: ") == 4, out
+    assert out.rstrip().endswith("score: 4 right of 4 on the first try"), out
     assert all(q.section in out.replace("\n    ", " ") for q in qs)
 
 
 def test_drill_wrong_answers_score_zero_and_show_the_answer(monkeypatch, capsys):
     from parlab.drills.quiz import quiz_questions
     qs = quiz_questions(("cp", "3d"), 3, 0)
-    out = _drill(monkeypatch, capsys, [repr(q.answer * 1.5) for q in qs],
-                 ["--topic", "cp,3d", "--n", "3"])
-    assert out.count("wrong: ") == 3 and out.rstrip().endswith("score 0/3"), out
+    # a wrong answer, then the second try (wrong again, or empty: show the answer)
+    answers = [repr(qs[0].answer * 1.5), repr(qs[0].answer * 1.5),
+               repr(qs[1].answer * 1.5), "", repr(qs[2].answer * 1.5), ""]
+    out = _drill(monkeypatch, capsys, answers, ["--topic", "cp,3d", "--n", "3"])
+    assert out.count("not yet: ") == 3 and "too high" in out, out
+    assert out.count("wrong: ") == 3, out
+    assert out.rstrip().endswith("score: 0 right of 3 on the first try"), out
     assert all(f"the answer is {q.answer_text}." in out for q in qs)
 
 
@@ -195,7 +200,8 @@ def test_drill_ends_cleanly_at_end_of_input(monkeypatch, capsys):
     q = quiz_questions(None, 1, 2)[0]
     out = _drill(monkeypatch, capsys, [repr(q.answer), ""], ["--n", "5", "--seed", "2"])
     assert "skipped. The answer is" in out and "end of input" in out
-    assert out.rstrip().endswith("score 1/2 (stopped after 2 of 5)"), out
+    assert out.rstrip().endswith("score: 1 right of 1 on the first try, 1 skipped "
+                                 "(stopped after 2 of 5)"), out
 
 
 def test_drill_through_a_real_pipe():
@@ -207,7 +213,8 @@ def test_drill_through_a_real_pipe():
                           "--n", "2", "--seed", "7"], input=f"{q.answer!r}\nnonsense\n",
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
-    assert "could not read 'nonsense'" in run.stdout and "score 1/2" in run.stdout
+    assert "could not read 'nonsense'" in run.stdout, run.stdout
+    assert "score: 1 right of 1 on the first try (stopped after 1 of 2)" in run.stdout
 
 
 @pytest.mark.parametrize("argv, match", [

@@ -60,7 +60,7 @@ def generate(template: str | None = None, topic=None, seed: int = 0) -> Question
     tol = "Exact answer expected." if ask.rel_tol == 0 else \
         f"Accepted within {ask.rel_tol:.0%} of the answer."
     unit = {"": "", "x": " Answer as a ratio (a number, e.g. 2.5).",
-            "%": " Answer in % (e.g. 12.5)."}.get(ask.unit, f" Answer in {ask.unit}.")
+            "%": " Answer in % (12.5 or 12.5%)."}.get(ask.unit, f" Answer in {ask.unit}.")
     explanation = f"{ask.working}\n{tol} Measured or computed in {t.citation}."
     return Question(template, t.topic, seed, ask.prompt + unit, float(ask.answer), ask.unit,
                     ask.rel_tol, explanation, t.citation)

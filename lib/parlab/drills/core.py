@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..exercises.answers import as_number
+from ..exercises.answers import check_number, parse_value, verdict
 
 TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp", "3d")
 
@@ -58,15 +58,36 @@ class Question:
 
     def check(self, value) -> bool:
         """True when ``value`` (a number, or text such as "1.5e9", "3,072", "1.5 GB",
-        "12.5%") is within ``rel_tol`` of the answer (exact counts: equal)."""
-        if isinstance(value, str):
-            value = parse_answer(value, self.unit)
-        # the checkers' reading of a number: NaN, inf, 10**400, True, lists are never right
-        v, why = as_number(value)
-        if why:
-            return False
-        tol = max(self.rel_tol * abs(self.answer), 1e-9 * max(1.0, abs(self.answer)))
-        return abs(v - self.answer) <= tol
+        "12.5%") is within ``rel_tol`` of the answer (exact counts: equal): ``verdict``'s
+        ``ok``."""
+        return self.verdict(value)["ok"]
+
+    def verdict(self, value) -> dict:
+        """``{"ok", "message", "detail", ...}`` on ``value``, from the same
+        ``answers.check_number`` as the notebooks' answer boxes: the factor hint when wrong
+        ("off by a factor 2: too high"), and for a percentage (unit "%") the one rule for
+        shares: "12.5", "12.5%" and "12.5 %" are right for 12.5 %, a bare "0.125" gets
+        "did you mean 12.5%?" (``did_you_mean``). Text in another unit of the same family
+        is converted first ("1500 MB" for GB); text that cannot be read has ``unreadable``
+        (NaN, lists and True too), empty text ``missing``."""
+        if isinstance(value, str) and self.unit != "%" and value.strip():
+            converted = parse_answer(value, self.unit)
+            if converted is None:  # "3/11", as the answer boxes read it
+                plain = parse_value(value)
+                converted = plain if isinstance(plain, (int, float)) else None
+            if converted is None:
+                why = (f"could not read {value.strip()!r} as a number in "
+                       f"{self.unit or 'plain numbers'}")
+                return verdict(False, why, unreadable=True)
+            value = converted
+        # a percentage goes in as typed: check_number reads "12.5%" and "0.125" itself
+        v = check_number(value, self.answer, rel_tol=self.rel_tol, unit=self.unit,
+                         name="your answer")
+        if v.get("unreadable") and isinstance(value, str):  # say it as for the other units
+            return verdict(False, f"could not read {value.strip()!r} as a number in %",
+                           unreadable=True)
+        v.setdefault("detail", v["message"])  # "not answered yet" has none
+        return v
 
     @property
     def answer_text(self) -> str:

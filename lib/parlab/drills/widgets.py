@@ -1,6 +1,7 @@
 """The drill widget: one interview question at a time, asked first; Check, Show answer,
 Next question, and a running score. A thin shell over ``generate`` and
-``Question.check`` (the tests drive it through its buttons)."""
+``session.Attempt`` / ``Tally``, the quiz's own rules for tries and the score (first
+tries count); the tests call those and drive the widget through its buttons."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import html
 
 import ipywidgets as W
 
-from ..exercises.widgets import parse_value
 from ..viz.style import INK, VERDICT_COLORS
 from .bank import _topics, generate
+from .session import Attempt, Tally
 
 __all__ = ["drill_widget"]
 
@@ -21,6 +22,19 @@ def _para(text: str) -> str:
     return "<br>".join(html.escape(line) for line in text.splitlines())
 
 
+def _feedback(attempt: Attempt, v: dict) -> tuple[str, str]:
+    """The verdict colour ("right", "wrong") and sentence for an answer, as the quiz says
+    it: right (and on which try), how far off, or why it was not counted as a try."""
+    q = attempt.q
+    if v["ok"]:
+        again = f" on try {attempt.tries}" if attempt.tries > 1 else ""
+        return "right", f"Right{again} ({q.tolerance_text})."
+    detail = v["detail"].rstrip(".")
+    if not v["counted"] and (v.get("unreadable") or v.get("did_you_mean")):
+        return "wrong", f"{detail} (not counted as a try)."
+    return "wrong", f"Not quite: {detail}. Try again, or Show answer."
+
+
 def drill_widget(topic=None, seed: int = 0):
     """A quiz on ``topic``: None (every topic), a name, or a tuple of names (then a
     dropdown picks one of them or all). Questions follow ``generate(topic=..., seed=...)``
@@ -28,8 +42,7 @@ def drill_widget(topic=None, seed: int = 0):
     topics = _topics(topic)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed={seed!r} must be an integer")
-    state = {"seed": seed, "q": None, "checked": False, "revealed": False,
-             "right": 0, "answered": 0}
+    state = {"seed": seed, "attempt": None, "tally": Tally(), "last": None}
 
     pick = W.Dropdown(options=[_ALL] + list(topics), value=_ALL, description="topic",
                       layout=W.Layout(width="260px"))
@@ -45,12 +58,11 @@ def drill_widget(topic=None, seed: int = 0):
         return topics if pick.value == _ALL else pick.value
 
     def show_score():
-        score.value = (f"<small>score: {state['right']} right of {state['answered']} "
-                       f"answered (first try counts)</small>")
+        score.value = f"<small>score: {html.escape(state['tally'].text())}</small>"
 
     def ask(_=None):
         q = generate(topic=chosen(), seed=state["seed"])
-        state.update(q=q, checked=False, revealed=False)
+        state.update(attempt=Attempt(q, state["tally"]), last=None)
         prompt.value = (f"<b>Question</b> <small>[{html.escape(q.topic)} · "
                         f"{html.escape(q.template)} · seed {state['seed']}]</small><br>"
                         f"{_para(q.prompt)}")
@@ -60,27 +72,24 @@ def drill_widget(topic=None, seed: int = 0):
         show_score()
 
     def on_check(_=None):
-        q = state["q"]
-        value = parse_value(box.value)
-        if value is None:
+        if not box.value.strip():
             feedback.value = "<i>type a number first</i>"
             return
-        ok = q.check(value)
-        if not state["checked"] and not state["revealed"]:
-            state["checked"] = True
-            state["answered"] += 1
-            state["right"] += ok
-        colour, word = (VERDICT_COLORS["right"], "Right") if ok else (VERDICT_COLORS["wrong"], "Not quite")
-        tail = f" ({q.tolerance_text})." if ok else ": try again, or Show answer."
-        feedback.value = f"<span style='color:{colour}'>{word}{html.escape(tail)}</span>"
+        if box.value.strip() == state["last"]:  # Enter fired it, then Check: one try, not two
+            return
+        state["last"] = box.value.strip()
+        v = state["attempt"].answer(box.value)
+        colour, text = _feedback(state["attempt"], v)
+        feedback.value = f"<span style='color:{VERDICT_COLORS[colour]}'>{html.escape(text)}</span>"
         show_score()
 
     def on_reveal(_=None):
-        q = state["q"]
-        state["revealed"] = True
+        q = state["attempt"].q
+        state["attempt"].reveal()
         answer.value = (f"<div style='border-left:3px solid {INK['light']};padding-left:8px'>"
                         f"<b>Answer: {html.escape(q.answer_text)}</b><br>"
                         f"{_para(q.explanation)}</div>")
+        show_score()
 
     def on_next(_=None):
         state["seed"] += 1

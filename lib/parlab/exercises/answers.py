@@ -10,6 +10,26 @@ number (NaN, infinite, too large for a float, a list, True); ``read_number`` /
 ``read_numbers`` turn that into a verdict. Every numeric checker (and the drills'
 ``Question.check``) goes through them, so none of them can raise on an odd answer.
 
+``check_number`` compares with the answer; it is the one function behind every numeric
+verdict, the notebooks' answer boxes and the drills alike, so a share reads the same
+way everywhere. The rule for shares and percentages:
+
+- A question declares its form: ``share=True`` for a share of a whole (a bubble, a
+  dropped share, MFU; at most 1) answered as a fraction (0.25), ``unit="%"`` for a
+  percentage (25; the drills' shares, and ratios such as bubble / ideal time, which can
+  pass 100 %).
+- A number typed with a percent sign ("25%", "25 %") means 25/100: right for either form.
+- A bare number is read in the question's form, except where that is impossible: a
+  share is at most 1, so a bare 25 for a share cannot be a fraction and reads as 25 %.
+- A bare number that is wrong as read but right in the other form (0.0303 for 3.03 %,
+  or 1 for the share 0.01) is not accepted, since both readings are plausible numbers:
+  the verdict asks "did you mean 3.03%?" / "did you mean 0.01 (1%)?" and carries
+  ``did_you_mean=True`` (the drills do not count it as a try).
+- Without either flag, "160%" still reads as 1.6 (a percent sign is a factor 1/100).
+
+A wrong answer's verdict says how far off it is and which way: "off by a factor 2:
+too high".
+
 Pure Python: no torch (numpy and torch values are read through ``.shape`` / ``.item``).
 """
 
@@ -20,11 +40,14 @@ import math
 import numbers
 
 __all__ = ["verdict", "missing", "blank", "shown", "parse_value", "as_number", "as_numbers",
-           "read_number", "read_numbers", "check_number"]
+           "read_number", "read_numbers", "check_number", "off_by"]
 
 
 def verdict(ok: bool, message: str, **extra) -> dict:
-    return dict(ok=bool(ok), message=("Correct. " if ok else "Not yet. ") + message, **extra)
+    """``{"ok", "message": "Correct. ..." / "Not yet. ...", "detail": the message alone}``
+    (``detail``: for front-ends that say right or wrong in their own words)."""
+    return dict(ok=bool(ok), message=("Correct. " if ok else "Not yet. ") + message,
+                detail=message, **extra)
 
 
 def missing(what: str) -> dict:
@@ -121,8 +144,8 @@ def read_number(answer, name: str = "answer", *, unit: str = "", whole: bool = F
         return None, missing(ask or f"set {name} = a {'whole ' if whole else ''}number"
                              + (f" ({unit})" if unit else ""))
     got, why = as_number(answer, whole=whole)
-    if why:
-        return None, verdict(False, f"{name} {why}")
+    if why:  # unreadable: the drills do not count it as a try
+        return None, verdict(False, f"{name} {why}", unreadable=True)
     return got, None
 
 
@@ -162,17 +185,84 @@ def read_numbers(answer, name: str = "answer", *, count: int | None = None, whol
     return got, None
 
 
+def _close(got: float, want: float, rel_tol: float) -> bool:
+    """Within ``rel_tol`` of the answer, relative to the answer ("within 2% of the
+    answer"); a hair of float rounding (1e-9 relative) even for exact counts."""
+    return abs(got - want) <= max(rel_tol * abs(want), 1e-9 * max(1.0, abs(want)))
+
+
+def off_by(got: float, want: float) -> str:
+    """How a wrong number misses, as a phrase after it: "is off by a factor 2: too high"."""
+    if want == 0:
+        return "should be 0"
+    r = got / want
+    if r < 0:
+        return "has the wrong sign"
+    if r == 0:
+        return "is 0"
+    return f"is off by a factor {r:.3g}: too {'high' if r > 1 else 'low'}"
+
+
+def _percent_sign(answer):
+    """The number part of text typed with a percent sign ("25%", "25 %" -> "25"), else None."""
+    if isinstance(answer, str) and answer.strip().endswith("%"):
+        return answer.strip()[:-1]
+    return None
+
+
+def _share_text(x: float, percent: bool) -> str:
+    """A share as the question asks for it: "3.03%", or "0.25 (25%)" for a fraction."""
+    return f"{x * 100:.4g}%" if percent else f"{x:.4g} ({x * 100:.4g}%)"
+
+
 def check_number(answer, want: float, *, rel_tol: float = 0.01, unit: str = "",
-                 hint: str = "", explanation: str = "", name: str = "answer") -> dict:
-    """A numeric answer within ``rel_tol`` of ``want`` (relative; absolute 1e-9 near 0).
-    The tolerance is stated in the message. Any answer gets a verdict (``read_number``)."""
-    got, bad = read_number(answer, name, unit=unit)
+                 hint: str = "", explanation: str = "", name: str = "answer",
+                 share: bool = False) -> dict:
+    """A numeric answer within ``rel_tol`` of ``want`` (relative to ``want``). The
+    tolerance is stated in the message. Any answer gets a verdict (``read_number``).
+
+    ``share=True``: ``want`` is a share of a whole as a fraction; ``unit="%"``: ``want``
+    is a percentage. Both read answers by the rule in this module's docstring ("25%",
+    "0.25" and "25" for the share 0.25; "did you mean ...?" when ambiguous). The verdict
+    has ``want``, ``detail`` (the message without "Correct." / "Not yet.") and, for a
+    number right only in the other form, ``did_you_mean=True``."""
+    pct_text = _percent_sign(answer)
+    got, bad = read_number(answer if pct_text is None else pct_text, name, unit=unit)
     if bad:
         return bad
     tol = f"within {rel_tol:.0%}" if rel_tol else "exactly"
-    u = f" {unit}" if unit else ""
-    if math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-9):
-        return verdict(True, f"{want:,.6g}{u} ({tol}). {explanation}".strip(), want=want)
-    off = got / want if want else float("inf")
-    return verdict(False, f"{got:,.6g}{u} is off by a factor {off:.3g} (wanted {tol} of the "
-                   f"answer). {hint}".strip(), want=want)
+    wanted = f"wanted {tol} of the answer" if rel_tol else "wanted the exact answer"
+
+    def done(ok, detail, **extra):
+        return verdict(ok, detail, want=want, **extra)
+
+    percent = unit == "%"
+    if not (share or percent):
+        u = f" {unit}" if unit else ""
+        typed = f"{got:,.6g}{u}"
+        if pct_text is not None:  # "160%" of a plain number is 1.6
+            got /= 100
+            typed = f"{pct_text.strip()}% = {got:,.6g}{u}"
+        if _close(got, want, rel_tol):
+            return done(True, f"{want:,.6g}{u} ({tol}). {explanation}".strip())
+        return done(False, f"{typed} {off_by(got, want)} ({wanted}). {hint}".strip())
+
+    # a share or percentage: work in fractions (0.25), compare in the question's own form
+    scale = 100 if percent else 1
+    alt = None  # the other reading of a bare number, where both are plausible
+    if pct_text is not None:
+        frac, typed = got / 100, f"{got:.6g}%"
+    elif percent:
+        frac, alt, typed = got / 100, got, f"{got:.6g} (read as {got:.4g}%)"
+    elif abs(got) > 1:  # a share is at most 1: a bare 25 can only mean 25%
+        frac, typed = got / 100, f"{got:.6g} (read as {got:.4g}%)"
+    else:
+        frac, alt, typed = got, got / 100, f"{got:.6g} (read as a fraction, {got * 100:.4g}%)"
+    if _close(frac * scale, want, rel_tol):
+        return done(True, f"{_share_text(want / scale, percent)} ({tol}). {explanation}".strip())
+    if alt is not None and _close(alt * scale, want, rel_tol):
+        form, forms = (("in %", f"{alt * 100:.4g} or {alt * 100:.4g}%") if percent
+                       else ("a fraction", f"{alt:.4g} or {alt * 100:.4g}%"))
+        return done(False, f"{typed}: did you mean {_share_text(alt, percent)}? The answer "
+                    f"here is {form}: type {forms}.", did_you_mean=True)
+    return done(False, f"{typed} {off_by(frac * scale, want)} ({wanted}). {hint}".strip())

@@ -1,0 +1,74 @@
+"""The tries on each drill question and the score: one set of rules for the terminal
+quiz (``quiz.run_quiz``) and the widget (``widgets.drill_widget``), which only show
+what ``Attempt`` and ``Tally`` decide.
+
+The score counts first tries, and says so: "2 right of 3 on the first try". A question
+is answered once it has a counted try; a right answer after a wrong one is reported on
+its own ("1 more right on a later try"), so it is seen but does not pass for knowing the
+answer. Not counted as a try: an empty answer, one that cannot be read as a number
+(a typo), and a number right only in the other form of a percentage (0.0303 for 3.03 %,
+which gets "did you mean 3.03%?"): the arithmetic was right, only the form was not.
+Once the answer is shown, further tries get a verdict but no score; a question shown
+before any try is skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .core import Question
+
+__all__ = ["Attempt", "Tally"]
+
+
+@dataclass
+class Tally:
+    answered: int = 0  # questions with at least one counted try
+    first: int = 0     # right on the first counted try
+    later: int = 0     # right on a later try, before the answer was shown
+    skipped: int = 0   # answer shown (or skipped) before any counted try
+
+    def text(self) -> str:
+        """ "2 right of 3 on the first try, 1 more right on a later try, 1 skipped"."""
+        parts = [f"{self.first} right of {self.answered} on the first try"]
+        if self.later:
+            parts.append(f"{self.later} more right on a later try")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        return ", ".join(parts)
+
+
+class Attempt:
+    """One question's tries, counted into ``tally`` as they come."""
+
+    def __init__(self, question: Question, tally: Tally):
+        self.q, self.tally = question, tally
+        self.tries = 0         # counted tries
+        self.solved = False    # a right answer came before the answer was shown
+        self.revealed = False
+
+    def answer(self, value) -> dict:
+        """The question's verdict on ``value`` (``Question.verdict``), counted by the rules
+        above; ``counted`` says whether it was a try and ``tries`` how many so far."""
+        v = dict(self.q.verdict(value))
+        counts = not (v.get("missing") or v.get("unreadable") or v.get("did_you_mean"))
+        if counts and not self.revealed and not self.solved:
+            self.tries += 1
+            if self.tries == 1:
+                self.tally.answered += 1
+            if v["ok"]:
+                self.solved = True
+                if self.tries == 1:
+                    self.tally.first += 1
+                else:
+                    self.tally.later += 1
+        else:
+            counts = False
+        v.update(counted=counts, tries=self.tries)
+        return v
+
+    def reveal(self) -> None:
+        """The answer is shown: a skip when nothing was tried, and no score after it."""
+        if not self.revealed and self.tries == 0 and not self.solved:
+            self.tally.skipped += 1
+        self.revealed = True
