@@ -147,7 +147,8 @@ def reset(saved: dict) -> list[str]:
       ``forward``, ``step``, ``__add__``...) that a job replaced, added or deleted;
     - global module hooks (``register_module_forward_hook`` and the like).
     Each check is a comparison with the snapshot, so a job that changed nothing costs
-    only the comparisons (about 0.1 ms for all of them).
+    only the comparisons: 0.08 ms with warm caches, 0.7 ms in a rank just after a job
+    (they touch some 3,500 objects).
     """
     import torch
     import torch.nn.modules.module as module_hooks
@@ -206,6 +207,8 @@ def _put_back(owner, name: str, value, saved: dict, owner_name: str) -> list[str
 
 
 def _torch_wrapper_of(new, old) -> bool:
+    """Whether ``new`` is a wrapper, written in torch's files, of the function ``old`` is
+    (or wraps)."""
     code = getattr(new, "__code__", None)
     if code is None or not code.co_filename.startswith(_TORCH_DIR):
         return False
