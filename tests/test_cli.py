@@ -59,14 +59,22 @@ def test_pipeline_command(capsys):
     (True, {("forward", "all_gather"): 2, ("forward", "reduce_scatter"): 2,
             ("backward", "all_gather"): 4, ("backward", "reduce_scatter"): 2}),
 ])
+@pytest.mark.timeout(120)
 def test_tp_command_counts_one_layers_collectives_beside_the_formula(sp, expect, capsys):
+    """Each row: traced count and bytes | the formula's count, bytes and the operators it
+    counts (cost.tp_comm_per_layer's sites), none of them empty."""
     main(["tp", "--ranks", "2", "--steps", "2"] + (["--sequence-parallel"] if sp else []))
     out = capsys.readouterr().out
-    rows = re.findall(r"^  (forward|backward) +(\w+) +(\d+) x .*\| (\d+) x$", out, re.M)
-    assert {(d, op): int(n) for d, op, n, _ in rows} == expect, out
-    assert all(n == formula for _, _, n, formula in rows), out
-    total = re.search(r"^  total +(\d+) x +(.+?) \| (\d+) x +(.+)$", out, re.M)
+    rows = re.findall(r"^  (forward|backward) +(\w+) +(\d+) x +(\S+ \S+) \| "
+                      r"(\d+) x +(\S+ \S+)  (\S.*)$", out, re.M)
+    assert {(d, op): int(n) for d, op, n, *_ in rows} == expect, out
+    for _, _, n, sent, k, formula_sent, sites in rows:
+        assert (n, sent) == (k, formula_sent), out  # count and bytes
+        assert re.search(r"\b(f|g|g-bar)\b", sites) and "attn." in sites, out
+    total = re.search(r"^  total +(\d+) x +(\S+ \S+) \| (\d+) x +(\S+ \S+)  "
+                      r"(\d+) \(t-1\)/t M, M = ", out, re.M)
     assert total and total[1] == total[3] and total[2] == total[4], out  # count and bytes
+    assert total[5] == ("10" if sp else "8"), out
 
 
 @pytest.mark.parametrize("argv", [

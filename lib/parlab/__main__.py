@@ -49,11 +49,13 @@ def _bytes(n: float) -> str:
 
 
 def cmd_info(args, out):
+    """this machine: CPU cores, memory, torch, GPUs, and the backend that --ranks would use"""
     from . import hardware
     out(hardware.describe(_world(args)))
 
 
 def cmd_collectives(args, out):
+    """each collective (all-reduce, all-gather, reduce-scatter...): every rank before / after"""
     from .collectives.experiments import collectives_table
     rows = collectives_table(_world(args))
     for op in dict.fromkeys(r["op"] for r in rows):
@@ -63,6 +65,7 @@ def cmd_collectives(args, out):
 
 
 def cmd_ring(args, out):
+    """the ring all-reduce step by step: which chunk each rank sends, what each one holds"""
     from .collectives.experiments import ring_frames
     n = _world(args)
     for f in ring_frames(n):
@@ -75,6 +78,7 @@ def cmd_ring(args, out):
 
 
 def cmd_bytes(args, out):
+    """bytes sent per rank in an all-reduce, traced: ring vs naive vs the 2(N-1)/N S formula"""
     from .collectives.experiments import bytes_table
     sizes = [_world(args)] if "WORLD_SIZE" in os.environ else args.sizes
     rows = bytes_table(sizes, args.numel)
@@ -86,6 +90,7 @@ def cmd_bytes(args, out):
 
 
 def cmd_alpha_beta(args, out):
+    """this machine's latency and bandwidth (alpha-beta fit), then all-reduce vs the model"""
     from .collectives.experiments import all_reduce_vs_model, measure_alpha_beta, measure_gamma
     n = _world(args)
     pair = max(2, n) if "WORLD_SIZE" in os.environ else 2
@@ -102,6 +107,7 @@ def cmd_alpha_beta(args, out):
 
 
 def cmd_train(args, out):
+    """the single-device reference model every parallel run is checked against: its losses"""
     import time
     from .data import MarkovData
     from .model import GPTConfig, reference_train
@@ -195,16 +201,22 @@ def cmd_tp(args, out):
                                   args.sequence_parallel, bytes_per_value=4)
     out(f"tensor parallelism on {t} ranks, sequence parallelism "
         f"{'on' if args.sequence_parallel else 'off'}; one transformer layer (blocks.0) per "
-        "step on rank 0, traced (bytes: what a ring moves)"
-        + (" | formula, cost.tp_comm_per_layer:" if want else ":"))
+        "step on rank 0, traced (bytes: what a ring moves) | formula, cost.tp_comm_per_layer:")
+    sites = cost.tensor_parallel.tp_comm_sites(t, args.sequence_parallel)
     order = {"forward": 0, "backward": 1}
     for (direction, op), (n, sent) in sorted(rows.items(), key=lambda r: (order.get(r[0][0], 2),
                                                                           r[0])):
-        formula = f" | {want[direction].get(op, 0)} x" if want and direction in order else ""
-        out(f"  {direction:<8} {op:<15} {n / steps:>4g} x  {_bytes(sent / steps):>10}{formula}")
+        # the formula's count, its bytes (each a ring collective of one activation,
+        # cost.collective_bytes) and the operators that issue it (cost's tp_comm_sites);
+        # "none" where the formula has no such row
+        k = want[direction].get(op, 0) if direction in order else 0
+        formula = (f"{k} x  {_bytes(k * cost.collective_bytes(op, want['message_bytes'], t)):>10}"
+                   f"  {sites[direction][op]}" if k else "none")
+        out(f"  {direction:<8} {op:<15} {n / steps:>4g} x  {_bytes(sent / steps):>10} | {formula}")
     n, sent = sum(r[0] for r in rows.values()) / steps, sum(r[1] for r in rows.values()) / steps
-    out(f"  {'total':<24} {n:>4g} x  {_bytes(sent):>10}"
-        + (f" | {want['collectives']} x  {_bytes(want['bytes'])}" if want else ""))
+    out(f"  {'total':<24} {n:>4g} x  {_bytes(sent):>10} | {want['collectives']} x  "
+        f"{_bytes(want['bytes']):>10}  {10 if args.sequence_parallel else 8} (t-1)/t M, "
+        f"M = {_bytes(want['message_bytes'])} (one activation)")
 
 
 def cmd_cp(args, out):
@@ -312,8 +324,22 @@ def cmd_drill(args, out):
     run_quiz(parse_topics(args.topic), args.n, args.seed, out=out)
 
 
+class _Help(argparse.HelpFormatter):
+    """Each flag's help ends with its default, unless its help says it already (a default
+    worked out later, None: "default: M") or the flag is a switch (--sequence-parallel,
+    gpu-report's --no-compile: its default is the value of the switch left off)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text or not action.option_strings or action.nargs == 0
+                or action.default is None or action.default is argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0],
+                                 epilog="python -m parlab <command> --help: the command's flags")
     sub = ap.add_subparsers(dest="command", required=True)
     for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
                      ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
@@ -321,15 +347,22 @@ def main(argv=None) -> None:
                      ("tp", cmd_tp), ("cp", cmd_cp), ("3d", cmd_3d), ("ep", cmd_ep),
                      ("gpu-report", cmd_gpu_report),
                      ("plan", cmd_plan), ("drill", cmd_drill)]:
-        p = sub.add_parser(name, help=(fn.__doc__ or "").strip() or None)
+        # the one line of cmd_<name>'s docstring: the command's line in --help and the
+        # description atop its own --help (tests/test_cli_help.py holds every command to
+        # one; a stand-in without one, as tests put there, gets none)
+        about = (fn.__doc__ or "").strip()
+        p = sub.add_parser(name, help=about or None, formatter_class=_Help,
+                           description=about[:1].upper() + about[1:] + "." if about else None)
         p.set_defaults(fn=fn)
         if name == "plan":  # a prediction: no ranks start
             p.add_argument("--model", default="70B", help="a planner.MODELS name, e.g. 70B, 175B")
-            p.add_argument("--gpus", type=int, default=512)
+            p.add_argument("--gpus", type=int, default=512, help="GPUs in the cluster")
             p.add_argument("--gpu", default="H100-80GB", help="a hardware preset or alias")
-            p.add_argument("--global-batch", type=int, default=None, help="sequences per step")
-            p.add_argument("--seq-len", type=int, default=None)
-            p.add_argument("--top", type=int, default=10)
+            p.add_argument("--global-batch", type=int, default=None,
+                           help="sequences per step (default: about 4M tokens)")
+            p.add_argument("--seq-len", type=int, default=None,
+                           help="tokens per sequence (default: the model's)")
+            p.add_argument("--top", type=int, default=10, help="layouts to list")
             continue
         if name == "drill":  # a quiz: no ranks start
             p.add_argument("--topic", default=None, help="topics, comma-separated (default: all)")
@@ -343,20 +376,26 @@ def main(argv=None) -> None:
         p.add_argument("--ranks", type=int, default=8 if name == "3d" else 4,  # 3d: 2x2x2
                        help="local ranks (ignored under torchrun)")
         if name == "bytes":
-            p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
+            p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8],
+                           help="numbers of ranks to compare, one all-reduce each (under "
+                           "torchrun: WORLD_SIZE alone)")
             p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
         if name in ("train", "dp", "zero", "pipeline", "tp", "cp", "ep"):
             steps = 50 if name == "train" else 3 if name in ("pipeline", "tp", "cp", "ep") else 5
-            p.add_argument("--steps", type=int, default=steps)
+            p.add_argument("--steps", type=int, default=steps, help="optimizer steps")
             p.add_argument("--batch-size", type=int, default=None if name == "pipeline" else 8,
-                           help="global batch" + (" (default: M)" if name == "pipeline" else ""))
-            p.add_argument("--lr", type=float, default=3e-3)
+                           help="global batch, sequences per step"
+                           + (" (default: M, one sequence per micro-batch)"
+                              if name == "pipeline" else ""))
+            p.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
         if name == "dp":
             p.add_argument("--variant", default="bucketed", help="naive, bucketed or ddp")
-            p.add_argument("--bucket-kib", type=int, default=64)
+            p.add_argument("--bucket-kib", type=int, default=64,
+                           help="gradient bucket size in KiB, one all-reduce each (bucketed)")
             p.add_argument("--micro-batches", type=int, default=1,
                            help="per rank, per step (gradient accumulation)")
-            p.add_argument("--compression", default=None, help="fp16, topk or sign (naive only)")
+            p.add_argument("--compression", default=None,
+                           help="fp16, topk or sign (naive only; default: none)")
         if name == "pipeline":
             p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved or zb-h1")
             p.add_argument("--micro-batches", type=int, default=8, help="per step (the papers' M)")
@@ -366,23 +405,28 @@ def main(argv=None) -> None:
             p.add_argument("--sequence-parallel", action="store_true",
                            help="Korthikanti's sequence parallelism on top")
         if name == "3d":
-            for axis in ("dp", "pp", "tp"):
-                p.add_argument(f"--{axis}", type=int, default=2)
+            for axis, what in (("dp", "data-parallel replicas"), ("pp", "pipeline stages"),
+                              ("tp", "tensor-parallel ranks per stage")):
+                p.add_argument(f"--{axis}", type=int, default=2, help=what)
             p.add_argument("--cp", type=int, default=1, help="context-parallel ranks (ring attention)")
             p.add_argument("--micro-batches", type=int, default=4, help="per replica, per step")
             p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b or interleaved")
             p.add_argument("--zero-stage", type=int, default=0, help="0 (all-reduce), 1, 2 or 3")
-            p.add_argument("--sequence-parallel", action="store_true")
+            p.add_argument("--sequence-parallel", action="store_true",
+                           help="Korthikanti's sequence parallelism inside each TP group")
             p.add_argument("--compute", default="real", help="real or emulated (sleeps)")
-            p.add_argument("--steps", type=int, default=3)
+            p.add_argument("--steps", type=int, default=3, help="optimizer steps")
             p.add_argument("--batch-size", type=int, default=None,
-                           help="global batch (default: dp x micro-batches)")
-            p.add_argument("--lr", type=float, default=3e-3)
+                           help="global batch, sequences per step (default: dp x micro-batches)")
+            p.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
         if name == "ep":
-            p.add_argument("--experts", type=int, default=8)
-            p.add_argument("--top-k", type=int, default=2)
-            p.add_argument("--capacity-factor", type=float, default=None)
-            p.add_argument("--ep", type=int, default=None, help="default: all ranks")
+            p.add_argument("--experts", type=int, default=8, help="experts per MoE layer")
+            p.add_argument("--top-k", type=int, default=2, help="experts each token is sent to")
+            p.add_argument("--capacity-factor", type=float, default=None,
+                           help="an expert takes at most factor x its even share of the "
+                           "batch's assignments, the rest are dropped (default: no cap)")
+            p.add_argument("--ep", type=int, default=None,
+                           help="expert-parallel ranks; the rest replicate (default: all ranks)")
         if name == "cp":
             p.add_argument("--layout", default="zigzag", help="contiguous or zigzag")
             p.add_argument("--attention", default="ring", help="ring or ulysses")

@@ -28,11 +28,17 @@ from .collectives import collective_bytes, collective_time
 from .compute import flops_per_token, transformer_params
 from .network import group_bandwidth
 
-# per layer, per training step (forward + backward), t > 1
-_TP = ({"all_reduce": 2},                      # g after attn.proj and after mlp.fc2
-       {"all_reduce": 2})                      # f before attn.qkv and before mlp.fc1
-_SP = ({"all_gather": 2, "reduce_scatter": 2},  # g before qkv / fc1, g-bar after proj / fc2
-       {"reduce_scatter": 2, "all_gather": 4})  # their conjugates + 2 re-gathers (below)
+# per layer, per training step (forward + backward), t > 1: (forward, backward) counts,
+# and the operators that issue each count (tp_comm_sites)
+_TP = ({"all_reduce": 2}, {"all_reduce": 2})
+_SP = ({"all_gather": 2, "reduce_scatter": 2}, {"reduce_scatter": 2, "all_gather": 4})
+_TP_SITES = ({"all_reduce": "g after attn.proj and mlp.fc2 (Shoeybi §3)"},
+             {"all_reduce": "f before attn.qkv and mlp.fc1 (Shoeybi §3)"})
+_SP_SITES = ({"all_gather": "g before attn.qkv and mlp.fc1 (Korthikanti §4.2.2)",
+              "reduce_scatter": "g-bar after attn.proj and mlp.fc2 (Korthikanti §4.2.2)"},
+             {"reduce_scatter": "g's backward, before attn.qkv and mlp.fc1",
+              "all_gather": "2 g-bar's backward, after attn.proj and mlp.fc2; 2 re-gathers "
+                            "of the saved qkv / fc1 input shard"})
 
 
 def tp_comm_per_layer(micro_batch: int, seq_len: int, d_model: int, tp: int,
@@ -64,7 +70,8 @@ def tp_comm_per_layer(micro_batch: int, seq_len: int, d_model: int, tp: int,
 
     Returns {"collectives": count, "forward": {op: n}, "backward": {op: n},
     "by_op": {op: n}, "message_bytes": M, "bytes": sent per rank, "regather_bytes":
-    the part of "bytes" due to the backward re-gather}.
+    the part of "bytes" due to the backward re-gather}. Which operators issue each
+    count: ``tp_comm_sites``.
     """
     b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
     h, t = check_int("d_model", d_model), check_int("tp", tp)
@@ -78,6 +85,16 @@ def tp_comm_per_layer(micro_batch: int, seq_len: int, d_model: int, tp: int,
     return {"collectives": sum(by_op.values()), "forward": dict(forward),
             "backward": dict(backward), "by_op": by_op, "message_bytes": M,
             "bytes": sent, "regather_bytes": regather}
+
+
+def tp_comm_sites(tp: int, sequence_parallel: bool = False) -> dict:
+    """Where each of ``tp_comm_per_layer``'s counts comes from: {"forward": {op: the
+    operators of one block that issue them}, "backward": {...}}, the same ops as its
+    counts (none at ``tp`` = 1)."""
+    t = check_int("tp", tp)
+    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
+    forward, backward = ({}, {}) if t == 1 else (_SP_SITES if sequence_parallel else _TP_SITES)
+    return {"forward": dict(forward), "backward": dict(backward)}
 
 
 def tp_scaling(n_layers: int, d_model: int, n_heads: int, seq_len: int, micro_batch: int,
