@@ -174,3 +174,15 @@ def test_the_widget_and_the_quiz_score_the_same_way():
     text.value = typed[1][0]
     assert f"score: {quiz.text()}" in _shown(htmls)
     assert quiz.text() == "1 right of 2 on the first try, 1 more right on a later try"
+
+
+def test_the_notebooks_bubble_boxes_take_a_fraction_or_a_percent():
+    """03 and 06's bubble answers are shares: 0.2258, 22.58% and 22.58 all read as the share."""
+    from parlab import cost
+    from parlab.exercises import parallel_3d, pipeline_parallel
+    for check, want in ((pipeline_parallel.check_bubble, cost.bubble_fraction(8, 24)),
+                        (pipeline_parallel.check_interleaved, cost.bubble_fraction(8, 24, 3)),
+                        (parallel_3d.check_bubble, cost.bubble_fraction(4, 8))):
+        for answer in (want, f"{want:.2%}", f"{want * 100:.2f} %", want * 100):
+            assert check(answer)["ok"], (check.__qualname__, answer)
+        assert not check(want * 2)["ok"]

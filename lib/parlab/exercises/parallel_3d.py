@@ -66,7 +66,7 @@ def check_tp_group(answer, rank: int = 6, dp: int = 2, pp: int = 2, tp: int = 2)
 def check_bubble(answer, pp: int = 4, micro_batches: int = 8) -> dict:
     """The bubble's share of the step, (p-1)/(m+p-1): ``cost.bubble_fraction``."""
     want = cost.bubble_fraction(pp, micro_batches)
-    return core.check_number(answer, want, rel_tol=0.01, name="bubble share",
+    return core.check_number(answer, want, rel_tol=0.01, share=True, name="bubble share",
                              hint="idle / total = (p - 1) / (m + p - 1).",
                              explanation=f"(p-1)/(m+p-1) = {pp - 1}/{micro_batches + pp - 1}.")
 

@@ -345,14 +345,14 @@ def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5)),
 
 def check_bubble(answer) -> dict:
     """Idle share of the step, 1F1B, P = 8, M = 24 (a fraction, e.g. 0.25)."""
-    return core.check_number(answer, cost.bubble_fraction(P, M), rel_tol=0.01,
+    return core.check_number(answer, cost.bubble_fraction(P, M), rel_tol=0.01, share=True,
                              hint="(P - 1) / (M + P - 1), as a fraction of the whole step.",
                              explanation="7 idle slots out of 31 per rank.", name="bubble")
 
 
 def check_interleaved(answer) -> dict:
     """The same with v = 3 chunks per rank (interleaved 1F1B)."""
-    return core.check_number(answer, cost.bubble_fraction(P, M, V), rel_tol=0.01,
+    return core.check_number(answer, cost.bubble_fraction(P, M, V), rel_tol=0.01, share=True,
                              hint="each chunk's op is v times shorter: (P - 1) / (vM + P - 1).",
                              explanation="v divides the ideal bubble; messages grow by "
                                          "(vP - 1)/(P - 1).", name="bubble")
