@@ -33,7 +33,7 @@ import argparse
 import os
 import sys
 
-from .cli_flags import check_flags, name_the_flag, world as _world
+from .cli_flags import HelpWithDefaults, add_flags, check_flags, name_the_flag, world as _world
 
 
 def _printer():
@@ -324,19 +324,6 @@ def cmd_drill(args, out):
     run_quiz(parse_topics(args.topic), args.n, args.seed, out=out)
 
 
-class _Help(argparse.HelpFormatter):
-    """Each flag's help ends with its default, unless its help says it already (a default
-    worked out later, None: "default: M") or the flag is a switch (--sequence-parallel,
-    gpu-report's --no-compile: its default is the value of the switch left off)."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if ("default" in text or not action.option_strings or action.nargs == 0
-                or action.default is None or action.default is argparse.SUPPRESS):
-            return text
-        return f"{text} (default: %(default)s)"
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0],
                                  epilog="python -m parlab <command> --help: the command's flags")
@@ -351,87 +338,10 @@ def main(argv=None) -> None:
         # description atop its own --help (tests/test_cli_help.py holds every command to
         # one; a stand-in without one, as tests put there, gets none)
         about = (fn.__doc__ or "").strip()
-        p = sub.add_parser(name, help=about or None, formatter_class=_Help,
+        p = sub.add_parser(name, help=about or None, formatter_class=HelpWithDefaults,
                            description=about[:1].upper() + about[1:] + "." if about else None)
         p.set_defaults(fn=fn)
-        if name == "plan":  # a prediction: no ranks start
-            p.add_argument("--model", default="70B", help="a planner.MODELS name, e.g. 70B, 175B")
-            p.add_argument("--gpus", type=int, default=512, help="GPUs in the cluster")
-            p.add_argument("--gpu", default="H100-80GB", help="a hardware preset or alias")
-            p.add_argument("--global-batch", type=int, default=None,
-                           help="sequences per step (default: about 4M tokens)")
-            p.add_argument("--seq-len", type=int, default=None,
-                           help="tokens per sequence (default: the model's)")
-            p.add_argument("--top", type=int, default=10, help="layouts to list")
-            continue
-        if name == "drill":  # a quiz: no ranks start
-            p.add_argument("--topic", default=None, help="topics, comma-separated (default: all)")
-            p.add_argument("--n", type=int, default=10, help="number of questions")
-            p.add_argument("--seed", type=int, default=0, help="the first question's seed")
-            continue
-        if name == "gpu-report":  # its ranks are the GPUs here
-            from .gpu_report import add_arguments
-            add_arguments(p)
-            continue
-        p.add_argument("--ranks", type=int, default=8 if name == "3d" else 4,  # 3d: 2x2x2
-                       help="local ranks (ignored under torchrun)")
-        if name == "bytes":
-            p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8],
-                           help="numbers of ranks to compare, one all-reduce each (under "
-                           "torchrun: WORLD_SIZE alone)")
-            p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
-        if name in ("train", "dp", "zero", "pipeline", "tp", "cp", "ep"):
-            steps = 50 if name == "train" else 3 if name in ("pipeline", "tp", "cp", "ep") else 5
-            p.add_argument("--steps", type=int, default=steps, help="optimizer steps")
-            p.add_argument("--batch-size", type=int, default=None if name == "pipeline" else 8,
-                           help="global batch, sequences per step"
-                           + (" (default: M, one sequence per micro-batch)"
-                              if name == "pipeline" else ""))
-            p.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
-        if name == "dp":
-            p.add_argument("--variant", default="bucketed", help="naive, bucketed or ddp")
-            p.add_argument("--bucket-kib", type=int, default=64,
-                           help="gradient bucket size in KiB, one all-reduce each (bucketed)")
-            p.add_argument("--micro-batches", type=int, default=1,
-                           help="per rank, per step (gradient accumulation)")
-            p.add_argument("--compression", default=None,
-                           help="fp16, topk or sign (naive only; default: none)")
-        if name == "pipeline":
-            p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved or zb-h1")
-            p.add_argument("--micro-batches", type=int, default=8, help="per step (the papers' M)")
-            p.add_argument("--v", type=int, default=1, help="model chunks per rank (interleaved)")
-            p.add_argument("--compute", default="real", help="real or emulated (sleeps)")
-        if name == "tp":
-            p.add_argument("--sequence-parallel", action="store_true",
-                           help="Korthikanti's sequence parallelism on top")
-        if name == "3d":
-            for axis, what in (("dp", "data-parallel replicas"), ("pp", "pipeline stages"),
-                              ("tp", "tensor-parallel ranks per stage")):
-                p.add_argument(f"--{axis}", type=int, default=2, help=what)
-            p.add_argument("--cp", type=int, default=1, help="context-parallel ranks (ring attention)")
-            p.add_argument("--micro-batches", type=int, default=4, help="per replica, per step")
-            p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b or interleaved")
-            p.add_argument("--zero-stage", type=int, default=0, help="0 (all-reduce), 1, 2 or 3")
-            p.add_argument("--sequence-parallel", action="store_true",
-                           help="Korthikanti's sequence parallelism inside each TP group")
-            p.add_argument("--compute", default="real", help="real or emulated (sleeps)")
-            p.add_argument("--steps", type=int, default=3, help="optimizer steps")
-            p.add_argument("--batch-size", type=int, default=None,
-                           help="global batch, sequences per step (default: dp x micro-batches)")
-            p.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
-        if name == "ep":
-            p.add_argument("--experts", type=int, default=8, help="experts per MoE layer")
-            p.add_argument("--top-k", type=int, default=2, help="experts each token is sent to")
-            p.add_argument("--capacity-factor", type=float, default=None,
-                           help="an expert takes at most factor x its even share of the "
-                           "batch's assignments, the rest are dropped (default: no cap)")
-            p.add_argument("--ep", type=int, default=None,
-                           help="expert-parallel ranks; the rest replicate (default: all ranks)")
-        if name == "cp":
-            p.add_argument("--layout", default="zigzag", help="contiguous or zigzag")
-            p.add_argument("--attention", default="ring", help="ring or ulysses")
-        if name == "zero":
-            p.add_argument("--stage", default="3", help="0, 1, 2, 3, ddp or fsdp2")
+        add_flags(p, name)
     args = ap.parse_args(argv)
     try:
         check_flags(args)  # every flag value, before any rank starts or anything is measured
