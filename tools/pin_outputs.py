@@ -2,7 +2,7 @@
 
     .venv/bin/python tools/pin_outputs.py notebooks/00_collectives.ipynb [...]
 
-Cells marked ``# NBVAL_CHECK_OUTPUT`` keep their printed (stdout) output and their value
+Cells tagged ``nbval-check-output`` (cell metadata, so the learner sees no marker) keep their printed (stdout) output and their value
 (nbval compares both on every run); every other output is dropped, so the committed notebooks stay small and
 free of machine-specific timings. Run it after editing a notebook's pinned cells.
 """
@@ -12,7 +12,11 @@ import sys
 import nbformat
 from nbclient import NotebookClient
 
-MARK = "NBVAL_CHECK_OUTPUT"
+TAG = "nbval-check-output"  # nbval's own tag for "compare this cell's output"
+
+
+def marked(cell) -> bool:
+    return TAG in cell.get("metadata", {}).get("tags", [])
 
 
 def pin(path: str) -> None:
@@ -22,7 +26,7 @@ def pin(path: str) -> None:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        keep = MARK in cell.source
+        keep = marked(cell)
         # stdout only: stderr carries run-dependent notes (e.g. the launcher restarting
         # its ranks after a code change), which nbval would then demand on every run
         # (a marked cell's displayed value, e.g. an HTML table, is kept too)
@@ -43,7 +47,7 @@ def pin(path: str) -> None:
         cell.metadata.pop("execution", None)
     nb.metadata.pop("widgets", None)  # widget state saved by the run: large, not wanted
     nbformat.write(nb, path)
-    print(f"pinned {sum(MARK in c.source for c in nb.cells if c.cell_type == 'code')} cells of {path}")
+    print(f"pinned {sum(marked(c) for c in nb.cells if c.cell_type == 'code')} cells of {path}")
 
 
 if __name__ == "__main__":
