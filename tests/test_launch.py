@@ -1,5 +1,6 @@
 """parlab.launch: results, failures, timeouts, interrupts, and what it leaves behind."""
 
+import contextlib
 import os
 import pickle
 import signal
@@ -321,7 +322,15 @@ def test_ctrl_c_stops_the_job_and_its_ranks(tmp_path):
     proc, pids, tmp = _run_script(tmp_path, "hang")
     time.sleep(1.0)  # the hanging job is running
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:  # the Ctrl-C did not stop it: leave no orphan behind
+        for pid in [proc.pid, *pids]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError("the driver ignored Ctrl-C (is SIGINT ignored where the tests "
+                             "run? a shell's background job ignores it)") from None
     assert "KeyboardInterrupt" in err
     assert wait_dead(pids) == []
     assert os.listdir(tmp) == []  # no temp files
