@@ -191,20 +191,6 @@ def ring_by_group_methods(x, rank, world_size):
     return x
 
 
-@pytest.mark.parametrize("fn", [rs_imports_inside, rs_from_import, rs_batched_p2p])
-def test_reduce_scatter_styles_are_correct(fn):
-    v = ex00.check_reduce_scatter(fn)
-    assert v["ok"], v["message"]
-    assert "each sent 36 bytes" in v["message"]
-
-
-@pytest.mark.parametrize("fn", [ring_imports_inside, ring_from_import, ring_batched_p2p])
-def test_ring_all_reduce_styles_are_correct(fn):
-    v = ex00.check_ring_all_reduce(fn)
-    assert v["ok"], v["message"]
-    assert "each sent 72 bytes" in v["message"]
-
-
 def test_ring_one_all_gather_step_short_names_chunk_rank_and_step():
     v = ex00.check_ring_all_reduce(ring_all_gather_one_step_short)
     assert not v["ok"]
@@ -338,18 +324,6 @@ def tp_mlp_async(x, w1_shard, w2_shard, rank, world_size):
     return MyG.apply(torch.matmul(y, w2_shard))
 
 
-@pytest.mark.parametrize("fn", [tp_fwd_imports_inside, tp_fwd_from_import, tp_fwd_async])
-def test_tp_mlp_forward_styles_are_correct(fn):
-    v = ex02.check_tp_mlp_forward(fn)
-    assert v["ok"], v["message"]
-
-
-@pytest.mark.parametrize("fn", [tp_mlp_imports_inside, tp_mlp_from_import, tp_mlp_async])
-def test_tp_mlp_styles_are_correct(fn):
-    v = ex02.check_tp_mlp(fn)
-    assert v["ok"], v["message"]
-
-
 def test_tp_dividing_after_g_is_named_the_mean_not_a_missing_all_reduce():
     v = ex02.check_tp_mlp_forward(tp_fwd_divides_by_t)
     assert not v["ok"]
@@ -448,12 +422,6 @@ def pp_sends_to_wrong_rank(micro_batches, stage, n_stages, layer):
     return outputs
 
 
-@pytest.mark.parametrize("fn", [pp_imports_inside, pp_from_import, pp_batched_p2p])
-def test_pipeline_forward_styles_are_correct(fn):
-    v = ex03.check_pipeline_forward(fn)
-    assert v["ok"], v["message"]
-
-
 def test_pipeline_receiving_from_the_wrong_rank_is_named_before_anything_crashes():
     v = ex03.check_pipeline_forward(pp_recv_from_wrong_rank)
     assert not v["ok"]
@@ -522,18 +490,6 @@ def partition_helper(n_layers, n_stages):
     return list(map(size, range(n_stages)))
 
 
-@pytest.mark.parametrize("fn", [f1b_loop, f1b_comprehension, f1b_helper])
-def test_1f1b_styles_are_correct(fn):
-    v = ex03.check_1f1b(fn, p=2, m=4)
-    assert v["ok"], v["message"]
-
-
-@pytest.mark.parametrize("fn", [partition_loop, partition_comprehension, partition_helper])
-def test_partition_styles_are_correct(fn):
-    v = ex03.check_partition(fn)
-    assert v["ok"], v["message"]
-
-
 # --- notebook 01: DP's exchange, ZeRO-1's step ------------------------------------------------
 
 def dp_imports_inside(grads, rank, world_size):
@@ -600,18 +556,6 @@ def zero1_all_reduce_then_slice(params, grads, state, rank, world_size, lr):
     parts = [torch.empty(n) for _ in range(world_size)]
     dist.all_gather(parts, params[mine].clone())
     params.copy_(torch.cat(parts))
-
-
-@pytest.mark.parametrize("fn", [dp_imports_inside, dp_from_import, dp_async_flat])
-def test_dp_exchange_styles_are_correct(fn):
-    v = ex01.check_dp_exchange(fn)
-    assert v["ok"], v["message"]
-
-
-@pytest.mark.parametrize("fn", [zero1_imports_inside, zero1_from_import, zero1_all_reduce_then_slice])
-def test_zero1_step_styles_are_correct(fn):
-    v = ex01.check_zero1_step(fn)
-    assert v["ok"], v["message"]
 
 
 # --- notebook 05: the zig-zag shard (no communication), ring attention ------------------------
@@ -723,19 +667,6 @@ def ring_attn_batched_p2p(q, k, v, rank, world_size):
     return acc / l
 
 
-@pytest.mark.parametrize("fn", [zigzag_comprehension, zigzag_loop, zigzag_helper])
-def test_zigzag_shard_styles_are_correct(fn):
-    v = ex05.check_zigzag_shard(fn)
-    assert v["ok"], v["message"]
-
-
-@pytest.mark.parametrize("fn", [ring_attn_imports_inside, ring_attn_from_import,
-                                ring_attn_batched_p2p])
-def test_ring_attention_styles_are_correct(fn):
-    v = ex05.check_ring_attention(fn)
-    assert v["ok"], v["message"]
-
-
 # --- notebook 04: routing, per rank (no communication) and global -----------------------------
 
 def route_loop(logits, top_k, capacity):
@@ -825,19 +756,6 @@ def global_route_async(logits, top_k, capacity, rank, world_size):
     return experts, position < capacity
 
 
-@pytest.mark.parametrize("fn", [route_loop, route_comprehension, route_helper])
-def test_route_styles_are_correct(fn):
-    v = ex04.check_route(fn)
-    assert v["ok"], v["message"]
-
-
-@pytest.mark.parametrize("fn", [global_route_imports_inside, global_route_from_import,
-                                global_route_async])
-def test_global_route_styles_are_correct(fn):
-    v = ex04.check_global_route(fn)
-    assert v["ok"], v["message"]
-
-
 # --- notebook 06: the groups (no communication in the function), the DP gradient sync ---------
 
 def groups_loop(rank, dp, pp, tp):
@@ -892,25 +810,56 @@ def grad_sync_async(grad, groups):
     return grad / torch.distributed.get_world_size(group)
 
 
-@pytest.mark.parametrize("fn", [groups_loop, groups_comprehension, groups_helper])
-def test_groups_styles_are_correct(fn):
-    v = ex06.check_groups(fn)
-    assert v["ok"], v["message"]
+# --- every style of every exercise is judged correct ------------------------------------
+
+# exercise: (its checker, the checker's arguments, text its verdict must hold, its styles)
+STYLES = {
+    "reduce_scatter": (ex00.check_reduce_scatter, {}, "each sent 36 bytes",
+                       [rs_imports_inside, rs_from_import, rs_batched_p2p]),
+    "ring_all_reduce": (ex00.check_ring_all_reduce, {}, "each sent 72 bytes",
+                        [ring_imports_inside, ring_from_import, ring_batched_p2p]),
+    "tp_mlp_forward": (ex02.check_tp_mlp_forward, {}, None,
+                       [tp_fwd_imports_inside, tp_fwd_from_import, tp_fwd_async]),
+    "tp_mlp": (ex02.check_tp_mlp, {}, None,
+               [tp_mlp_imports_inside, tp_mlp_from_import, tp_mlp_async]),
+    "pipeline_forward": (ex03.check_pipeline_forward, {}, None,
+                         [pp_imports_inside, pp_from_import, pp_batched_p2p]),
+    "1f1b": (ex03.check_1f1b, dict(p=2, m=4), None,
+             [f1b_loop, f1b_comprehension, f1b_helper]),
+    "partition": (ex03.check_partition, {}, None,
+                  [partition_loop, partition_comprehension, partition_helper]),
+    "dp_exchange": (ex01.check_dp_exchange, {}, None,
+                    [dp_imports_inside, dp_from_import, dp_async_flat]),
+    "zero1_step": (ex01.check_zero1_step, {}, None,
+                   [zero1_imports_inside, zero1_from_import, zero1_all_reduce_then_slice]),
+    "zigzag_shard": (ex05.check_zigzag_shard, {}, None,
+                     [zigzag_comprehension, zigzag_loop, zigzag_helper]),
+    "ring_attention": (ex05.check_ring_attention, {}, None,
+                       [ring_attn_imports_inside, ring_attn_from_import, ring_attn_batched_p2p]),
+    "route": (ex04.check_route, {}, None,
+              [route_loop, route_comprehension, route_helper]),
+    "global_route": (ex04.check_global_route, {}, None,
+                     [global_route_imports_inside, global_route_from_import, global_route_async]),
+    "groups": (ex06.check_groups, {}, None,
+               [groups_loop, groups_comprehension, groups_helper]),
+    "grad_sync": (ex06.check_grad_sync, {}, None,
+                  [grad_sync_imports_inside, grad_sync_from_import, grad_sync_async]),
+}
 
 
-@pytest.mark.parametrize("fn", [grad_sync_imports_inside, grad_sync_from_import, grad_sync_async])
-def test_grad_sync_styles_are_correct(fn):
-    v = ex06.check_grad_sync(fn)
-    assert v["ok"], v["message"]
+@pytest.mark.parametrize("exercise, style", [(e, i) for e, (*_, fns) in STYLES.items()
+                                             for i in range(len(fns))])
+def test_every_style_is_correct(exercise, style):
+    check, kwargs, says, fns = STYLES[exercise]
+    v = check(fns[style], **kwargs)
+    assert v["ok"], f"{fns[style].__name__}: {v['message']}"
+    if says:
+        assert says in v["message"]
 
 
 def test_every_coding_exercise_has_its_styles_here():
     """A new ``check_<x>(fn, ...)`` gets its three styles in this file, or this fails."""
     import inspect
-    import sys
-    here = sys.modules[__name__]
-    tested = {name for name, obj in vars(here).items() if name.startswith("test_")
-              and callable(obj) and getattr(obj, "pytestmark", None)}
     wanted = {"reduce_scatter", "ring_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "zigzag_shard",
               "ring_attention", "route", "global_route", "groups", "grad_sync"}
@@ -919,5 +868,5 @@ def test_every_coding_exercise_has_its_styles_here():
             if name.startswith("check_") and inspect.isfunction(fn) \
                     and list(inspect.signature(fn).parameters)[:1] == ["fn"]:
                 assert name[len("check_"):] in wanted, f"{module.__name__}.{name} has no style test"
-    for w in wanted:
-        assert f"test_{w}_styles_are_correct" in tested, w
+    assert set(STYLES) == wanted
+    assert all(len(fns) == 3 for *_, fns in STYLES.values())
