@@ -64,8 +64,8 @@ def _small(**kw):
 
 def _run_case(key, world, run_kw, cfg_kw=None, mutate=None):
     def thunk():
-        import importlib
         import dataclasses
+        import importlib
         cls, mod = _runs()[key]
         cfg = _small(**(cfg_kw or {}))
         if mutate:
@@ -160,7 +160,6 @@ def catalogue() -> list:
     def numeric(mod, fn, answer):
         import importlib
         return getattr(importlib.import_module(f"parlab.exercises.{mod}"), fn)(answer)
-    import numpy as np  # noqa: F401  (built in the worker: the cases make arrays)
     answers = [10 ** 400, float("nan"), float("inf"), "np.array([1.0, 2.0])", ["a", 1], None,
                "3.0", True, "abc", [float("nan")]]
     for mod, fn in [("collectives", "check_ring_bytes"), ("collectives", "check_allreduce_time"),
@@ -204,13 +203,13 @@ def catalogue() -> list:
     # checkers' own parameters
     def rs(**kw):
         from parlab.exercises import collectives as c
-        return c.check_reduce_scatter(c.solution_reduce_scatter if hasattr(c, "solution_reduce_scatter") else None, **kw)
+        return c.check_reduce_scatter(c.solution_reduce_scatter, **kw)
     for field, v in [("per_chunk", 0), ("per_chunk", -1), ("world_size", 0), ("world_size", 1.5),
                      ("timeout", 0)]:
         add(f"check_reduce_scatter {field}={v!r}", ("field", field), lambda f=field, v=v: rs(**{f: v}))
     def c1f1b(**kw):
         from parlab.exercises import pipeline_parallel as pp
-        return pp.check_1f1b(pp.solution_1f1b if hasattr(pp, "solution_1f1b") else None, **kw)
+        return pp.check_1f1b(pp.solution_1f1b, **kw)
     for field, v in [("p", 0), ("m", 0), ("p", 1.5), ("timeout", -1)]:
         add(f"check_1f1b {field}={v!r}", ("field", field), lambda f=field, v=v: c1f1b(**{f: v}))
 
