@@ -30,7 +30,7 @@ from . import core
 from .watch import COLLECTIVES, DistWatch
 
 __all__ = ["check_reduce_scatter", "check_ring_all_reduce", "check_ring_bytes",
-           "check_allreduce_time", "check_all_gather_bytes", "show_solution", "QUESTIONS",
+           "check_allreduce_time", "check_all_gather_bytes", "show_solution", "hints", "QUESTIONS",
            "solution_reduce_scatter", "solution_ring_all_reduce"]
 
 PER_CHUNK = 3  # elements per chunk of the test vectors
@@ -81,6 +81,12 @@ def solution_ring_all_reduce(x, rank, world_size):
 
 
 SOLUTIONS = {"my_reduce_scatter": solution_reduce_scatter, "my_ring_all_reduce": solution_ring_all_reduce}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_reduce_scatter", "my_ring_all_reduce")."""
+    return core.hints(SOLUTIONS, name)
 
 
 def show_solution(name: str) -> None:

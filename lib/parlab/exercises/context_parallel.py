@@ -30,7 +30,7 @@ from ..validate import check_int
 from . import core
 
 __all__ = ["check_zigzag_positions", "check_ring_bytes", "check_imbalance", "check_ulysses_cap",
-           "WHY_CAP", "check_zigzag_shard", "check_ring_attention", "show_solution",
+           "WHY_CAP", "check_zigzag_shard", "check_ring_attention", "show_solution", "hints",
            "solution_zigzag_shard", "solution_ring_attention", "solution_html"]
 
 
@@ -242,6 +242,12 @@ def check_ring_attention(fn, cp: int = 4, seq_len: int = 16, n_heads: int = 2, h
 # --- reference solutions on demand ---------------------------------------------------------
 
 SOLUTIONS = {"my_zigzag_shard": solution_zigzag_shard, "my_ring_attention": solution_ring_attention}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_zigzag_shard", "my_ring_attention")."""
+    return core.hints(SOLUTIONS, name)
 
 
 

@@ -20,7 +20,8 @@ from .learner import call_learner, learner_source, load_learner, run_learner
 __all__ = ["verdict", "missing", "blank", "shown", "parse_value", "as_number", "as_numbers",
            "read_number", "read_numbers", "check_number", "compare_tensors", "learner_source",
            "load_learner", "run_learner", "call_learner", "check_ranks", "check_timeout",
-           "NotWritten", "solution_source", "show_solution", "solution_html", "MAX_LOCAL_RANKS"]
+           "NotWritten", "solution_source", "show_solution", "solution_html", "hints",
+           "MAX_LOCAL_RANKS"]
 
 
 class NotWritten(Exception):
@@ -82,3 +83,11 @@ def solution_html(solutions: dict, name: str) -> str:
     if src is None:
         raise ValueError(f"name={name!r} must be one of {', '.join(solutions)}")
     return f"<pre>{html.escape(src)}</pre>"
+
+
+def hints(solutions: dict, name: str):
+    """Tiered help for exercise ``name`` in a notebook: hint 1, hint 2, then the reference
+    solution, each behind its own click (``hints.help_html``)."""
+    from IPython.display import HTML
+    from .hints import help_html
+    return HTML(help_html(solution_source(solutions, name), name))

@@ -28,7 +28,7 @@ from . import core
 
 __all__ = ["check_dp_exchange", "check_zero1_step", "check_zero_memory", "check_zero3_traffic",
            "check_dp_allreduce_bytes", "solution_dp_exchange", "solution_zero1_step",
-           "show_solution", "QUESTIONS"]
+           "show_solution", "hints", "QUESTIONS"]
 
 EXCHANGE_CONFIG = GPTConfig(n_layers=1, d_model=16, n_heads=2, seq_len=8)
 EXCHANGE_BATCH = 4  # sequences per rank
@@ -289,6 +289,12 @@ def _which(answer, candidates: dict) -> str:
 # --- reference solutions on demand ----------------------------------------------------------
 
 SOLUTIONS = {"my_dp_exchange": solution_dp_exchange, "my_zero1_step": solution_zero1_step}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_dp_exchange", "my_zero1_step")."""
+    return core.hints(SOLUTIONS, name)
 
 
 def show_solution(name: str) -> None:

@@ -32,7 +32,7 @@ from .tensor_parallel import _is_placeholder
 
 __all__ = ["check_route", "check_global_route", "check_capacity", "check_a2a_bytes",
            "check_mixtral_params", "check_dropped", "DROP_CASE", "MIXTRAL", "kept_mask",
-           "route_logits", "solution_route", "solution_global_route", "show_solution"]
+           "route_logits", "solution_route", "solution_global_route", "show_solution", "hints"]
 
 # the routing exercises: tokens per rank, experts, top-k, and the capacities that drop some
 TOKENS, EXPERTS, TOP_K = 8, 4, 2
@@ -70,6 +70,12 @@ def solution_global_route(logits, top_k, capacity, rank, world_size):
 
 
 SOLUTIONS = {"my_route": solution_route, "my_global_route": solution_global_route}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_route", "my_global_route")."""
+    return core.hints(SOLUTIONS, name)
 
 
 def show_solution(name: str) -> None:

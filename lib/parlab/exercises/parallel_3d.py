@@ -22,7 +22,7 @@ from . import core
 
 __all__ = ["check_coords", "check_tp_group", "check_bubble", "check_memory", "memory_answer",
            "check_groups", "solution_groups", "check_grad_sync", "solution_grad_sync",
-           "show_solution", "solution_html", "AXES"]
+           "show_solution", "hints", "solution_html", "AXES"]
 
 AXES = ("tp", "pp", "dp")
 
@@ -233,6 +233,12 @@ def check_grad_sync(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 
 
 
 SOLUTIONS = {"my_groups": solution_groups, "my_grad_sync": solution_grad_sync}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_groups", "my_grad_sync")."""
+    return core.hints(SOLUTIONS, name)
 
 
 

@@ -75,6 +75,12 @@ SOLUTIONS = {"my_1f1b": solution_1f1b, "my_pipeline_forward": solution_pipeline_
               "my_partition": solution_partition}
 
 
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_1f1b", "my_pipeline_forward", "my_partition")."""
+    return core.hints(SOLUTIONS, name)
+
+
 def show_solution(name: str) -> None:
     """Print the reference solution of exercise ``name`` (a key of SOLUTIONS)."""
     core.show_solution(SOLUTIONS, name)

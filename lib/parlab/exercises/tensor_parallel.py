@@ -32,7 +32,7 @@ from .watch import DistWatch
 
 __all__ = ["check_tp_mlp_forward", "check_tp_mlp", "check_block_collectives",
            "check_activation_bytes", "check_where_f", "check_layer_bytes", "WHERE_F",
-           "solution_tp_mlp_forward", "solution_tp_mlp", "show_solution", "mlp_inputs"]
+           "solution_tp_mlp_forward", "solution_tp_mlp", "show_solution", "hints", "mlp_inputs"]
 
 FP32 = 4
 ROWS, HIDDEN = 4, 8                    # x is (ROWS, HIDDEN); W1 (HIDDEN, 4 HIDDEN); W2 back
@@ -81,6 +81,12 @@ def solution_tp_mlp(x, w1_shard, w2_shard, rank, world_size):
 
 
 SOLUTIONS = {"my_tp_mlp_forward": solution_tp_mlp_forward, "my_tp_mlp": solution_tp_mlp}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_tp_mlp_forward", "my_tp_mlp")."""
+    return core.hints(SOLUTIONS, name)
 
 
 def show_solution(name: str) -> None:

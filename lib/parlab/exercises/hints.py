@@ -1,0 +1,136 @@
+"""Tiered help for every coding exercise: a first hint (where to start), a second one
+(the step most learners get wrong), then the reference solution, each behind its own
+click. ``help_html`` builds the three nested click-to-open notes; every topic module's
+``hints(name)`` shows them for its exercises. The tests check that each exercise has both
+hints and that nothing of them is visible before a click."""
+
+from __future__ import annotations
+
+import html
+
+HINTS = {
+    # 00 · collectives
+    "my_reduce_scatter": (
+        "Cut <code>x</code> into <code>world_size</code> chunks with <code>x.chunk</code>. "
+        "Chunk <code>r</code> belongs to rank <code>r</code>: send every other chunk to its "
+        "owner, and add what the peers send you to your own chunk.",
+        "If every rank first waits in a blocking <code>send</code>, nobody is receiving: post "
+        "the sends with <code>dist.isend</code>, then <code>dist.recv</code> from each peer, "
+        "then <code>wait()</code> on the sends."),
+    "my_ring_all_reduce": (
+        "Two phases of <code>world_size - 1</code> steps each. In every step a rank sends one "
+        "chunk to its right neighbour <code>(rank + 1) % world_size</code> and receives one "
+        "from its left neighbour. Phase 1 adds what arrives (reduce-scatter), phase 2 copies "
+        "it (all-gather).",
+        "Index the chunk by rank and step: in reduce-scatter step <code>s</code> send chunk "
+        "<code>(rank - s - 1) % W</code> and add into <code>(rank - s - 2) % W</code>; in "
+        "all-gather step <code>s</code> send <code>(rank - s) % W</code> and overwrite "
+        "<code>(rank - s - 1) % W</code>. Write into the views from <code>x.chunk</code> so "
+        "<code>x</code> itself changes."),
+    # 01 · data parallelism
+    "my_dp_exchange": (
+        "Every rank holds the gradients of its own slice of the batch. After the exchange "
+        "each must hold the full batch's gradient: one collective per tensor, in place.",
+        "<code>dist.all_reduce</code> sums. The full batch's loss is the <em>mean</em> over "
+        "the slices, so divide by <code>world_size</code> afterwards."),
+    "my_zero1_step": (
+        "Rank <code>r</code> owns slice <code>r</code> of the parameters and keeps momentum "
+        "for that slice only. Three steps: get the averaged gradient of your slice, update "
+        "your slice, give every rank everyone's new slice.",
+        "<code>dist.reduce_scatter(out, list(grads.chunk(W)))</code> gives your slice's sum "
+        "(divide by W); update the view <code>params[r*shard:(r+1)*shard]</code>, then "
+        "<code>dist.all_gather(list(params.chunk(W)), mine.clone())</code>."),
+    # 02 · tensor parallelism
+    "my_tp_mlp_forward": (
+        "<code>w1_shard</code> holds a slice of W1's columns: <code>gelu(x @ w1_shard)</code> "
+        "is this rank's slice of the hidden features, with no communication (GeLU acts "
+        "element-wise).",
+        "<code>w2_shard</code> holds the matching rows of W2, so <code>y @ w2_shard</code> is one "
+        "term of the output's sum over ranks: one <code>all_reduce</code> adds the terms. No "
+        "division: it is a sum, not a mean."),
+    "my_tp_mlp": (
+        "Megatron's f and g are each an <code>torch.autograd.Function</code> with a "
+        "<code>forward</code> and a <code>backward</code>. f sits before the column-parallel "
+        "matmul, g after the row-parallel one.",
+        "f is the identity going forward and all-reduces the gradient going back; g "
+        "all-reduces going forward and is the identity going back. All-reduce a clone, "
+        "not the tensor autograd handed you."),
+    # 03 · pipeline parallelism
+    "my_1f1b": (
+        "Return a list of <code>(\"F\", i)</code> and <code>(\"B\", i)</code> actions. A stage "
+        "first runs a few forwards to fill the pipe (the warm-up), then alternates one forward "
+        "and one backward, then drains the remaining backwards.",
+        "The warm-up of stage <code>s</code> is <code>min(n_stages - s - 1, n_micro)</code> "
+        "forwards: the last stage starts its first backward at once, the first stage waits "
+        "longest."),
+    "my_pipeline_forward": (
+        "For each micro-batch: stage 0 takes it as given, every other stage receives it from "
+        "<code>stage - 1</code>; apply <code>layer</code>; send to <code>stage + 1</code> unless "
+        "you are the last stage, which keeps the outputs.",
+        "<code>dist.recv</code> fills a tensor you allocate: every micro-batch has the same "
+        "shape, so <code>torch.empty_like(x)</code> is the right buffer. The peers are "
+        "<code>stage - 1</code> and <code>stage + 1</code>, nothing else."),
+    "my_partition": (
+        "Return one layer count per stage; they must add up to <code>n_layers</code> and "
+        "differ by at most one.",
+        "<code>divmod(n_layers, n_stages)</code> gives the base size and how many stages "
+        "get one extra layer; give the extra ones to the first stages."),
+    # 04 · expert parallelism
+    "my_route": (
+        "<code>logits.topk(top_k, dim=-1).indices</code> are each token's experts. Then walk "
+        "the assignments in GShard's order and keep the first <code>capacity</code> of each "
+        "expert.",
+        "The order is all first choices (token by token), then all second choices. A one-hot "
+        "of the choices (n, k, E) with cumulative sums gives each assignment's place in its "
+        "expert's queue; keep it when the place is below the capacity."),
+    "my_global_route": (
+        "Capacity now counts the tokens of every rank. Each rank needs to know how many "
+        "assignments the ranks before it sent to each expert: share your (k, E) counts.",
+        "<code>dist.all_gather</code> the counts. Ahead of your choice-c assignments are every "
+        "rank's earlier choices and choice c of the ranks with a lower rank; add that offset "
+        "to the local queue position."),
+    # 05 · context parallelism
+    "my_zigzag_shard": (
+        "Cut the sequence into <code>2 * world_size</code> chunks. Each rank takes one chunk "
+        "from the start and one from the end, so every rank gets early (cheap) and late "
+        "(expensive) causal positions.",
+        "Rank <code>r</code> holds chunks <code>r</code> and <code>2 * world_size - 1 - r</code>, "
+        "concatenated in that order."),
+    "my_ring_attention": (
+        "Keep a running max <code>m</code>, a running denominator <code>l</code> and a running "
+        "numerator <code>acc</code> per query; pass the (k, v) block round the ring, "
+        "<code>world_size</code> blocks in all, your own first.",
+        "When the max grows, rescale what you summed: <code>alpha = exp(m_old - m_new)</code>, "
+        "then <code>l = l * alpha + p.sum(-1)</code> and <code>acc = acc * alpha + p @ v</code>. "
+        "Divide <code>acc / l</code> once at the end."),
+    # 06 · 3D parallelism
+    "my_groups": (
+        "Write the rank as <code>rank = (d * pp + p) * tp + t</code> and recover <code>d, p, "
+        "t</code> with <code>divmod</code>. A group varies one coordinate and keeps the other "
+        "two.",
+        "TP: vary t, the neighbours <code>(d*pp + p)*tp + i</code>; PP: vary p; DP: vary d. "
+        "Each is a list of world ranks including <code>rank</code> itself."),
+    "my_grad_sync": (
+        "Only the ranks that hold the same layers and the same TP slice have gradients of the "
+        "same numbers: that is the DP group, not the world.",
+        "All-reduce over <code>groups[\"dp\"]</code> and divide by that group's size, not by "
+        "the world size."),
+}
+
+
+def help_html(solution_source: str | None, name: str) -> str:
+    """Hint 1, hint 2 and the reference solution as three click-to-open notes, nested so
+    each opens only after the one before it; nothing but the summaries shows at first."""
+    if name not in HINTS:
+        raise ValueError(f"name={name!r} must be one of {', '.join(HINTS)}")
+    first, second = HINTS[name]
+    solution = (f"<pre>{html.escape(solution_source)}</pre>" if solution_source
+                else "<p>(no reference solution)</p>")
+
+    def note(summary, body):
+        return (f"<details><summary>{summary}</summary>"
+                f"<div style='margin-left:1em'>{body}</div></details>")
+
+    return note(f"Stuck? Hint 1 for <code>{name}</code> (click to open)",
+                f"<p>{first}</p>" + note("Hint 2 (click to open)",
+                                         f"<p>{second}</p>" + note("Reference solution (click to open)", solution)))
