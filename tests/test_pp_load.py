@@ -12,6 +12,8 @@ is why the ordering holds: see the notebook's §6.
 
 from __future__ import annotations
 
+import statistics
+
 from parlab.model import GPTConfig
 from parlab.pipeline_parallel import PPRun, run
 from parlab.pipeline_parallel import experiments as demos
@@ -39,9 +41,14 @@ def test_simulator_with_message_costs_predicts_the_measured_bubble_under_load(cp
 
 def test_checkpointing_makes_the_backward_longer_under_load(cpu_hogs):
     wide = GPTConfig(d_model=256, n_heads=4, n_layers=4, seq_len=64)  # notebook 03, §8
-    times = {c: demos.op_times(run(PPRun(config=wide, steps=3, batch_size=8, schedule="1f1b",
+    rises = []
+    for _ in range(3):  # plain and checkpointed runs interleaved: a burst of load hits both
+        ratio = {}
+        for c in (False, True):
+            t = demos.op_times(run(PPRun(config=wide, steps=3, batch_size=16, schedule="1f1b",
                                          p=2, micro_batches=4, checkpoint=c), 2))
-             for c in (False, True)}
-    ratio = {c: t["B"] / t["F"] for c, t in times.items()}  # same run: the load cancels out
-    print(f"under load, backward / forward {ratio[False]:.2f} plain, {ratio[True]:.2f} checkpointed")
-    assert ratio[True] > ratio[False] + 0.3  # seen: +0.6 under load, +1.3 quieter
+            ratio[c] = t["B"] / t["F"]  # same run: the load cancels out
+        rises.append(ratio[True] - ratio[False])
+    print("under load, backward / forward rises by " + ", ".join(f"{r:+.2f}" for r in rises))
+    # seen beside two hogs: +0.74 to +0.84 with micro-batches of 4 sequences (of 2: +0.1 to +1.2)
+    assert statistics.median(rises) > 0.3, rises
