@@ -101,3 +101,18 @@ def test_slower_than_larger_finds_sizes_that_never_had_a_quiet_moment():
     best = {4: 90e-6, 1024: 1.4e-3, 4096: 160e-6, 1 << 20: 1.1e-3, 4 << 20: 1.6e-3}
     assert demos.slower_than_larger(best) == [1024]
     assert demos.slower_than_larger({4: 1e-4, 64: 1.2e-4, 4096: 1.1e-4}) == []  # within 1.5x
+
+
+def test_cost_explorer_offers_only_links_that_reach_that_many_ranks():
+    from parlab.collectives import explorer
+    assert explorer.link_reach("NVLink2") == 8 and explorer.link_reach("NVLink5") == 72
+    assert explorer.link_reach("PCIe4-x16") == 8 and explorer.link_reach("IB-HDR") is None
+    at_8, at_256 = explorer.link_choices(8, (1e-5, 1e9)), explorer.link_choices(256)
+    assert any(k.startswith("NVLink2") for k in at_8["links"]) and at_8["note"] == ""
+    assert "this machine, measured" in at_8["links"]
+    assert not any(k.startswith(("NVLink", "PCIe")) for k in at_256["links"])
+    assert any(k.startswith("IB-HDR") for k in at_256["links"])
+    assert "NVLink2/3/4" in at_256["note"] and "at most 72 GPUs" in at_256["note"]
+    assert any(k.startswith("NVLink5") for k in explorer.link_choices(64)["links"])
+    with pytest.raises(ValueError, match="n=1"):
+        explorer.link_choices(1)

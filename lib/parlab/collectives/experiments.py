@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 from .. import comm, cost, trace
 from ..launch import launch
+from .explorer import predicted_curves  # noqa: F401  (the notebook's demos.predicted_curves)
 
 
 # --- 1. every collective once, on tiny tensors --------------------------------------
@@ -312,15 +313,6 @@ def model_agreement(rows: list[dict], algorithms=("ring (ours)", "naive (ours)")
     ratios = sorted(r["best"] / r["predicted"] for r in mine)
     return {"best_over_predicted": (ratios[0], ratios[len(ratios) // 2], ratios[-1]),
             "median_over_best_max": max(r["measured"] / r["best"] for r in mine)}
-
-
-def predicted_curves(n: int, alpha: float, bandwidth: float, sizes=None) -> dict:
-    """Predicted all-reduce time vs size for ring, tree and naive (for viz.cost_curves),
-    and the ring/tree crossover size."""
-    sizes = sizes or [2 ** k for k in range(2, 31)]
-    curves = {algo: (sizes, [cost.collective_time("all_reduce", s, n, alpha, bandwidth, algo)
-                             for s in sizes]) for algo in ("ring", "tree", "naive")}
-    return {"curves": curves, "crossover": cost.ring_tree_crossover(n, alpha, bandwidth)}
 
 
 # --- 5. a traced ring on a real buffer: the timeline ----------------------------------

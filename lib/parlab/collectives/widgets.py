@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from .. import hardware
 from ..viz.charts import cost_curves
 from ..viz.controls import LAYOUT, STYLE, show
-from . import experiments
+from . import experiments, explorer
 from .figures import collective_diagram, readable_time_axis, ring_animation
 
 
@@ -37,19 +36,33 @@ def ring_runner(n: int = 4):
 def allreduce_cost_explorer(measured_alpha: float | None = None,
                             measured_bandwidth: float | None = None):
     """Predicted all-reduce time vs size for ring, tree and naive, for a chosen link
-    and number of ranks, with the ring/tree crossover marked."""
-    links = {f"{name} ({spec.gb_per_s_per_direction:g} GB/s, ~{spec.latency_us:g} us)":
-             (spec.latency_us * 1e-6, spec.gb_per_s_per_direction * 1e9)
-             for name, spec in hardware.LINK_PRESETS.items()}
-    if measured_alpha and measured_bandwidth:
-        links = {"this machine, measured": (measured_alpha, measured_bandwidth), **links}
-    link = w.Dropdown(options=list(links), description="link", layout=LAYOUT, style=STYLE)
+    and number of ranks, with the ring/tree crossover marked. Only links that can join
+    that many GPUs are offered (``explorer.link_choices``); a line under the controls
+    names the others."""
+    measured = ((measured_alpha, measured_bandwidth)
+                if measured_alpha and measured_bandwidth else None)
     ranks = w.SelectionSlider(options=[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], value=8,
                               description="ranks", layout=LAYOUT, style=STYLE)
+    choices = explorer.link_choices(ranks.value, measured)
+    link = w.Dropdown(options=list(choices["links"]), description="link", layout=LAYOUT,
+                      style=STYLE)
+    left_out = w.HTML(choices["note"])
+
+    def offer(change):  # the links this many ranks can use; keep the chosen one if it can
+        new = explorer.link_choices(change["new"], measured)
+        keep = link.value if link.value in new["links"] else None
+        link.options = list(new["links"])
+        link.value = keep or next(k for k in new["links"] if k.startswith("IB-HDR"))
+        left_out.value = new["note"]
+
+    ranks.observe(offer, names="value")
 
     def draw(link, n):
+        links = explorer.link_choices(n, measured)["links"]
+        if link not in links:  # the dropdown is being re-filled for a new rank count
+            return
         alpha, bandwidth = links[link]
-        pred = experiments.predicted_curves(n, alpha, bandwidth)
+        pred = explorer.predicted_curves(n, alpha, bandwidth)
         sizes = pred["curves"]["ring"][0]
         s = pred["crossover"]
         inside = sizes[0] < s < sizes[-1]
@@ -60,5 +73,5 @@ def allreduce_cost_explorer(measured_alpha: float | None = None,
                           vlines={"ring = tree": s} if inside else None)
         show(readable_time_axis(fig))  # µs/ms/s ticks, not "1ks"
 
-    return w.VBox([w.HBox([link, ranks]),
+    return w.VBox([w.HBox([link, ranks]), left_out,
                    w.interactive_output(draw, {"link": link, "n": ranks})])
