@@ -372,6 +372,30 @@ def test_bytes_table_figure_small_values_in_bytes():
         coll_fig.bytes_table_figure([])
 
 
+def test_model_ratio_figure_draws_measured_over_predicted_for_our_algorithms():
+    rows = {n: [dict(algorithm=a, n=n, bytes=b, measured=3.0 * b, best=2.0 * b, predicted=1.0 * b)
+                for a in ("ring (ours)", "naive (ours)", "torch") for b in (4, 4096, 1 << 20)]
+            for n in (2, 4)}
+    fig = coll_fig.model_ratio_figure(rows, "ratio")
+    assert len(fig.data) == 8 and not any("torch" in t.name for t in fig.data)  # 2 algos x 2 n x 2
+    best = next(t for t in fig.data if t.name == "ring (ours), 4 ranks (best)")
+    assert list(best.y) == [2.0, 2.0, 2.0] and list(best.x) == [4, 4096, 1 << 20]
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.title.text == "measured / predicted"
+    small(fig)
+
+
+def test_collectives_tables_build():
+    html = coll_fig.bytes_table(byte_rows()).data
+    assert "sent, counted (MiB)" in html and "<td" in html
+    assert "cold: start 4 ranks" in coll_fig.launch_table({"cold": 1.0, "warm": [0.1, 0.3],
+                                                           "warm_median": 0.2}).data
+    rows = [dict(op="all_reduce", rank=r, before=[10.0 * r], after=[10.0]) for r in (0, 1)]
+    assert "on 2 ranks" in coll_fig.collectives_run_table(rows).data
+    scale = coll_fig.allreduce_at_scale_table(14e9, [2, 4096], 1e-6, 25e9, 300e9, 8).data
+    assert "8,190" in scale and "ring s, DGX nodes" in scale  # 2(N-1) steps at N = 4096
+    assert "535 buckets" in coll_fig.bucket_latency_table(14e9, 25 * 2 ** 20, [2, 8], 1e-6, 25e9).data
+
+
 # --- alpha_beta_figure, cost_curves, bars --------------------------------------------------------
 
 def test_alpha_beta_figure():

@@ -7,10 +7,23 @@ import math
 
 import plotly.graph_objects as go
 
+from .. import cost
+from ..viz.charts import measured_vs_predicted
+from ..viz.tables import table
 from ..viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE, EMPTY_COLOR, INK,
-                         KIND_COLORS, LABEL_BACKGROUND, NEUTRAL_COLOR, RANK_COLORS, SUBSCRIPTS,
+                         KIND_COLORS, LABEL_BACKGROUND, NEUTRAL_COLOR, RANK_COLORS,
                          TRANSFER_COLOR, base_layout, byte_unit, fmt_bytes, rank_color,
                          seconds_ticks, text_color)
+from .cells import check_ring_frames, collective_cells, contributors, ring_step_title
+
+def launch_table(timing: dict, n: int = 4):
+    """Seconds of a cold launch and of a warm re-run (``experiments.time_launches``): what
+    keeping the ranks alive between launches saves."""
+    return table([{"launch": f"cold: start {n} ranks, then the job", "seconds": timing["cold"]},
+                  {"launch": f"warm re-run (median of {len(timing['warm'])})",
+                   "seconds": timing["warm_median"]}],
+                 formats={"seconds": ".3f"}, caption=f"one all-reduce of one number on {n} ranks")
+
 
 # --- 1. collectives explained --------------------------------------------------------
 
@@ -24,37 +37,6 @@ _CAPTIONS = {
 }
 
 
-def _collective_cells(op: str, n: int):
-    """(before, after): [rank][cell] -> (text, colour key) with key a rank,
-    'mix' (several ranks' data combined) or None (nothing there)."""
-    letter = "abcdefgh"
-
-    def own(r, c):  # element c of rank r's original buffer
-        return (f"{letter[c]}{str(r).translate(SUBSCRIPTS)}", r)
-
-    empty = ("", None)
-    rng = range(n)
-    if op == "all_reduce":
-        before = [[own(r, c) for c in rng] for r in rng]
-        after = [[(f"Σ{letter[c]}", "mix") for c in rng] for r in rng]
-    elif op == "all_gather":
-        before = [[own(r, c) if c == r else empty for c in rng] for r in rng]
-        after = [[own(c, c) for c in rng] for r in rng]
-    elif op == "reduce_scatter":
-        before = [[own(r, c) for c in rng] for r in rng]
-        after = [[(f"Σ{letter[c]}", "mix") if c == r else empty for c in rng] for r in rng]
-    elif op == "all_to_all":
-        before = [[(f"{r}→{c}", r) for c in rng] for r in rng]
-        after = [[(f"{c}→{r}", c) for c in rng] for r in rng]
-    elif op == "broadcast":
-        before = [[own(0, c) if r == 0 else empty for c in rng] for r in rng]
-        after = [[own(0, c) for c in rng] for r in rng]
-    else:  # send_recv
-        before = [[own(0, c) if r == 0 else empty for c in rng] for r in rng]
-        after = [[own(0, c) if r in (0, 1) else empty for c in rng] for r in rng]
-    return before, after
-
-
 def collective_diagram(op: str, n: int = 4) -> go.Figure:
     """Before/after picture of one collective: one row per rank, its buffer as n
     cells coloured by the rank the data came from (grey: summed over ranks, white:
@@ -63,7 +45,7 @@ def collective_diagram(op: str, n: int = 4) -> go.Figure:
         raise ValueError(f"op={op!r} must be one of {sorted(_CAPTIONS)}")
     if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 8:
         raise ValueError(f"n={n!r} must be an int between 2 and 8")
-    before, after = _collective_cells(op, n)
+    before, after = collective_cells(op, n)
     gap, pad = 2.6, 0.06  # gap between the panels (room for the arrow); cell padding
     shapes, notes = [], []
     for panel, (cells, x0) in enumerate(((before, 0.0), (after, n + gap))):
@@ -103,52 +85,16 @@ def collective_diagram(op: str, n: int = 4) -> go.Figure:
     return fig
 
 
+def collectives_run_table(rows: list[dict]):
+    """Every collective run once (``experiments.collectives_table``): each rank's buffer
+    before and after. Rank r starts with 10r + 0, 10r + 1, ...: the tens digit says whose."""
+    numbers = lambda values: ", ".join(f"{v:g}" for v in values)  # noqa: E731
+    n = len({r["rank"] for r in rows})
+    return table(rows, ["op", "rank", "before", "after"], formats={"before": numbers, "after": numbers},
+                 caption=f"every collective once on {n} ranks (rank r starts with 10r + 0, 10r + 1, ...)")
+
+
 # --- 2. the ring all-reduce, step by step ---------------------------------------------
-
-def _contributors(mask: int, n: int) -> str:
-    """Cell text: 'all', '0+1+3', or with runs folded for long lists ('0–4+6')."""
-    if mask == (1 << n) - 1:
-        return "all"
-    ranks = [k for k in range(n) if mask >> k & 1]
-    if len(ranks) <= 4:
-        return "+".join(map(str, ranks))
-    runs, start = [], ranks[0]
-    for a, b in zip(ranks, ranks[1:] + [None]):
-        if b != a + 1:
-            runs.append(str(start) if start == a else f"{start}–{a}" if a - start > 1
-                        else f"{start}+{a}")
-            start = b
-    return "+".join(runs)
-
-
-def _check_ring_frames(frames) -> tuple[int, int]:
-    if not frames:
-        raise ValueError("frames is empty")
-    n = len(frames[0]["state"])
-    chunks = len(frames[0]["state"][0]) if n else 0
-    if n < 2 or chunks < 1:
-        raise ValueError("state must have at least 2 ranks and 1 chunk")
-    for i, f in enumerate(frames):
-        if f["phase"] not in ("start", "reduce_scatter", "all_gather"):
-            raise ValueError(f"frame {i}: phase={f['phase']!r} must be 'start', "
-                             "'reduce_scatter' or 'all_gather'")
-        st = f["state"]
-        if len(st) != n or any(len(row) != chunks for row in st):
-            raise ValueError(f"frame {i}: state must be {n} ranks x {chunks} chunks")
-        if any(not 0 <= m < 1 << n for row in st for m in row):
-            raise ValueError(f"frame {i}: bitmasks must be in [0, 2**{n})")
-        for src, dst, c in f.get("sends", ()):
-            if not (0 <= src < n and 0 <= dst < n and 0 <= c < chunks):
-                raise ValueError(f"frame {i}: send {(src, dst, c)} out of range")
-    return n, chunks
-
-
-def _ring_step_title(f: dict, n: int) -> str:
-    if f["phase"] == "start":
-        return "start: every rank holds only its own data"
-    name = "reduce-scatter" if f["phase"] == "reduce_scatter" else "all-gather"
-    return f"{name} step {f.get('step', 0) + 1} of {n - 1}"
-
 
 def _ring_annotations(sends, n: int) -> list[dict]:
     """Arrows from the sender's cell to the receiver's, in the chunk's column
@@ -186,16 +132,16 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
     "state" ([rank][chunk] bitmask of contributing ranks), "sends" ([(src, dst,
     chunk)])}``; ``parlab.collective_demos.ring_frames`` records them from a real run.
     """
-    n, chunks = _check_ring_frames(frames)
+    n, chunks = check_ring_frames(frames)
     ranks, cols = list(range(n)), list(range(chunks))
 
     def grid(state):
         z = [[bin(m).count("1") or None for m in row] for row in state]
-        text = [[_contributors(m, n) if m else "" for m in row] for row in state]
+        text = [[contributors(m, n) if m else "" for m in row] for row in state]
         return z, text
 
     def full_title(f):
-        step = _ring_step_title(f, n)
+        step = ring_step_title(f, n)
         return f"{title}: {step}" if title else step
 
     z0, text0 = grid(frames[0]["state"])
@@ -310,6 +256,15 @@ def bytes_table_figure(rows: list[dict]) -> go.Figure:
     return fig
 
 
+def bytes_table(rows: list[dict]):
+    """Bytes sent in one all-reduce (``experiments.bytes_table``), counted against the
+    formula, for rank 0 and rank 1 (the naive root and one of the others)."""
+    mib = lambda b: f"{b / 2 ** 20:.3f}"  # noqa: E731
+    return table([r for r in rows if r["rank"] <= 1], ["n", "algorithm", "rank", "measured", "formula"],
+                 headers={"n": "N", "measured": "sent, counted (MiB)", "formula": "formula (MiB)"},
+                 formats={"measured": mib, "formula": mib}, caption="bytes sent in one all-reduce")
+
+
 # --- 5. the alpha-beta fit -----------------------------------------------------------------
 
 def _log_space(lo: float, hi: float, k: int = 64) -> list[float]:
@@ -376,3 +331,66 @@ def alpha_beta_figure(sizes: list[float], times: list[float], alpha: float, beta
     all_y = [y for _, ys in series.values() for y in ys if y > 0] + [alpha + beta * x for x in fit_x]
     fig.update_yaxes(type="log", title_text="time", **seconds_ticks(min(all_y), max(all_y)))
     return fig
+
+
+def model_ratio_figure(by_ranks: dict[int, list[dict]], title: str = "",
+                       algorithms=("ring (ours)", "naive (ours)")) -> go.Figure:
+    """Measured over predicted time of one all-reduce against message size, one line per
+    algorithm and rank count (``experiments.all_reduce_vs_model`` rows, keyed by ranks;
+    only ``algorithms``: torch's gloo all-reduce has an algorithm of its own):
+    solid = best of the repetitions, dotted = median. The reader should see where the
+    alpha-beta-gamma model holds (near 1) and how far a typical run strays above it."""
+    fig = measured_vs_predicted([], title)  # its axes and layout; the traces are ratios
+    for k, (n, rows) in enumerate(sorted(by_ranks.items())):
+        for algo in [a for a in dict.fromkeys(r["algorithm"] for r in rows) if a in algorithms]:
+            mine = sorted((r for r in rows if r["algorithm"] == algo), key=lambda r: r["bytes"])
+            for key, dash in (("best", "solid"), ("measured", "dot")):
+                fig.add_trace(go.Scatter(
+                    name=f"{algo}, {n} ranks ({'best' if key == 'best' else 'median'})",
+                    legendgroup=f"{algo}{n}", x=[r["bytes"] for r in mine],
+                    y=[round(r[key] / r["predicted"], 3) for r in mine], mode="lines+markers",
+                    marker=dict(symbol=("circle", "square", "diamond")[k % 3]),
+                    line=dict(color=ALGORITHM_COLORS.get(algo.split(" ")[0], RANK_COLORS[k]),
+                              dash=dash if k == 0 else "dash" if key == "best" else "dashdot"),
+                    hovertemplate=f"{algo}, {n} ranks<br>%{{x}} B: %{{y:.2f}}x the model<extra></extra>"))
+    fig.add_hline(y=1, line=dict(color=INK["dark"], width=1), annotation_text="= model")
+    fig.update_yaxes(type="log", title_text="measured / predicted", tickvals=None, ticktext=None,
+                     autorange=True)
+    return fig
+
+
+# --- 7. the interview corner: one big all-reduce, and DDP's buckets ---------------------
+
+def allreduce_at_scale_table(S: float, ns: list[int], alpha: float, B: float,
+                             nvlink: float, gpus_per_node: int, caption: str = ""):
+    """One all-reduce of S bytes on N ranks by the alpha-beta model: ring steps, bytes per
+    rank and in all, ring / tree / naive time, and the ring on nodes of ``gpus_per_node``
+    GPUs (NVLink inside, one card per GPU across: ``cost.group_bandwidth``)."""
+    def row(n):
+        rails = cost.group_bandwidth("all_reduce", n, 1, gpus_per_node, nvlink, B)
+        return {"N": n, "ring steps": cost.collective_steps("all_reduce", n),
+                "ring GB/rank": cost.collective_bytes("all_reduce", S, n) / 1e9,
+                "all ranks GB": n * cost.collective_bytes("all_reduce", S, n) / 1e9,
+                "ring s": cost.collective_time("all_reduce", S, n, alpha, B),
+                "tree s": cost.collective_time("all_reduce", S, n, alpha, B, "tree"),
+                "naive root GB": cost.collective_bytes("all_reduce", S, n, "naive", rank=0) / 1e9,
+                "naive s": cost.collective_time("all_reduce", S, n, alpha, B, "naive"),
+                "ring s, DGX nodes": cost.collective_time("all_reduce", S, n, alpha, rails)}
+    return table([row(n) for n in ns], caption=caption, formats={
+        "ring GB/rank": ".2f", "all ranks GB": ",.0f", "ring s": ".3f", "tree s": ".3f",
+        "naive root GB": ",.0f", "naive s": ",.1f", "ring s, DGX nodes": ".3f"})
+
+
+def bucket_latency_table(S: float, bucket: float, ns: list[int], alpha: float, B: float):
+    """S bytes of gradients all-reduced in buckets of ``bucket`` bytes (ring, alpha-beta):
+    time per bucket, the latency's share of it, and all buckets together, per N."""
+    n_buckets = -(-int(S) // int(bucket))
+
+    def row(n):
+        t = cost.collective_time("all_reduce", bucket, n, alpha, B)
+        return {"N": n, "per bucket ms": t * 1e3, "all buckets s": n_buckets * t,
+                "of which latency": cost.collective_steps("all_reduce", n) * alpha / t}
+    return table([row(n) for n in ns], caption=(
+        f"S = {S / 1e9:g} GB of gradients in {n_buckets} buckets of {bucket / 2 ** 20:g} MiB; "
+        f"alpha = {alpha * 1e6:g} us, B = {B / 1e9:g} GB/s per direction"),
+        formats={"per bucket ms": ".2f", "of which latency": ".0%", "all buckets s": ".2f"})
