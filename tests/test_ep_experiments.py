@@ -87,6 +87,18 @@ def test_predict_and_live():
     assert "must divide" in ex.live(3)["error"]
 
 
+def test_capacity_drops_make_prediction_and_measurement_comparable():
+    # the rule needs only the counts per expert: 256 tokens, 4 experts, cf 1.25 -> C = 80
+    assert ex.capacity_drops([124, 58, 57, 17], 1.25) == (124 - 80) / 256
+    assert ex.capacity_drops([124, 58, 57, 17], None) == 0.0
+    assert ex.capacity_drops([10, 10, 6, 6], 1.0, top_k=2) == 4 / 32  # 16 tokens x 2, C = 8
+    for k in (1, 2):  # the widget's prediction obeys it, and so does a real run
+        p = ex.predict(256, 4, k, 1.0, 1.5, 2)
+        assert p["drop_rate"] == pytest.approx(ex.capacity_drops(p["routed"], 1.0, k))
+    live = ex.live(2, 4, 2, 1.0, True, steps=2)
+    assert live["drop_rate"] == pytest.approx(live["drop_rule"]) and live["drop_rate"] > 0
+
+
 def test_interview_numbers():
     n = ex.interview()
     assert n["mixtral_params"]["total"] == pytest.approx(46.7e9, rel=0.01)
@@ -100,7 +112,13 @@ def test_figures_and_widget_build():
     from parlab.expert_parallel import figures as fg
     sweep = ex.drop_sweep(tilts=(0.0, 1.0), balancers=("none",), cfs=(1.0, 1.25), steps=2,
                           config=CFG)
-    assert len(fg.over_steps(sweep).data) == 4 and len(fg.drop_vs_capacity(sweep).data) == 2
+    assert len(fg.balance_over_steps(sweep).data) == 4 and len(fg.drop_vs_capacity(sweep).data) == 2
+    for t in (fg.balance_table(sweep), fg.routing_table({"skewed": [5, 1, 1, 1]}),
+              fg.busiest_table([dict(rank=0, rows=2, compute_s=1e-3, layer_s=2e-3)]),
+              fg.step_time_table([dict(ep=1, step_s=1.0, steps=2, speedup=1.0)]),
+              fg.a2a_table({"s": [dict(rank=0, layer="blocks.0.moe", measured=2048, balanced=1024,
+                                       sent_rows=3, recv_rows=4)]})):
+        assert "<table" in t.data
     assert len(fg.expert_histogram([{"rank": 0, "experts": {0: 3, 1: 5}}], 4).data) == 1
     bus = [dict(rank=0, rows=2, compute_s=1.0, layer_s=2.0, predicted_s=2.0, balanced_s=1.5)]
     assert len(fg.busiest_figure(bus).data) == 2
@@ -111,4 +129,8 @@ def test_figures_and_widget_build():
     from parlab.expert_parallel import widgets
     box = widgets.ep_explorer(run_now=False)
     assert "dropped" in box.children[-1].children[0].value
+    cf = box.children[3].children[0]
+    assert cf.label == "1.25" and ("no limit", None) in widgets.CAPACITY_CHOICES
+    cf.value = None  # no limit: the prediction says so and drops nothing
+    assert "no limit" in box.children[-1].children[0].value
     assert "must divide" in widgets.live_html(ex.live(3))

@@ -151,6 +151,18 @@ def train_routing(config: GPTConfig, steps: int = 40, batch_size: int = BATCH, l
     return {"losses": losses, "moe": moe}
 
 
+def capacity_drops(routed: list[int], capacity_factor: float | None, top_k: int = 1) -> float:
+    """The share of assignments capacity drops, from the assignments per expert alone:
+    each expert keeps min(n_i, C) whatever the order, so sum_i max(0, n_i - C) / sum_i n_i
+    with C = ``cost.expert_capacity`` over sum(routed) / top_k tokens (0 without capacity).
+    The widget applies it to a live run's counts, which the run's own drops then equal."""
+    n = sum(routed)
+    if capacity_factor is None or not n:
+        return 0.0
+    c = cost.expert_capacity(n // top_k, len(routed), capacity_factor, top_k)
+    return sum(max(0, x - c) for x in routed) / n
+
+
 def step_load(moe_step: dict, capacity_factor: float | None = None, top_k: int = 1) -> dict:
     """One step's stats, mean over layers: max/mean and max/min assignments per expert;
     drop rate measured (a run with capacity) or, given ``capacity_factor``, the share
@@ -162,11 +174,8 @@ def step_load(moe_step: dict, capacity_factor: float | None = None, top_k: int =
         n, E = sum(r), len(r)
         mm.append(max(r) * E / n)
         mn.append(max(r) / max(min(r), 1))
-        if capacity_factor is None:
-            dr.append(len(s["dropped"]) / n)
-        else:
-            c = cost.expert_capacity(n // top_k, E, capacity_factor, top_k)
-            dr.append(sum(max(0, x - c) for x in r) / n)
+        dr.append(len(s["dropped"]) / n if capacity_factor is None
+                  else capacity_drops(r, capacity_factor, top_k))
     k = len(mm)
     return dict(max_over_mean=sum(mm) / k, max_over_min=sum(mn) / k, drop_rate=sum(dr) / k)
 
@@ -308,8 +317,9 @@ def predict(tokens: int, n_experts: int, top_k: int, capacity_factor: float | No
 
 def live(ep: int = 2, n_experts: int = 4, top_k: int = 1, capacity_factor: float | None = 1.25,
          skewed: bool = True, steps: int = 3) -> dict:
-    """A real run on ``ep`` ranks (experts 4x wide): median step, assignments per expert,
-    drop rate, a2a bytes per rank vs formula, rows per rank; or ``error``."""
+    """A real run on ``ep`` ranks (experts 16x wide): median step, assignments per expert,
+    drop rate (and ``drop_rule``: ``capacity_drops`` on its counts), a2a bytes per rank vs
+    formula, rows per rank; or ``error``."""
     try:
         cfg = moe_config(n_experts=n_experts, top_k=top_k, capacity_factor=capacity_factor, **HEAVY)
         r = ep_run(ep, SEEDS["skewed" if skewed else "balanced"], steps, cfg)
@@ -320,6 +330,8 @@ def live(ep: int = 2, n_experts: int = 4, top_k: int = 1, capacity_factor: float
     n_drop = sum(len(x["dropped"][0]["blocks.0.moe"]) for x in r.ranks)
     return dict(ep=ep, step_s=statistics.median(r.step_times[1:]), routed=routed,
                 drop_rate=n_drop / sum(routed), bytes=a2a_check(r, cfg, BATCH),
+                drop_rule=capacity_drops(routed, capacity_factor, top_k),
+                max_over_mean=max(routed) * n_experts / sum(routed),
                 rows=[sum(x["tokens_per_expert"][0]["blocks.0.moe"].values()) for x in r.ranks],
                 load=hardware.timing_note()[1])
 

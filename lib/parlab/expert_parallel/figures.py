@@ -1,8 +1,9 @@
 """Figures of notebook 04 (Mixture of Experts, expert parallelism): tokens per expert
 coloured by the rank that holds the expert, drop rate and balance over training steps,
 drop rate against the capacity factor, all-to-all bytes per rank against the formula,
-the busiest rank setting the layer's time, step time against the EP degree. Plain data
-in (from ``experiments``), a plotly ``Figure`` out (interview answers: ``parlab.viz.answer``)."""
+the busiest rank setting the layer's time, step time against the EP degree; and the
+notebook's tables. Plain data in (from ``experiments``), a plotly ``Figure`` or an HTML
+table out (interview answers: ``parlab.viz.answer``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..viz.charts import bars
+from ..viz.tables import table
 from ..viz.style import INK, KIND_COLORS, WARNING_COLOR, base_layout, rank_color, series_colors
 
 
@@ -39,24 +41,32 @@ def _case(r: dict) -> str:
     return f"{'skewed' if r['tilt'] else 'balanced'}, {r['balancer']}"
 
 
-def over_steps(sweep: list[dict], capacity_factor: float = 1.25, title: str = "") -> go.Figure:
-    """Two panels over training steps, one line per (routing, balancer): max/mean
-    assignments per expert, and the share capacity ``capacity_factor`` drops
-    (rows from ``experiments.drop_sweep``)."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=[
-        "busiest expert / mean", f"dropped at capacity factor {capacity_factor}"])
-    colors = series_colors([_case(r) for r in sweep])
-    for r, color in zip(sweep, colors):
-        dash = "solid" if r["tilt"] else "dot"
-        for col, ys in ((1, [x["max_over_mean"] for x in r["load"]]),
+def balance_over_steps(sweep: list[dict], capacity_factor: float = 1.25, title: str = "") -> go.Figure:
+    """Small multiples over training steps, one column per balancer (none, aux loss,
+    bias): top, busiest expert / mean; bottom, the share capacity ``capacity_factor``
+    drops. Two lines per panel, balanced and skewed routing, in the same colours in
+    every panel (rows from ``experiments.drop_sweep``)."""
+    balancers = list(dict.fromkeys(r["balancer"] for r in sweep))
+    fig = make_subplots(rows=2, cols=len(balancers), shared_xaxes=True, shared_yaxes="rows",
+                        horizontal_spacing=0.04, vertical_spacing=0.1,
+                        subplot_titles=[f"balancer: {b}" for b in balancers])
+    colors = dict(zip(("balanced", "skewed"), series_colors(["balanced routing", "skewed routing"])))
+    for r in sweep:
+        col = balancers.index(r["balancer"]) + 1
+        routing = "skewed" if r["tilt"] else "balanced"
+        for row, ys in ((1, [x["max_over_mean"] for x in r["load"]]),
                         (2, [100 * d for d in r["drops"][capacity_factor]])):
-            fig.add_trace(go.Scatter(name=_case(r), legendgroup=_case(r), showlegend=col == 1,
-                                     y=ys, mode="lines", line=dict(color=color, dash=dash)),
-                          row=1, col=col)
-    fig.update_xaxes(title_text="training step")
-    fig.update_yaxes(ticksuffix="%", rangemode="tozero", row=1, col=2)
-    base_layout(fig, title or "load balance over training", height=420,
-                legend=dict(orientation="h", y=-0.25))
+            fig.add_trace(go.Scatter(name=f"{routing} routing", legendgroup=routing, y=ys,
+                                     mode="lines", line=dict(color=colors[routing]),
+                                     showlegend=row == 1 and col == 1),
+                          row=row, col=col)
+    fig.add_hline(y=1, line=dict(dash="dot", color=INK["mid"]), row=1, col="all")
+    fig.update_xaxes(title_text="training step", row=2)
+    fig.update_yaxes(title_text="busiest / mean", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=f"dropped at cf {capacity_factor:g}", ticksuffix="%",
+                     rangemode="tozero", row=2, col=1)
+    base_layout(fig, title or "load balance over training: each balancer on its own", height=480,
+                legend=dict(orientation="h", y=-0.18))
     return fig
 
 
@@ -117,3 +127,73 @@ def step_time_bars(rows: list[dict], title: str = "") -> go.Figure:
         fig.add_annotation(x=f"ep={r['ep']}", y=1e3 * r["step_s"], yanchor="bottom",
                            showarrow=False, text=f"{r['speedup']:.2f}×")
     return fig
+
+
+# --- tables (HTML; ``viz.table`` underneath) ------------------------------------------------
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:.1f} ms"
+
+
+def routing_table(per_expert: dict[str, list[int]]):
+    """Per model seed: tokens each expert computed (rank = expert), busiest / mean (what
+    sets the step) and busiest / coldest (what a "hot expert" claim quotes)."""
+    rows = [dict(seed=name, tokens=", ".join(map(str, c)), over_mean=max(c) / (sum(c) / len(c)),
+                 over_coldest=max(c) / max(min(c), 1)) for name, c in per_expert.items()]
+    return table(rows, caption="block 0, step 0: tokens per expert (rank = expert), 4 ranks",
+                 formats={"over_mean": ".2f", "over_coldest": ".1f"},
+                 headers={"tokens": "tokens per expert 0..3", "over_mean": "busiest / mean",
+                          "over_coldest": "busiest / coldest"})
+
+
+def balance_table(sweep: list[dict], last: int = 10):
+    """Per (routing, balancer) of ``experiments.drop_sweep``: busiest/mean and
+    busiest/coldest at the first step and over the last ``last`` steps, the share each
+    capacity factor would drop (last steps), and what the capped run really dropped."""
+    from .experiments import summarize
+    rows, cfs = [], []
+    for r in sweep:
+        s = summarize(r, last)
+        cfs = sorted(s["drops_last"])
+        rows.append(dict(routing="skewed" if r["tilt"] else "balanced", balancer=r["balancer"],
+                         mean_first=s["first"]["max_over_mean"], mean_last=s["last"]["max_over_mean"],
+                         cold_first=s["first"]["max_over_min"], cold_last=s["last"]["max_over_min"],
+                         **{f"cf {cf:g}": s["drops_last"][cf] for cf in cfs},
+                         capped=s["measured_last"]))
+    return table(rows, caption=f"balance (first step -> mean of the last {last}) and the share "
+                               f"dropped at each capacity factor (last {last} steps)",
+                 formats={"mean_first": ".2f", "mean_last": ".2f", "cold_first": ".1f",
+                          "cold_last": ".1f", "capped": ".1%", **{f"cf {cf:g}": ".1%" for cf in cfs}},
+                 headers={"mean_first": "busiest/mean, first", "mean_last": "last",
+                          "cold_first": "busiest/coldest, first", "cold_last": "last",
+                          "capped": f"trained at cf {sweep[0]['measured_cf']:g}"})
+
+
+def a2a_table(a2a: dict[str, list[dict]], layer: str = "blocks.0.moe"):
+    """Per seed and rank: all-to-all KiB sent in one layer (traced, forward + backward)
+    beside the balanced formula, and the rows the rank sent out and took in
+    (``experiments.a2a_check``)."""
+    rows = [dict(seed=name, rank=x["rank"], sent=x["measured"] / 1024, balanced=x["balanced"] / 1024,
+                 rows_out=x["sent_rows"], rows_in=x["recv_rows"])
+            for name, xs in a2a.items() for x in xs if x["layer"] == layer]
+    return table(rows, caption=f"{layer}, step 0: all-to-all bytes each rank sends (forward + backward)",
+                 formats={"sent": "g", "balanced": "g"},
+                 headers={"sent": "KiB sent (trace)", "balanced": "formula, balanced (KiB)",
+                          "rows_out": "rows out", "rows_in": "rows in"})
+
+
+def busiest_table(rows: list[dict]):
+    """Per rank of the emulated layer (``experiments.busiest``): its rows, how long it
+    computed and when the combine all-to-all let it go."""
+    return table(rows, ["rank", "rows", "compute_s", "layer_s"],
+                 caption="emulated MoE layer, 4 ranks, medians of 5",
+                 formats={"compute_s": _ms, "layer_s": _ms},
+                 headers={"compute_s": "computes", "layer_s": "leaves the layer at"})
+
+
+def step_time_table(rows: list[dict]):
+    """Median training step at each EP degree and its speed-up over the first
+    (``experiments.step_times``)."""
+    return table(rows, ["ep", "step_s", "steps", "speedup"], caption="HEAVY experts, median step",
+                 formats={"step_s": _ms, "speedup": ".2f"},
+                 headers={"step_s": "median step", "steps": "steps timed", "speedup": "× ep=1"})

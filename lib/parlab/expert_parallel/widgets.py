@@ -34,7 +34,7 @@ def predict_html(p: dict, ep: int) -> str:
     """One ``experiments.predict`` result as bars and a table."""
     return ("<h4>predicted: one routed batch, one MoE layer</h4>" +
             expert_bars_html(p["routed"], ep, p["capacity"]) + _table([
-                ("capacity per expert", "none" if p["capacity"] is None else str(p["capacity"])),
+                ("capacity per expert", "no limit" if p["capacity"] is None else str(p["capacity"])),
                 ("dropped assignments", f"{p['drop_rate']:.1%}"),
                 ("busiest expert / mean", f"{p['max_over_mean']:.2f}"),
                 ("busiest rank / mean", f"{p['busiest_over_mean']:.2f}"),
@@ -53,10 +53,22 @@ def live_html(res: dict) -> str:
             f"<p><i>{html.escape(res['load'])}</i></p>") + _table([
         ("step time (median)", f"{res['step_s'] * 1e3:.1f} ms"),
         ("assignments per expert (block 0, step 0)", str(res["routed"])),
-        ("dropped", f"{res['drop_rate']:.1%}"),
+        ("busiest expert / mean", f"{res['max_over_mean']:.2f}"),
+        ("dropped", f"{res['drop_rate']:.1%} (capacity rule on these counts: "
+                    f"{res['drop_rule']:.1%})"),
         ("rows computed per rank", str(res["rows"])),
         ("a2a bytes per rank, block 0 (traced)", ", ".join(fmt_bytes(r["measured"]) for r in b0)),
         ("formula, balanced", fmt_bytes(b0[0]["balanced"]))])
+
+
+# the capacity factor's choices as (label, value): "no limit" is a run without capacity
+CAPACITY_CHOICES = [("no limit", None)] + [(str(f), f) for f in (1.0, 1.25, 1.5, 2.0)]
+# why the two panels differ: their routers are not the same router
+WHY_THEY_DIFFER = ("Left: a made-up router, expert e drawn with popularity ∝ (e+1)<sup>−skew</sup>, "
+                   "so expert 0 is the hot one by construction. Right: the GPT's own router, whose hot "
+                   "expert and skew come from its random initial weights (skew &gt; 0 only picks the "
+                   "seed that starts skewed). Compare each side with its capacity rule, not the "
+                   "sides' numbers with each other.")
 
 
 def ep_explorer(n_experts: int = 4, top_k: int = 1, capacity_factor: float = 1.25,
@@ -66,7 +78,7 @@ def ep_explorer(n_experts: int = 4, top_k: int = 1, capacity_factor: float = 1.2
     ``ep`` CPU ranks (skew > 0: the skewed seed, else the balanced one)."""
     experts = w.ToggleButtons(options=[2, 4, 8], value=n_experts, description="experts", style=STYLE)
     k = w.ToggleButtons(options=[1, 2], value=top_k, description="top-k", style=STYLE)
-    cf = w.Dropdown(options=[("none", None), 1.0, 1.25, 1.5, 2.0], value=capacity_factor,
+    cf = w.Dropdown(options=CAPACITY_CHOICES, value=capacity_factor,
                     description="capacity factor", layout=LAYOUT, style=STYLE)
     sk = w.FloatSlider(value=skew, min=0.0, max=3.0, step=0.25, description="routing skew",
                        layout=LAYOUT, style=STYLE)
@@ -95,4 +107,5 @@ def ep_explorer(n_experts: int = 4, top_k: int = 1, capacity_factor: float = 1.2
     predict()
     run_live() if run_now else setattr(live_out, "value", "<p>press <i>run live</i></p>")
     return w.VBox([experts, k, degree, w.HBox([cf, sk]), button,
+                   w.HTML(f"<p style='font-size:12px;max-width:60em'>{WHY_THEY_DIFFER}</p>"),
                    w.HBox([pred_out, live_out], layout={"justify_content": "space-around"})])
