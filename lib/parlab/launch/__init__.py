@@ -300,3 +300,10 @@ def _code_files(fn) -> list[str]:
     if path and path.endswith(".py"):
         files.append(os.path.abspath(path))
     return files
+
+
+# In a notebook's kernel, start the fork server now, while the learner reads: the
+# first launch then forks its ranks from a server that has imported torch (prewarm.py).
+from . import prewarm as _prewarm  # noqa: E402
+
+_prewarm.start()

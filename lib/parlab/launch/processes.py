@@ -41,11 +41,10 @@ def fork_server_pid(ctx) -> int | None:
     return getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
 
 
-@contextmanager
-def no_torch_cache_dir_left():
-    """Importing torch._dynamo (PRELOAD) creates torch's compile cache directory in the
-    temp dir. Remove it again if starting ranks created it and left it empty, so that
-    the launcher leaves no files behind; torch makes it again when something compiles."""
+_early_cache_dir: list[str] = []  # torch's cache dir, when it was absent as prewarm started
+
+
+def torch_cache_dir() -> str:
     path = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if path is None:
         import getpass
@@ -55,15 +54,40 @@ def no_torch_cache_dir_left():
         except (KeyError, OSError, ImportError):
             user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
         path = os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")
-    existed = os.path.exists(path)
+    return path
+
+
+def _rmdir_if_empty(path: str) -> None:
+    try:
+        os.rmdir(path)  # only when empty
+    except OSError:
+        pass
+
+
+def note_cache_dir() -> None:
+    """The fork server is being started early (prewarm.py): if torch's cache directory
+    does not exist yet, the server's preload may make it while no pool is starting;
+    the first pool (or this process's exit, if none starts) removes it when empty."""
+    path = torch_cache_dir()
+    if not os.path.exists(path) and path not in _early_cache_dir:
+        _early_cache_dir.append(path)
+        import atexit
+        atexit.register(_rmdir_if_empty, path)
+
+
+@contextmanager
+def no_torch_cache_dir_left():
+    """Importing torch._dynamo (PRELOAD) creates torch's compile cache directory in the
+    temp dir. Remove it again if starting ranks created it and left it empty, so that
+    the launcher leaves no files behind; torch makes it again when something compiles."""
+    path = torch_cache_dir()
+    existed = os.path.exists(path) and path not in _early_cache_dir
+    _early_cache_dir.clear()
     try:
         yield
     finally:
         if not existed:
-            try:
-                os.rmdir(path)  # only when empty
-            except OSError:
-                pass
+            _rmdir_if_empty(path)
 
 
 @contextmanager
