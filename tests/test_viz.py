@@ -720,6 +720,21 @@ def test_bucket_sweep_figure():
         dp_fig.bucket_sweep_figure(rows[:1])
 
 
+def test_data_parallel_tables_and_throughput_build():
+    rows = [dict(variant=v, world_size=n, step_s=0.01 * n, tokens_per_s=1000.0 * n, speedup=n,
+                 vs_ddp=1.0) for v in ("naive", "ddp") for n in (1, 2)]
+    assert "tokens/s" in dp_fig.throughput_table(rows).data
+    fig = dp_fig.throughput_figure(rows, "tps")
+    assert [t.name for t in fig.data] == ["naive", "ddp"] and list(fig.data[1].y) == [1000.0, 2000.0]
+    assert "max |Δ grad|" in dp_fig.equivalence_table([dict(run="x", loss=1e-7, grad=2e-7, param=0.0)]).data
+    comp = {"exact": dict(losses=[2.0] * 6, bytes_per_step=100, codec_s=0.0),
+            "fp16": dict(losses=[2.5] * 6, bytes_per_step=50, codec_s=1e-3)}
+    assert "+0.500" in dp_fig.compression_table(comp).data
+    sweep = {"naive": dict(buckets=53, median=0.1, overlap=0.0, exposed=0.05)}
+    assert "53" in dp_fig.bucket_sweep_table(sweep).data
+    assert "0.700 s" in dp_fig.compression_step_table([{"bandwidth": "1 GB/s", "exact": 0.7}]).data
+
+
 def test_loss_curves():
     fig = viz.loss_curves({"exact": [4.0, 3.0], "sign, no EF": [4.0, 3.5]}, "c", floor=1.07)
     assert [t.name for t in fig.data] == ["exact", "sign, no EF", "entropy floor 1.070"]
