@@ -145,11 +145,37 @@ def test_figures_build(traced, sweep):
     assert len(fg.gpu_scale_figure(curves).data) == 2 * len(ex.PLATFORMS)
 
 
+def test_tables_build(traced, sweep):
+    pytest.importorskip("IPython")
+    from parlab.tensor_parallel import figures as fg
+    seq = ex.layer_sequence(traced, "blocks.0")
+    assert fg.collectives_table(seq).data.count("<tr>") == 1 + len(seq)
+    assert "KiB" in fg.collectives_table(seq).data
+    assert "times" in fg.outside_table(ex.comm_table(CFG, 2, result=traced)["outside"]).data
+    assert "KiB (formula)" in fg.comm_count_table(sweep).data
+    acts = [dict(tp=2, sequence_parallel=True, recompute="none", measured=10, formula=10.0,
+                 korthikanti=12.0, no_dropout=11.0)]
+    assert "Korthikanti, no dropout" in fg.activation_table(acts).data
+    assert " GB<" in fg.korthikanti_table(ex.korthikanti_rows("GPT-3 175B", 1, 8)).data
+    thr = [dict(tp=1, step_s=0.0123, steps=4, tokens_per_s=1000.0, speedup=1.0)]
+    assert "12.3 ms" in fg.throughput_table(thr).data
+    assert "45 ms" in fg.cpu_work_table([dict(tp=1, cpu_s=0.045, ratio=1.0)]).data
+    curves = {p: ex.gpu_scale("GPT-3 175B", p, (8, 16)) for p in ex.PLATFORMS}
+    assert fg.gpu_scale_table(curves).data.count("<tr>") == 1 + 2 * len(ex.PLATFORMS)
+
+
 def test_widgets_build():
     pytest.importorskip("ipywidgets")
     from parlab.tensor_parallel import widgets
     box = widgets.tp_explorer(run_now=False)
     assert box is not None and "MFU" in box.children[-1].children[1].value
+    # the predicted times each sit on a line of their own, in a unit that keeps them short,
+    # and no value wraps ("7041 ms / 81 ms" broke in two in a narrow column)
+    row = ex.gpu_scale("GPT-3 175B", "A100 (NVLink3, IB-HDR)", (8,))[0]
+    html = widgets.gpu_html(row, "GPT-3 175B", "A100")
+    assert " / " not in html and " s</b>" in html and " ms</b>" in html
+    assert html.count("white-space:nowrap") == html.count("<tr>")
+    assert box.children[-1].layout.flex_flow == "row wrap"
     assert "must divide" in widgets.live_html(ex.live(3, False, 32, 64))
     html = widgets.live_html(ex.live(2, False, 16, 32, steps=2))
     assert "all-reduce" in html and "tokens/s" in html

@@ -42,16 +42,17 @@ HINTS = {
         "<code>dist.all_gather(list(params.chunk(W)), mine.clone())</code>."),
     # 02 · tensor parallelism
     "my_tp_mlp_forward": (
-        "<code>w1_shard</code> holds a slice of W1's columns: <code>gelu(x @ w1_shard)</code> "
+        "<code>w1_shard</code> holds a slice of A's columns: "
+        "<code>torch.nn.functional.gelu(x @ w1_shard)</code> "
         "is this rank's slice of the hidden features, with no communication (GeLU acts "
         "element-wise).",
-        "<code>w2_shard</code> holds the matching rows of W2, so <code>y @ w2_shard</code> is one "
+        "<code>w2_shard</code> holds the matching rows of B, so <code>y @ w2_shard</code> is one "
         "term of the output's sum over ranks: one <code>all_reduce</code> adds the terms. No "
         "division: it is a sum, not a mean."),
     "my_tp_mlp": (
-        "Megatron's f and g are each an <code>torch.autograd.Function</code> with a "
-        "<code>forward</code> and a <code>backward</code>. f sits before the column-parallel "
-        "matmul, g after the row-parallel one.",
+        "Megatron's f and g are each a <code>torch.autograd.Function</code> with a static "
+        "<code>forward(ctx, x)</code> and <code>backward(ctx, grad)</code>. f sits before the "
+        "column-parallel matmul, g after the row-parallel one.",
         "f is the identity going forward and all-reduces the gradient going back; g "
         "all-reduces going forward and is the identity going back. All-reduce a clone, "
         "not the tensor autograd handed you."),
@@ -67,8 +68,9 @@ HINTS = {
         "For each micro-batch: stage 0 takes it as given, every other stage receives it from "
         "<code>stage - 1</code>; apply <code>layer</code>; send to <code>stage + 1</code> unless "
         "you are the last stage, which keeps the outputs.",
-        "<code>dist.recv</code> fills a tensor you allocate: every micro-batch has the same "
-        "shape, so <code>torch.empty_like(x)</code> is the right buffer. The peers are "
+        "<code>dist.recv(buf, src=stage - 1)</code> fills a tensor you allocate: every "
+        "micro-batch has the same shape, so <code>torch.empty_like(micro_batches[i])</code> is "
+        "the right buffer. The peers are "
         "<code>stage - 1</code> and <code>stage + 1</code>, nothing else."),
     "my_partition": (
         "Return one layer count per stage; they must add up to <code>n_layers</code> and "

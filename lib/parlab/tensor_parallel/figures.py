@@ -1,7 +1,8 @@
 """Figures of notebook 02 (tensor parallelism): the f/g block diagram, one step's
 collectives on a timeline, counted-vs-formula bars, activation bytes, tokens/s, and the
-GPU-scale model against the TP degree. Plain data in (from ``experiments``), a plotly
-``Figure`` out (interview answers: ``parlab.viz.answer``)."""
+GPU-scale model against the TP degree; and the notebook's tables. Plain data in (from
+``experiments``), a plotly ``Figure`` or an HTML table out (interview answers:
+``parlab.viz.answer``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..viz.charts import bars, timeline
-from ..viz.tables import answer  # noqa: F401  (the shared box; context_parallel.figures imports it from here)
+# answer: the shared box (context_parallel.figures imports it from here)
+from ..viz.tables import answer, table  # noqa: F401
 from ..viz.style import (INK, KIND_COLORS, LABEL_BACKGROUND, NEUTRAL_COLOR, base_layout, rank_color,
                          series_colors)
 
@@ -183,3 +185,105 @@ def gpu_scale_figure(curves: dict[str, list[dict]], metrics=("mfu", "tokens_per_
                 height=440, legend=dict(orientation="h", y=-0.2))
     fig.update_layout(margin=dict(t=80, b=110))
     return fig
+
+
+# --- 4. tables (HTML; ``viz.table`` underneath) ---------------------------------------------
+
+def _kib(b: float) -> str:
+    return f"{b / 1024:g} KiB"
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:,.0f} ms"
+
+
+def _ops(d: dict) -> str:
+    return " + ".join(f"{n} {op.replace('_', '-')}" for op, n in sorted(d.items())) or "none"
+
+
+def collectives_table(seq: list[dict]):
+    """One block's collectives in one training step, in the order rank 0 ran them: pass,
+    Megatron operator (f, g, ...), collective, layer and bytes sent
+    (``experiments.layer_sequence``)."""
+    return table(seq, ["direction", "operator", "op", "layer", "bytes_sent"],
+                 caption="block 0's collectives in one step, rank 0, in order",
+                 formats={"bytes_sent": _kib}, headers={"bytes_sent": "sent by rank 0"})
+
+
+def outside_table(rows: list[dict], t: int = 2):
+    """The collectives outside the blocks (embedding, lm_head, the loss) in one step on
+    ``t`` ranks, with the bytes rank 0 sent and how many times
+    (``experiments.comm_table(...)["outside"]``)."""
+    return table(rows, ["layer", "direction", "operator", "op", "bytes", "n"],
+                 caption=f"collectives outside the blocks, one step, rank 0 (t={t})",
+                 headers={"bytes": "bytes sent", "n": "times"})
+
+
+def comm_count_table(sweep: list[dict]):
+    """Per case (t, SP): one block's collectives per pass and the KiB one rank sends per
+    training step, counted in the trace next to ``cost.tp_comm_per_layer``
+    (``experiments.comm_sweep``)."""
+    rows = [dict(case=_case(r), forward=_ops(r["measured"]["forward"]),
+                 backward=_ops(r["measured"]["backward"]), counted=r["measured"]["bytes"] / 1024,
+                 formula=r["formula"]["bytes"] / 1024, equal=r["match"]) for r in sweep]
+    return table(rows, caption="one block, one training step, per rank: traced vs "
+                               "cost.tp_comm_per_layer",
+                 formats={"counted": "g", "formula": "g"},
+                 headers={"counted": "KiB sent (trace)", "formula": "KiB (formula)"})
+
+
+def activation_table(acts: list[dict]):
+    """Bytes one block saves for backward on rank 0, per t, SP and recomputation: measured,
+    our layer's formula, Korthikanti's (fp32) and Korthikanti's without dropout
+    (``experiments.activation_rows``)."""
+    rows = [dict(t=r["tp"], SP="yes" if r["sequence_parallel"] else "no", recompute=r["recompute"],
+                 measured=r["measured"], formula=round(r["formula"]),
+                 korthikanti=round(r["korthikanti"]), no_dropout=round(r["no_dropout"]))
+            for r in acts]
+    return table(rows, caption="bytes one block saves for backward, rank 0",
+                 headers={"formula": "formula (our layer)", "korthikanti": "Korthikanti, fp32",
+                          "no_dropout": "Korthikanti, no dropout"})
+
+
+def korthikanti_table(rows: list[dict], title: str = "GPT-3 175B, b=1, t=8"):
+    """Korthikanti et al.'s Table 2 (activation bytes per layer: TP, SP, selective
+    recomputation) at one model's shape (``experiments.korthikanti_rows``)."""
+    return table(rows, ["label", "expression", "bytes"],
+                 caption=f"{title}: activation bytes per layer (Korthikanti et al. 2022, "
+                         "Table 2; cost.activation_table)",
+                 formats={"bytes": lambda b: f"{b / 1e9:.3f} GB"},
+                 headers={"label": "", "bytes": "per layer"})
+
+
+def throughput_table(rows: list[dict], title: str = "MEDIUM, batch 8, this machine's CPU ranks"):
+    """Median step, steps timed, tokens/s and speed-up over t = 1 at each TP degree
+    (``experiments.throughput``)."""
+    return table(rows, ["tp", "step_s", "steps", "tokens_per_s", "speedup"], caption=title,
+                 formats={"step_s": lambda x: f"{x * 1e3:.1f} ms", "tokens_per_s": ",.0f",
+                          "speedup": ".2f"},
+                 headers={"tp": "t", "step_s": "median step", "steps": "steps timed",
+                          "tokens_per_s": "tokens/s", "speedup": "× t=1"})
+
+
+def cpu_work_table(rows: list[dict]):
+    """CPU seconds per training step, all ranks together, and the ratio to t = 1
+    (``experiments.cpu_work``)."""
+    return table(rows, ["tp", "cpu_s", "ratio"],
+                 caption="CPU seconds per training step, all ranks together (median of 2)",
+                 formats={"cpu_s": _ms, "ratio": ".2f"},
+                 headers={"tp": "t", "cpu_s": "CPU per step", "ratio": "× t=1"})
+
+
+def gpu_scale_table(curves: dict[str, list[dict]], title: str = "GPT-3 175B, b=1, s=2048"):
+    """The GPU-scale model, one row per platform and TP degree: the link the ring runs
+    over, compute and communication per micro-batch, communication share, MFU and
+    tokens/s per GPU (``experiments.gpu_scale`` rows)."""
+    rows = [dict(platform=p, **r) for p, rs in curves.items() for r in rs]
+    return table(rows, ["platform", "tp", "link_name", "compute_s", "comm_s", "comm_fraction",
+                        "mfu", "tokens_per_s_per_gpu"],
+                 caption=f"{title}: the GPU-scale model (cost.tp_scaling_curve)",
+                 formats={"compute_s": _ms, "comm_s": _ms, "comm_fraction": ".1%", "mfu": ".1%",
+                          "tokens_per_s_per_gpu": ",.0f"},
+                 headers={"tp": "t", "link_name": "ring over", "compute_s": "compute",
+                          "comm_s": "comm", "comm_fraction": "comm share", "mfu": "MFU",
+                          "tokens_per_s_per_gpu": "tokens/s per GPU"})

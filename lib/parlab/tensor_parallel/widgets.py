@@ -7,12 +7,18 @@ import html
 import ipywidgets as w
 
 from ..viz.controls import LAYOUT, STYLE
-from ..viz.style import WARNING_COLOR, fmt_bytes
+from ..viz.style import WARNING_COLOR, fmt_bytes, fmt_seconds
 from . import experiments
+
+# each result box keeps its numbers on one line: the two boxes sit side by side when
+# the notebook is wide enough, one under the other when it is not
+BOX = {"min_width": "380px", "flex": "1 1 380px", "margin": "0 12px 0 0"}
 
 
 def _table(rows: list[tuple[str, str]]) -> str:
-    return ("<table>" + "".join(f"<tr><td>{html.escape(a)}</td><td><b>{html.escape(b)}</b></td></tr>"
+    """Label, value rows; a value never wraps (no "7041 ms /" above "81 ms")."""
+    return ("<table>" + "".join(f"<tr><td style='padding-right:10px'>{html.escape(a)}</td>"
+                                f"<td style='white-space:nowrap'><b>{html.escape(b)}</b></td></tr>"
                                 for a, b in rows) + "</table>")
 
 
@@ -41,7 +47,8 @@ def gpu_html(row: dict, model: str, platform: str) -> str:
     """One ``experiments.gpu_scale`` row as a small table."""
     return f"<h4>predicted: {html.escape(model)}, {html.escape(platform)}</h4>" + _table([
         ("TP group over", f"{row['link_name']} ({row['bandwidth'] / 1e9:g} GB/s per direction)"),
-        ("compute / comm per micro-batch", f"{row['compute_s'] * 1e3:.0f} ms / {row['comm_s'] * 1e3:.0f} ms"),
+        ("compute per micro-batch", fmt_seconds(row["compute_s"])),
+        ("communication per micro-batch", fmt_seconds(row["comm_s"]) if row["comm_s"] else "none"),
         ("communication share", f"{row['comm_fraction']:.1%}"),
         ("MFU", f"{row['mfu']:.1%}"),
         ("tokens/s per GPU", f"{row['tokens_per_s_per_gpu']:,.0f}")])
@@ -64,7 +71,7 @@ def tp_explorer(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32,
     platforms = w.Dropdown(options=list(experiments.PLATFORMS), value=platform,
                            description="platform", layout=LAYOUT, style=STYLE)
     button = w.Button(description="run live on CPU ranks", icon="play", layout={"width": "auto"})
-    live_out, gpu_out = w.HTML(), w.HTML()
+    live_out, gpu_out = w.HTML(layout=BOX), w.HTML(layout=BOX)
 
     def predict(_=None):
         rows = experiments.gpu_scale(models.value, platforms.value, (tps.value,),
@@ -84,4 +91,4 @@ def tp_explorer(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32,
     predict()
     run_live() if run_now else setattr(live_out, "value", "<p>press <i>run live</i></p>")
     return w.VBox([tps, w.HBox([sp, button]), w.HBox([seq, width]), w.HBox([models, platforms]),
-                   w.HBox([live_out, gpu_out], layout={"justify_content": "space-around"})])
+                   w.HBox([live_out, gpu_out], layout={"flex_flow": "row wrap"})])
