@@ -308,14 +308,32 @@ def test_stage_table_and_schedule_text():
         t.numel() for t in reference_train(GPTConfig(n_layers=8), 0, 1)["state_dict"].values())
     assert demos.schedule_text("1f1b", 2, 3) == ["rank 0: F0 F1 B0 F2 B1 B2",
                                                  "rank 1: F0 B0 F1 B1 F2 B2"]
+    assert demos.schedule_tokens("interleaved", 2, 2, 2)[1][:4] == ["F0", "F1", "F0.1", "B0.1"]
 
 
 def test_explore_simulates_at_once_and_reports_bad_choices():
+    # an M the schedule cannot take draws the nearest one that it can, and says why
     res = demos.explore("interleaved", 4, 6, v=2)
-    assert "micro_batches divisible by p" in res["error"]
+    assert res["m"] == 4 and "sim" in res and "error" not in res
+    assert "M=6 does not work here" in res["note"] and "micro_batches divisible by p" in res["note"]
+    assert demos.explore("interleaved", 3, 8, v=2)["m"] == 9
+    assert demos.explore("interleaved", 4, 8, v=2)["note"] == ""
+    assert demos.micro_batch_choices("interleaved", 3, 2) == [3, 6, 9, 12, 15]
+    assert demos.micro_batch_choices("1f1b", 3, 2) == list(range(1, 17))
+    assert "must be one of" in demos.explore("nope", 2, 4)["error"]
     res = demos.explore("gpipe", 8, 16, v=3)  # v is ignored for non-interleaved schedules
     assert res["run"] is None and res["sim"].peak_activations == [16] * 8
     assert "formula 30.4%" in res["text"]  # 7 / 23
+
+
+def test_interview_numbers():
+    n = demos.interview([dict(p=4, m=8, schedule=s, measured=0.3) for s in ("gpipe", "1f1b")])
+    assert (n["a"]["m50"], n["a"]["m20"]) == (3, 12)  # 3/6 = 50%, 3/15 = 20%
+    assert (n["b"]["ratio"], round(n["b"]["fraction"], 4)) == (0.375, 0.2727)
+    assert n["b"]["measured"] == {"gpipe": 0.3, "1f1b": 0.3}
+    assert [q for q, share, _ in n["c"]["rows"] if share < 0.15] == [2, 3]
+    assert n["d"][16] == (16, 4)
+    assert all(share < 1 / (k + 1) for k, (_, share) in n["advice"].items())
 
 
 def test_message_counts_and_op_times():

@@ -782,7 +782,7 @@ def test_memory_calculator_status_wraps_between_items_only():
     assert zero_widgets.memory_calculator() is not None
 
 
-def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch, capsys):
+def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch):
     import sys
 
     from parlab.pipeline_parallel import widgets as pp_widgets
@@ -790,14 +790,21 @@ def test_pipeline_explorer_builds_without_starting_ranks(monkeypatch, capsys):
     def no_launch(*a, **k):
         raise AssertionError("the explorer must simulate, not launch, until 'run live'")
     monkeypatch.setattr(sys.modules["parlab.launch"], "launch", no_launch)
+    monkeypatch.setattr(pp_widgets, "show", lambda fig: None)
     box = pp_widgets.pipeline_explorer(schedule="interleaved", p=4, m=8, v=2)
     sched, p = box.children[0].children
-    p.value = 3  # m=8 not divisible by 3: a message, no exception
-    sched.value = "zb-h1"
-    # outside a kernel the Output widget lets prints through
-    printed = capsys.readouterr().out
-    assert "interleaved 1F1B needs micro_batches divisible by p: micro_batches=8, p=3" in printed
-    assert "zb-h1, P=3, M=8: simulated bubble" in printed
+    m, info = box.children[1].children[0], box.children[3]
+    assert (m.min, m.step, m.max, m.value) == (4, 4, 16, 8)  # interleaved: multiples of P only
+    p.value = 3  # M=8 is not a multiple of 3: the slider moves to 9 and the note says why
+    assert (m.min, m.step, m.max, m.value) == (3, 3, 15, 9)
+    assert "M=8 does not work here" in info.value and "showing M=9" in info.value
+    assert "interleaved,</span> <span style=\"white-space:nowrap\">P=3," in info.value
+    m.value = 7  # set from code: drawn as the nearest valid M, the slider follows
+    assert m.value == 6 and "M=7 does not work here" in info.value
+    sched.value = "zb-h1"  # every M works again
+    assert (m.min, m.step, m.max, m.value) == (1, 1, 16, 6) and "does not work" not in info.value
+    assert "zb-h1,</span>" in info.value and "simulated bubble" in info.value
+    assert pp_widgets.explorer_html({"error": "bad <choice>"}).count("bad &lt;choice&gt;") == 1
 
 
 def test_pipeline_explorer_v_slider_only_for_interleaved(monkeypatch):
@@ -805,14 +812,38 @@ def test_pipeline_explorer_v_slider_only_for_interleaved(monkeypatch):
 
     from parlab.pipeline_parallel import widgets as pp_widgets
     monkeypatch.setattr(sys.modules["parlab.launch"], "launch", None)
+    monkeypatch.setattr(pp_widgets, "show", lambda fig: None)
     box = pp_widgets.pipeline_explorer(schedule="1f1b")
     sched = box.children[0].children[0]
     v = box.children[1].children[1]
-    assert v.disabled and v.description == "chunks v"
+    assert v.disabled and v.description == "chunks v" and v.layout.visibility == "hidden"
     sched.value = "interleaved"
-    assert not v.disabled
+    assert not v.disabled and v.layout.visibility == "visible"
     sched.value = "gpipe"
-    assert v.disabled
+    assert v.disabled and v.layout.visibility == "hidden"
     controls = [c for row in box.children[:2] for c in row.children]
     assert all(len(c.description) <= 16 for c in controls)  # fits the 140 px label column
     assert box.children[2].layout.width == "auto"  # the button shows its whole label
+
+
+def test_pipeline_tables_build():
+    from parlab.pipeline_parallel import experiments as pp_demos
+    text = pp_fig.schedule_lists({"interleaved": pp_demos.schedule_tokens("interleaved", 2, 4, 2)}).data
+    # a line may break between actions, never inside one
+    assert "<span style='white-space:nowrap'>B3.1</span>" in text and text.count("rank&nbsp;") == 2
+    assert "27.3%" in pp_fig.bubble_normalisations_table(4, 8).data  # 3 / 11
+    assert "37.5%" in pp_fig.bubble_normalisations_table(4, 8).data  # 3 / 8
+    sweep = [dict(p=2, m=m, schedule=s, formula=0.5, measured=0.52, formula_ratio=1.0,
+                  measured_ratio=1.1) for m in (1, 2) for s in ("gpipe", "1f1b")]
+    assert pp_fig.bubble_sweep_table(sweep).data.count("<tr>") == 3
+    mem = [dict(m=m, schedule=s, rank=r, held=1, formula=1, bytes=2 ** 20)
+           for m in (4, 16) for s in ("gpipe", "1f1b") for r in range(2)]
+    assert "1 / 1" in pp_fig.held_table(mem).data
+    assert len(pp_fig.stash_bars(mem).data) == 4
+    from parlab.model import GPTConfig
+    rows = pp_demos.stage_table(GPTConfig(n_layers=4), 2)
+    assert "also holds" in pp_fig.stages_table([dict(r, layout="P = 2") for r in rows]).data
+    run = dict(p=4, m=8, formula=0.2, simulated=0.2, simulated_comm=0.25, measured=0.3, t_comm=0.002,
+               t_gap=0.001, stash_peak=[4, 3, 2, 1])
+    assert "interleaved, v = 2" in pp_fig.interleaving_table({1: run, 2: run}, 0.03).data
+    assert "[4, 3, 2, 1]" in pp_fig.zero_bubble_table({"ZB-H1": run}, "c").data

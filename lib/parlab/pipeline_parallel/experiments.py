@@ -32,10 +32,16 @@ def stage_table(config: GPTConfig, p: int, v: int = 1) -> list[dict]:
     return rows
 
 
+def schedule_tokens(schedule: str, p: int, m: int, v: int = 1) -> list[list[str]]:
+    """Each rank's action list as tokens: 'F3' (forward of micro-batch 3), 'B3.1' (backward
+    of micro-batch 3 on chunk 1), 'W3' (ZB-H1's weight gradients)."""
+    return [list(map(repr, acts)) for acts in make_schedule(schedule, p, m, v)]
+
+
 def schedule_text(schedule: str, p: int, m: int, v: int = 1) -> list[str]:
     """Each rank's action list as one line, e.g. 'rank 0: F0 F1 F2 F3 B0 ...'."""
-    return [f"rank {r}: " + " ".join(map(repr, acts))
-            for r, acts in enumerate(make_schedule(schedule, p, m, v))]
+    return [f"rank {r}: " + " ".join(tokens)
+            for r, tokens in enumerate(schedule_tokens(schedule, p, m, v))]
 
 
 def schedule_messages(schedule: str, p: int, m: int, v: int = 1) -> int:
@@ -175,29 +181,75 @@ def op_times(result: PipelineResult) -> dict:
     return out
 
 
+def micro_batch_choices(schedule: str, p: int, v: int = 2, m_max: int = 16) -> list[int]:
+    """The micro-batch counts 1..``m_max`` that ``validate`` accepts for this schedule,
+    P and v (interleaved: the multiples of P), so a control can offer only those."""
+    v = v if schedule == "interleaved" else 1
+    ok = []
+    for m in range(1, m_max + 1):
+        try:
+            validate(schedule, p, m, v)
+        except ValueError:
+            continue
+        ok.append(m)
+    return ok
+
+
 def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
-            t_fwd: float = 0.03, t_bwd: float = 0.06) -> dict:
+            t_fwd: float = 0.03, t_bwd: float = 0.06, m_max: int = 16) -> dict:
     """What the pipeline explorer widget shows: the simulated step (and, if ``live``,
     a measured one in emulated mode, with the simulator charged that run's message
-    costs) or the ValueError's message for a bad choice. Op times of 30 / 60 ms per
-    rank by default: long next to what a message costs on a busy CPU (~1-10 ms), so
-    the schedule, not the machine, sets the shape."""
+    costs), as ``lines`` of text (``text``: the same, joined). Op times of 30 / 60 ms per rank by default: long next to what a message
+    costs on a busy CPU (~1-10 ms), so the schedule, not the machine, sets the shape.
+
+    An ``m`` the schedule cannot take (interleaved needs M divisible by P) is never
+    drawn as an error instead of a figure: the nearest M of ``micro_batch_choices``
+    is drawn, ``m`` says which, and ``note`` gives the rule that moved it. Any other
+    bad choice (an unknown schedule) gives ``error``, ValueError's message."""
     v = v if schedule == "interleaved" else 1
+    note = ""
     try:
         validate(schedule, p, m, v)
     except ValueError as e:
-        return dict(error=str(e))
+        choices = micro_batch_choices(schedule, p, v, max(m_max, p))
+        if not choices or "micro_batches" not in str(e):
+            return dict(error=str(e))
+        wanted, m = m, min(choices, key=lambda c: (abs(c - m), c))
+        note = f"M={wanted} does not work here ({e}); showing M={m}, the nearest M that does."
     sim = simulate(schedule, p, m, v, t_fwd, t_bwd)
-    text = (f"{schedule}, P={p}, M={m}" + (f", v={v}" if v > 1 else "") +
-            f": simulated bubble {sim.bubble_fraction:.1%} of the step, messages free")
+    first = (f"{schedule}, P={p}, M={m}" + (f", v={v}" if v > 1 else "") +
+             f": simulated bubble {sim.bubble_fraction:.1%} of the step, messages free")
     if schedule != "zb-h1":
-        text += f" (formula {cost.bubble_fraction(p, m, v):.1%})"
-    text += "; peak micro-batches held per rank [" + ",\u00a0".join(map(str, sim.peak_activations)) + "]"
+        first += f" (formula {cost.bubble_fraction(p, m, v):.1%})"
+    lines = [first, "peak micro-batches held per rank: [" +
+             ",\u00a0".join(map(str, sim.peak_activations)) + "]"]
     measured = None
     if live:
         res = measured_bubble(schedule, p, m, v, t_fwd, t_bwd, repeats=1)
         measured = res["timeline"]
-        text += (f"; measured {res['measured']:.1%} (emulated, {t_fwd * 1e3:g}/{t_bwd * 1e3:g} ms "
-                 f"ops); simulated with this run's message costs ({res['t_comm'] * 1e3:.1f} ms a "
-                 f"message, {res['t_gap'] * 1e3:.1f} ms between ops) {res['simulated_comm']:.1%}")
-    return dict(sim=sim, run=measured, text=text)
+        lines += [f"measured {res['measured']:.1%} (emulated, {t_fwd * 1e3:g}/{t_bwd * 1e3:g} ms ops)",
+                  f"simulated with this run's message costs ({res['t_comm'] * 1e3:.1f} ms a message, "
+                  f"{res['t_gap'] * 1e3:.1f} ms between ops): {res['simulated_comm']:.1%}"]
+    return dict(sim=sim, run=measured, lines=lines, text="; ".join(lines), m=m, note=note)
+
+
+def interview(sweep: list[dict] | None = None, p: int = 4, m: int = 8) -> dict:
+    """The numbers that settle notebook 03's interview claims, keyed (a)..(d) and
+    "advice", all from ``cost`` (the formulas the notebook's measurements agreed with);
+    given the notebook's ``bubble_sweep`` rows, (b) adds the bubble measured at ``p``, ``m``."""
+    out = {"a": dict(p=p, m50=cost.min_micro_batches(p, 0.5), m20=cost.min_micro_batches(p, 0.2)),
+           "b": dict(p=p, m=m, ratio=cost.bubble_ratio(p, m), fraction=cost.bubble_fraction(p, m))}
+    if sweep:
+        out["b"]["measured"] = {r["schedule"]: r["measured"] for r in sweep
+                                if (r["p"], r["m"]) == (p, m)}
+    out["c"] = dict(rows=[(q, cost.bubble_fraction(q, 4 * q), cost.bubble_ratio(q, 4 * q))
+                          for q in (2, 3, 4, 8, 16, 64, 1024)],
+                    m_fraction=cost.min_micro_batches(p, 0.15),
+                    m_ratio=cost.min_micro_batches(p, 0.15, normalisation="ratio"))
+    out["d"] = {k: (cost.pipeline_peak_activations("gpipe", p, k),
+                    cost.pipeline_peak_activations("1f1b", p, k)) for k in (4, 8, 16)}
+    out["advice"] = {}
+    for k in (4, 8):  # the worst idle share at M = kP over P = 1 .. 4096
+        worst = max(range(1, 4097), key=lambda q: cost.bubble_fraction(q, k * q))
+        out["advice"][k] = (worst, cost.bubble_fraction(worst, k * worst))
+    return out

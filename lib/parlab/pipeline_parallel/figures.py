@@ -1,10 +1,16 @@
 """Figures of notebook 03 (pipeline parallelism): the F/B/W timeline of a schedule,
-simulated or measured, and the bubble sweep against the formula."""
+simulated or measured, the bubble sweep against the formula, the stashed-memory bars,
+and the notebook's tables (HTML, ``viz.table`` underneath)."""
 
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
+from .. import cost
+from ..viz.charts import bars
+from ..viz.tables import table
 from ..viz.style import (INK, MICROBATCH_COLORS, TRANSPARENT, WHITE, base_layout, rank_color,
                          text_color, wheel_color)
 
@@ -182,3 +188,115 @@ def bubble_sweep_figure(rows: list[dict], title: str = "") -> go.Figure:
                      tickvals=sorted({r["m"] for r in rows}))
     fig.update_yaxes(title_text="bubble: idle / total time (%)", rangemode="tozero")
     return fig
+
+
+# ----------------------------------------------------------------------------- tables (HTML)
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def stages_table(rows: list[dict]):
+    """How the model is cut: per layout, rank and model chunk, its virtual stage, blocks,
+    parameters and what else it holds (``experiments.stage_table`` rows with a layout)."""
+    return table(rows, ["layout", "rank", "chunk", "stage", "blocks", "params", "extras"],
+                 caption="how the model is cut: each rank's chunks, their blocks and parameters",
+                 headers={"extras": "also holds"})
+
+
+def schedule_lists(schedules: dict[str, list[list[str]]]):
+    """Each schedule's action list per rank (``experiments.schedule_tokens``), one row a
+    rank, under the schedule's name. A line wraps between actions only, never inside
+    one ("B6.1" stays whole)."""
+    from IPython.display import HTML
+    token = "<span style='white-space:nowrap'>{}</span>"
+    parts = ["<div style='font-family:monospace;font-size:12px;line-height:1.45'>"]
+    for name, ranks in schedules.items():
+        parts.append(f"<div style='font-weight:bold;margin-top:6px'>{html.escape(name)}</div>"
+                     "<table style='border-collapse:collapse'>")
+        for r, tokens in enumerate(ranks):
+            parts.append(f"<tr><td style='white-space:nowrap;vertical-align:top;padding:0 8px 0 0'>"
+                         f"rank&nbsp;{r}:</td><td style='text-align:left'>"
+                         + " ".join(token.format(html.escape(t)) for t in tokens) + "</td></tr>")
+        parts.append("</table>")
+    return HTML("".join(parts) + "</div>")
+
+
+def bubble_normalisations_table(p: int, m: int):
+    """The two ways the literature states one bubble, at P = ``p``, M = ``m``: idle time
+    over the whole step (``cost.bubble_fraction``) and over the ideal time
+    (``cost.bubble_ratio``), with the papers that use each."""
+    rows = [dict(n="idle / total step time", formula="(P − 1) / (M + P − 1)",
+                 value=cost.bubble_fraction(p, m), used="cost.bubble_fraction; Huang et al. 2019 §2.3"),
+            dict(n="idle / ideal (bubble-free) time", formula="(P − 1) / M",
+                 value=cost.bubble_ratio(p, m), used="cost.bubble_ratio; Narayanan et al. 2021a §2.2.1")]
+    return table(rows, caption=f"one bubble, two normalisations (P = {p}, M = {m})",
+                 formats={"value": _pct},
+                 headers={"n": "normalisation", "value": f"P = {p}, M = {m}", "used": "used by"})
+
+
+def bubble_sweep_table(sweep: list[dict]):
+    """Per P and M: the bubble's formula next to GPipe and 1F1B measured, as idle / total
+    and as idle / ideal (``experiments.bubble_sweep`` rows)."""
+    by = {(r["p"], r["m"], r["schedule"]): r for r in sweep}
+    keys = sorted({(r["p"], r["m"]) for r in sweep})
+    rows = [dict(P=p, M=m, formula=by[p, m, "gpipe"]["formula"], gpipe=by[p, m, "gpipe"]["measured"],
+                 one=by[p, m, "1f1b"]["measured"], formula_ratio=by[p, m, "gpipe"]["formula_ratio"],
+                 gpipe_ratio=by[p, m, "gpipe"]["measured_ratio"],
+                 one_ratio=by[p, m, "1f1b"]["measured_ratio"]) for p, m in keys]
+    cols = ("formula", "gpipe", "one", "formula_ratio", "gpipe_ratio", "one_ratio")
+    return table(rows, caption="bubble: formula vs measured (best of 3 steps), both normalisations",
+                 formats={k: _pct for k in cols},
+                 headers=dict(formula="idle/total: formula", gpipe="GPipe", one="1F1B",
+                              formula_ratio="idle/ideal: formula", gpipe_ratio="GPipe",
+                              one_ratio="1F1B"))
+
+
+def held_table(mem: list[dict]):
+    """Micro-batches whose activations each rank held at its peak, measured / formula,
+    per M and schedule (``experiments.memory_rows``)."""
+    keys = list(dict.fromkeys((r["m"], r["schedule"]) for r in mem))
+    rows = [dict(M=m, schedule=s, **{f"rank {r['rank']}": f"{r['held']} / {r['formula']}"
+                                     for r in mem if (r["m"], r["schedule"]) == (m, s)})
+            for m, s in keys]
+    return table(rows, caption="micro-batches held at the peak, per rank: measured / formula")
+
+
+def stash_bars(mem: list[dict], ms=(4, 16)) -> go.Figure:
+    """Peak stashed activation bytes per rank, measured, one bar series per schedule and
+    M in ``ms`` (``experiments.memory_rows``)."""
+    ranks = sorted({r["rank"] for r in mem})
+    series = {f"{s}, M={m}": [next(x["bytes"] / 2 ** 20 for x in mem
+                                   if (x["m"], x["schedule"], x["rank"]) == (m, s, r)) for r in ranks]
+              for s in dict.fromkeys(x["schedule"] for x in mem) for m in ms}
+    return bars([f"rank {r}" for r in ranks], series,
+                "peak stashed activations per rank (measured)", "MiB")
+
+
+def interleaving_table(res: dict[int, dict], t_fwd: float):
+    """P, M fixed; per v (1 = plain 1F1B): the op time, the bubble by the formula, by the
+    simulator charged the run's message costs, and measured; the two costs; and rank 0's
+    peak in micro-batches' worth (``experiments.measured_bubble`` per v)."""
+    rows = [dict(schedule="1F1B" if v == 1 else f"interleaved, v = {v}", op=t_fwd / v * 1e3,
+                 formula=r["formula"], sim=r["simulated_comm"], measured=r["measured"],
+                 t_comm=r["t_comm"] * 1e3, t_gap=r["t_gap"] * 1e3, held=r["stash_peak"][0] / v)
+            for v, r in res.items()]
+    first = next(iter(res.values()))
+    return table(rows, caption=f"P = {first['p']}, M = {first['m']}: the bubble (idle / total) "
+                               "three ways",
+                 formats=dict(op=".1f", formula=_pct, sim=_pct, measured=_pct, t_comm=".1f",
+                              t_gap=".1f", held=".3g"),
+                 headers=dict(op="forward op (ms)", sim="simulated with costs",
+                              t_comm="t_comm (ms)", t_gap="t_gap (ms)",
+                              held="rank 0 holds (micro-batches' worth)"))
+
+
+def zero_bubble_table(res: dict[str, dict], caption: str):
+    """Per schedule (name -> ``experiments.measured_bubble``): the bubble simulated with
+    messages free, simulated with the run's message costs, measured, and the
+    micro-batches each rank held at its peak."""
+    rows = [dict(schedule=name, sim=r["simulated"], sim_comm=r["simulated_comm"],
+                 measured=r["measured"], held=str(r["stash_peak"])) for name, r in res.items()]
+    return table(rows, caption=caption, formats=dict(sim=_pct, sim_comm=_pct, measured=_pct),
+                 headers=dict(sim="simulated (messages free)", sim_comm="simulated with costs",
+                              held="micro-batches held per rank"))
