@@ -126,7 +126,8 @@ class Pool:
     def watch(self, files: list[str]) -> None:
         """Remember these sources as the ranks see them (first sight counts)."""
         for f in files:
-            self.watched.setdefault(f, _mtime(f))
+            if f not in self.watched:  # (stale() stats the others: once per launch is enough)
+                self.watched[f] = _mtime(f)
 
     def stale(self) -> bool:
         return any(_mtime(f) != m for f, m in self.watched.items())
