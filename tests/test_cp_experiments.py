@@ -145,6 +145,10 @@ def test_figures_build(runs):
            for c in (1, 2) for s in (64, 128) for m in ("ring", "ulysses")]
     assert len(fg.memory_figure(mem).data) == 2 * 2 * 2
     assert len(fg.hiding_figure({"NVLink3": ex.ring_hiding()}).data) == 2
+    assert "<table" in fg.bytes_table(ex.bytes_rows(runs, CFG, BATCH)).data
+    assert "peak / formula" in fg.memory_table([dict(m, kept=1.0, error=0.0) for m in mem]).data
+    timing = [dict(layout="zigzag", compute_s=[0.01, 0.02], imbalance=1.3, predicted=1.0, call_s=0.03)]
+    assert "ranks 0 · 1" in fg.timing_table(timing, cp=2).data
 
 
 def test_widgets_build():

@@ -1,8 +1,9 @@
 """Figures of notebook 05 (context parallelism): who computes which part of the causal
 attention matrix, work per rank, the ring on a timeline (compute and transfers in separate
 lanes), bytes per rank, attention memory against sequence length, and when a ring hop's
-transfer hides behind its compute. Plain data in (from ``experiments``), a plotly
-``Figure`` out. Interview answers use ``parlab.viz.answer``."""
+transfer hides behind its compute; and the notebook's tables. Plain data in (from
+``experiments``), a plotly ``Figure`` or an HTML table out. Interview answers use
+``parlab.viz.answer``."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..viz.tables import table
 from ..viz.style import INK, KIND_COLORS, WHITE, base_layout, fmt_bytes, rank_color, series_colors
 
 __all__ = ["layout_figure", "balance_figure", "ring_timeline", "bytes_figure", "memory_figure",
-           "hiding_figure"]
+           "hiding_figure", "timing_table", "bytes_table", "memory_table"]
 METHOD_NAMES = {"ring": "ring attention", "ulysses": "Ulysses", "megatron_sp": "Megatron SP"}
 
 
@@ -224,3 +226,43 @@ def hiding_figure(curves: dict[str, list[dict]], title: str = "") -> go.Figure:
                      ticktext=[_seconds(v) for v in decades])
     return base_layout(fig, title or "ring attention: compute per hop vs transfer per hop",
                        height=400)
+
+
+# --- tables (HTML; ``viz.table`` underneath) ------------------------------------------------
+
+def _kib(v: float) -> str:
+    return f"{v / 1024:,.0f}"
+
+
+def timing_table(timing: list[dict], cp: int = 4, seq_len: int = 2048):
+    """Per layout (``experiments.balance_timing``): each rank's CPU time in one causal
+    ring-attention call, their max/mean beside the counted work's, and the whole call."""
+    rows = [dict(layout=t["layout"], per_rank=" · ".join(f"{x * 1e3:.0f}" for x in t["compute_s"]),
+                 imbalance=t["imbalance"], predicted=t["predicted"], call=t["call_s"] * 1e3)
+            for t in timing]
+    ranks = " · ".join(str(r) for r in range(len(timing[0]["compute_s"]))) if timing else ""
+    return table(rows, caption=f"one causal ring-attention call, cp = {cp}, s = {seq_len} "
+                               f"(this machine, medians)",
+                 headers=dict(per_rank=f"CPU ms, ranks {ranks}", imbalance="max/mean, CPU time",
+                              predicted="max/mean, counted work", call="whole call (ms)"),
+                 formats=dict(imbalance=".2f", predicted=".2f", call=".0f"))
+
+
+def bytes_table(rows: list[dict]):
+    """Per (cp, method) of ``experiments.bytes_rows``: messages and bytes rank 0 sent for
+    one layer in one step, counted beside ``cost.cp_comm_per_layer``."""
+    return table(rows, ["cp", "method", "messages", "counted", "formula", "match"],
+                 caption="bytes rank 0 sends for one layer in one training step (fp32)",
+                 headers=dict(counted="counted (KiB)", formula="cost.cp_comm_per_layer (KiB)",
+                              match="equal"), formats=dict(counted=_kib, formula=_kib))
+
+
+def memory_table(rows: list[dict]):
+    """Per (cp, s, method) of ``experiments.memory_rows``: the most bytes one attention
+    call had alive (peak), the formula, their ratio, what was kept, and the output's error."""
+    return table([dict(r, ratio=r["peak"] / r["formula"]) for r in rows],
+                 ["cp", "seq_len", "method", "peak", "formula", "ratio", "kept", "error"],
+                 caption="one causal attention forward per rank: bytes the call allocated (KiB)",
+                 headers=dict(seq_len="s", peak="peak (KiB)", formula="formula (KiB)",
+                              ratio="peak / formula", kept="kept (KiB)", error="max |error|"),
+                 formats=dict(peak=_kib, formula=_kib, kept=_kib, ratio=".2f", error=".1e"))
