@@ -83,11 +83,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--top-k", type=int, default=2)
     ap.add_argument("--capacity-factor", type=float, default=1.25)
     ap.add_argument("--batch", type=int, default=16, help="global batch, split over ranks")
-    ap.add_argument("--quick", action="store_true", help="smoke run: 3 rounds, tiny model")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 3 rounds, tiny model")
     ap.add_argument("--json", help="write the ratios and the raw times here")
     a = ap.parse_args(argv)
     if a.quick:
-        a.rounds, a.warmup, a.d_model, a.heads, a.layers = 3, 1, 32, 4, 2
+        a.ranks, a.rounds, a.warmup, a.d_model, a.heads, a.layers = [2], 3, 1, 32, 4, 2
         a.seq_len, a.vocab, a.batch, a.experts = 16, 64, 8, 4
     config = GPTConfig(vocab_size=a.vocab, seq_len=a.seq_len, d_model=a.d_model,
                        n_heads=a.heads, n_layers=a.layers, n_experts=a.experts,

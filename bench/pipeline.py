@@ -85,7 +85,7 @@ def write_json(path, rows) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bubble", action="store_true", help="emulated-mode bubble table")
-    ap.add_argument("--quick", action="store_true", help="a smoke run: small and short")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 2 stages, small and short")
     ap.add_argument("--ps", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     ap.add_argument("--repeats", type=int, default=5)
@@ -120,6 +120,7 @@ def main(argv=None) -> None:
             write_json(a.json, rows)
         return
     if a.quick:
+        a.ps = [2]
         config, steps, repeats, batch, m = GPTConfig(n_layers=8, d_model=32), 2, 1, 8, 4
     else:
         config = GPTConfig(n_layers=a.n_layers, d_model=a.d_model, n_heads=4)

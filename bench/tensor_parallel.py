@@ -97,11 +97,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--batch", type=int, default=8, help="every rank sees the whole batch")
     ap.add_argument("--overlap", action="store_true",
                     help="ours with TPRun(overlap=True) (default: TPRun's default, False)")
-    ap.add_argument("--quick", action="store_true", help="smoke run: 3 rounds, tiny model")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 3 rounds, tiny model")
     ap.add_argument("--json", help="write the ratios and the raw times here")
     a = ap.parse_args(argv)
     if a.quick:
-        a.rounds, a.warmup, a.d_model, a.heads, a.layers = 3, 1, 32, 4, 2
+        a.tp, a.rounds, a.warmup, a.d_model, a.heads, a.layers = [2], 3, 1, 32, 4, 2
         a.seq_len, a.vocab, a.batch = 16, 64, 4
     config = GPTConfig(vocab_size=a.vocab, seq_len=a.seq_len, d_model=a.d_model,
                        n_heads=a.heads, n_layers=a.layers)

@@ -56,11 +56,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--bucket-kib", type=int, default=25 * 1024,
                     help="gradient bucket of stages 0-2 and DDP (default 25 MiB, DDP's)")
     ap.add_argument("--only-zero3", action="store_true", help="time ZeRO-3 and FSDP2 only")
-    ap.add_argument("--quick", action="store_true", help="smoke run: 3 rounds, tiny model")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 3 rounds, tiny model")
     ap.add_argument("--json", help="write the ratios and the raw times here")
     a = ap.parse_args(argv)
     if a.quick:
-        a.rounds, a.d_model, a.seq_len, a.batch = 3, 32, 16, 8
+        a.ranks, a.rounds, a.d_model, a.seq_len, a.batch = [2], 3, 32, 16, 8
     config = GPTConfig(d_model=a.d_model, n_layers=a.layers, n_heads=4, seq_len=a.seq_len)
     pairs = PAIRS[:1] if a.only_zero3 else PAIRS
     variants = list(dict.fromkeys(v for pair in pairs for v in pair))
