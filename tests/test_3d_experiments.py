@@ -108,7 +108,17 @@ def test_figures_and_widget_build():
     rows = [dict(dp=1, pp=2, tp=1, label="1×2×1", measured=0.1, median=0.11, predicted=0.09)]
     assert len(fg.sweep_figure(dict(rows=rows, ideal=0.05, spearman=1.0)).data) == 3
     v = ex.plan_view("7B", nodes=1, global_batch=256, top=3)
-    assert len(fg.breakdown_figure(v["ranked"]).data) == 4  # three parts and the band
+    f = fg.breakdown_figure(v["ranked"])
+    assert len(f.data) == 4  # the step vs #1 with its range, and three parts
+    assert f.data[0].y[0] == 0 and all(y >= 0 for y in f.data[0].y)  # relative to the best
+    runs = ex.validation_rows()
+    for t in (fg.validation_table(runs), fg.zero3_table(runs), fg.misses_note(runs),
+              fg.layouts_table([dict(layout="dp2 cp2 tp2", loss=1e-7, grad=1e-7, param=1e-7)]),
+              fg.probe_table(dict(groups={2: dict(alpha=1e-4, bandwidth=1e9, fitted=True)})),
+              fg.sweep_table(dict(ideal=0.075, rows=[dict(label="1×2×4", measured=0.1, median=0.11,
+                  predicted=0.09, parts=dict(compute=0.08, bubble=0.01, tp_comm=0.0, p2p=0.0,
+                                             dp_comm=0.0))]))):
+        assert "<" in t.data
     assert len(fg.memory_figure(v["ranked"]).data) >= 3
     pytest.importorskip("ipywidgets")
     from parlab.parallel_3d import widgets

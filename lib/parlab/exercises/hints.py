@@ -107,11 +107,12 @@ HINTS = {
         "Divide <code>acc / l</code> once at the end."),
     # 06 · 3D parallelism
     "my_groups": (
-        "Write the rank as <code>rank = (d * pp + p) * tp + t</code> and recover <code>d, p, "
-        "t</code> with <code>divmod</code>. A group varies one coordinate and keeps the other "
-        "two.",
-        "TP: vary t, the neighbours <code>(d*pp + p)*tp + i</code>; PP: vary p; DP: vary d. "
-        "Each is a list of world ranks including <code>rank</code> itself."),
+        "§1's rank = (d<sub>i</sub>·p + p<sub>i</sub>)·t + t<sub>i</sub> in code: "
+        "<code>rank = (d_i * pp + p_i) * tp + t_i</code>; recover <code>d_i, p_i, t_i</code> "
+        "with <code>divmod</code>. A group varies one coordinate and keeps the other two.",
+        "TP: vary t_i, the ranks <code>(d_i * pp + p_i) * tp + i</code> for <code>i</code> in "
+        "<code>range(tp)</code>; PP: vary p_i; DP: vary d_i. Each is a list of world ranks "
+        "including <code>rank</code> itself."),
     "my_grad_sync": (
         "Only the ranks that hold the same layers and the same TP slice have gradients of the "
         "same numbers: that is the DP group, not the world.",

@@ -96,12 +96,12 @@ def check_memory(answer, model: str = "175B", n_gpus: int = 1024, tp: int = 8, p
 # --- coding exercise: the 3D groups, then used on 8 ranks --------------------------------
 
 def solution_groups(rank, dp, pp, tp):
-    """The world ranks of ``rank``'s TP, PP and DP groups; rank = (d * pp + p) * tp + t."""
-    d, rest = divmod(rank, pp * tp)
-    p, t = divmod(rest, tp)
-    return {"tp": [(d * pp + p) * tp + i for i in range(tp)],
-            "pp": [(d * pp + i) * tp + t for i in range(pp)],
-            "dp": [(i * pp + p) * tp + t for i in range(dp)]}
+    """The world ranks of ``rank``'s TP, PP and DP groups; rank = (d_i * pp + p_i) * tp + t_i."""
+    d_i, rest = divmod(rank, pp * tp)
+    p_i, t_i = divmod(rest, tp)
+    return {"tp": [(d_i * pp + p_i) * tp + i for i in range(tp)],
+            "pp": [(d_i * pp + i) * tp + t_i for i in range(pp)],
+            "dp": [(i * pp + p_i) * tp + t_i for i in range(dp)]}
 
 
 def _groups_of(got, rank: int):

@@ -1,7 +1,8 @@
 """Figures of notebook 06 (3D parallelism): the mesh, Table 1 predicted vs paper, the
 planner against every published run (in sample beside out of sample), measured vs
-predicted step times, a plan's step time as overhead over the ideal, memory per GPU. Data
-comes from ``experiments``; the style from ``parlab.viz``."""
+predicted step times, a plan's step time against the best plan's and as overhead over the
+ideal, memory per GPU; and the notebook's tables. Data comes from ``experiments``; the
+style from ``parlab.viz``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..viz.charts import memory_bars
+from ..viz.tables import note, table
 from ..viz.style import (INK, MEASURED_COLORS, MISS_COLOR, NODE_SHADES, OVERHEAD_COLORS,
                          VALIDATION_COLORS, WARNING_COLOR, WHITE, base_layout, rank_color)
 
@@ -156,31 +158,42 @@ def validation_figure(rows: list[dict], title: str = "", tolerance: float = 0.15
 
 
 def breakdown_figure(rows: list[dict], title: str = "") -> go.Figure:
-    """Ranked candidates (``experiments.candidate_row``) as overhead over their ideal step
-    (the model FLOPs at every GPU's peak): compute above the ideal, exposed communication,
-    bubble, each as % of the ideal -- so that layouts a few % apart show -- with the error
-    bar the published runs of the candidate's kind give (its ``band``)."""
+    """Ranked candidates (``experiments.candidate_row``, best first) in two panels sharing
+    the x axis. Top: each one's step as it is ranked (at the fast end of its ``band``, the
+    range the published runs of its kind give), in % slower than the best, with that range
+    as an error bar and the best's range shaded -- plans a few % apart show, and so does
+    which of them the error bars cannot tell apart. Bottom: where each step goes, as
+    overhead over its ideal (the model FLOPs at every GPU's peak): compute above the ideal,
+    exposed communication, bubble."""
     x = [f"#{k + 1} dp{r['dp']} tp{r['tp']} pp{r['pp']}" + (f" cp{r['cp']}" if r.get("cp", 1) > 1 else "")
          + (f" ep{r['ep']}" if r.get("ep", 1) > 1 else "") + (" Z3" if r["zero_stage"] == 3 else "")
          for k, r in enumerate(rows)]
-    fig = go.Figure()
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.45, 0.55],
+                        subplot_titles=["step as ranked: % slower than #1 (bars: published runs' range)",
+                                        "where the step goes: % over the ideal step (MFU = 1)"])
+    best = rows[0]["step_s"] / rows[0]["band"][1] if rows else 1.0
+    rel = [100 * (r["step_s"] / r["band"][1] / best - 1) for r in rows]
+    top = [100 * (r["step_s"] / r["band"][0] / best - 1) for r in rows]
+    fig.add_trace(go.Scatter(x=x, y=rel, mode="markers", name="step vs #1, with its range",
+                             marker=dict(color=INK["darkest"], size=9),
+                             error_y=dict(type="data", symmetric=False, array=[t - r for t, r in zip(top, rel)],
+                                          arrayminus=[0] * len(rows), color=INK["darkest"]),
+                             customdata=[[r["step_s"]] for r in rows],
+                             hovertemplate="%{y:+.1f}% vs #1 (predicted step %{customdata[0]:.2f} s)"
+                                           "<extra>%{x}</extra>"), row=1, col=1)
+    if rows:
+        fig.add_hrect(y0=0, y1=top[0], fillcolor=VALIDATION_COLORS["tolerance"], opacity=0.15,
+                      line_width=0, row=1, col=1)
     for key, name in _PARTS:
-        color = OVERHEAD_COLORS[key]
         ys = [100 * ((r[key] - r["ideal"]) if key == "compute" else r[key]) / r["ideal"] for r in rows]
-        fig.add_trace(go.Bar(name=name, x=x, y=ys, marker=dict(color=color),
-                             hovertemplate=f"{name}: %{{y:.1f}}% of the ideal<extra>%{{x}}</extra>"))
-    over = [100 * (r["step_s"] / r["ideal"] - 1) for r in rows]
-    lo = [100 * (r["step_s"] / r["band"][1] / r["ideal"] - 1) for r in rows]
-    hi = [100 * (r["step_s"] / r["band"][0] / r["ideal"] - 1) for r in rows]
-    fig.add_trace(go.Scatter(x=x, y=over, mode="markers", name="step: published runs' range",
-                             marker=dict(color=INK["darkest"], symbol="line-ew-open", size=14),
-                             error_y=dict(type="data", symmetric=False, array=[h - o for h, o in zip(hi, over)],
-                                          arrayminus=[o - l for o, l in zip(over, lo)],
-                                          color=INK["darkest"]),
-                             hovertemplate="%{y:.0f}% over the ideal<extra>%{x}</extra>"))
-    base_layout(fig, title or "predicted step time: overhead over the ideal (MFU = 1)",
-                barmode="stack", legend=dict(orientation="h", y=-0.3))
-    fig.update_yaxes(title_text="% over the ideal step", rangemode="tozero")
+        fig.add_trace(go.Bar(name=name, x=x, y=ys, marker=dict(color=OVERHEAD_COLORS[key]),
+                             hovertemplate=f"{name}: %{{y:.1f}}% of the ideal<extra>%{{x}}</extra>"),
+                      row=2, col=1)
+    base_layout(fig, title or "the planner's best layouts: how far apart, and why",
+                barmode="stack", height=560, legend=dict(orientation="h", y=-0.25))
+    fig.update_yaxes(title_text="% slower than #1", ticksuffix="%", row=1, col=1)
+    fig.update_yaxes(title_text="% over the ideal", ticksuffix="%", rangemode="tozero", row=2, col=1)
+    fig.update_annotations(font=dict(size=12))
     return fig
 
 
@@ -191,3 +204,72 @@ def memory_figure(rows: list[dict], title: str = "") -> go.Figure:
              for k, r in enumerate(rows)]
     return memory_bars(plans, title or "memory per GPU (first pipeline stage)",
                        limit=rows[0]["capacity"], unit="GB")
+
+
+# --- tables (HTML; ``viz.table`` underneath) ------------------------------------------------
+
+def _ms(v: float) -> str:
+    return f"{v * 1e3:,.0f}"
+
+
+def layouts_table(rows: list[dict]):
+    """Today's layouts on 8 ranks (``experiments.todays_layouts``): the largest
+    difference of loss, gradients and parameters from one device after 3 steps."""
+    return table(rows, caption="8 ranks, 3 AdamW steps: largest |difference| from one device",
+                 formats=dict(loss=".1e", grad=".1e", param=".1e"))
+
+
+def probe_table(probe: dict):
+    """This machine's all-reduce on groups of g of the 8 ranks (``experiments.comm_probe``):
+    the fitted latency per ring step and bandwidth, or why a fit was not possible."""
+    rows = [dict(group=g, alpha=x["alpha"] * 1e6, bandwidth=x["bandwidth"] / 1e9 if x["fitted"] else None,
+                 note="" if x["fitted"] else "too noisy to fit: all of it counted as latency")
+            for g, x in probe["groups"].items()]
+    return table(rows, caption="this machine's links: all-reduce on groups of g of the 8 ranks (best times)",
+                 headers=dict(group="ranks per group", alpha="α (µs per ring step)",
+                              bandwidth="bandwidth (GB/s)", note=""),
+                 formats=dict(alpha=",.0f", bandwidth=".2f"))
+
+
+def sweep_table(sweep: dict):
+    """Every layout of the emulated sweep (``experiments.emulated_sweep``), fastest measured
+    first: measured (best, median) and predicted ms per step, the prediction's parts, and
+    measured / predicted."""
+    parts = ("compute", "bubble", "tp_comm", "p2p", "dp_comm")
+    rows = [dict(label=r["label"], measured=r["measured"], median=r["median"], predicted=r["predicted"],
+                 **{k: r["parts"][k] for k in parts}, ratio=r["measured"] / r["predicted"])
+            for r in sorted(sweep["rows"], key=lambda r: r["measured"])]
+    return table(rows, caption=f"every layout of 8 ranks, fastest measured first (ms per step; "
+                               f"ideal = {sweep['ideal'] * 1e3:.0f} ms)",
+                 headers=dict(label="dp × pp × tp", measured="measured (best)", median="median",
+                              predicted="predicted", compute="= work", bubble="+ bubble", tp_comm="+ TP",
+                              p2p="+ p2p", dp_comm="+ DP", ratio="measured / predicted"),
+                 formats=dict(ratio=".2f", **{k: _ms for k in ("measured", "median", "predicted", *parts)}))
+
+
+def validation_table(rows: list[dict]):
+    """The planner against every published run (``experiments.validation_rows``): the
+    source, the figure compared, published vs predicted, the error, in or out of sample."""
+    return table([dict(r, miss="yes" if r["known_miss"] else "") for r in rows],
+                 ["group", "name", "metric", "published", "predicted", "error", "in_sample", "miss"],
+                 caption="published runs: in sample (the constants were chosen on them) and out of sample",
+                 headers=dict(group="source", name="run", metric="figure", published="published",
+                              predicted="planner", error="error", in_sample="in sample", miss="known miss"),
+                 formats=dict(published=".3g", predicted=".3g", error="+.1%"))
+
+
+def misses_note(rows: list[dict]):
+    """The known misses of ``validation_rows`` and their reasons, in a collapsed note."""
+    return note("The known misses, and why (click)", "<ul>" + "".join(
+        f"<li><b>{r['name']}</b> ({r['error']:+.0%}): {r['known_miss']}</li>"
+        for r in rows if r["known_miss"]) + "</ul>")
+
+
+def zero3_table(rows: list[dict]):
+    """The ZeRO-3 rows of ``validation_rows`` (Narayanan et al. Table 2, no model
+    parallelism, fixed batch): TFLOP/s per GPU, paper vs planner."""
+    return table([r for r in rows if "ZeRO-3" in r["name"]], ["name", "published", "predicted", "error"],
+                 caption="ZeRO-3 at a fixed batch (175B: 1536 sequences; 530B: 2560, then 2240): "
+                         "TFLOP/s per GPU",
+                 headers=dict(name="run", published="paper (Table 2)", predicted="planner", error="error"),
+                 formats=dict(published=".0f", predicted=".0f", error="+.0%"))

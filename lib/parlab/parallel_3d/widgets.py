@@ -21,14 +21,17 @@ def ranked_html(view: dict) -> str:
             f"global batch {view['global_batch']} × {view['seq_len']} tokens: "
             f"{view['n_ranked']} layouts fit. Step: predicted, and the range the published "
             f"runs of its kind were measured at (ranked at its fast end)</p>")
+    ranked = view["ranked"]
+    best = ranked[0]["step_s"] / ranked[0]["band"][1] if ranked else 1.0
     rows = "".join(
         f"<tr><td>{k + 1}</td><td>{html.escape(r['label'])}</td><td>{r['step_s']:.2f} s "
         f"({r['step_s'] / r['band'][1]:.2f}–{r['step_s'] / r['band'][0]:.2f})</td>"
+        f"<td>{r['step_s'] / r['band'][1] / best - 1:+.1%}</td>"
         f"<td>{r['mfu']:.0%}</td><td>{html.escape('; '.join(r['reasons'][:3]))}</td></tr>"
-        for k, r in enumerate(view["ranked"]))
+        for k, r in enumerate(ranked))
     bad = "".join(f"<tr><td>{html.escape(i['label'])}</td><td>{html.escape(i['reasons'][0])}</td></tr>"
                   for i in view["infeasible"][:8])
-    return (head + "<table><tr><th>#</th><th>configuration</th><th>step</th><th>MFU</th>"
+    return (head + "<table><tr><th>#</th><th>configuration</th><th>step</th><th>vs #1</th><th>MFU</th>"
             f"<th>why</th></tr>{rows}</table>"
             + (f"<details><summary>{len(view['infeasible'])} layouts do not run (click)</summary>"
                f"<table>{bad}</table></details>" if bad else ""))
