@@ -1,6 +1,17 @@
 """How long does it take to run a small job on N ranks? (parlab.launch vs alternatives)
 
-Measures, for N in --sizes, each in a fresh subprocess so nothing is shared:
+Time to first result (--only first; 4 ranks by default, --first-sizes), each run in a
+fresh interpreter that does what a notebook does: its first cell imports torch and
+parlab, the learner reads for --pause seconds (default 5), then the first launch
+cell runs a one-number all-reduce on N ranks. Cold (PARLAB_PREWARM=0: the first launch
+starts the fork server) and prewarmed (PARLAB_PREWARM=1, as in a notebook's kernel:
+the import started it, launch/prewarm.py) alternate, --rounds times, each round in the
+other order. Reported, medians: the import cell, the first launch's wait, the whole
+time from starting the interpreter to the first result with the pause left out, the
+warm re-run after it (median of 10, 0.3 s pause before each) and the session's PSS
+(caller + fork server + ranks) once the first result is in.
+
+The table (--only table), for N in --sizes, each in a fresh subprocess:
   cold      first launch: start N ranks + rendezvous + one all-reduce
             (parlab with the default forkserver, and with plain spawn)
   warm      median of re-running the one-all-reduce job on the same ranks,
@@ -11,8 +22,13 @@ Measures, for N in --sizes, each in a fresh subprocess so nothing is shared:
   ipp-cold / ipp-warm   the same job on ipyparallel engines (if installed): cluster
             start + torch.distributed init on every engine, then a warm job.
 
-    python bench/launcher.py --sizes 2 4 8 --repeats 15
-Prints a table; --json writes the raw numbers.
+    python -m bench.launcher --only first --rounds 5          # ~2 min on 2 cores
+    python -m bench.launcher --sizes 2 4 8 --repeats 15       # both parts, ~5 min
+    python -m bench.launcher --quick                          # a smoke run (~30 s)
+``--json PATH`` writes {"ratios": {"first_launch:cold/prewarmed@4": median per-round
+ratio, "first_result:cold/prewarmed@4": ..., "first_launch/warm:prewarmed@4": ...},
+"first_result": {N: {"cold"|"prewarmed": {measure: [per round]}}}, "table": {...},
+"load": [1-min load average before, after], "cores": n}.
 """
 
 from __future__ import annotations
@@ -74,6 +90,35 @@ def measure_parlab(n: int, repeats: int, method: str) -> dict:
             "fail": statistics.median(fail)}
 
 
+def measure_first_result(n: int, pause: float, spawned_at: float) -> dict:
+    """In a fresh interpreter (PARLAB_PREWARM set by the parent): a notebook's import
+    cell, a pause, the first launch, then warm re-runs. Seconds; PSS in bytes."""
+    t0 = time.perf_counter()
+    import torch  # noqa: F401  (notebook 00's first cell imports torch, then parlab)
+    t1 = time.perf_counter()
+    import parlab
+    t2 = time.perf_counter()
+    from bench.launcher import _job_all_reduce
+    from parlab.launch import budget
+    from parlab.launch.processes import fork_server_pid, mp_context
+    early = fork_server_pid(mp_context())
+    time.sleep(pause)  # the learner reads
+    t3 = time.perf_counter()
+    parlab.launch(_job_all_reduce, n)
+    t4 = time.perf_counter()
+    pss = budget.session_bytes(n)
+    warm = []
+    for _ in range(10):
+        time.sleep(0.3)
+        t = time.perf_counter()
+        parlab.launch(_job_all_reduce, n)
+        warm.append(time.perf_counter() - t)
+    parlab.shutdown()
+    return {"start": t0 - spawned_at, "import_torch": t1 - t0, "import_parlab": t2 - t1,
+            "first_launch": t4 - t3, "first_result": (t2 - spawned_at) + (t4 - t3),
+            "warm": statistics.median(warm), "pss": pss, "early_server": early is not None}
+
+
 def _ipp_init(rank, world, port):
     import os
     import torch
@@ -118,46 +163,117 @@ def measure_ipyparallel(n: int, repeats: int) -> dict:
     return {"cold": cold, "warm": statistics.median(warm)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
-    ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--json", help="write raw results here")
-    ap.add_argument("--one", nargs=3, metavar=("KIND", "N", "REPEATS"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.one:  # child mode: one measurement in a fresh interpreter
-        kind, n, repeats = args.one[0], int(args.one[1]), int(args.one[2])
-        res = (measure_ipyparallel(n, repeats) if kind == "ipp"
-               else measure_parlab(n, repeats, kind))
-        print("RESULT " + json.dumps(res))
-        return
+def _child(args: list[str], env: dict) -> dict | None:
+    out = subprocess.run([sys.executable, "-m", "bench.launcher", "--one", *args],
+                         capture_output=True, text=True, env=env, cwd=os.path.dirname(HERE),
+                         timeout=600)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not line:
+        print(f"{' '.join(args)} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(line[0][7:])
+
+
+def first_result(sizes, rounds: int, pause: float, env: dict) -> tuple[dict, dict]:
+    """Cold and prewarmed first results, alternating, in fresh interpreters."""
+    runs, ratios = {}, {}
+    for n in sizes:
+        res = {"cold": [], "prewarmed": []}
+        for r in range(rounds):
+            for kind in (["cold", "prewarmed"] if r % 2 == 0 else ["prewarmed", "cold"]):
+                child_env = dict(env, PARLAB_PREWARM="1" if kind == "prewarmed" else "0")
+                got = _child(["first", str(n), str(pause), repr(time.perf_counter())], child_env)
+                if got is not None:
+                    res[kind].append(got)
+                    print(f"first result n={n} {kind:<9} import {got['import_parlab'] * 1e3:5.0f} "
+                          f"ms, first launch {got['first_launch']:5.2f} s, to result "
+                          f"{got['first_result']:5.2f} s, warm {got['warm'] * 1e3:5.1f} ms",
+                          flush=True)
+        runs[n] = {k: {m: [x[m] for x in v] for m in v[0]} for k, v in res.items() if v}
+        pairs = list(zip(res["cold"], res["prewarmed"]))  # same round, same load
+        for m in ("first_launch", "first_result"):
+            ratios[f"{m}:cold/prewarmed@{n}"] = statistics.median(c[m] / p[m] for c, p in pairs)
+        for kind in ("cold", "prewarmed"):
+            ratios[f"first_launch/warm:{kind}@{n}"] = statistics.median(
+                x["first_launch"] / x["warm"] for x in res[kind])
+    print(f"\n{'ranks':<6}{'':<11}{'import':>8}{'1st launch':>12}{'to result':>11}{'warm':>8}"
+          f"{'PSS':>9}   medians of {rounds} (pause {pause:g} s left out of 'to result')")
+    for n, by_kind in runs.items():
+        for kind, m in by_kind.items():
+            med = {k: statistics.median(v) for k, v in m.items() if k != "early_server"}
+            print(f"{n:<6}{kind:<11}{med['import_parlab'] * 1e3:>6.0f}ms{med['first_launch']:>11.2f}s"
+                  f"{med['first_result']:>10.2f}s{med['warm'] * 1e3:>6.1f}ms"
+                  f"{med['pss'] / 2**30:>7.2f}GiB")
+    return runs, ratios
+
+
+def table(sizes, repeats: int, env: dict) -> dict:
     try:
         import ipyparallel  # noqa: F401
         kinds = ["forkserver", "spawn", "ipp"]
     except ImportError:
         kinds = ["forkserver", "spawn"]
-    table = {}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
-    for n in args.sizes:
+    rows = {}
+    for n in sizes:
         for kind in kinds:
-            out = subprocess.run([sys.executable, "-m", "bench.launcher", "--one", kind, str(n),
-                                  str(args.repeats)], capture_output=True, text=True, env=env,
-                                 cwd=os.path.dirname(HERE), timeout=600)
-            line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
-            if not line:
-                print(f"{kind} n={n} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
-                continue
-            table[(kind, n)] = json.loads(line[0][7:])
-            print(kind, n, table[(kind, n)], flush=True)
+            got = _child([kind, str(n), str(repeats)], dict(env, PARLAB_PREWARM="0"))
+            if got is not None:
+                rows[(kind, n)] = got
+                print(kind, n, got, flush=True)
     print(f"\n{'engine':<12}{'N':>3}{'cold s':>9}{'warm ms':>10}{'b2b ms':>9}{'fail ms':>9}")
-    for (kind, n), r in table.items():
+    for (kind, n), r in rows.items():
         fmt = lambda k, scale, w: f"{r[k] * scale:>{w}.1f}" if k in r else f"{'-':>{w}}"
         print(f"{kind:<12}{n:>3}{r['cold']:>9.2f}{fmt('warm', 1e3, 10)}{fmt('b2b', 1e3, 9)}"
               f"{fmt('fail', 1e3, 9)}")
+    return {f"{k}:{n}": v for (k, n), v in rows.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=["first", "table"], help="one part (default: both)")
+    ap.add_argument("--first-sizes", type=int, nargs="+", default=[4],
+                    help="ranks of the time-to-first-result runs (default 4)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="cold/prewarmed pairs per size, alternating (default 5)")
+    ap.add_argument("--pause", type=float, default=5.0,
+                    help="seconds between the import and the first launch (default 5)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 1 round, 2 s pause, 2 ranks, 3 repeats")
+    ap.add_argument("--json", help='write {"ratios": {...}, "first_result": ..., "table": ...}')
+    ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:  # child mode: one measurement in a fresh interpreter
+        kind, n = args.one[0], int(args.one[1])
+        if kind == "first":
+            res = measure_first_result(n, float(args.one[2]), float(args.one[3]))
+        elif kind == "ipp":
+            res = measure_ipyparallel(n, int(args.one[2]))
+        else:
+            res = measure_parlab(n, int(args.one[2]), kind)
+        print("RESULT " + json.dumps(res))
+        return
+    if args.quick:
+        args.rounds, args.pause, args.first_sizes, args.sizes, args.repeats = 1, 2.0, [2], [2], 3
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(HERE), os.path.join(os.path.dirname(HERE), "lib"),
+         os.environ.get("PYTHONPATH", "")]))
+    load = [os.getloadavg()[0]]
+    print(f"{os.cpu_count()} CPU cores, load average {load[0]:.1f} before", flush=True)
+    out = {"ratios": {}}
+    if args.only in (None, "first"):
+        out["first_result"], out["ratios"] = first_result(args.first_sizes, args.rounds,
+                                                          args.pause, env)
+    if args.only in (None, "table"):
+        out["table"] = table(args.sizes, args.repeats, env)
+    load.append(os.getloadavg()[0])
+    print(f"load average {load[0]:.1f} before, {load[1]:.1f} after ({os.cpu_count()} cores)")
+    for k, v in out["ratios"].items():
+        print(f"  {k}: {v:.1f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({f"{k}:{n}": v for (k, n), v in table.items()}, f, indent=1)
+            json.dump(dict(out, load=load, cores=os.cpu_count()), f, indent=1)
 
 
 if __name__ == "__main__":
