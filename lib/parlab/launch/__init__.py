@@ -48,8 +48,8 @@ about 2 GB. Before a new pool starts, idle pools of other world sizes are closed
 oldest first, until the new ranks fit the memory budget (budget.py: 85% of the
 cgroup limit, or of the RAM when there is none); a launch that cannot fit even
 then raises ``MemoryBudgetError`` (a ValueError) saying how many ranks would.
-Ranks share what the fork server imported, and after each job they give back what
-it left behind (rank.py).
+Ranks share what the fork server imported, and after a job that left more than a
+few MiB behind they give it back (rank.py).
 
 Stale code. Ranks import your function's module once. If that file or any
 ``parlab`` source changes after the pool started, the next launch restarts the
@@ -58,7 +58,8 @@ ranks so that they run the code you see.
 Files: this one (API, argument checks, the pools kept alive), ``pool.py`` (the
 caller's side of one pool), ``rank.py`` (a rank's serve loop), ``budget.py`` (the
 memory budget), ``errors.py`` (the exceptions and their messages), ``torchrun.py``
-(running as one rank).
+(running as one rank), ``prewarm.py`` (a notebook's kernel starts the fork server
+when it imports parlab, so that its first launch is warm).
 """
 
 from __future__ import annotations
