@@ -112,7 +112,9 @@ class Report:
                 else f"cell {w['cell']} {w.get('note', 'NO UPDATE')}" for w in nb["widgets"])
             lines.append(f"{name}: {nb.get('total_s', '-')} s, "
                          f"Run All {nb.get('run_all_s', '-')} s; "
-                         f"widget updates: {widgets or '-'}")
+                         f"widget updates: {widgets or '-'}"
+                         + (f"; Your turn {t['exercise']} wrong then right {t['seconds']} s"
+                            if (t := nb.get("your_turn")) else ""))
         return lines
 
 

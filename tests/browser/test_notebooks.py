@@ -1,6 +1,8 @@
 """Every notebook in a real browser (JupyterLab in headless Chromium): Run All from the
-menu finishes with no error output and no browser console error, and every widget redraws
-its output when one of its controls changes. Screenshots of failures go to
+menu finishes with no error output and no browser console error; no answer, verdict, hint
+or solution shows before a click, and one hint opens alone; every widget redraws its output
+when one of its controls changes; and one coding exercise of "Your turn" gets a wrong and
+then a right answer typed in, with the checker's verdicts read off the page. Screenshots of failures go to
 build/browser-failures/, timings to build/browser-report.json (see conftest.py)."""
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import notebook_page as nbp
+import your_turn
 from conftest import FAILURES, NOTEBOOK_DIR, ROOT
 
 NOTEBOOKS = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))
@@ -130,12 +133,25 @@ def test_notebook_in_browser(name, lab, browser, report):
                      for t in shown if t["cell"] not in errors]
         if failures:
             failures.append(_shot(page, name, "run-all-errors"))
+        failures += [f"visible before any click: {f!r}" for f in your_turn.spoilers(page)]
+        hint = your_turn.open_one_hint(page)
+        if hint:
+            failures.append(f"{name}: {hint}; " + _shot(page, name, "hint"))
         t1 = time.monotonic()
         _exercise_widgets(page, name, entry, failures)
         entry["widgets_s"] = round(time.monotonic() - t1, 1)
         failures += [f"traceback shown after the widget changes in cell {t['cell']}: {t['text']}"
                      for t in nbp.dom_tracebacks(page)
                      if t not in shown and t["cell"] not in expected]
+        try:
+            turn = entry["your_turn"] = your_turn.wrong_then_right(page, name[:2])
+            if not turn["wrong"].startswith("Not yet."):
+                failures.append(f"{turn['exercise']}: a planted mistake got {turn['wrong'][:200]!r}")
+            if not turn["right"].startswith("Correct."):
+                failures.append(f"{turn['exercise']}: the reference solution got {turn['right'][:200]!r}")
+        except (AssertionError, nbp.Timeout) as e:
+            failures.append(f"{name}, Your turn: {str(e).splitlines()[0]}; "
+                            + _shot(page, name, "your-turn"))
         trouble = nbp.kernel_trouble(page)
         if trouble:
             failures.append(f"after the widget changes: {trouble}; "
