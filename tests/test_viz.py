@@ -387,7 +387,7 @@ def test_model_ratio_figure_draws_measured_over_predicted_for_our_algorithms():
 def test_collectives_tables_build():
     html = coll_fig.bytes_table(byte_rows()).data
     assert "sent, counted (MiB)" in html and "<td" in html
-    assert "cold: start 4 ranks" in coll_fig.launch_table({"cold": 1.0, "warm": [0.1, 0.3],
+    assert "first: fork 4 ranks" in coll_fig.launch_table({"cold": 1.0, "warm": [0.1, 0.3],
                                                            "warm_median": 0.2}).data
     rows = [dict(op="all_reduce", rank=r, before=[10.0 * r], after=[10.0]) for r in (0, 1)]
     assert "on 2 ranks" in coll_fig.collectives_run_table(rows).data

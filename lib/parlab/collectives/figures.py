@@ -17,9 +17,9 @@ from ..viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE, EMPTY
 from .cells import check_ring_frames, collective_cells, contributors, ring_step_title
 
 def launch_table(timing: dict, n: int = 4):
-    """Seconds of a cold launch and of a warm re-run (``experiments.time_launches``): what
-    keeping the ranks alive between launches saves."""
-    return table([{"launch": f"cold: start {n} ranks, then the job", "seconds": timing["cold"]},
+    """Seconds of a first launch (fork the ranks from the server ``import parlab`` started)
+    and of a warm re-run (``experiments.time_launches``): what keeping the ranks alive saves."""
+    return table([{"launch": f"first: fork {n} ranks, then the job", "seconds": timing["cold"]},
                   {"launch": f"warm re-run (median of {len(timing['warm'])})",
                    "seconds": timing["warm_median"]}],
                  formats={"seconds": ".3f"}, caption=f"one all-reduce of one number on {n} ranks")
