@@ -15,6 +15,10 @@ from parlab.data_parallel import BucketedDP, NaiveDP
 from parlab.zero import FullyShard, ShardedOptimizer
 
 TOL = 2e-6  # AdamW, fp32, 3 steps: the sums differ only in order
+# MLPStack under TP (and dp.pp.tp): each matmul's sum is split over ranks and micro-batches,
+# so more terms change order; how far that moves AdamW's steps depends on the CPU's kernels
+# (one CPU: 2.3e-6 TP, 4.9e-6 composed; another stayed under 2e-6). Parameters are ~0.5.
+TOL_SPLIT = 1e-5
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +108,7 @@ def test_full_state_dict_names_every_alias():
 @pytest.mark.timeout(120)
 def test_tensor_parallel_by_plan_on_an_mlp():
     d = byom.tensor_parallel_demo(tp=2)
-    assert d["max |diff|"] < TOL
+    assert d["max |diff|"] < TOL_SPLIT
     assert d["rank 0 holds"]["blocks.0.fc1.weight"] == (32, 16)  # half of (64, 16)
     assert d["full shapes"]["blocks.0.fc2.weight"] == (16, 64)
 
@@ -112,7 +116,14 @@ def test_tensor_parallel_by_plan_on_an_mlp():
 @pytest.mark.timeout(240)
 def test_dp_pp_tp_composed_on_an_mlp():
     d = byom.composed_demo(2, 2, 2)
-    assert d["max |diff|"] < TOL and d["parameters"]
+    assert d["max |diff|"] < TOL_SPLIT and d["parameters"]
+
+
+def test_the_mlp_comparison_can_fail():
+    # another seed's MLPStack ends far beyond TOL_SPLIT: equality above means something
+    ref = byom.reference(byom.MLPStack, byom.regression, 3)
+    other = byom.reference(lambda: byom.MLPStack(seed=1), byom.regression, 3)
+    assert byom.max_difference(other, ref) > 1e4 * TOL_SPLIT
 
 
 def test_a_plan_entry_that_names_nothing_is_an_error():
