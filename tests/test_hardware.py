@@ -210,6 +210,15 @@ def test_describe_shows_gpu_preset(monkeypatch):
     text = describe(8)
     assert "NVIDIA H100 80GB HBM3" in text and "989.5 TFLOP/s bf16" in text and "NVLink4" in text
     assert "oversubscribed" not in text
+    assert max(map(len, text.splitlines())) <= hw.WIDTH  # the preset's long line is broken at " | "
+
+
+def test_printed_notes_fit_a_notebook_line(capsys, monkeypatch):
+    assert max(map(len, describe(64).splitlines())) <= hw.WIDTH
+    monkeypatch.setattr(hw, "_load_average", lambda: 99.0)  # busy: the longest note
+    hw.load_note()
+    out = capsys.readouterr().out
+    assert "noisy" in out and max(map(len, out.splitlines())) <= hw.WIDTH
 
 
 def test_measure_matmul_flops_is_positive_and_finite():

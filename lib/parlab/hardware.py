@@ -9,6 +9,7 @@ import math
 import os
 import platform
 import statistics
+import textwrap
 import time
 from dataclasses import dataclass, field
 
@@ -211,8 +212,11 @@ def load() -> str:
     return f"load average {_load_average():.1f} on {detect().usable_cpus} usable cores"
 
 
+WIDTH = 100  # characters of a printed line in a notebook: longer ones run off the cell's edge
+
+
 def describe(world_size: int | None = None) -> str:
-    """A short multi-line summary of this machine for a notebook."""
+    """A short multi-line summary of this machine for a notebook (lines of at most WIDTH)."""
     hw, yn = detect(), (lambda b: "yes" if b else "no")
     mem = f"{hw.memory_gb:.1f} GiB RAM" if hw.memory_gb else "RAM unknown"
     lines = [f"CPU: {hw.cpu_model or 'unknown'} | {hw.usable_cpus} usable of {hw.logical_cpus} cores | {mem}",
@@ -233,7 +237,16 @@ def describe(world_size: int | None = None) -> str:
         if hw.usable_cpus and world_size > hw.usable_cpus:
             lines.append(f"{world_size} ranks will share {hw.usable_cpus} cores (oversubscribed "
                          f"x{world_size / hw.usable_cpus:.3g}): timings show scheduling as much as communication")
-    return "\n".join(lines)
+    return "\n".join(_fit(line) for line in lines)
+
+
+def _fit(line: str) -> str:
+    """A line of at most WIDTH: broken at its " | " separators first, else between words."""
+    if len(line) <= WIDTH:
+        return line
+    if " | " in line:
+        return "\n  ".join(line.split(" | "))
+    return textwrap.fill(line, WIDTH, subsequent_indent="  ")
 
 
 def _memory_line(hw: Hardware) -> str:
@@ -283,3 +296,9 @@ def timing_note() -> tuple[bool, str]:
     return False, (f"{load()}: other programs are using the CPUs, so these timings are noisy; "
                    "rerun when the machine is quiet before drawing a conclusion from a "
                    "difference under ~2x")
+
+
+def load_note() -> None:
+    """Print ``timing_note``'s line, wrapped to WIDTH: the first line of every notebook
+    cell that times something, so the reader knows whether to trust the numbers."""
+    print(textwrap.fill(timing_note()[1], WIDTH))
