@@ -25,7 +25,7 @@ import torch.distributed as dist
 from .. import hardware
 from ..cost import expert_parallel as cost
 from ..data import get_batch
-from ..model import GPT, GPTConfig
+from ..model import ADAMW_BETAS, GPT, GPTConfig
 from ..moe import positions_before, slot_positions
 from .runner import EPRun, run
 
@@ -136,7 +136,7 @@ def train_routing(config: GPTConfig, steps: int = 40, batch_size: int = BATCH, l
     model = GPT(config, seed)
     tilt_router_(model, get_batch(0, batch_size, config.seq_len, config.vocab_size,
                                   seed=data_seed)[0], tilt)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=ADAMW_BETAS, weight_decay=0.0)
     losses, moe = [], []
     for step in range(steps):
         x, y = get_batch(step, batch_size, config.seq_len, config.vocab_size, seed=data_seed)

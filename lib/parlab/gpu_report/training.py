@@ -21,7 +21,7 @@ import time
 import torch
 
 from .. import cost, hardware
-from ..model import GPT, GPTConfig
+from ..model import ADAMW_BETAS, GPT, GPTConfig
 from .attention import with_attention
 from .common import ERROR, OK, empty_cache, gpu_name, ratio, short, synchronize
 
@@ -55,7 +55,7 @@ def train_speed(model: GPT, batch_size: int, steps: int, warmup: int, device, fo
     g = torch.Generator(device=device).manual_seed(0)
     x, y = (torch.randint(c.vocab_size, (batch_size, c.seq_len), device=device, generator=g)
             for _ in range(2))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95),
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=ADAMW_BETAS,
                             **({"fused": True} if device.type == "cuda" else {}))
 
     def step():

@@ -36,7 +36,7 @@ class PPRun(TrainRun):
     ``batch_size`` sequences cut into ``micro_batches`` equal ones (the papers' m).
 
     ``compute="real"`` trains the model exactly as ``model.reference_train`` does
-    (AdamW(lr, betas=(0.9, 0.95), weight_decay)); ``"emulated"`` replaces each F / B / W
+    (AdamW(lr, betas=ADAMW_BETAS, weight_decay)); ``"emulated"`` replaces each F / B / W
     by a sleep of its ``op_durations`` (``t_fwd``, ``t_bwd``: seconds for one
     micro-batch through all of a rank's layers) while real activation-sized messages
     still flow, so the timeline shows the schedule's shape even with more ranks than
