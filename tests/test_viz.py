@@ -381,7 +381,18 @@ def test_model_ratio_figure_draws_measured_over_predicted_for_our_algorithms():
     best = next(t for t in fig.data if t.name == "ring (ours), 4 ranks (best)")
     assert list(best.y) == [2.0, 2.0, 2.0] and list(best.x) == [4, 4096, 1 << 20]
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.title.text == "measured / predicted"
+    # a ratio's axis reads 1x, 2x, 3x..., never seconds; "= model" sits on the line at 1 (log10 = 0)
+    assert "1×" in fig.layout.yaxis.ticktext and not any("s" in t for t in fig.layout.yaxis.ticktext)
+    assert [a.y for a in fig.layout.annotations if a.text == "= model"] == [0]
     small(fig)
+
+
+def test_ratio_ticks_cover_the_ratios_and_refuse_nonpositive_ones():
+    from parlab.viz.style import ratio_ticks
+    t = ratio_ticks([0.9, 1.0, 30.0])
+    assert t["ticktext"][0] == "0.5×" and "20×" in t["ticktext"] and "50×" in t["ticktext"]
+    with pytest.raises(ValueError, match="ratios must be > 0"):
+        ratio_ticks([0.0, 1.0])
 
 
 def test_collectives_tables_build():

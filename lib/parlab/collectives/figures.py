@@ -13,7 +13,7 @@ from ..viz.tables import table
 from ..viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE, EMPTY_COLOR, INK,
                          KIND_COLORS, LABEL_BACKGROUND, NEUTRAL_COLOR, RANK_COLORS,
                          TRANSFER_COLOR, base_layout, byte_unit, fmt_bytes, rank_color,
-                         seconds_ticks, text_color)
+                         ratio_ticks, seconds_ticks, text_color)
 from .cells import check_ring_frames, collective_cells, contributors, ring_step_title
 
 def launch_table(timing: dict, n: int = 4):
@@ -341,6 +341,7 @@ def model_ratio_figure(by_ranks: dict[int, list[dict]], title: str = "",
     solid = best of the repetitions, dotted = median. The reader should see where the
     alpha-beta-gamma model holds (near 1) and how far a typical run strays above it."""
     fig = measured_vs_predicted([], title)  # its axes and layout; the traces are ratios
+    ratios = [1.0]
     for k, (n, rows) in enumerate(sorted(by_ranks.items())):
         for algo in [a for a in dict.fromkeys(r["algorithm"] for r in rows) if a in algorithms]:
             mine = sorted((r for r in rows if r["algorithm"] == algo), key=lambda r: r["bytes"])
@@ -353,10 +354,13 @@ def model_ratio_figure(by_ranks: dict[int, list[dict]], title: str = "",
                     line=dict(color=ALGORITHM_COLORS.get(algo.split(" ")[0], RANK_COLORS[k]),
                               dash=dash if k == 0 else "dash" if key == "best" else "dashdot"),
                     hovertemplate=f"{algo}, {n} ranks<br>%{{x}} B: %{{y:.2f}}x the model<extra></extra>"))
-    fig.add_hline(y=1, line=dict(color=INK["dark"], width=1), annotation_text="= model")
-    fig.update_yaxes(type="log", title_text="measured / predicted", tickvals=None, ticktext=None,
-                     autorange=True)
+                ratios += [r[key] / r["predicted"] for r in mine if r[key] > 0]
+    fig.add_hline(y=1, line=dict(color=INK["dark"], width=1))
+    fig.add_annotation(x=1, xref="paper", y=0, yref="y", text="= model", showarrow=False,  # a log
+                       xanchor="right", yanchor="bottom")  # axis's annotation y is log10: 0 -> 1
+    fig.update_yaxes(type="log", title_text="measured / predicted", **ratio_ticks(ratios))
     return fig
+
 
 
 # --- 7. the interview corner: one big all-reduce, and DDP's buckets ---------------------

@@ -227,6 +227,19 @@ def seconds_ticks(lo: float, hi: float) -> dict:
                 range=[math.log10(low) - 0.05, math.log10(high) + 0.05])  # whole markers at the ends
 
 
+def ratio_ticks(ratios: list[float]) -> dict:
+    """``fig.update_yaxes(**...)`` settings for a log axis of ratios: 1-2-5 ticks read
+    "1×", "2×", "0.5×" (a ratio has no unit: not the seconds a time axis shows)."""
+    lo, hi = min(ratios), max(ratios)
+    if not 0 < lo <= hi:
+        raise ValueError(f"ratios must be > 0, got {lo} .. {hi}")
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    vals = [m * 10.0 ** e for e in range(a, b + 1) for m in (1, 2, 5)]
+    vals = [v for v in vals if lo / 2.5 <= v <= hi * 2.5]
+    return dict(tickmode="array", tickvals=vals, ticktext=[f"{v:g}×" for v in vals],
+                range=[math.log10(lo) - 0.1, math.log10(hi) + 0.1])
+
+
 # Log axes: one labelled tick per decade (dtick=1), with SI prefixes throughout
 # ("100µs", "1ms"; "1k", "1M") rather than plotly's mix of prefixed and bare minor labels.
 SECONDS_AXIS = dict(tickformat="~s", ticksuffix="s", dtick=1)  # prefer seconds_ticks: "~s" reads 1000 s as "1ks"
