@@ -211,8 +211,9 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
     try:
         validate(schedule, p, m, v)
     except ValueError as e:
+        # M is what is wrong when other counts work at this schedule, P and v
         choices = micro_batch_choices(schedule, p, v, max(m_max, p))
-        if not choices or "micro_batches" not in str(e):
+        if not choices or not isinstance(m, int) or m in choices:
             return dict(error=str(e))
         wanted, m = m, min(choices, key=lambda c: (abs(c - m), c))
         note = f"M={wanted} does not work here ({e}); showing M={m}, the nearest M that does."
@@ -248,8 +249,7 @@ def interview(sweep: list[dict] | None = None, p: int = 4, m: int = 8) -> dict:
                     m_ratio=cost.min_micro_batches(p, 0.15, normalisation="ratio"))
     out["d"] = {k: (cost.pipeline_peak_activations("gpipe", p, k),
                     cost.pipeline_peak_activations("1f1b", p, k)) for k in (4, 8, 16)}
-    out["advice"] = {}
-    for k in (4, 8):  # the worst idle share at M = kP over P = 1 .. 4096
-        worst = max(range(1, 4097), key=lambda q: cost.bubble_fraction(q, k * q))
-        out["advice"][k] = (worst, cost.bubble_fraction(worst, k * worst))
+    # the worst idle share at M = kP over P = 1 .. 4096: (P-1)/((k+1)P-1) grows with P
+    # (towards 1/(k+1)), so the deepest pipeline is the worst
+    out["advice"] = {k: (4096, cost.bubble_fraction(4096, k * 4096)) for k in (4, 8)}
     return out
