@@ -3,6 +3,7 @@
 import pytest
 
 from parlab.collectives import experiments as demos
+from parlab.collectives import explorer
 from parlab import cost
 from ring_reference import simulate_ring
 
@@ -48,7 +49,7 @@ def test_alpha_beta_and_model_comparison_run():
 
 
 def test_predicted_curves():
-    out = demos.predicted_curves(8, 1e-5, 1e10, sizes=[1e3, 1e6, 1e9])
+    out = explorer.predicted_curves(8, 1e-5, 1e10, sizes=[1e3, 1e6, 1e9])
     assert set(out["curves"]) == {"ring", "tree", "naive"}
     assert out["crossover"] == cost.ring_tree_crossover(8, 1e-5, 1e10)
     ring, tree = out["curves"]["ring"][1], out["curves"]["tree"][1]
@@ -92,7 +93,7 @@ def test_time_axes_read_in_plain_units():
 def test_readable_time_axis_on_a_shared_chart():
     from parlab import viz
     from parlab.collectives.figures import readable_time_axis
-    pred = demos.predicted_curves(1024, 8e-5, 2.6e9)  # naive reaches ~800 s
+    pred = explorer.predicted_curves(1024, 8e-5, 2.6e9)  # naive reaches ~800 s
     fig = readable_time_axis(viz.cost_curves(pred["curves"], "all-reduce on 1024 ranks"))
     assert "1,000 s" in fig.layout.yaxis.ticktext and not any("ks" in t for t in fig.layout.yaxis.ticktext)
 
@@ -104,7 +105,6 @@ def test_slower_than_larger_finds_sizes_that_never_had_a_quiet_moment():
 
 
 def test_cost_explorer_offers_only_links_that_reach_that_many_ranks():
-    from parlab.collectives import explorer
     assert explorer.link_reach("NVLink2") == 8 and explorer.link_reach("NVLink5") == 72
     assert explorer.link_reach("PCIe4-x16") == 8 and explorer.link_reach("IB-HDR") is None
     at_8, at_256 = explorer.link_choices(8, (1e-5, 1e9)), explorer.link_choices(256)

@@ -16,7 +16,6 @@ import torch.distributed as dist
 
 from .. import comm, cost, trace
 from ..launch import launch
-from .explorer import predicted_curves  # noqa: F401  (the notebook's demos.predicted_curves)
 
 
 # --- 1. every collective once, on tiny tensors --------------------------------------
