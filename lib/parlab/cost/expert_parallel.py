@@ -23,7 +23,7 @@ def expert_capacity(tokens: int, n_experts: int, capacity_factor: float, top_k: 
     """Most assignments one expert takes in a step: floor(tokens * top_k / n_experts *
     capacity_factor).
 
-    Switch Transformers (Fedus et al. 2021, §2.1, eq. 3): expert capacity = (tokens per
+    Switch Transformers (Fedus et al. 2021, §2.2, eq. 3): expert capacity = (tokens per
     batch / number of experts) x capacity factor; the paper writes the product
     unrounded, its Mesh-TensorFlow implementation truncates it to an integer, as here
     (we leave out that code's minimum capacity). GShard (Lepikhin et al. 2020, §2.2)
@@ -70,7 +70,7 @@ def moe_flops_per_token(d_model: int, d_ff: int, n_experts: int, top_k: int = 1,
     plus per chosen expert 2 x (2 or 3 with a gated MLP) d d_ff. A token costs
     ``top_k`` experts, not ``n_experts``: the sparsity is the point (Switch §2;
     Mixtral §2.1: 13B active of 47B). ``capacity_factor``: experts computed on
-    capacity-sized buffers, as on accelerators (Switch §2.1: the padding is computed),
+    capacity-sized buffers, as on accelerators (Switch §2.2: the padding is computed),
     cost capacity_factor x top_k experts per token. ``training``: x3 (forward +
     backward, as ``cost.flops_per_token``)."""
     d_model, d_ff = check_int("d_model", d_model), check_int("d_ff", d_ff)

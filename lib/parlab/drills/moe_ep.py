@@ -20,7 +20,7 @@ def expert_capacity(rng):
     return Ask(f"A batch of {tokens} tokens is routed top-{k} to {E} experts with capacity "
                f"factor {cf}. How many assignments can one expert take (rounded down)?", c, "",
                f"floor(tokens · k / E · cf) = floor({tokens}·{k}/{E}·{cf}) = {c} "
-               f"(cost.expert_capacity; Switch §2.1, GShard's 2N/E for top-2). Beyond it, "
+               f"(cost.expert_capacity; Switch §2.2, eq. 3, GShard's 2N/E for top-2). Beyond it, "
                f"assignments are dropped and the token passes on through the residual.",
                rel_tol=0)
 

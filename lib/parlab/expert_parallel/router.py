@@ -2,7 +2,7 @@
 
 The single-device reference (``parlab.moe``) caps every expert over the WHOLE global
 batch and gives the first choices of all tokens priority, then token order (GShard,
-Lepikhin et al. 2020, Algorithm 1; Switch, Fedus et al. 2021, §2.1). A rank sees only
+Lepikhin et al. 2020, Algorithm 1; Switch, Fedus et al. 2021, §2.2). A rank sees only
 its own tokens, so before it can tell which of its assignments fit it needs how many
 assignments each earlier rank made to each expert, per choice: one all-gather of the
 (top_k, n_experts) counts over every rank that holds a slice of the batch (the whole
