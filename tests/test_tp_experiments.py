@@ -109,7 +109,11 @@ def test_interview_numbers(sweep):
     assert e["message"] == 50_331_648 == 48 * 2 ** 20
     assert e["forward_bytes"] == 176_160_768 and e["step_bytes"] == 352_321_536
     assert n["f"]["gpt3_tp8"][1] == pytest.approx(n["f"]["gpt3_tp8"][0] * 1.25)
-    assert 0 < n["g"]["best_gain"] < n["g"]["comm_fraction"]
+    g = n["g"]
+    assert 0 < g["best_gain"] < g["comm_fraction"]
+    # hiding all the communication removes the comm share c: 1 / (1 - c) - 1 > c
+    assert g["full_gain"] == pytest.approx(1 / (1 - g["comm_fraction"]) - 1)
+    assert g["full_gain"] > 2 * g["best_gain"] > 0
     assert n["h"][16]["mfu"] < n["h"][8]["mfu"] and n["h"][16]["link_name"] == "IB-HDR"
     i = n["i"]["rows"]
     assert i[8]["comm_fraction"] > i[4]["comm_fraction"] > 0
