@@ -416,3 +416,30 @@ def test_fit_alpha_beta_keeps_its_parameters_physical():
     assert fit.alpha == 0.0 and fit.beta > 0 and math.isfinite(fit.bandwidth)
     with pytest.raises(ValueError, match="do not grow"):
         cost.fit_alpha_beta(sizes, [4e-6, 3e-6, 2e-6, 1e-6])
+
+
+def test_llama_activations_count_its_own_layer():
+    """LLaMA has no dropout and a SwiGLU MLP of width d_ff: memory_plan counts that layer
+    (the inventory transformer.activation_bytes counts per shape), not GPT's 34 + 5as/h."""
+    from parlab.cost.transformer import LayerShape, activation_bytes
+    for name in ("7B", "13B", "70B"):
+        m = cost.MODEL_PRESETS[name]
+        shape = LayerShape(m.d_model, m.n_heads, n_kv_heads=m.n_kv_heads, d_ff=m.d_ff,
+                           mlp="swiglu", dropout=False, biases=False)
+        for recompute in ("none", "selective", "full"):
+            plan = cost.memory_plan(name, 8, 80, 1, recompute)
+            assert plan["activations"] == pytest.approx(
+                m.n_layers * activation_bytes(shape, m.seq_len, 1, recompute=recompute), rel=1e-12)
+    seven = cost.memory_plan("7B", 4, 80, 1)["activations"]
+    assert seven == pytest.approx(17.21e9, rel=1e-3)  # sbh (32.125 + 2as/h) x 32 layers
+    # the GPT count (dropout, GeLU 4h) would give 30.6 GB: the old, wrong figure for LLaMA
+    gpt = cost.activation_memory(2048, 1, 4096, 32, 32)
+    assert gpt == pytest.approx(30.60e9, rel=1e-3) and gpt > 1.7 * seven
+    # a GPT layer is still Korthikanti's 34 + 5as/h, bit for bit
+    s, b, h, a = 2048, 1, 2048, 16
+    assert cost.activation_memory(s, b, h, a, 1) == s * b * h * (34 + 5 * a * s / h)
+    assert cost.activation_memory(s, b, h, a, 1, mlp="gelu", d_ff=4 * h) == s * b * h * (34 + 5 * a * s / h)
+    with pytest.raises(ValueError, match="n_kv_heads=3 must divide n_heads=32"):
+        cost.activation_memory(2048, 1, 4096, 32, 1, n_kv_heads=3)
+    with pytest.raises(ValueError, match="mlp"):
+        cost.activation_memory(2048, 1, 4096, 32, 1, mlp="relu")

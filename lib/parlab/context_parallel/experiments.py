@@ -31,6 +31,9 @@ FP32 = 4  # bytes per value: our ranks compute in fp32
 PROBE = dict(micro_batch=1, n_heads=4, head_dim=16)  # one attention call, no model around it
 # Long context at GPU scale: LLaMA-2-7B's width (Touvron et al. 2023, Table 1) at 128k tokens
 LONG = dict(seq_len=131072, d_model=4096, n_heads=32, head_dim=128, micro_batch=1, n_layers=32)
+# its layer, for the activation count: no dropout, a SwiGLU MLP of width 11008 (Llama 2,
+# Touvron et al. 2023), not the GPT layer Korthikanti et al.'s 34 + 5as/h describes
+LONG_LAYER = dict(dropout=False, mlp="swiglu", d_ff=11008)
 
 
 # --- 1. who holds what ------------------------------------------------------------------

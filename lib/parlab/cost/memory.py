@@ -79,9 +79,11 @@ def zero_comm_volume(n_params: float, dp: int, stage: int, grad_bytes: float = 2
 
 
 def _layer_bytes(s: int, b: int, h: int, a: int, t: int, recompute: str, sp: bool,
-                 dropout: bool) -> tuple[float, float]:
+                 dropout: bool, inner: float = 24.0) -> tuple[float, float]:
     """(all, masks): one layer's saved bytes in Korthikanti's 16-bit terms, and the part
-    of them that is 1-byte dropout masks (which do not rescale with the precision)."""
+    of them that is 1-byte dropout masks (which do not rescale with the precision).
+    ``inner``: what TP splits, per s b h: 24 in a GPT layer (Q, K 4, V 2, projection input
+    2; GeLU input 8, fc2 input 8)."""
     if recompute == "full":  # only the layer's input, a 16-bit value
         return 2 * s * b * h / (t if sp else 1), 0.0
     unsplit = 10 if dropout else 8  # 2 LayerNorm inputs 4, qkv and fc1 inputs 4, masks 2
@@ -89,16 +91,29 @@ def _layer_bytes(s: int, b: int, h: int, a: int, t: int, recompute: str, sp: boo
     scores = 0.0 if recompute == "selective" else (5 if dropout else 2) * a * s / h
     mask_scores = a * s / h if dropout and recompute != "selective" else 0.0
     if sp:
-        return s * b * h * (unsplit + 24 + scores) / t, \
+        return s * b * h * (unsplit + inner + scores) / t, \
             (s * b * h * (2 + mask_scores) / t if dropout else 0.0)
-    return s * b * h * (unsplit + 24 / t + scores / t), \
+    return s * b * h * (unsplit + inner / t + scores / t), \
         (s * b * h * (2 + mask_scores / t) if dropout else 0.0)
+
+
+def _inner(h: int, a: int, mlp: str, d_ff: int | None, n_kv_heads: int | None) -> float:
+    """The TP-split part of a layer's saved values, per s b h (16-bit): Q and the
+    projection input 2 + 2, K and V 2 g/a each (g KV heads: grouped-query attention keeps
+    fewer), and the MLP's interior: GeLU's input and fc2's input, 2 f each (f = 4h: 16);
+    SwiGLU's gate and up outputs and the down projection's input, 2 f each (6 f / h).
+    A GPT layer (f = 4h, g = a): exactly Korthikanti's 24."""
+    g = a if n_kv_heads is None else n_kv_heads
+    f = 4 * h if d_ff is None else d_ff
+    attention = 4 + 4 * g / a if g != a else 8.0
+    return attention + (4 if mlp == "gelu" else 6) * f / h
 
 
 def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
                       n_layers: int, recompute: str = "none", tp: int = 1,
                       sequence_parallel: bool = False, bytes_per_value: float = 2,
-                      dropout: bool = True) -> float:
+                      dropout: bool = True, mlp: str = "gelu", d_ff: int | None = None,
+                      n_kv_heads: int | None = None) -> float:
     """Activation bytes a GPT layer stack keeps for backward, per GPU.
 
     Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
@@ -120,6 +135,13 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int
     16-bit: ``sbh (32 + 2as/h)``; TP ``sbh (8 + 24/t + 2as/(ht))``; TP+SP
     ``sbh (32 + 2as/h) / t``.
 
+    ``mlp="swiglu"``, ``d_ff`` and ``n_kv_heads``: a Llama-style layer (with
+    ``dropout=False``). The paper's 24 inside TP becomes 8 + 6 f / h (gate, up and down
+    inputs of width f instead of GeLU's 4h in and out), and 4 + 4 g / a + 6 f / h with g
+    KV heads. LLaMA-7B (h 4096, f 11008): 24.1 instead of 24, and without dropout
+    ``sbh (32.1 + 2as/h)``, not ``sbh (34 + 5as/h)``: 17.2 GB at s = 2048 over 32 layers,
+    not 30.6 (``transformer.activation_bytes`` counts the same inventory per shape).
+
     ``bytes_per_value`` (4 for fp32) rescales the values from the paper's 2 bytes;
     dropout masks stay 1 byte each whatever the precision. Embeddings and the output
     layer are left out, as in the paper's per-layer count.
@@ -131,9 +153,15 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int
     sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
     bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
     dropout = check_bool("dropout", dropout)
+    mlp = check_choice("mlp", mlp, ("gelu", "swiglu"))
+    d_ff = None if d_ff is None else check_int("d_ff", d_ff)
+    n_kv_heads = None if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads)
     if a % t:
         raise ValueError(f"tp={t} must divide n_heads={a}")
-    per_layer, masks = _layer_bytes(s, b, h, a, t, recompute, sequence_parallel, dropout)
+    if n_kv_heads is not None and a % n_kv_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={a}")
+    per_layer, masks = _layer_bytes(s, b, h, a, t, recompute, sequence_parallel, dropout,
+                                    _inner(h, a, mlp, d_ff, n_kv_heads))
     # values rescale by bytes_per_value / 2, masks do not; written as a correction so that
     # bytes_per_value=2 returns the paper's expressions bit for bit
     return (per_layer + (bytes_per_value / 2 - 1) * (per_layer - masks)) * n_layers
@@ -212,6 +240,11 @@ class ModelPreset:
     seq_len: int  # the context length the model was trained with
     source: str
     n_active_params: int | None = None  # per token (MoE: top-k experts); None = n_params
+    # the layer's shape, for its activations: GPT's (GeLU, 4h, dropout) unless given
+    mlp: str = "gelu"
+    d_ff: int | None = None             # per token: the MLP width (MoE: top-k experts')
+    dropout: bool = True
+    n_kv_heads: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -223,6 +256,13 @@ class ModelPreset:
         if self.n_active_params is None:
             object.__setattr__(self, "n_active_params", self.n_params)
         check_int("n_active_params", self.n_active_params, 1, self.n_params)
+        check_choice("mlp", self.mlp, ("gelu", "swiglu"))
+        check_bool("dropout", self.dropout)
+        for field in ("d_ff", "n_kv_heads"):
+            if getattr(self, field) is not None:
+                check_int(field, getattr(self, field))
+        if self.n_kv_heads is not None and self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
 
 
 # n_params: exact counts of the released LLaMA checkpoints, which follow from the shapes
@@ -234,26 +274,31 @@ class ModelPreset:
 # to its d_model = 2048 (24 x 128 = 3072); the 1.3B count needs an attention width of 2048,
 # so one of the two numbers is off. n_heads here is the table's 24: it only enters
 # activation_memory, through the a s^2 attention scores.
-# Activation memory uses Korthikanti et al.'s GPT layer (4d MLP, dropout) for all of
-# them: an approximation for LLaMA's SwiGLU MLP without dropout.
+# Activations: GPT-3 XL and Switch are GPT/T5 layers (GeLU 4h MLP, dropout), Korthikanti
+# et al.'s count as printed; the LLaMA family has a SwiGLU MLP of width d_ff, no dropout
+# and (70B, Mixtral) grouped-query attention, and is counted with those widths. Mixtral's
+# d_ff is its two routed experts' 2 x 14336 per token (their permuted inputs left out).
 MODEL_PRESETS = {p.name: p for p in [
     ModelPreset("1.3B", 1_315_080_192, 24, 2048, 24, 2048,
                 "GPT-3 XL: Brown et al., 'Language Models are Few-Shot Learners', 2020, Table 2.1 "
                 "(24 heads of size 128 as printed, although 24 x 128 != d_model 2048)"),
     ModelPreset("7B", 6_738_415_616, 32, 4096, 32, 2048,
                 "LLaMA-7B: Touvron et al., 'LLaMA: Open and Efficient Foundation Language "
-                "Models', 2023, Table 2 (d_ff 11008)"),
+                "Models', 2023, Table 2 (d_ff 11008)", mlp="swiglu", d_ff=11008, dropout=False),
     ModelPreset("13B", 13_015_864_320, 40, 5120, 40, 2048,
-                "LLaMA-13B: Touvron et al. 2023, Table 2 (d_ff 13824)"),
+                "LLaMA-13B: Touvron et al. 2023, Table 2 (d_ff 13824)", mlp="swiglu", d_ff=13824,
+                dropout=False),
     ModelPreset("70B", 68_976_648_192, 80, 8192, 64, 4096,
                 "Llama 2 70B: Touvron et al., 'Llama 2: Open Foundation and Fine-Tuned Chat "
-                "Models', 2023, Table 1 (grouped-query attention, 8 KV heads; d_ff 28672)"),
+                "Models', 2023, Table 1 (grouped-query attention, 8 KV heads; d_ff 28672)",
+                mlp="swiglu", d_ff=28672, dropout=False, n_kv_heads=8),
     # MoE: n_params counts every expert (all of them are stored and trained), active
     # the top-k experts a token uses. Mixtral from its shapes by cost.moe_params.
     ModelPreset("mixtral-8x7b", 46_702_792_704, 32, 4096, 32, 32768,
                 "Mixtral 8x7B: Jiang et al., 'Mixtral of Experts', 2024, Table 1 (8 SwiGLU "
                 "experts of d_ff 14336, top-2, 8 KV heads, vocab 32000; 46.7B total, 12.9B "
-                "active)", n_active_params=12_879_925_248),
+                "active)", n_active_params=12_879_925_248, mlp="swiglu", d_ff=2 * 14336,
+                dropout=False, n_kv_heads=8),
     # Switch-Base-8: T5-Base (12 + 12 layers, d 768, d_ff 3072, 12 heads, vocab 32128,
     # tied embeddings) with every other FFN a Switch layer of 8 experts, top-1: attention
     # 36 x 4 d^2 (encoder self, decoder self + cross), 12 dense FFNs and 12 MoE FFNs of
@@ -291,7 +336,8 @@ def memory_plan(model="7B", n_gpus: int = 4, gpu_memory_gb: float = 80.0, stage:
     seq_len = model.seq_len if seq_len is None else check_int("seq_len", seq_len)
     states = zero_memory(model.n_params, n_gpus, stage, param_bytes, grad_bytes, optimizer_bytes)
     act = activation_memory(seq_len, micro_batch, model.d_model, model.n_heads, model.n_layers,
-                            recompute)
+                            recompute, dropout=model.dropout, mlp=model.mlp, d_ff=model.d_ff,
+                            n_kv_heads=model.n_kv_heads)
     plan = {"model": model.name, "n_gpus": n_gpus, "stage": stage, "recompute": recompute,
             "micro_batch": micro_batch, "seq_len": seq_len, "params": states["params"],
             "grads": states["grads"], "optimizer": states["optimizer"], "activations": act,

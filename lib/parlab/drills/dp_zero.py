@@ -111,7 +111,9 @@ def max_micro_batch(rng):
             break
     p = cost.MODEL_PRESETS[name]
     plan = cost.memory_plan(name, gpus, gb, stage, recompute, b)
-    act = ("selective recomputation (Korthikanti: s·b·h·34 bytes per layer)" if recompute ==
+    kept = ("s·b·h·34 bytes per GPT layer" if p.mlp == "gelu" else
+            f"s·b·h·(16 + 6·{p.d_ff}/h) bytes per layer: SwiGLU, no dropout")
+    act = (f"selective recomputation (all but the attention scores kept: {kept})" if recompute ==
            "selective" else "full recomputation (only each layer's input: 2·s·b·h bytes)")
     return Ask(f"{p.name} ({fmt(p.n_params)} parameters, {p.n_layers} layers, d_model "
                f"{p.d_model}, {p.seq_len}-token sequences), {ADAM}, {stage_name(stage)} over "
