@@ -443,3 +443,16 @@ def test_llama_activations_count_its_own_layer():
         cost.activation_memory(2048, 1, 4096, 32, 1, n_kv_heads=3)
     with pytest.raises(ValueError, match="mlp"):
         cost.activation_memory(2048, 1, 4096, 32, 1, mlp="relu")
+
+
+def test_onebit_adam_volume_ratio():
+    # the warm-up bounds it: all steps compressed gives r, no compression 1
+    assert cost.onebit_adam_volume_ratio(0.0, 32) == 32
+    assert cost.onebit_adam_volume_ratio(1.0, 32) == 1
+    assert cost.onebit_adam_volume_ratio(0.15, 16) == pytest.approx(1 / (0.15 + 0.85 / 16))
+    assert 4 < cost.onebit_adam_volume_ratio(0.15, 16) < 5 < cost.onebit_adam_volume_ratio(0.15, 32)
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="warmup_fraction"):
+            cost.onebit_adam_volume_ratio(bad)
+    with pytest.raises(ValueError, match="compression_ratio"):
+        cost.onebit_adam_volume_ratio(0.2, 0.5)

@@ -421,3 +421,21 @@ def test_compression_runs_small():
     assert res["exact"]["codec_s"] == 0.0 < res["sign"]["codec_s"]
     assert res["sign"]["bytes_per_step"] < res["exact"]["bytes_per_step"] / 20
     assert len(res["sign"]["losses"]) == 3
+
+
+def test_compression_pays_below_finds_the_crossing():
+    from parlab.data_parallel import experiments as demos
+
+    def saved(kind, bw, n_p, n, c):
+        exact = demos.compression_step_time(None, n_p, n, 5e-6, bw, c)
+        return 1 - demos.compression_step_time(kind, n_p, n, 5e-6, bw, c) / exact
+
+    b = demos.compression_pays_below("fp16", 10**8, 8, 5e-6, 0.1)
+    assert saved("fp16", b * 0.99, 10**8, 8, 0.1) >= 0.10 > saved("fp16", b * 1.01, 10**8, 8, 0.1)
+    # ten times the compute: the threshold falls about tenfold (latency is negligible here)
+    b10 = demos.compression_pays_below("fp16", 10**8, 8, 5e-6, 1.0)
+    assert b / b10 == pytest.approx(10, rel=0.02)
+    # sign's all-gather grows with the ranks: at 64 it sends about what the exact
+    # all-reduce does and never saves 10%
+    assert demos.compression_pays_below("sign", 7 * 10**9, 64, 5e-6, 4.0) is None
+    assert demos.compression_pays_below("sign", 10**8, 8, 5e-6, 0.1) > b  # 1 bit beats 16 at 8 ranks

@@ -49,7 +49,7 @@ from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
                           collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
                           ring_tree_crossover)
 from .compute import flops_per_token, mfu, training_time, transformer_params
-from .data_parallel import dp_speedup, dp_step_time
+from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
 from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset, activation_memory,
                      activation_table, lab_activation_memory, max_micro_batch, memory_plan,
                      zero_comm_volume, zero_memory)
@@ -81,7 +81,7 @@ __all__ = [
     "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
     "activation_table", "lab_activation_memory",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
-    "dp_step_time", "dp_speedup",
+    "dp_step_time", "dp_speedup", "onebit_adam_volume_ratio",
     "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve",
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",

@@ -301,3 +301,26 @@ def sweep_caption(label: str, r: dict) -> str:
     return (f"{label}: {n} all-reduce{'' if n == 1 else 's'} per step, "
             f"step {r['median'] * 1e3:.1f} ms "
             f"(median), overlap {overlap}, exposed comm {r['exposed'] * 1e3:.1f} ms")
+
+
+def compression_pays_below(kind: str, n_params: int, n: int, alpha: float, compute_s: float,
+                           gain: float = 0.10, topk_ratio: float = 0.01,
+                           codec_s: float = 0.0) -> float | None:
+    """The link bandwidth (bytes/s) below which compressing with ``kind`` shortens the
+    predicted step (``compression_step_time``) by at least ``gain`` of the exact step;
+    None when it never does between 1 MB/s and 10 TB/s. The saving falls as the link gets
+    faster, so a bisection on log(bandwidth) finds the one crossing. What sets it is the
+    ratio of gradient bytes to compute (and n), not one bandwidth for every model."""
+    def saved(bw):
+        exact = compression_step_time(None, n_params, n, alpha, bw, compute_s)
+        return 1 - compression_step_time(kind, n_params, n, alpha, bw, compute_s, topk_ratio,
+                                         codec_s) / exact
+    lo, hi = 1e6, 1e13
+    if saved(lo) < gain:
+        return None
+    if saved(hi) >= gain:
+        return hi
+    for _ in range(60):
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if saved(mid) >= gain else (lo, mid)
+    return lo
