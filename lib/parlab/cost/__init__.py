@@ -42,6 +42,8 @@ ValueError naming the argument (each module's docstring states its domains).
   planning      megatron_flops (Narayanan et al.'s FLOP count), pipeline_p2p_time,
                  dp_grad_sync (exposed vs overlapped), interleaved_peak_activations,
                  data_parallel_degree -- for parlab.planner
+  precision     FORMATS (bits), unit_roundoff, ulp, vanishing_update, summation_error_bound
+                 (Higham), RECIPES, training_bytes_per_param, training_bytes (ZeRO's 16 B)
 """
 
 from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
@@ -70,6 +72,9 @@ from .network import (group_bandwidth, group_collective_time, members_per_domain
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
                        megatron_flops, pipeline_p2p_time)
+from .precision import (FORMATS, RECIPES, mantissa_bits, summation_error_bound, training_bytes,
+                        training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
+from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve, implied_gpu_mtbf_hours, interruptions_per_day, job_mtbf_hours, pipeline_time_with_straggler, synchronous_step, young_interval)  # noqa: E501
 
 __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
@@ -96,4 +101,6 @@ __all__ = [
     "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",
     "megatron_flops", "pipeline_p2p_time", "dp_grad_sync",
     "interleaved_peak_activations", "data_parallel_degree",
+    "FORMATS", "RECIPES", "mantissa_bits", "unit_roundoff", "ulp", "vanishing_update",
+    "summation_error_bound", "training_bytes_per_param", "training_bytes",
 ]
