@@ -72,6 +72,7 @@ from .network import (group_bandwidth, group_collective_time, members_per_domain
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
                        megatron_flops, pipeline_p2p_time)
+from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve, implied_gpu_mtbf_hours, interruptions_per_day, job_mtbf_hours, pipeline_time_with_straggler, synchronous_step, young_interval)  # noqa: E501
 from .precision import (FORMATS, RECIPES, mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
 from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve, implied_gpu_mtbf_hours, interruptions_per_day, job_mtbf_hours, pipeline_time_with_straggler, synchronous_step, young_interval)  # noqa: E501
