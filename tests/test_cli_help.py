@@ -7,7 +7,8 @@ import pytest
 from parlab.__main__ import main
 
 COMMANDS = ["info", "collectives", "ring", "bytes", "alpha-beta", "train", "dp", "zero",
-            "pipeline", "tp", "cp", "3d", "ep", "gpu-report", "plan", "drill"]
+            "pipeline", "tp", "cp", "3d", "ep", "gpu-report", "plan", "drill",
+            "failover"]
 
 
 def _help(argv, capsys) -> str:

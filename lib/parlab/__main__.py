@@ -20,6 +20,8 @@
     python -m parlab plan --model 70B --gpus 512 --gpu H100-80GB [--global-batch N]
                           [--seq-len N] [--top N]    3D layouts ranked by predicted time
     python -m parlab drill [--topic pp,cp] [--n 10] [--seed 1]   interview drills on stdin
+    python -m parlab failover [--ranks 2 --steps 8 --kill-at 5 --every 2]   a rank killed
+                                               under torchrun; restart, resume from DCP
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
 (``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
@@ -315,6 +317,24 @@ def cmd_plan(args, out):
         out(f"     {i.label}: " + "; ".join(i.reasons))
 
 
+def cmd_failover(args, out):
+    """a real failure under torchrun: a rank is killed, the group restarts and resumes from DCP"""
+    from .reliability.failover import failover
+    if "WORLD_SIZE" in os.environ:  # it starts torchrun itself
+        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: failover starts its own "
+                         "torchrun; run it as one process (python -m parlab failover)")
+    r = failover(args.ranks, args.steps, args.kill_at, args.every)
+    out(f"torchrun --standalone --nproc-per-node {r['ranks']} --max-restarts 1: rank "
+        f"{r['ranks'] - 1} SIGKILLed itself before step {r['kill_at']}; the group restarted "
+        f"and resumed from the checkpoint of step {r['resumed_from']} (one every {r['every']})")
+    out("losses:    " + " ".join(f"{x:.4f}" for x in r["losses"]))
+    out("reference: " + " ".join(f"{x:.4f}" for x in r["reference"])
+        + f"   (one device, uninterrupted; max |diff| {r['max_loss_diff']:.1e})")
+    out(f"lost work: {r['redone_steps']} steps redone, {r['lost_seconds']:.1f} s from the kill "
+        f"until step {r['kill_at']} again (restart about {r['restart_seconds']:.1f} s, "
+        f"a step {r['step_seconds'] * 1e3:.0f} ms)")
+
+
 def cmd_drill(args, out):
     """interview drills: questions on stdin, answers and explanations computed by parlab.cost"""
     from .drills.quiz import parse_topics, run_quiz
@@ -333,7 +353,7 @@ def main(argv=None) -> None:
                      ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
                      ("tp", cmd_tp), ("cp", cmd_cp), ("3d", cmd_3d), ("ep", cmd_ep),
                      ("gpu-report", cmd_gpu_report),
-                     ("plan", cmd_plan), ("drill", cmd_drill)]:
+                     ("plan", cmd_plan), ("drill", cmd_drill), ("failover", cmd_failover)]:
         # the one line of cmd_<name>'s docstring: the command's line in --help and the
         # description atop its own --help (tests/test_cli_help.py holds every command to
         # one; a stand-in without one, as tests put there, gets none)

@@ -158,6 +158,12 @@ def add_flags(p, name: str) -> None:
         p.add_argument("--n", type=int, default=10, help="number of questions")
         p.add_argument("--seed", type=int, default=0, help="the first question's seed")
         return
+    if name == "failover":  # starts torchrun itself (parlab.reliability.failover)
+        p.add_argument("--ranks", type=int, default=2, help="torchrun --nproc-per-node")
+        p.add_argument("--steps", type=int, default=8, help="optimizer steps")
+        p.add_argument("--kill-at", type=int, default=5, help="the last rank dies before this step")
+        p.add_argument("--every", type=int, default=2, help="a DCP checkpoint every N steps")
+        return
     if name == "gpu-report":  # its ranks are the GPUs here
         from .gpu_report import add_arguments
         add_arguments(p)
