@@ -456,3 +456,15 @@ def test_onebit_adam_volume_ratio():
             cost.onebit_adam_volume_ratio(bad)
     with pytest.raises(ValueError, match="compression_ratio"):
         cost.onebit_adam_volume_ratio(0.2, 0.5)
+
+
+def test_mfu_from_hfu():
+    # Narayanan et al.'s 1T row: 52% counted with full recomputation is ~39% of model FLOPs
+    hw = cost.megatron_flops(1, 2048, 128, 25600, 51200, "full")
+    model = cost.megatron_flops(1, 2048, 128, 25600, 51200, "none")
+    assert cost.mfu_from_hfu(0.52, model, hw) == pytest.approx(0.39, abs=0.005)
+    assert cost.mfu_from_hfu(0.5, 1.0, 1.0) == 0.5  # no recomputation: the same
+    with pytest.raises(ValueError, match="model_flops=2 must be <= hardware_flops=1"):
+        cost.mfu_from_hfu(0.5, 2.0, 1.0)
+    with pytest.raises(ValueError, match="hfu"):
+        cost.mfu_from_hfu(1.5, 1.0, 1.0)

@@ -50,7 +50,7 @@ from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
                           bus_bandwidth_factor, collective_bytes, collective_steps,
                           collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
                           ring_tree_crossover)
-from .compute import flops_per_token, mfu, training_time, transformer_params
+from .compute import flops_per_token, mfu, mfu_from_hfu, training_time, transformer_params
 from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
 from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset, activation_memory,
                      activation_table, lab_activation_memory, max_micro_batch, memory_plan,
@@ -81,7 +81,7 @@ __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
     "collective_time", "p2p_time", "ring_tree_crossover", "bus_bandwidth_factor",
     "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta",
-    "transformer_params", "flops_per_token", "mfu", "training_time",
+    "transformer_params", "flops_per_token", "mfu", "mfu_from_hfu", "training_time",
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations",
     "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
