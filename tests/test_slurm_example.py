@@ -22,6 +22,8 @@ def test_every_command_has_a_slurm_line():
     section = _slurm_section()
     named = set(re.findall(r"parlab\.sbatch ([\w-]+)", section))
     named |= set(re.findall(r"python -m parlab ([\w-]+)", section))
+    if "MODULE=parlab.reliability.elastic_worker" in section:
+        named.add("failover")  # its Slurm form runs the worker that `failover` starts
     assert set(COMMANDS) <= named, f"no Slurm line for {sorted(set(COMMANDS) - named)}"
 
 
@@ -53,6 +55,14 @@ def test_restarts_and_gpus_per_node_can_be_set(tmp_path):
     r = _run(tmp_path, ["zero"], MAX_RESTARTS="3", GPUS_PER_NODE="4")
     assert r.returncode == 0, r.stderr
     assert "--max-restarts 3" in r.stdout and "--nproc-per-node 4" in r.stdout, r.stdout
+
+
+def test_another_entry_point_runs_with_module(tmp_path):
+    r = _run(tmp_path, ["--steps", "8", "--dir", "/shared/x"], MODULE="parlab.reliability.elastic_worker",
+             MAX_RESTARTS="1")
+    assert r.returncode == 0, r.stderr
+    assert "--max-restarts 1" in r.stdout
+    assert r.stdout.rstrip().endswith("-m parlab.reliability.elastic_worker --steps 8 --dir /shared/x"), r.stdout
 
 
 def test_without_a_command_it_says_how_to_use_it(tmp_path):
