@@ -14,7 +14,7 @@ import notebook_page as nbp
 
 TOPIC = {"00": "collectives", "01": "data_parallel", "02": "tensor_parallel",
          "03": "pipeline_parallel", "04": "expert_parallel", "05": "context_parallel",
-         "06": "parallel_3d"}
+         "06": "parallel_3d", "07": "precision", "08": "reliability"}
 # One coding exercise per notebook, and a planted mistake a learner could make in it:
 # (exercise, text in the reference solution, what the mistake puts there instead)
 PLANTED = {
@@ -25,6 +25,8 @@ PLANTED = {
     "04": ("my_route", "logits.topk(top_k", "(-logits).topk(top_k"),
     "05": ("my_zigzag_shard", "chunks[2 * world_size - 1 - rank]", "chunks[world_size + rank]"),
     "06": ("my_groups", '"tp": [(d_i * pp + p_i) * tp + i', '"tp": [(i * pp + p_i) * tp + t_i'),
+    "07": ("my_scaled_step", "g.mul_(1.0 / scale)", "g.mul_(1.0)"),
+    # "08": (...),  notebook 08 (reliability) adds its planted mistake here
 }
 
 # The page with every closed <details> emptied but for its summary, and code cells' editors

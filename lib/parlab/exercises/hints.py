@@ -118,6 +118,17 @@ HINTS = {
         "same numbers: that is the DP group, not the world.",
         "All-reduce over <code>groups[\"dp\"]</code> and divide by that group's size, not by "
         "the world size."),
+    # 07 · mixed precision (hints for parlab.exercises.precision go here)
+    "my_scaled_step": (
+        "Three cases. Any gradient inf or NaN (<code>torch.isfinite(g).all()</code>): do not "
+        "step, return half the scale and 0 good steps. Otherwise divide every gradient by the "
+        "scale and call <code>optimizer.step()</code>.",
+        "Count the good step first, then compare with <code>growth_interval</code>: on reaching "
+        "it return <code>scale * 2</code> and reset the count to 0. The gradients must be "
+        "unscaled <em>before</em> the step, in place (<code>g.mul_(1.0 / scale)</code>)."),
+
+    # 08 · checkpoints and failures (hints for parlab.exercises.reliability go here)
+
 }
 
 
