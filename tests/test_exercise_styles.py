@@ -31,6 +31,7 @@ from parlab.exercises import context_parallel as ex05
 from parlab.exercises import data_parallel as ex01
 from parlab.exercises import expert_parallel as ex04
 from parlab.exercises import parallel_3d as ex06
+from parlab.exercises import reliability as ex08
 from parlab.exercises import pipeline_parallel as ex03
 from parlab.exercises import tensor_parallel as ex02
 
@@ -810,6 +811,26 @@ def grad_sync_async(grad, groups):
     return grad / torch.distributed.get_world_size(group)
 
 
+# --- notebook 08: the resume hook -------------------------------------------------------
+
+def resume_imports_inside(train_state):
+    import torch
+    torch.set_rng_state(train_state["rng"])
+    return train_state["step"].item()
+
+
+def resume_from_import(train_state):
+    from torch import set_rng_state
+    step, rng = train_state["step"], train_state["rng"]
+    set_rng_state(rng.clone())
+    return int(step)
+
+
+def resume_returns_the_tensor(train_state):
+    torch.random.set_rng_state(train_state["rng"])  # noqa: F821  (torch is in the learner's scope)
+    return train_state["step"]
+
+
 # --- every style of every exercise is judged correct ------------------------------------
 
 # exercise: (its checker, the checker's arguments, text its verdict must hold, its styles)
@@ -844,6 +865,8 @@ STYLES = {
                [groups_loop, groups_comprehension, groups_helper]),
     "grad_sync": (ex06.check_grad_sync, {}, None,
                   [grad_sync_imports_inside, grad_sync_from_import, grad_sync_async]),
+    "resume": (ex08.check_resume, {}, "equal the uninterrupted run",
+               [resume_imports_inside, resume_from_import, resume_returns_the_tensor]),
 }
 
 
@@ -862,8 +885,8 @@ def test_every_coding_exercise_has_its_styles_here():
     import inspect
     wanted = {"reduce_scatter", "ring_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "zigzag_shard",
-              "ring_attention", "route", "global_route", "groups", "grad_sync"}
-    for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06):
+              "ring_attention", "route", "global_route", "groups", "grad_sync", "resume"}
+    for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex08):
         for name, fn in vars(module).items():
             if name.startswith("check_") and inspect.isfunction(fn) \
                     and list(inspect.signature(fn).parameters)[:1] == ["fn"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from parlab.reliability.failover import check, failover
+from parlab.reliability.failover import attempts, check, failover
 
 
 def test_kill_restart_resume_equals_the_uninterrupted_run():
@@ -23,3 +23,13 @@ def test_bad_settings_are_named_before_torchrun_starts(kw, match):
     args = dict(ranks=2, steps=8, kill_at=5, every=2, timeout=60)
     with pytest.raises(ValueError, match=match):
         check(**{**args, **kw})
+
+
+def test_attempts_split_by_the_log_order_not_the_kill_time():
+    # rank 0 logged step 4 just after rank 1's kill (a race seen once): still the first attempt
+    rows = [(s, 0.0, float(s), 0) for s in range(5)] + [(s, 0.0, 10.0 + s, 4) for s in range(4, 8)]
+    first, again = attempts(rows)
+    assert [r[0] for r in first] == [0, 1, 2, 3, 4] and again[0][3] == 4
+    no_ckpt = [(s, 0.0, float(s), 0) for s in range(3)] + [(s, 0.0, 9.0 + s, 0) for s in range(5)]
+    first, again = attempts(no_ckpt)
+    assert len(first) == 3 and [r[0] for r in again] == list(range(5))

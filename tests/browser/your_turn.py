@@ -26,7 +26,7 @@ PLANTED = {
     "05": ("my_zigzag_shard", "chunks[2 * world_size - 1 - rank]", "chunks[world_size + rank]"),
     "06": ("my_groups", '"tp": [(d_i * pp + p_i) * tp + i', '"tp": [(i * pp + p_i) * tp + t_i'),
     "07": ("my_scaled_step", "g.mul_(1.0 / scale)", "g.mul_(1.0)"),
-    # "08": (...),  notebook 08 (reliability) adds its planted mistake here
+    "08": ("my_resume", 'int(train_state["step"])', 'int(train_state["step"]) + 1'),
 }
 
 # The page with every closed <details> emptied but for its summary, and code cells' editors

@@ -126,3 +126,16 @@ def pipeline_time_with_straggler(p: int, m: int, t_fwd: float, t_bwd: float,
 def synchronous_step(computes: list[float], comm: float = 0.0) -> float:
     """A synchronous step (DP, TP): the slowest rank's compute plus the communication."""
     return max(computes) + comm
+
+
+def restart_for_goodput(target: float, tau: float, c: float, m: float) -> float:
+    """The restart time R at which ``goodput(tau, c, m, R)`` equals ``target``: solving
+    (1 - (tau/2 + c + R)/m) tau/(tau + c) = target for R. Negative when even R = 0
+    falls short of ``target``."""
+    check_float("target", target)
+    check_float("tau", tau)
+    check_float("c", c, strict=False)
+    check_float("m", m)
+    if target >= 1:
+        raise ValueError(f"target={target} must be a share below 1")
+    return m * (1 - target * (tau + c) / tau) - tau / 2 - c

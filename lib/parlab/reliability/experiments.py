@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -12,7 +15,7 @@ from ..launch import launch
 from ..model import GPTConfig
 from .failover import failover  # noqa: F401  (§3)
 from .stall import stall_rank
-from .stragglers import straggler_rank
+from .stragglers import kinds_rank
 from .training import Layout, Spec, train_rank
 
 TINY = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=2)
@@ -21,6 +24,17 @@ MEDIUM = GPTConfig(vocab_size=64, seq_len=32, d_model=256, n_heads=4, n_layers=4
 # Llama 3 (Dubey et al. 2024, arXiv 2407.21783, §3.3.4, Table 5): a 54-day snapshot of
 # pre-training on 16,384 H100s, 466 job interruptions, 419 unexpected; > 90% effective time.
 LLAMA3 = dict(days=54, gpus=16384, interruptions=466, unexpected=419, effective=0.90)
+
+
+def written(path: str) -> list[dict]:
+    """What a DCP checkpoint directory holds: [{file, bytes, rank}] (rank None for the
+    shared ``.metadata``), sorted by name."""
+    out = []
+    for name in sorted(os.listdir(path)):
+        m = re.match(r"^__(\d+)_\d+\.distcp$", name)
+        out.append({"file": name, "bytes": os.path.getsize(os.path.join(path, name)),
+                    "rank": int(m.group(1)) if m else None})
+    return out
 
 
 def _diff(a: dict, b: dict) -> float:
@@ -38,6 +52,7 @@ def resharded_resume(save: Layout = Layout("ours", 4), resume=(Layout("fsdp2", 2
     try:
         spec = Spec(config, save, steps=steps, directory=directory, save_at=(at,))
         base = launch(train_rank, save.dp, spec, timeout=timeout)[0]
+        files = written(base["saved"][at])
         rows = []
         cases = [(lay, None) for lay in resume] + [(resume[0], p) for p in planted]
         for lay, bug in cases:
@@ -51,7 +66,8 @@ def resharded_resume(save: Layout = Layout("ours", 4), resume=(Layout("fsdp2", 2
                          "loss_diff": max(d for d in diffs.values() if d == d),
                          "param_diff": _diff(got["params"], base["params"]),
                          "first_bad": bad[0] if bad else None})
-        return {"base": base["losses"], "saved_on": save.label, "at": at, "rows": rows}
+        return {"base": base["losses"], "saved_on": save.label, "at": at, "rows": rows,
+                "files": files}
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -75,24 +91,31 @@ def save_stall(config: GPTConfig = MEDIUM, ranks: int = 2, repeats: int = 3,
 
 def stragglers(kinds=("dp", "tp", "pp"), ranks: int = 4, slowdown: float = 0.5,
                t_compute: float = 0.02, repeats: int = 3, micro_batches: int = 4,
-               timeout: float = 120.0) -> list[dict]:
-    """Per kind: median step normal and with rank 1 (1 + slowdown) slower, against the
-    prediction: DP/TP, the normal step + the slow rank's extra compute; PP,
-    ``cost.pipeline_time_with_straggler`` scaled by the normal step's measured/ideal."""
+               pp_compute: float | None = None, timeout: float = 120.0) -> list[dict]:
+    """Per kind, in one job: median step normal and with rank 1 (1 + slowdown) slower,
+    against the prediction: DP/TP, the normal step + the slow rank's extra compute
+    (``cost.synchronous_step``: the slowest rank sets the pace); PP, the normal step + the
+    rise ``cost.pipeline_time_with_straggler`` predicts (an upper bound for 1F1B).
+    ``pp_compute``: one micro-batch's forward per stage for PP (default ``t_compute``)."""
+    t = {k: (pp_compute or t_compute) if k == "pp" else t_compute for k in kinds}
+    res = launch(kinds_rank, ranks, tuple(kinds), 1, slowdown, t, repeats, micro_batches,
+                 timeout=timeout)[0]
     rows = []
     for kind in kinds:
-        r = launch(straggler_rank, ranks, kind, 1, slowdown, t_compute, repeats,
-                   micro_batches=micro_batches, timeout=timeout)[0]
-        normal, slowed = statistics.median(r["normal"]), statistics.median(r["slowed"])
+        normal, slowed = (statistics.median(res[kind][c]) for c in ("normal", "slowed"))
+        tc = t[kind]
         if kind == "pp":
-            ideal = cost.pipeline_time_with_straggler(ranks, micro_batches, t_compute, 2 * t_compute)
-            ideal_slow = cost.pipeline_time_with_straggler(ranks, micro_batches, t_compute,
-                                                           2 * t_compute, slowdown)
+            ideal = cost.pipeline_time_with_straggler(ranks, micro_batches, tc, 2 * tc)
+            ideal_slow = cost.pipeline_time_with_straggler(ranks, micro_batches, tc, 2 * tc, slowdown)
             predicted = normal + (ideal_slow - ideal)
         else:
-            predicted = normal + t_compute * slowdown
-        rows.append({"kind": kind, "normal_s": normal, "slowed_s": slowed,
-                     "predicted_s": predicted, "ratio": slowed / predicted})
+            computes = [tc] * ranks
+            computes[1] *= 1 + slowdown
+            predicted = normal + cost.synchronous_step(computes) - tc
+        rows.append({"kind": kind, "normal_s": normal, "slowed_s": slowed, "t_compute": tc,
+                     "predicted_s": predicted, "ratio": slowed / predicted, "slowdown": slowdown,
+                     "ranks": ranks, "micro_batches": micro_batches,
+                     "normal_all": res[kind]["normal"], "slowed_all": res[kind]["slowed"]})
     return rows
 
 
@@ -108,3 +131,43 @@ def llama3_check(checkpoint_s: float = 60.0, restart_s: float = 600.0) -> dict:
             "per_day": LLAMA3["interruptions"] / LLAMA3["days"], "young_s": tau,
             "daly_s": cost.daly_interval(checkpoint_s, job_s), **g,
             "checkpoint_s": checkpoint_s, "restart_s": restart_s}
+
+
+LLAMA3_GPU_MTBF_H = cost.implied_gpu_mtbf_hours(LLAMA3["unexpected"], LLAMA3["days"], LLAMA3["gpus"])
+
+
+def goodput_at_scale(n_gpus: int = 16384, mtbf_gpu_hours: float = LLAMA3_GPU_MTBF_H,
+                     checkpoint_bytes: float = 4.86e12, bandwidth: float = 81e9,
+                     restart_s: float = 600.0, points: int = 60) -> dict:
+    """The goodput widget's numbers: interruptions per day of ``n_gpus`` GPUs with MTBF
+    ``mtbf_gpu_hours`` each, C = checkpoint_bytes / bandwidth (a synchronous save's stall),
+    Young's and Daly's interval, goodput there, and goodput against the interval."""
+    per_day = cost.interruptions_per_day(n_gpus, mtbf_gpu_hours)
+    m = cost.job_mtbf_hours(n_gpus, mtbf_gpu_hours) * 3600
+    c = cost.checkpoint_seconds(checkpoint_bytes, bandwidth)
+    tau = cost.young_interval(c, m)
+    curve = cost.goodput_curve(c, m, restart_s, points)
+    best = max(curve, key=lambda r: r["goodput"])
+    return {"per_day": per_day, "job_mtbf_s": m, "checkpoint_s": c, "restart_s": restart_s,
+            "young_s": tau, "daly_s": cost.daly_interval(c, m),
+            **cost.goodput(tau, c, m, restart_s), "curve": curve, "best_tau_s": best["tau"],
+            "best_goodput": best["goodput"]}
+
+
+def restart_for_target(target: float = 0.90, checkpoint_s: float = 60.0) -> dict:
+    """At Llama 3's failure rate and Young's interval for ``checkpoint_s``: the restart
+    time at which the formula's goodput reaches ``target`` (e.g. their "> 90%")."""
+    r = llama3_check(checkpoint_s)
+    m = r["job_mtbf_hours"] * 3600
+    need = cost.reliability.restart_for_goodput(target, r["young_s"], checkpoint_s, m)
+    ceiling = cost.goodput(r["young_s"], checkpoint_s, m, 0.0)["goodput"]
+    return {"target": target, "restart_s": need, "goodput_at_r0": ceiling,
+            "young_s": r["young_s"], "checkpoint_s": checkpoint_s,
+            "reachable": need >= 0 and not math.isnan(need)}
+
+
+def scale_bytes(models=(("Llama 3 405B", 405e9), ("1T (Narayanan et al.)", 1e12)),
+                weights: int = 2, ranks: int = 1) -> list[dict]:
+    """Checkpoint bytes at scale by ``cost.checkpoint_bytes`` (12 B/param + ``weights``)."""
+    return [{"model": name, "params": n, **cost.checkpoint_bytes(n, ranks, weights=weights)}
+            for name, n in models]

@@ -90,6 +90,15 @@ def _read_log(directory: str) -> tuple[list[tuple], float]:
     return rows, killed
 
 
+def attempts(rows: list[tuple]) -> tuple[list, list]:
+    """Rank 0's log rows (step, loss, end, start) split into the first attempt and the
+    restarted one, by the log's order, not by time: rank 0 may log its last step just
+    after the other rank's kill. A new attempt has another ``start`` or repeats a step."""
+    cut = next((i for i in range(1, len(rows)) if rows[i][3] != rows[i - 1][3]
+                or rows[i][0] <= rows[i - 1][0]), len(rows))
+    return rows[:cut], rows[cut:]
+
+
 def failover(ranks: int = 2, steps: int = 8, kill_at: int = 5, every: int = 2,
              timeout: float = 60.0) -> dict:
     """Run it (see the module doc). Returns {"losses": the final attempt's per step,
@@ -106,8 +115,10 @@ def failover(ranks: int = 2, steps: int = 8, kill_at: int = 5, every: int = 2,
         rows, killed = _read_log(directory)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    first = [r for r in rows if r[2] <= killed]
-    again = [r for r in rows if r[2] > killed]
+    first, again = attempts(rows)
+    if not again:
+        raise FailoverError("the restarted attempt logged no step; torchrun said:\n"
+                            + "\n".join(res.stdout.strip().splitlines()[-10:]))
     resumed = again[0][3]
     losses = {s: loss for s, loss, _, _ in rows}  # the second attempt's win
     ends = {s: end for s, _, end, _ in again}
@@ -126,4 +137,11 @@ def failover(ranks: int = 2, steps: int = 8, kill_at: int = 5, every: int = 2,
             "every": every, "ranks": ranks, "first_attempt_steps": len(first),
             "lost_seconds": back - killed,
             "restart_seconds": ends[resumed] - killed - step_s, "step_seconds": step_s,
-            "output": "\n".join(res.stdout.strip().splitlines()[-5:])}
+            "output": "\n".join(res.stdout.strip().splitlines()[-5:]),
+            "command": shown_command(ranks, steps, kill_at, every)}
+
+
+def shown_command(ranks: int, steps: int, kill_at: int, every: int) -> str:
+    """The torchrun line ``failover`` runs, as one would type it (``python``, a <dir>)."""
+    cmd = command(ranks, steps, kill_at, every, "<dir>")
+    return " ".join(["python"] + cmd[1:])

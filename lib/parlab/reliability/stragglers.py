@@ -73,3 +73,12 @@ def straggler_rank(kind: str, slow_rank: int, slowdown: float, t_compute: float,
         if i:  # the first is a warm-up
             times[cond].append(time.perf_counter() - t0)
     return times if rank == 0 else None
+
+
+def kinds_rank(kinds, slow_rank: int, slowdown: float, t_compute: dict, repeats: int,
+               micro_batches: int = 4) -> dict | None:
+    """``straggler_rank`` for each kind in one job (one start-up for all): rank 0 returns
+    {kind: {"normal": [...], "slowed": [...]}}; ``t_compute``: {kind: seconds}."""
+    out = {k: straggler_rank(k, slow_rank, slowdown, t_compute[k], repeats,
+                             micro_batches=micro_batches) for k in kinds}
+    return out if dist.get_rank() == 0 else None
