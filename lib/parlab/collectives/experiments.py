@@ -388,3 +388,8 @@ def nccl_bus_bandwidth_worker(sizes: list[int], repeats: int = 20) -> dict:
         out[nbytes] = cost.bus_bandwidth("all_reduce", nbytes, n,
                                          (time.perf_counter() - t0) / repeats)
     return out
+
+
+# section 5, two levels: in experiments_hierarchical.py, re-exported here for the notebook
+from .experiments_hierarchical import (hierarchical_at_scale, hierarchical_rows,  # noqa: E402,F401
+                                       hierarchical_worker)

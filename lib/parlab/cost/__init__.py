@@ -47,6 +47,7 @@ ValueError naming the argument (each module's docstring states its domains).
 """
 
 from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
+                          hierarchical_all_reduce_bytes, in_network_all_reduce_bytes,
                           bus_bandwidth_factor, collective_bytes, collective_steps,
                           collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
                           ring_tree_crossover)
@@ -72,7 +73,6 @@ from .network import (group_bandwidth, group_collective_time, members_per_domain
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
                        megatron_flops, pipeline_p2p_time)
-from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve, implied_gpu_mtbf_hours, interruptions_per_day, job_mtbf_hours, pipeline_time_with_straggler, synchronous_step, young_interval)  # noqa: E501
 from .precision import (FORMATS, RECIPES, mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
 from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve, implied_gpu_mtbf_hours, interruptions_per_day, job_mtbf_hours, pipeline_time_with_straggler, synchronous_step, young_interval)  # noqa: E501
@@ -80,7 +80,8 @@ from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, g
 __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
     "collective_time", "p2p_time", "ring_tree_crossover", "bus_bandwidth_factor",
-    "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta",
+    "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta", "hierarchical_all_reduce_bytes",
+    "in_network_all_reduce_bytes",
     "transformer_params", "flops_per_token", "mfu", "mfu_from_hfu", "training_time",
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations",

@@ -276,3 +276,32 @@ def fit_alpha_beta(sizes, times) -> AlphaBetaFit:
     ss_res = sum(wi * (y - alpha - beta * x) ** 2 for wi, x, y in zip(w, xs, ys))
     ss_tot = sum(wi * (y - my) ** 2 for wi, y in zip(w, ys))
     return AlphaBetaFit(alpha, beta, 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0)
+
+
+def hierarchical_all_reduce_bytes(nbytes: float, nodes: int, per_node: int) -> dict:
+    """Bytes one rank sends in a two-level all-reduce of ``nbytes`` over ``nodes`` nodes of
+    ``per_node`` GPUs (``collectives.hierarchical``): reduce-scatter and all-gather inside
+    the node, (g-1)/g S each; an all-reduce of its 1/g piece across the nodes, 2 (m-1)/m
+    S/g. Beside it the flat ring over all n = m g ranks: 2 (n-1)/n S per rank, and the
+    boundary rank of each node (whose right neighbour is on the next node) sends all of
+    it over the network, where in the two-level form every rank sends only its piece,
+    each on its own rail. Returns "intra", "inter" (this rank, per level), "flat" (per
+    rank) and "flat_inter" (a boundary rank's network bytes: one card of the node carries
+    them, where the two-level form spreads g x "inter" over g cards)."""
+    S = check_float("nbytes", nbytes, 0.0, strict=False)
+    m, g = check_int("nodes", nodes), check_int("per_node", per_node)
+    n = m * g
+    intra = 2 * (g - 1) / g * S
+    inter = 2 * (m - 1) / m * S / g
+    flat = 2 * (n - 1) / n * S
+    return {"intra": intra, "inter": inter, "flat": flat, "flat_inter": flat if m > 1 else 0.0}
+
+
+def in_network_all_reduce_bytes(nbytes: float, n: int) -> dict:
+    """Bytes per rank when the switch does the adding (in-network reduction: InfiniBand
+    SHARP, Graham et al. 2016; NVLink SHARP, "NVLS", on NVSwitch): each rank sends its S
+    once and receives the sum once, against a ring's 2 (n-1)/n S each way. About half the
+    bytes, and one round trip instead of 2 (n-1) steps. Returns "sent" and "ring"."""
+    S = check_float("nbytes", nbytes, 0.0, strict=False)
+    n = check_int("n", n)
+    return {"sent": S if n > 1 else 0.0, "ring": 2 * (n - 1) / n * S}
