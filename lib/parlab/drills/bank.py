@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import random
 
-from . import collectives, cp, dp_zero, memory_flops, moe_ep, pp, threed, tp_sp
+from . import (collectives, cp, dp_zero, memory_flops, moe_ep, pp, precision, reliability, threed,
+               tp_sp)
 from .core import _REGISTRY, TOPICS, Question, Template
 
 # importing these registered their templates in core
-MODULES = (collectives, dp_zero, tp_sp, pp, moe_ep, memory_flops, cp, threed)
+MODULES = (collectives, dp_zero, tp_sp, pp, moe_ep, memory_flops, cp, threed, precision, reliability)
 
 
 def registry() -> dict[str, Template]:

@@ -15,7 +15,8 @@ from typing import Callable
 
 from ..exercises.answers import check_number, parse_value, verdict
 
-TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp", "3d")
+TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp", "3d",
+          "precision", "reliability")
 
 # Units an answer may be typed in, by family: factor to the family's base unit.
 _UNITS = {
