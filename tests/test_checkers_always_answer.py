@@ -28,6 +28,7 @@ from parlab.exercises import expert_parallel as ex_ep
 from parlab.exercises import learner
 from parlab.exercises import parallel_3d as ex_3d
 from parlab.exercises import pipeline_parallel as ex_pp
+from parlab.exercises import precision as ex_prec
 from parlab.exercises import reliability as ex_rel
 from parlab.exercises import tensor_parallel as ex_tp
 
@@ -196,7 +197,7 @@ ODD_ANSWERS = [10 ** 400, -10 ** 400, float("nan"), float("inf"), -float("inf"),
                np.array([1.0, 2.0]), np.float64(3.0), np.int64(4), np.array(2.0), torch.tensor(2.0),
                ["a", 1], [float("nan"), 1], [10 ** 400], None, "", "3.0", "abc", "nan", True,
                {"a": 1}, {1, 2}, (1, 2), b"x", 1j, object()]
-MODULES = [ex_coll, ex_cp, ex_dp, ex_ep, ex_3d, ex_pp, ex_tp, ex_rel]
+MODULES = [ex_coll, ex_cp, ex_dp, ex_ep, ex_3d, ex_pp, ex_tp, ex_prec, ex_rel]
 
 
 def _answer_checkers():
@@ -297,6 +298,10 @@ BAD_PARAMETERS = [
     (ex_ep.check_route, ex_ep.solution_route, dict(world_size=0), "world_size=0"),
     (ex_ep.check_route, ex_ep.solution_route, dict(seed=-1), "seed=-1"),
     (ex_tp.check_tp_mlp, ex_tp.solution_tp_mlp, dict(world_size=1), "world_size=1"),
+    (ex_prec.check_scaled_step, ex_prec.solution_scaled_step, dict(steps=1), "steps=1"),
+    (ex_prec.check_scaled_step, ex_prec.solution_scaled_step, dict(overflow_at=8), "overflow_at=8"),
+    (ex_prec.check_scaled_step, ex_prec.solution_scaled_step, dict(growth_interval=0),
+     "growth_interval=0"),
     (ex_rel.check_resume, ex_rel.solution_resume, dict(ranks=0), "ranks=0"),
     (ex_rel.check_resume, ex_rel.solution_resume, dict(ranks=3), "ranks=3"),
     (ex_rel.check_resume, ex_rel.solution_resume, dict(at=0), "at=0"),

@@ -31,6 +31,7 @@ from parlab.exercises import context_parallel as ex05
 from parlab.exercises import data_parallel as ex01
 from parlab.exercises import expert_parallel as ex04
 from parlab.exercises import parallel_3d as ex06
+from parlab.exercises import precision as ex07
 from parlab.exercises import reliability as ex08
 from parlab.exercises import pipeline_parallel as ex03
 from parlab.exercises import tensor_parallel as ex02
@@ -811,6 +812,47 @@ def grad_sync_async(grad, groups):
     return grad / torch.distributed.get_world_size(group)
 
 
+# --- notebook 07: dynamic loss scaling ---------------------------------------------------
+
+def scaled_step_imports_inside(params, optimizer, scale, good_steps, growth_interval):
+    import math
+    grads = [p.grad for p in params if p.grad is not None]
+    if any(not math.isfinite(float(g.abs().max())) for g in grads):
+        return scale / 2, 0
+    for g in grads:
+        g.div_(scale)
+    optimizer.step()
+    good_steps += 1
+    return (scale * 2, 0) if good_steps >= growth_interval else (scale, good_steps)
+
+
+def scaled_step_one_norm(params, optimizer, scale, good_steps, growth_interval):
+    from torch import isfinite, stack
+    grads = [p.grad for p in params if p.grad is not None]
+    total = stack([g.float().norm() for g in grads]).sum()  # inf/NaN anywhere shows here
+    if not isfinite(total):
+        return 0.5 * scale, 0
+    for g in grads:
+        g.mul_(1 / scale)
+    optimizer.step()
+    if good_steps + 1 == growth_interval:
+        return 2 * scale, 0
+    return scale, good_steps + 1
+
+
+def scaled_step_helper(params, optimizer, scale, good_steps, growth_interval):
+    def overflowed(grads):
+        return any(bool(torch.isinf(g).any() or torch.isnan(g).any()) for g in grads)  # noqa: F821
+
+    grads = [p.grad for p in params if p.grad is not None]
+    if overflowed(grads):
+        return scale * 0.5, 0
+    torch._foreach_mul_(grads, 1.0 / scale)  # noqa: F821  (torch is in the learner's scope)
+    optimizer.step()
+    good_steps += 1
+    return (scale * 2.0, 0) if good_steps == growth_interval else (scale, good_steps)
+
+
 # --- notebook 08: the resume hook -------------------------------------------------------
 
 def resume_imports_inside(train_state):
@@ -865,6 +907,8 @@ STYLES = {
                [groups_loop, groups_comprehension, groups_helper]),
     "grad_sync": (ex06.check_grad_sync, {}, None,
                   [grad_sync_imports_inside, grad_sync_from_import, grad_sync_async]),
+    "scaled_step": (ex07.check_scaled_step, {}, None,
+                    [scaled_step_imports_inside, scaled_step_one_norm, scaled_step_helper]),
     "resume": (ex08.check_resume, {}, "equal the uninterrupted run",
                [resume_imports_inside, resume_from_import, resume_returns_the_tensor]),
 }
@@ -885,8 +929,9 @@ def test_every_coding_exercise_has_its_styles_here():
     import inspect
     wanted = {"reduce_scatter", "ring_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "zigzag_shard",
-              "ring_attention", "route", "global_route", "groups", "grad_sync", "resume"}
-    for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex08):
+              "ring_attention", "route", "global_route", "groups", "grad_sync", "scaled_step",
+              "resume"}
+    for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08):
         for name, fn in vars(module).items():
             if name.startswith("check_") and inspect.isfunction(fn) \
                     and list(inspect.signature(fn).parameters)[:1] == ["fn"]:
