@@ -96,3 +96,14 @@ def test_a_straggler_sets_the_pace_of_dp_and_tp():
     for row in E.stragglers(kinds=("dp", "tp"), ranks=2, repeats=3):
         assert row["slowed_s"] > row["normal_s"]
         assert 0.7 < row["ratio"] < 1.5
+
+
+def test_step_formulas_refuse_bad_input():
+    with pytest.raises(ValueError, match="computes"):
+        cost.synchronous_step([])
+    with pytest.raises(ValueError, match="computes"):
+        cost.synchronous_step([0.1, float("nan")])
+    with pytest.raises(ValueError, match="t_bwd"):
+        cost.pipeline_time_with_straggler(4, 8, 1.0, -2.0)
+    with pytest.raises(ValueError, match="c="):
+        cost.goodput_curve("60", 11000)

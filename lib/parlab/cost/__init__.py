@@ -75,7 +75,10 @@ from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_acti
                        megatron_flops, pipeline_p2p_time)
 from .precision import (FORMATS, RECIPES, mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
-from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve, implied_gpu_mtbf_hours, interruptions_per_day, job_mtbf_hours, pipeline_time_with_straggler, synchronous_step, young_interval)  # noqa: E501
+from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve,
+                          implied_gpu_mtbf_hours, interruptions_per_day, job_mtbf_hours,
+                          pipeline_time_with_straggler, restart_for_goodput, synchronous_step,
+                          young_interval)
 
 __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
@@ -105,4 +108,7 @@ __all__ = [
     "interleaved_peak_activations", "data_parallel_degree",
     "FORMATS", "RECIPES", "mantissa_bits", "unit_roundoff", "ulp", "vanishing_update",
     "summation_error_bound", "training_bytes_per_param", "training_bytes",
+    "checkpoint_bytes", "checkpoint_seconds", "interruptions_per_day", "job_mtbf_hours",
+    "implied_gpu_mtbf_hours", "young_interval", "daly_interval", "goodput", "goodput_curve",
+    "restart_for_goodput", "pipeline_time_with_straggler", "synchronous_step",
 ]

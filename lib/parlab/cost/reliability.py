@@ -102,6 +102,9 @@ def goodput(tau: float, c: float, m: float, r: float = 0.0) -> dict:
 
 def goodput_curve(c: float, m: float, r: float = 0.0, points: int = 60) -> list[dict]:
     """goodput(tau) on a log grid of tau from C/10 to 2M."""
+    check_float("c", c, strict=False)
+    check_float("m", m)
+    check_float("r", r, strict=False)
     check_int("points", points, 2)
     lo, hi = math.log(max(c, 1e-9) / 10), math.log(2 * m)
     taus = [math.exp(lo + (hi - lo) * i / (points - 1)) for i in range(points)]
@@ -119,13 +122,16 @@ def pipeline_time_with_straggler(p: int, m: int, t_fwd: float, t_bwd: float,
     check_int("p", p)
     check_int("m", m)
     check_float("slowdown", slowdown, strict=False)
-    t = t_fwd + t_bwd
+    t = check_float("t_fwd", t_fwd, strict=False) + check_float("t_bwd", t_bwd, strict=False)
     return m * (1 + slowdown) * t + (p - 1) * t
 
 
 def synchronous_step(computes: list[float], comm: float = 0.0) -> float:
     """A synchronous step (DP, TP): the slowest rank's compute plus the communication."""
-    return max(computes) + comm
+    if not isinstance(computes, (list, tuple)) or not computes:
+        raise ValueError(f"computes={computes!r} must be a non-empty list of seconds")
+    slowest = max(check_float("computes", t, strict=False) for t in computes)
+    return slowest + check_float("comm", comm, strict=False)
 
 
 def restart_for_goodput(target: float, tau: float, c: float, m: float) -> float:
