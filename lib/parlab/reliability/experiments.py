@@ -171,3 +171,23 @@ def scale_bytes(models=(("Llama 3 405B", 405e9), ("1T (Narayanan et al.)", 1e12)
     """Checkpoint bytes at scale by ``cost.checkpoint_bytes`` (12 B/param + ``weights``)."""
     return [{"model": name, "params": n, **cost.checkpoint_bytes(n, ranks, weights=weights)}
             for name, n in models]
+
+
+def tp_resharded_resume(resume=((1, 4), (4, 1)), steps: int = 4, save_at: int = 2) -> dict:
+    """torch's DTensor TP (``tp_resume``, on ``byom.MLPStack``): saved at dp2·tp2 after
+    ``save_at`` steps, resumed on each (dp, tp) of ``resume``; the largest loss and
+    parameter differences from continuing at dp2·tp2."""
+    from . import tp_resume
+    d = tempfile.mkdtemp(prefix="parlab_tp_ckpt_")
+    try:
+        straight = launch(tp_resume.run, 4, 2, 2, steps, (save_at,), d, timeout=120)[0]
+        rows = []
+        for dp, tp in resume:
+            r = launch(tp_resume.run, dp * tp, dp, tp, steps, (), None,
+                       os.path.join(d, f"step_{save_at}"), timeout=120)[0]
+            rows.append({"layout": f"dp{dp}·tp{tp}", "start": min(r["losses"]),
+                         "loss_diff": max(abs(r["losses"][s] - straight["losses"][s]) for s in r["losses"]),
+                         "param_diff": _diff(r["params"], straight["params"])})
+        return {"saved_on": "dp2·tp2", "rows": rows}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
