@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from parlab.reliability.failover import attempts, check, failover
+from parlab.reliability.failover import _traceback, attempts, check, failover
 
 
 def test_kill_restart_resume_equals_the_uninterrupted_run():
@@ -33,3 +33,13 @@ def test_attempts_split_by_the_log_order_not_the_kill_time():
     no_ckpt = [(s, 0.0, float(s), 0) for s in range(3)] + [(s, 0.0, 9.0 + s, 0) for s in range(5)]
     first, again = attempts(no_ckpt)
     assert len(first) == 3 and [r[0] for r in again] == list(range(5))
+
+
+def test_the_error_carries_the_workers_report_not_torchruns():
+    out = ("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"w.py\", line 3\n"
+           "[rank1]: RuntimeError: Connection reset by peer\n"
+           "Traceback (most recent call last):\n  File \"run.py\"\nChildFailedError: \n")
+    assert _traceback(out).splitlines()[2] == "[rank1]: RuntimeError: Connection reset by peer"
+    crash = "W1202 closing signal\nterminate called without an active exception\nFatal Python error: Aborted\n"
+    assert _traceback(crash).startswith("terminate called")
+    assert _traceback("a\nb\nc", lines=2) == "b\nc"

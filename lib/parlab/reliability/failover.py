@@ -51,10 +51,21 @@ def command(ranks: int, steps: int, kill_at: int, every: int, directory: str) ->
                        "--kill-at", str(kill_at), "--every", str(every), "--dir", directory]
 
 
-def _traceback(text: str, lines: int = 30) -> str:
-    """The last worker traceback in torchrun's output, else its last lines."""
-    at = text.rfind("Traceback (most recent call last)")
-    return text[at:].strip() if at >= 0 else "\n".join(text.strip().splitlines()[-lines:])
+# where a worker's own report starts in torchrun's output: its Python traceback (torchrun
+# prefixes each line with "[rankN]:"), or a crash below Python
+WORKER_REPORT = ("]: Traceback (most recent call last)", "terminate called", "Fatal Python error")
+
+
+def _traceback(text: str, lines: int = 40) -> str:
+    """The first failing worker's report in torchrun's output (torchrun's own traceback,
+    which only says a child failed, comes after it), else the output's last lines."""
+    at = min((i for i in (text.find(m) for m in WORKER_REPORT) if i >= 0), default=-1)
+    if at < 0:
+        at = text.rfind("Traceback (most recent call last)")
+    if at < 0:
+        return "\n".join(text.strip().splitlines()[-lines:])
+    at = text.rfind("\n", 0, at) + 1
+    return "\n".join(text[at:].strip().splitlines()[:lines])
 
 
 def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
