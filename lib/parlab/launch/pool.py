@@ -115,6 +115,17 @@ class Pool:
         news of it came through that fork server: the pool cannot watch it any more."""
         return any(pid is not None and not alive(pid) for pid in self.fork_servers)
 
+    def _fork_server_seen_dead(self, wait: float = 1.0) -> bool:
+        """``lost_fork_server()``, allowing for the moment between a killed fork server
+        closing its pipes (how multiprocessing hears, and reports exit code 255) and the
+        kernel marking it a zombie (what ``alive`` reads)."""
+        deadline = time.monotonic() + wait
+        while not self.lost_fork_server():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
     def healthy(self) -> bool:
         """Ready for a job: not closed, every rank alive, no job left half-done (a
         Ctrl-C that landed before the pool could close itself leaves ``busy``)."""
@@ -261,7 +272,7 @@ class Pool:
 
     def _death(self, rank: int, label: str) -> errors.LaunchError:
         self.procs[rank].join(KILL_GRACE)
-        if self.procs[rank].exitcode == 255 and self.lost_fork_server():
+        if self.procs[rank].exitcode == 255 and self._fork_server_seen_dead():
             return errors.fork_server_died(label)
         return errors.death(label, rank, self.procs[rank].exitcode)
 
