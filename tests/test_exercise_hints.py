@@ -11,7 +11,8 @@ import pytest
 from parlab.exercises import hints as hints_mod
 
 TOPICS = ["collectives", "data_parallel", "tensor_parallel", "pipeline_parallel",
-          "expert_parallel", "context_parallel", "parallel_3d", "precision", "reliability"]
+          "expert_parallel", "context_parallel", "parallel_3d", "precision", "reliability",
+          "capstone"]
 EXERCISES = [(t, n) for t in TOPICS
              for n in importlib.import_module(f"parlab.exercises.{t}").SOLUTIONS]
 

@@ -33,6 +33,7 @@ from parlab.exercises import expert_parallel as ex04
 from parlab.exercises import parallel_3d as ex06
 from parlab.exercises import precision as ex07
 from parlab.exercises import reliability as ex08
+from parlab.exercises import capstone as ex09
 from parlab.exercises import pipeline_parallel as ex03
 from parlab.exercises import tensor_parallel as ex02
 
@@ -873,6 +874,52 @@ def resume_returns_the_tensor(train_state):
     return train_state["step"]
 
 
+def layout_loop(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
+    budget = 0.7 * gpu_memory_gb * 1e9
+    tp = pp = 1
+    for _ in range(20):
+        dp = n_gpus // (tp * pp)
+        kept = 2 if pp == 1 else 4
+        if n_params / (tp * pp) * (kept + (16 - kept) / dp) <= budget:
+            break
+        if tp < gpus_per_node and n_heads % (2 * tp) == 0 and 2 * tp * pp <= n_gpus:
+            tp *= 2
+        elif n_layers % (2 * pp) == 0 and 2 * tp * pp <= n_gpus:
+            pp *= 2
+        else:
+            break
+    return dict(tp=tp, pp=pp, dp=n_gpus // (tp * pp))
+
+
+def layout_search(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
+    """The first (tp, pp) in order of tp * pp, tp first, whose states fit."""
+    import itertools
+    pows = [2 ** k for k in range(13)]
+    for tp, pp in sorted(itertools.product(pows, pows), key=lambda x: (x[0] * x[1], x[1])):
+        if tp > gpus_per_node or n_heads % tp or n_layers % pp or n_gpus % (tp * pp):
+            continue
+        dp = n_gpus // (tp * pp)
+        per_gpu = n_params / (tp * pp) * ((2 + 14 / dp) if pp == 1 else (4 + 12 / dp))
+        if per_gpu <= 0.7 * gpu_memory_gb * 1e9:
+            return {"tp": tp, "pp": pp, "dp": dp}
+    return {"tp": gpus_per_node, "pp": 1, "dp": n_gpus // gpus_per_node}
+
+
+def _layout_fits(n_params, tp, pp, n_gpus, memory_gb):
+    dp = n_gpus // (tp * pp)
+    return n_params / (tp * pp) * ((2 + 14 / dp) if pp == 1 else (4 + 12 / dp)) <= 0.7 * memory_gb * 1e9
+
+
+def layout_helper(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
+    tp, pp = 1, 1
+    while not _layout_fits(n_params, tp, pp, n_gpus, gpu_memory_gb) and tp < gpus_per_node \
+            and n_heads % (2 * tp) == 0:
+        tp *= 2
+    while not _layout_fits(n_params, tp, pp, n_gpus, gpu_memory_gb) and n_layers % (2 * pp) == 0:
+        pp *= 2
+    return {"tp": tp, "pp": pp, "dp": n_gpus // (tp * pp)}
+
+
 # --- every style of every exercise is judged correct ------------------------------------
 
 # exercise: (its checker, the checker's arguments, text its verdict must hold, its styles)
@@ -911,6 +958,8 @@ STYLES = {
                     [scaled_step_imports_inside, scaled_step_one_norm, scaled_step_helper]),
     "resume": (ex08.check_resume, {}, "equal the uninterrupted run",
                [resume_imports_inside, resume_from_import, resume_returns_the_tensor]),
+    "layout": (ex09.check_layout, {}, "as fast as the best",
+               [layout_loop, layout_search, layout_helper]),
 }
 
 
@@ -930,8 +979,8 @@ def test_every_coding_exercise_has_its_styles_here():
     wanted = {"reduce_scatter", "ring_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "zigzag_shard",
               "ring_attention", "route", "global_route", "groups", "grad_sync", "scaled_step",
-              "resume"}
-    for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08):
+              "resume", "layout"}
+    for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09):
         for name, fn in vars(module).items():
             if name.startswith("check_") and inspect.isfunction(fn) \
                     and list(inspect.signature(fn).parameters)[:1] == ["fn"]:

@@ -15,7 +15,8 @@ import pytest
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 TOPIC = {"00": "collectives", "01": "data_parallel", "02": "tensor_parallel",
          "03": "pipeline_parallel", "04": "expert_parallel", "05": "context_parallel",
-         "06": "parallel_3d", "07": "precision", "08": "reliability"}
+         "06": "parallel_3d", "07": "precision", "08": "reliability",
+         "09": "capstone"}
 MAX_MARKDOWN = 1500  # characters of one prose cell; longer ones become notes, figures or two cells
 # words about our own test machinery, which a learner has no use for
 PLUMBING = re.compile(r"tests?/|pytest|nbval|\bCI\b|test suite|\bhogs?\b|unit tests?", re.I)

@@ -14,7 +14,8 @@ import notebook_page as nbp
 
 TOPIC = {"00": "collectives", "01": "data_parallel", "02": "tensor_parallel",
          "03": "pipeline_parallel", "04": "expert_parallel", "05": "context_parallel",
-         "06": "parallel_3d", "07": "precision", "08": "reliability"}
+         "06": "parallel_3d", "07": "precision", "08": "reliability",
+         "09": "capstone"}
 # One coding exercise per notebook, and a planted mistake a learner could make in it:
 # (exercise, text in the reference solution, what the mistake puts there instead)
 PLANTED = {
@@ -27,6 +28,7 @@ PLANTED = {
     "06": ("my_groups", '"tp": [(d_i * pp + p_i) * tp + i', '"tp": [(i * pp + p_i) * tp + t_i'),
     "07": ("my_scaled_step", "g.mul_(1.0 / scale)", "g.mul_(1.0)"),
     "08": ("my_resume", 'int(train_state["step"])', 'int(train_state["step"]) + 1'),
+    "09": ("my_layout", '"dp": n_gpus // (tp * pp)', '"dp": n_gpus // tp'),
 }
 
 # The page with every closed <details> emptied but for its summary, and code cells' editors
