@@ -27,9 +27,20 @@ def _headings(nb: str) -> set[str]:
             for line in "".join(c["source"]).splitlines() if line.startswith("#")}
 
 
+def _headings_in_order(nb: str) -> list[str]:
+    cells = json.loads((ROOT / "notebooks" / nb).read_text())["cells"]
+    return [line.lstrip("#").strip() for c in cells if c["cell_type"] == "markdown"
+            for line in "".join(c["source"]).splitlines() if line.startswith("#")]
+
+
 def test_every_section_key_names_a_heading_that_is_there():
-    for key, (nb, heading) in sections.SECTIONS.items():
+    for key, (nb, heading, *within) in sections.SECTIONS.items():
         assert heading in _headings(nb), f"{key}: {nb} has no heading {heading!r}"
+        if within:  # the numbered section it sits in comes before it
+            titles = [h for h in _headings_in_order(nb)]
+            parent = next(h for h in reversed(titles[:titles.index(heading)])
+                          if h.split(" · ")[0].isdigit())
+            assert parent.split(" · ")[0] == within[0], (key, parent)
 
 
 def test_a_renamed_heading_is_caught(monkeypatch):
@@ -50,6 +61,7 @@ def _all_keys():
 def test_every_link_resolves():
     for k in _all_keys():
         assert sections.href(k).endswith(sections.anchor(sections.SECTIONS[k][1]))
+        assert re.fullmatch(r"0\d §\d+", sections.label(k)), sections.label(k)
     with pytest.raises(ValueError, match="section='nowhere'"):
         sections.href("nowhere")
 

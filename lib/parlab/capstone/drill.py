@@ -118,7 +118,7 @@ def mixed_drill(seed: int = 0) -> list[tuple[Question, str]]:
     out = []
     for t in topics:
         en, zh, answer, unit, working, key = MAKERS[t](rng)
-        nb, heading = SECTIONS[key]
+        nb, heading = SECTIONS[key][:2]
         q = Question(f"capstone_{t}", t, seed, en, float(answer), unit,
                      0 if t in ("3d", "moe_ep") else 0.02,  # counts are exact
                      f"{working}. Measured in notebook {label(key)}.", f"{nb} '{heading}'")

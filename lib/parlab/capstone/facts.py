@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .. import cost
+from .. import cost, planner
 
 GB = 1e9
 
@@ -31,6 +31,7 @@ def facts() -> dict:
     f["7b_ddp"] = cost.memory_plan("7B", 4, 80.0, stage=0, recompute="full")
     f["7b_zero1"] = cost.memory_plan("7B", 4, 80.0, stage=1)
     f["7b_zero3_full"] = cost.memory_plan("7B", 4, 80.0, stage=3, recompute="full")
+    f["7b_best"] = planner.plan("7B", 4, "A100-80GB").best.label
     f["7b_zero_stage_that_fits"] = next(
         s for s in range(4) if cost.memory_plan("7B", 4, 80.0, stage=s, recompute="full")["fits"])
 

@@ -55,6 +55,8 @@ def follow_ups() -> list[dict]:
                  (f"ZeRO-1 (shard Adam's states) fits: {z1['total'] / 1e9:.1f} GB with "
                   f"{z1['activations'] / 1e9:.1f} GB of activations per 2048-token sequence; no "
                   "TP or PP is needed.", "fits"),
+                 (f"The planner's fastest layout for this job: {f['7b_best']} (ZeRO-2 also "
+                  "shards the gradients, which leaves room for a larger micro-batch).", "fits"),
                  (f"'Below 20 GB with recomputation' never holds on 4 GPUs: even ZeRO-3 with full "
                   f"recomputation needs {z3['total'] / 1e9:.1f} GB.", "seven_b"),
                  ("The speedup over one GPU is not a fixed 3.5×: it depends on the link, the "

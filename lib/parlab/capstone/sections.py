@@ -5,17 +5,18 @@ checks that each heading is still there, so a renamed section breaks the test, n
 
 from __future__ import annotations
 
-# key: (notebook file, heading text as written after the '#'s)
+# key: (notebook file, heading text as written after the '#'s[, the section it sits in when
+# the heading is a sub-heading without a number of its own])
 SECTIONS = {
     "ring": ("00_collectives.ipynb", "4 · Bytes per rank: naive vs ring"),
-    "hierarchical": ("00_collectives.ipynb", "Two levels: nodes and the network"),
+    "hierarchical": ("00_collectives.ipynb", "Two levels: nodes and the network", "4"),
     "dp_exact": ("01_data_parallel.ipynb", "1 · The idea, and why it is exact"),
     "dp_buckets": ("01_data_parallel.ipynb", "2 · Overlapping communication with backward: buckets"),
     "compression": ("01_data_parallel.ipynb", "5 · Gradient compression"),
     "zero": ("01_data_parallel.ipynb", "6 · ZeRO: stop replicating the model states"),
-    "fits": ("01_data_parallel.ipynb", "Does it fit? The memory calculator"),
-    "seven_b": ("01_data_parallel.ipynb", "A 7B model on 4 × A100-80GB"),
-    "speedup": ("01_data_parallel.ipynb", '"4 cards give ~3.5× speedup because of communication"'),
+    "fits": ("01_data_parallel.ipynb", "Does it fit? The memory calculator", "6"),
+    "seven_b": ("01_data_parallel.ipynb", "A 7B model on 4 × A100-80GB", "7"),
+    "speedup": ("01_data_parallel.ipynb", '"4 cards give ~3.5× speedup because of communication"', "7"),
     "tp_split": ("02_tensor_parallel.ipynb", "1 · Column, then row: one sum per sub-block"),
     "tp_count": ("02_tensor_parallel.ipynb", "4 · Counting: trace vs formula"),
     "sp": ("02_tensor_parallel.ipynb", "5 · Sequence parallelism: what it changes, what it does not"),
@@ -56,12 +57,12 @@ def href(key: str) -> str:
     """A relative link from notebook 09 to the section ``key``."""
     if key not in SECTIONS:
         raise ValueError(f"section={key!r} is not one of {', '.join(SECTIONS)}")
-    nb, heading = SECTIONS[key]
+    nb, heading = SECTIONS[key][:2]
     return f"{nb}#{anchor(heading)}"
 
 
 def label(key: str) -> str:
-    """'03 §4' (or '01 · Does it fit?' for a sub-heading without a number)."""
-    nb, heading = SECTIONS[key]
-    number = heading.split(" · ")[0]
-    return f"{nb[:2]} §{number}" if number.isdigit() else f"{nb[:2]} · {heading.strip(chr(34))[:28]}"
+    """'03 §4': the notebook and the section the heading is (or sits in)."""
+    nb, heading, *within = SECTIONS[key]
+    number = within[0] if within else heading.split(" · ")[0]
+    return f"{nb[:2]} §{number}"
