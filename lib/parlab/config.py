@@ -52,6 +52,9 @@ class GPTConfig:
     balancer: str = "aux_loss"             # or "bias": DeepSeek-V3's loss-free balancer
     bias_update_rate: float = 0.001        # DeepSeek-V3's gamma
     renormalize: bool = False              # True: Mixtral's gates; False: Switch's
+    n_shared_experts: int = 0              # DeepSeekMoE §3.2: experts every token goes through
+    router: str = "top_k"                  # or "expert_choice" (Zhou et al. 2022, §3)
+    expert_gemm: str = "loop"              # or "padded": one batched GEMM (MegaBlocks §3)
 
     def __post_init__(self):
         self.validate()
@@ -97,6 +100,12 @@ class GPTConfig:
         check_choice("balancer", self.balancer, ("aux_loss", "bias"))
         check_float("bias_update_rate", self.bias_update_rate, strict=False)
         check_bool("renormalize", self.renormalize)
+        check_int("n_shared_experts", self.n_shared_experts, 0)
+        check_choice("router", self.router, ("top_k", "expert_choice"))
+        check_choice("expert_gemm", self.expert_gemm, ("loop", "padded"))
+        if self.router == "expert_choice" and self.n_experts and self.capacity_factor is None:
+            raise ValueError("router='expert_choice' needs capacity_factor (the paper's c: "
+                             "each expert takes n c / E tokens)")
         if self.moe_layers is not None:
             if not isinstance(self.moe_layers, (tuple, list)):
                 raise ValueError(f"moe_layers={self.moe_layers!r} must be None or a tuple "

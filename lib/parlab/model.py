@@ -10,7 +10,8 @@ Hence three design rules:
   the seed and then shards it, so results do not depend on the layout.
 * Stable, addressable names: wte, wpe, blocks.{i}.{ln1,attn.qkv,attn.proj,ln2,mlp.fc1,
   mlp.fc2}, ln_f, lm_head; a MoE block (``GPTConfig(n_experts=...)``, layer in
-  ``parlab.moe``) has blocks.{i}.moe.router and blocks.{i}.moe.experts.{e}.{fc1,fc2}.
+  ``parlab.moe``) has blocks.{i}.moe.router and blocks.{i}.moe.experts.{e}.{fc1,fc2}
+  (and blocks.{i}.moe.shared.{j}.{fc1,fc2} with shared experts).
 * Pieces the strategies swap from outside, never special cases inside: an attention's
   ``core`` (context parallelism puts ring attention there), the model's ``loss_fn``
   (tensor parallelism puts the vocabulary-parallel loss there), and ``layers()``, the
@@ -59,7 +60,8 @@ def init_tensor(name: str, shape, seed: int, n_layers: int) -> torch.Tensor:
         raise ValueError(f"init_tensor: don't know how to initialise parameter {name!r}")
     std = 0.02
     if name.endswith(("attn.proj.weight", "mlp.fc2.weight")) or (
-            ".moe.experts." in name and name.endswith(".fc2.weight")):  # an expert's fc2
+            (".moe.experts." in name or ".moe.shared." in name)
+            and name.endswith(".fc2.weight")):  # an expert's fc2
         std = 0.02 / math.sqrt(2 * n_layers)
     # A private generator seeded from a stable hash (Python's hash() is salted
     # per process): same numbers in every process, whatever the global RNG.
@@ -160,7 +162,9 @@ def moe_layer(config: GPTConfig, layer: int) -> MoE:
                [MLP(c) for _ in range(c.n_experts)], top_k=c.top_k,
                capacity_factor=c.capacity_factor, aux_loss_coef=c.aux_loss_coef,
                z_loss_coef=c.z_loss_coef, balancer=c.balancer,
-               bias_update_rate=c.bias_update_rate, renormalize=c.renormalize, layer=layer)
+               bias_update_rate=c.bias_update_rate, renormalize=c.renormalize, layer=layer,
+               shared=[MLP(c) for _ in range(c.n_shared_experts)], routing=c.router,
+               expert_gemm=c.expert_gemm)
 
 
 class Block(nn.Module):

@@ -35,6 +35,14 @@ the weight of this forward in the step's loss (1/m for one of m micro-batches).
 gates), moved by ``bias_update_rate`` (their gamma) after each step: down for an expert
 above the mean load, up for one below. (DeepSeek-V3 scores with sigmoids; we keep the
 softmax, so the two balancers differ only in how they balance.)
+
+Variants (``GPTConfig`` fields; ``parlab.expert_parallel`` runs each unchanged):
+* ``shared``: shared expert isolation (DeepSeekMoE, Dai et al. 2024, §3.2; DeepSeek-V3
+  §2.1.2, eq. 12): modules every token goes through, y += sum_j shared_j(x), beside the
+  routed ones; with fine-grained segmentation (DeepSeekMoE §3.1: each expert cut into m
+  of d_ff/m, top-mK of mN; ``expert_parallel.variants.deepseek_moe``) it is plain config.
+* ``routing="expert_choice"``: see ``expert_choice``.
+* ``expert_gemm="padded"``: see ``padded_mlp`` (dropless MoE: ``capacity_factor=None``).
 """
 
 from __future__ import annotations
@@ -63,6 +71,45 @@ def positions_before(counts_all: torch.Tensor, rank: int) -> torch.Tensor:
     return (total.cumsum(0) - total) + counts_all[:rank].sum(0)
 
 
+def expert_choice(probs_all: torch.Tensor, capacity: int) -> torch.Tensor:
+    """(N, E) bool: expert e takes the ``capacity`` tokens of the whole batch with the
+    highest scores in column e (Zhou et al. 2022, "Mixture-of-Experts with Expert Choice
+    Routing", §3.1: I = TopK(S^T, k), k = n c / E; gates G = the chosen scores S).
+    Nothing is dropped (every expert is exactly full), but a token may be chosen by 0, 1
+    or several experts. The choice looks at every token of the batch at once, later
+    positions included: a token's experts depend on tokens after it, so it cannot run
+    in autoregressive decoding, where the later tokens do not exist yet (the paper's
+    "Limitations" section names auto-regressive text generation)."""
+    top = probs_all.topk(capacity, dim=0).indices                 # (capacity, E)
+    return torch.zeros_like(probs_all, dtype=torch.bool).scatter_(0, top, True)
+
+
+def padded_mlp(experts: list, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Every expert (``model.MLP``-shaped: fc1, fc2, ``swiglu``) on its own rows, as ONE
+    batched GEMM: rows padded to the largest group (E, max n_e, d), weights stacked
+    (E, d, d_ff). PyTorch has no grouped GEMM on the CPU; this is the padded
+    ("capacity = the busiest expert") form that MegaBlocks (Gale et al. 2022, §3, §5)
+    replaces by block-sparse GEMMs: it computes E * max n_e rows where a loop over
+    experts computes sum n_e (``cost.grouped_gemm_rows``)."""
+    m = max(x.size(0) for x in xs)
+    X = torch.stack([F.pad(x, (0, 0, 0, m - x.size(0))) for x in xs])           # (E, m, d)
+
+    def linear(name, h):
+        w = torch.stack([getattr(e, name).weight for e in experts]).transpose(1, 2)
+        out = torch.bmm(h, w)
+        if getattr(experts[0], name).bias is not None:
+            out = out + torch.stack([getattr(e, name).bias for e in experts]).unsqueeze(1)
+        return out
+    h = linear("fc1", X)
+    if experts[0].swiglu:
+        gate, up = h.chunk(2, dim=-1)
+        h = F.silu(gate) * up
+    else:
+        h = experts[0].act(h)
+    y = linear("fc2", h)
+    return [y[j, :x.size(0)] for j, x in enumerate(xs)]
+
+
 class _AuxLoss(torch.autograd.Function):
     """Identity on the layer's output; in backward, the auxiliary loss gets gradient
     ``scale`` as if it had been added to the loss (weighted by ``scale``)."""
@@ -80,8 +127,10 @@ class _AuxLoss(torch.autograd.Function):
 class MoE(nn.Module):
     """A MoE layer over ``router`` (a bias-free Linear, d -> n_experts) and ``experts``: a
     list of modules (expert e is ``experts[e]``) or a dict {e: module} holding some of
-    them (expert parallelism keeps a rank's share). Names: router, experts.{e}.*.
-    ``layer``: the block's index, for reports.
+    them (expert parallelism keeps a rank's share). Names: router, experts.{e}.*,
+    shared.{j}.* (``shared``: modules every token goes through). ``routing``: "top_k"
+    (token choice) or "expert_choice"; ``expert_gemm``: "loop" or "padded" (one batched
+    GEMM, ``padded_mlp``). ``layer``: the block's index, for reports.
 
     ``counts_hook``: None on one device; under data or expert parallelism a function
     taking this rank's (k, E) assignment counts and returning (every rank's counts
@@ -92,7 +141,8 @@ class MoE(nn.Module):
     def __init__(self, router: nn.Linear, experts, top_k: int = 1,
                  capacity_factor: float | None = None, aux_loss_coef: float = 0.01,
                  z_loss_coef: float = 0.001, balancer: str = "aux_loss",
-                 bias_update_rate: float = 0.001, renormalize: bool = False, layer: int = 0):
+                 bias_update_rate: float = 0.001, renormalize: bool = False, layer: int = 0,
+                 shared=(), routing: str = "top_k", expert_gemm: str = "loop"):
         super().__init__()
         if not isinstance(router, nn.Linear) or router.bias is not None:
             raise ValueError("router must be a bias-free nn.Linear(d_model, n_experts)")
@@ -106,13 +156,22 @@ class MoE(nn.Module):
         check_choice("balancer", balancer, ("aux_loss", "bias"))
         check_float("bias_update_rate", bias_update_rate, strict=False)
         check_bool("renormalize", renormalize)
+        check_choice("routing", routing, ("top_k", "expert_choice"))
+        check_choice("expert_gemm", expert_gemm, ("loop", "padded"))
+        if expert_gemm == "padded" and not all(hasattr(m, "fc1") and hasattr(m, "swiglu")
+                                               for m in experts.values()):
+            raise ValueError("expert_gemm='padded' stacks MLP experts (fc1, fc2, swiglu)")
+        if routing == "expert_choice" and capacity_factor is None:
+            raise ValueError("routing='expert_choice' needs capacity_factor (n c / E tokens "
+                             "per expert)")
         if not experts or any(not 0 <= e < self.n_experts for e in experts):
             raise ValueError(f"experts must be numbered 0..{self.n_experts - 1} (the router's "
                              f"outputs), got {sorted(experts)}")
         self.top_k, self.capacity_factor, self.renormalize = top_k, capacity_factor, renormalize
         self.aux_loss_coef, self.z_loss_coef = aux_loss_coef, z_loss_coef
         self.balancer, self.bias_update_rate, self.layer = balancer, bias_update_rate, layer
-        self.router = router
+        self.router, self.routing, self.expert_gemm = router, routing, expert_gemm
+        self.shared = nn.ModuleList(shared)  # replicated like attention: not "experts"
         # A dict keyed by the global expert number: a rank holding experts 4..7 names
         # them experts.4.. exactly as the reference does (init and checks by name).
         self.experts = nn.ModuleDict({str(e): m for e, m in sorted(experts.items())})
@@ -127,6 +186,9 @@ class MoE(nn.Module):
         """(probs, logits, chosen experts (n, k), gates (n, k)), all fp32."""
         logits = F.linear(x2.float(), self.router.weight.float())
         probs = logits.softmax(-1)
+        if self.routing == "expert_choice":  # every (token, expert) pair is a candidate
+            idx = torch.arange(self.n_experts).expand(x2.size(0), -1)
+            return probs, logits, idx, probs
         scores = probs + self.expert_bias if self.balancer == "bias" else probs
         idx = scores.topk(self.top_k, dim=-1).indices
         gates = probs.gather(1, idx)
@@ -136,6 +198,8 @@ class MoE(nn.Module):
 
     def plan(self, probs, logits, idx):
         """Which assignments fit (n, k) bool, and the auxiliary loss; fills ``stats``."""
+        if self.routing == "expert_choice":
+            return self.plan_expert_choice(probs, logits)
         n, E, k = idx.size(0), self.n_experts, self.top_k
         counts = F.one_hot(idx, E).sum(0)                         # (k, E) this rank
         if self.counts_hook is None:
@@ -166,17 +230,54 @@ class MoE(nn.Module):
                       "dropped": [(rank * n + t, j) for t, j in dropped]}
         return keep
 
+    def plan_expert_choice(self, probs, logits):
+        """Zhou et al. 2022, §3.1 over the whole batch (``expert_choice``); no balancing
+        loss (every expert is exactly full), the z-loss if set. Stats: ``experts_per_token``
+        [tokens with 0, 1, 2, ... experts] and ``unrouted`` (global ids of the tokens
+        with none: they pass on through the residual alone)."""
+        n, E = probs.size(0), self.n_experts
+        if self.counts_hook is None:
+            probs_all, rank = probs.detach(), 0
+        else:  # every rank's scores: (W, n, E) -> the global batch's (W n, E)
+            probs_all, rank = self.counts_hook(probs.detach().contiguous())
+            probs_all = probs_all.reshape(-1, E)
+        cap = expert_capacity(probs_all.size(0), E, self.capacity_factor)
+        chosen = expert_choice(probs_all, cap)
+        keep = chosen[rank * n:(rank + 1) * n]
+        per_token = chosen.sum(1)
+        aux = logits.new_zeros(())
+        if self.z_loss_coef:
+            aux = aux + self.z_loss_coef * logits.logsumexp(-1).square().mean()
+        self.aux_loss = aux
+        self.stats = {"routed": [cap] * E, "capacity": cap, "kept": [cap] * E, "dropped": [],
+                      "experts_per_token": torch.bincount(per_token, minlength=3).tolist(),
+                      "unrouted": [rank * n + t for t in
+                                   (keep.sum(1) == 0).nonzero().squeeze(-1).tolist()]}
+        return keep
+
     # --- experts ----------------------------------------------------------------------
+    def expert_outputs(self, experts: list, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Each expert on its rows: a loop over the experts (variable-size groups), or
+        one padded batched GEMM; ``stats["rows_computed"]`` counts the rows computed."""
+        if self.expert_gemm == "padded" and xs:
+            self.stats["rows_computed"] = len(xs) * max(x.size(0) for x in xs)
+            return padded_mlp(experts, xs)
+        self.stats["rows_computed"] = sum(x.size(0) for x in xs)
+        return [e(x) for e, x in zip(experts, xs)]
+
     def run_experts(self, x2: torch.Tensor, idx: torch.Tensor, keep: torch.Tensor):
         """(n k, d): each kept assignment's expert output, in (token, choice) order;
         zeros for dropped ones. Expert parallelism overrides this (dispatch/combine)."""
         flat, slots = idx.reshape(-1), keep.reshape(-1).nonzero().squeeze(-1)
-        out, rows = [], []
-        for e, expert in self.experts.items():
-            mine = slots[flat[slots] == int(e)]
-            out.append(expert(x2[mine // self.top_k]))
-            rows.append(mine)
+        rows = [slots[flat[slots] == int(e)] for e in self.experts]
+        out = self.expert_outputs(list(self.experts.values()),
+                                  [x2[r // idx.size(1)] for r in rows])
         return scatter_rows(torch.cat(out), torch.cat(rows), idx.numel())
+
+    def shared_output(self, x2: torch.Tensor):
+        """sum_j shared_j(x) (DeepSeekMoE §3.2), on this rank's own tokens: nothing to
+        send, as every rank holds every shared expert."""
+        return sum(s(x2) for s in self.shared)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
@@ -184,7 +285,10 @@ class MoE(nn.Module):
         probs, logits, idx, gates = self.route(x2)
         keep = self.plan(probs, logits, idx)
         y = self.run_experts(x2, idx, keep).view(*idx.shape, -1)
-        out = (y * gates.unsqueeze(-1).to(y.dtype)).sum(1).view(shape)
+        out = (y * gates.unsqueeze(-1).to(y.dtype)).sum(1)
+        if len(self.shared):
+            out = out + self.shared_output(x2)
+        out = out.view(shape)
         if self.aux_loss.requires_grad:
             out = _AuxLoss.apply(out, self.aux_loss, self.aux_scale)
         return out

@@ -27,7 +27,9 @@ ValueError naming the argument (each module's docstring states its domains).
   expert_parallel  expert_capacity (Switch, Fedus et al.; GShard, Lepikhin et al.),
                  moe_all_to_all_bytes (dispatch + combine), moe_flops_per_token,
                  moe_params (total vs active; Mixtral, Jiang et al.), moe_remote_copies
-                 (tokens leaving a node: all-to-all vs a deduplicating dispatcher)
+                 (tokens leaving a node: all-to-all vs a deduplicating dispatcher),
+                 fine_grained_experts (DeepSeekMoE), expert_choice_coverage (Zhou et al.),
+                 grouped_gemm_rows / grouped_gemm_flops (dropless, MegaBlocks)
   kernels       one GPU's kernels: gemm_quantization, gemm_time (tiles, waves, roofline),
                  ELEMENTWISE bytes per operator, attention_flops, attention_time (fused or
                  materialized)
@@ -61,8 +63,9 @@ from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_mi
 from .tensor_parallel import tp_comm_per_layer, tp_scaling, tp_scaling_curve
 from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank,
                                causal_work_per_rank, cp_comm_per_layer)
-from .expert_parallel import (expert_capacity, moe_all_to_all_bytes, moe_flops_per_token,
-                              moe_params, moe_remote_copies)
+from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grained_experts,
+                              grouped_gemm_flops, grouped_gemm_rows, moe_all_to_all_bytes,
+                              moe_flops_per_token, moe_params, moe_remote_copies)
 from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, attention_flops, attention_time,
                       elementwise_bytes, gemm_quantization, gemm_time)
 from .transformer import (MLPS, LayerShape, activation_bytes, embedding_params,
@@ -96,7 +99,8 @@ __all__ = [
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",
     "expert_capacity", "moe_all_to_all_bytes", "moe_flops_per_token", "moe_params",
-    "moe_remote_copies",
+    "moe_remote_copies", "fine_grained_experts", "expert_choice_coverage", "grouped_gemm_rows",
+    "grouped_gemm_flops",
     "GEMM_TILES", "ELEMENTWISE", "ATTENTION", "gemm_quantization", "gemm_time",
     "elementwise_bytes", "attention_flops", "attention_time",
     "MLPS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",

@@ -134,3 +134,79 @@ def moe_remote_copies(n_experts: int, top_k: int, ep: int, members_per_domain: i
         return k * (ep - m) / ep
     none_here = math.comb(E - E // domains, k) / math.comb(E, k)
     return (domains - 1) * (1 - none_here)
+
+
+# --- variants: fine-grained + shared experts, expert choice, dropless -------------------
+
+def fine_grained_experts(n_experts: int, top_k: int, d_ff: int, segments: int = 1,
+                         n_shared: int = 0) -> dict:
+    """DeepSeekMoE (Dai et al. 2024): fine-grained expert segmentation (§3.1) cuts each of
+    N experts into ``segments`` = m of width d_ff/m and routes top-mK of the mN, keeping
+    the FLOPs; shared expert isolation (§3.2) makes ``n_shared`` = K_s of the mK active
+    ones always on, so the router picks mK - K_s. (We keep mN routed ones beside the
+    shared, as DeepSeek-V3 does with 256 + 1, §2.1.2, where DeepSeekMoE takes K_s out of
+    the mN.) Returns {"n_experts", "top_k", "d_ff", "n_shared", "combinations": C(mN,
+    mK - K_s), the expert sets a token can get (§3.1: 120 for 16 top-2, 4,426,165,368 at
+    m = 4), "active_width": (mK) d_ff/m = K d_ff, the FFN width each token computes,
+    "rows_per_token": mK - K_s, rows each token sends in a dispatch}."""
+    top_k = _check_k(top_k, n_experts)
+    d_ff, m = check_int("d_ff", d_ff), check_int("segments", segments)
+    n_shared = check_int("n_shared", n_shared, 0, m * top_k - 1)
+    if d_ff % m:
+        raise ValueError(f"segments={m} must divide d_ff={d_ff}")
+    routed_k = m * top_k - n_shared
+    return {"n_experts": m * n_experts, "top_k": routed_k, "d_ff": d_ff // m,
+            "n_shared": n_shared, "combinations": math.comb(m * n_experts, routed_k),
+            "active_width": m * top_k * (d_ff // m), "rows_per_token": routed_k}
+
+
+def expert_choice_coverage(n_experts: int, capacity_factor: float, max_experts: int = 2
+                           ) -> list[float]:
+    """Expert choice routing (Zhou et al. 2022, §3.1): each of E experts takes n c / E of
+    the n tokens. If the experts chose independently at random, a token would be picked
+    by each with probability p = c / E, so by j of them with the binomial probability
+    C(E, j) p^j (1 - p)^(E - j): returns [P(0), P(1), ..., P(>= max_experts)]. P(0) =
+    (1 - c/E)^E ~ e^-c is the share of tokens that get no expert (they pass through the
+    residual only). Real routers are not independent (a token's softmax scores compete
+    across experts), so a run measures its own shares; this is the baseline."""
+    E = check_int("n_experts", n_experts)
+    c = check_float("capacity_factor", capacity_factor, 0.0, high=float(E))
+    j_max = check_int("max_experts", max_experts, 1, E)
+    p = c / E
+    probs = [math.comb(E, j) * p ** j * (1 - p) ** (E - j) for j in range(j_max)]
+    return probs + [max(0.0, 1.0 - sum(probs))]
+
+
+def grouped_gemm_rows(counts: list[int], capacity: int | None = None,
+                      block: int | None = None) -> dict:
+    """Rows the expert GEMMs compute for one step, given the assignments per expert
+    ``counts`` (n_e), three ways (MegaBlocks, Gale et al. 2022, §3-5):
+    "loop": one GEMM per expert on its own rows (a grouped GEMM), sum n_e, nothing padded;
+    "padded": one batched GEMM over groups padded to the busiest expert, E max n_e
+    (dropless, but pays for the padding); "block": MegaBlocks' block-sparse form, each
+    group padded to a multiple of ``block`` rows (§5.1: 128), sum ceil(n_e / b) b;
+    with ``capacity`` C: "capacity": E C rows computed (Switch's buffers, padding
+    included) and "dropped": sum max(0, n_e - C) assignments lost."""
+    if not isinstance(counts, (list, tuple)) or not counts:
+        raise ValueError(f"counts={counts!r} must be a non-empty list of assignments per expert")
+    n = [check_int("counts", c, 0) for c in counts]
+    out = {"loop": sum(n), "padded": len(n) * max(n)}
+    if block is not None:
+        b = check_int("block", block)
+        out["block"] = sum(-(-x // b) * b for x in n)
+    if capacity is not None:
+        C = check_int("capacity", capacity, 0)
+        out["capacity"], out["dropped"] = len(n) * C, sum(max(0, x - C) for x in n)
+    return out
+
+
+def grouped_gemm_flops(counts: list[int], d_model: int, d_ff: int, capacity: int | None = None,
+                       block: int | None = None, gated: bool = False,
+                       training: bool = True) -> dict:
+    """``grouped_gemm_rows`` in FLOPs: each row costs 2 (2 or 3 gated) d d_ff in the
+    forward, x3 in training (as ``moe_flops_per_token``); "dropped" stays a row count."""
+    rows = grouped_gemm_rows(counts, capacity, block)
+    d_model, d_ff = check_int("d_model", d_model), check_int("d_ff", d_ff)
+    per = 2 * (3 if check_bool("gated", gated) else 2) * d_model * d_ff
+    per *= 3 if check_bool("training", training) else 1
+    return {k: (v if k == "dropped" else float(v * per)) for k, v in rows.items()}

@@ -8,16 +8,17 @@ order (the single-device MoE layer itself is ``parlab.moe``):
                apply_expert_parallel(model, group, ep_group) swaps every MoE layer
   model.py     the EP and expert-data-parallel groups, gradient averaging
   runner.py    EPRun and run(): the lab's run convention
+  variants.py  DeepSeekMoE's shared + fine-grained experts, expert choice, dropless
   peers.py     a dense baseline (every rank every expert) and PyTorch's autograd
                all-to-all, on the same model
 """
 
-from . import dispatch  # the module: dispatch.dispatch / combine / exchange_counts
+from . import dispatch, variants  # modules: dispatch.dispatch / combine; variants.deepseek_moe
 from .layers import EPMoE, apply_expert_parallel, set_counts_group
 from .model import make_groups, sync_grads
 from .router import global_counts_hook
 from .runner import EPRecipe, EPRun, collect, run, train_worker
 
-__all__ = ["dispatch", "global_counts_hook", "EPMoE", "apply_expert_parallel",
+__all__ = ["dispatch", "variants", "global_counts_hook", "EPMoE", "apply_expert_parallel",
            "set_counts_group", "make_groups", "sync_grads", "EPRecipe", "EPRun", "run",
            "train_worker", "collect"]

@@ -38,7 +38,8 @@ class EPMoE(MoE):
                     top_k=moe.top_k, capacity_factor=moe.capacity_factor,
                     aux_loss_coef=moe.aux_loss_coef, z_loss_coef=moe.z_loss_coef,
                     balancer=moe.balancer, bias_update_rate=moe.bias_update_rate,
-                    renormalize=moe.renormalize, layer=moe.layer)
+                    renormalize=moe.renormalize, layer=moe.layer, shared=moe.shared,
+                    routing=moe.routing, expert_gemm=moe.expert_gemm)
         with torch.no_grad():
             layer.expert_bias.copy_(moe.expert_bias)
         layer.aux_scale, layer.ep_group, layer.ep, layer.per_rank = moe.aux_scale, ep_group, ep, per
@@ -46,7 +47,7 @@ class EPMoE(MoE):
         return layer
 
     def run_experts(self, x2, idx, keep):
-        E, k, ep, per = self.n_experts, self.top_k, self.ep, self.per_rank
+        E, k, ep, per = self.n_experts, idx.size(1), self.ep, self.per_rank
         flat = idx.reshape(-1)
         slots = keep.reshape(-1).nonzero().squeeze(-1)          # kept (token, choice) slots
         slots = slots[dispatch.sort_by_expert(flat[slots])]     # grouped by destination
@@ -57,12 +58,9 @@ class EPMoE(MoE):
         # ``got`` is source-major, then expert-major: gather each local expert's rows
         # (sources in rank order = the reference's global token order) and run it once.
         start = (recv.reshape(-1).cumsum(0) - recv.reshape(-1)).view(ep, per).tolist()
-        rows, outs = [], []
-        for j, expert in enumerate(self.experts.values()):
-            mine = torch.cat([torch.arange(start[s][j], start[s][j] + int(recv[s, j]))
-                              for s in range(ep)])
-            outs.append(expert(got[mine]))
-            rows.append(mine)
+        rows = [torch.cat([torch.arange(start[s][j], start[s][j] + int(recv[s, j]))
+                           for s in range(ep)]) for j in range(per)]
+        outs = self.expert_outputs(list(self.experts.values()), [got[r] for r in rows])
         y = scatter_rows(torch.cat(outs), torch.cat(rows), got.size(0))
         back = self.send(y, in_splits, out_splits, "combine")
         self.stats["local_tokens"] = {int(e): int(n) for e, n in

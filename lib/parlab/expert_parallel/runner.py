@@ -24,7 +24,7 @@ from ..validate import check_int
 from .layers import apply_expert_parallel
 from .model import make_groups, sync_grads
 
-EXTRAS = ("tokens_per_expert", "routed", "dropped", "a2a_bytes", "collectives")
+EXTRAS = ("tokens_per_expert", "routed", "dropped", "a2a_bytes", "collectives", "moe_stats")
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class EPRecipe(Recipe):
         self.model, self.sync = (builder or build)(run, group)
         trace.label_modules(self.model, {m: n for n, m in self.model.named_modules() if n})
         self.optimizer = self.make_optimizer(self.model.parameters())
-        self.tokens, self.routed, self.dropped = [], [], []
+        self.tokens, self.routed, self.dropped, self.stats = [], [], [], []
 
     def train_step(self, x, y):
         with trace.span("forward"):
@@ -87,6 +87,7 @@ class EPRecipe(Recipe):
         self.tokens.append({k: m.stats.get("local_tokens") for k, m in layers.items()})
         self.routed.append({k: m.stats["routed"] for k, m in layers.items()})
         self.dropped.append({k: m.stats["dropped"] for k, m in layers.items()})
+        self.stats.append({k: dict(m.stats) for k, m in layers.items()})  # this rank's
 
     def full_state(self):
         if self.rank >= self.ep:  # the first EP group holds every expert once
@@ -103,7 +104,8 @@ class EPRecipe(Recipe):
                 per = a2a[c["step"]].setdefault(block, {"forward": 0, "backward": 0})
                 per[c["direction"]] += c["payload_sent"]
         return {"tokens_per_expert": self.tokens, "routed": self.routed,
-                "dropped": self.dropped, "a2a_bytes": a2a, "collectives": collectives}
+                "dropped": self.dropped, "a2a_bytes": a2a, "collectives": collectives,
+                "moe_stats": self.stats}
 
 
 def super_full_state(model):
