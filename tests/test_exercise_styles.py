@@ -920,6 +920,46 @@ def layout_helper(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory
     return {"tp": tp, "pp": pp, "dp": n_gpus // (tp * pp)}
 
 
+def two_level_imports_inside(x, node_group, network_group):
+    import torch
+    import torch.distributed as dist
+    g = dist.get_world_size(node_group)
+    pieces = list(x.chunk(g))
+    mine = torch.zeros_like(pieces[0])
+    dist.reduce_scatter(mine, pieces, group=node_group)
+    dist.all_reduce(mine, group=network_group)
+    gathered = [torch.zeros_like(mine) for _ in range(g)]
+    dist.all_gather(gathered, mine, group=node_group)
+    return torch.cat(gathered)
+
+
+def two_level_from_import(x, node_group, network_group):
+    import torch
+    from torch.distributed import all_gather_into_tensor, all_reduce, get_world_size, \
+        reduce_scatter_tensor
+    mine = torch.empty(x.numel() // get_world_size(node_group))
+    reduce_scatter_tensor(mine, x, group=node_group)
+    all_reduce(mine, group=network_group)
+    all_gather_into_tensor(x, mine, group=node_group)
+    return x
+
+
+def _two_level_phase(op, *args, group):
+    import torch.distributed as dist
+    getattr(dist, op)(*args, group=group)
+
+
+def two_level_helper(x, node_group, network_group):
+    import torch
+    import torch.distributed as dist
+    pieces = list(x.chunk(dist.get_world_size(node_group)))
+    mine = torch.empty_like(pieces[0])
+    _two_level_phase("reduce_scatter", mine, pieces, group=node_group)
+    _two_level_phase("all_reduce", mine, group=network_group)
+    _two_level_phase("all_gather", pieces, mine, group=node_group)
+    return torch.cat(pieces)
+
+
 # --- every style of every exercise is judged correct ------------------------------------
 
 # exercise: (its checker, the checker's arguments, text its verdict must hold, its styles)
@@ -928,6 +968,8 @@ STYLES = {
                        [rs_imports_inside, rs_from_import, rs_batched_p2p]),
     "ring_all_reduce": (ex00.check_ring_all_reduce, {}, "each sent 72 bytes",
                         [ring_imports_inside, ring_from_import, ring_batched_p2p]),
+    "two_level_all_reduce": (ex00.check_two_level_all_reduce, {}, "all-reduced 4 of 8 elements",
+                             [two_level_imports_inside, two_level_from_import, two_level_helper]),
     "tp_mlp_forward": (ex02.check_tp_mlp_forward, {}, None,
                        [tp_fwd_imports_inside, tp_fwd_from_import, tp_fwd_async]),
     "tp_mlp": (ex02.check_tp_mlp, {}, None,
@@ -976,7 +1018,7 @@ def test_every_style_is_correct(exercise, style):
 def test_every_coding_exercise_has_its_styles_here():
     """A new ``check_<x>(fn, ...)`` gets its three styles in this file, or this fails."""
     import inspect
-    wanted = {"reduce_scatter", "ring_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
+    wanted = {"reduce_scatter", "ring_all_reduce", "two_level_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "zigzag_shard",
               "ring_attention", "route", "global_route", "groups", "grad_sync", "scaled_step",
               "resume", "layout"}

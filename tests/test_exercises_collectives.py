@@ -188,3 +188,48 @@ def ring_with_batched_p2p(x, rank, world_size):
 def test_batched_p2p_ops_are_counted_too():
     v = ex.check_ring_all_reduce(ring_with_batched_p2p)
     assert v["ok"], v["message"]
+
+
+# --- exercise 5: the two-level all-reduce on 2 "nodes" of 2 ---------------------------------
+
+def two_level_flat(x, node_group, network_group):
+    dist.all_reduce(x)  # right sum, every byte across the network
+    return x
+
+
+def two_level_node_only(x, node_group, network_group):
+    dist.all_reduce(x, group=node_group)  # planted: the step across the nodes is missing
+    return x
+
+
+def two_level_whole_buffer_across(x, node_group, network_group):
+    dist.all_reduce(x, group=node_group)
+    dist.all_reduce(x, group=network_group)  # right sum, g times the network bytes
+    return x
+
+
+def two_level_tensor_forms(x, node_group, network_group):
+    g = dist.get_world_size(node_group)
+    mine = torch.empty(x.numel() // g)
+    dist.reduce_scatter_tensor(mine, x, group=node_group)
+    dist.all_reduce(mine, group=network_group)
+    out = torch.empty_like(x)
+    dist.all_gather_into_tensor(out, mine, group=node_group)
+    return out
+
+
+@pytest.mark.parametrize("fn, words", [
+    (ex.solution_two_level_all_reduce, "Correct. every rank holds the sum of all 4"),
+    (two_level_tensor_forms, "Correct."),
+    (two_level_flat, "over all 4 ranks"),
+    (two_level_node_only, "the step across the nodes (on network_group) is missing"),
+    (two_level_whole_buffer_across, "carried 8 of the 8 elements")])
+def test_two_level_all_reduce(fn, words):
+    assert words in ex.check_two_level_all_reduce(fn)["message"]
+
+
+def test_two_level_checker_refuses_bad_settings():
+    with pytest.raises(ValueError, match="nodes"):
+        ex.check_two_level_all_reduce(ex.solution_two_level_all_reduce, nodes=1)
+    with pytest.raises(ValueError, match="gpus_per_node"):
+        ex.check_two_level_all_reduce(ex.solution_two_level_all_reduce, gpus_per_node=9)

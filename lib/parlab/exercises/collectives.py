@@ -31,7 +31,7 @@ from .watch import COLLECTIVES, DistWatch
 
 __all__ = ["check_reduce_scatter", "check_ring_all_reduce", "check_ring_bytes",
            "check_allreduce_time", "check_all_gather_bytes", "show_solution", "hints", "QUESTIONS",
-           "solution_reduce_scatter", "solution_ring_all_reduce"]
+           "solution_reduce_scatter", "solution_ring_all_reduce", "check_two_level_all_reduce"]
 
 PER_CHUNK = 3  # elements per chunk of the test vectors
 
@@ -80,7 +80,10 @@ def solution_ring_all_reduce(x, rank, world_size):
     return x
 
 
-SOLUTIONS = {"my_reduce_scatter": solution_reduce_scatter, "my_ring_all_reduce": solution_ring_all_reduce}
+from .hierarchical import check_two_level_all_reduce, solution_two_level_all_reduce  # noqa: E402
+
+SOLUTIONS = {"my_reduce_scatter": solution_reduce_scatter, "my_ring_all_reduce": solution_ring_all_reduce,
+             "my_two_level_all_reduce": solution_two_level_all_reduce}
 
 
 def hints(name: str):

@@ -27,6 +27,15 @@ HINTS = {
         "all-gather step <code>s</code> send <code>(rank - s) % W</code> and overwrite "
         "<code>(rank - s - 1) % W</code>. Write into the views from <code>x.chunk</code> so "
         "<code>x</code> itself changes."),
+    "my_two_level_all_reduce": (
+        "Three collectives, each on one group: <code>dist.reduce_scatter</code> inside the node "
+        "(<code>group=node_group</code>) leaves each GPU 1/g of the node's sum; "
+        "<code>dist.all_reduce</code> of that piece on <code>network_group</code> sums it over the "
+        "nodes; <code>dist.all_gather</code> inside the node puts the pieces back together.",
+        "Cut <code>x</code> with <code>x.chunk(g)</code>, g = <code>dist.get_world_size(node_group)</code>; "
+        "the piece you all-reduce across is the one the reduce-scatter gave you, not <code>x</code>: "
+        "the network must carry only 1/g of the buffer. Return <code>torch.cat</code> of the gathered "
+        "pieces."),
     # 01 · data parallelism
     "my_dp_exchange": (
         "Every rank holds the gradients of its own slice of the batch. After the exchange "

@@ -22,6 +22,8 @@ checker say plainly that it could not count, instead of blaming the learner.
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
@@ -51,6 +53,9 @@ class DistWatch:
     recv/irecv; ``w.messages``, (kind, peer, bytes) per point-to-point call, kind
     "send" or "recv", peer a global rank (None: receive from anyone).
 
+    ``w.collectives``: (op, ranks of its group, elements it reduces or contributes) per
+    collective call, for checkers that ask *which* group carried how much.
+
     ``on_message(kind, peer, tensor)``, if given, is called before each point-to-point
     call is made; it may raise ``Diagnosis`` to stop the rank with a verdict.
 
@@ -62,6 +67,7 @@ class DistWatch:
     def __init__(self, on_message=None):
         self.calls: list[str] = []
         self.messages: list[tuple[str, int | None, int]] = []
+        self.collectives: list[tuple[str, tuple | None, int]] = []
         self.sent = self.received = 0
         self._on_message = on_message
 
@@ -107,6 +113,28 @@ class DistWatch:
             self._on_message(kind, peer, tensor)
 
 
+    def _note_collective(self, op: str, real, args, kwargs) -> None:
+        """Record one collective: its group's ranks and the elements of its input (the
+        tensor all-reduced, the piece gathered, the whole list reduce-scattered)."""
+        try:
+            bound = inspect.signature(real).bind_partial(*args, **kwargs).arguments
+        except (TypeError, ValueError):
+            return
+        group = bound.get("group")
+        try:
+            ranks = tuple(dist.get_process_group_ranks(group)) if group is not None \
+                else tuple(range(dist.get_world_size()))
+        except (ValueError, RuntimeError):
+            ranks = None
+        data = next((bound[k] for k in ("tensor", "input", "input_tensor", "input_list")
+                     if k in bound), None)
+        if isinstance(data, (list, tuple)):
+            numel = sum(t.numel() for t in data if isinstance(t, torch.Tensor))
+        else:
+            numel = data.numel() if isinstance(data, torch.Tensor) else 0
+        self.collectives.append((op, ranks, numel))
+
+
 # --- the patching: once per process, while at least one watch is active ----------------------
 
 _active: list[DistWatch] = []
@@ -125,6 +153,8 @@ def _wrap(op: str, real):
             watch.calls.append(op)
             if p2p:
                 watch._note(kind, args, kwargs)
+            else:
+                watch._note_collective(op, real, args, kwargs)
         _depth[0] += 1
         try:
             return real(*args, **kwargs)
