@@ -159,3 +159,13 @@ def test_widgets_build():
     assert "divisible" in widgets.predict_html(ex.predict(30, 4))
     html = widgets.live_html(ex.live(16, 2, "zigzag", "ulysses"))
     assert "measured" in html and "load" in html
+
+
+def test_liu_table2_is_the_hiding_condition_at_full_peak():
+    """Liu et al.'s Table 2 is c = FLOPS / bandwidth, s = 6c: reproduced within their
+    rounding (24.96k where they print 24.5k); half the peak halves the block."""
+    from parlab.context_parallel import experiments as demos
+    for r in demos.liu_table2_rows():
+        assert abs(r["c = F/B (k)"] / r["c, paper (k)"] - 1) < 0.05, r
+        assert abs(r["s = 6c (k)"] / r["s = 6c, paper (k)"] - 1) < 0.02, r
+        assert r["c at 50% of peak (k)"] == pytest.approx(r["c = F/B (k)"] / 2)

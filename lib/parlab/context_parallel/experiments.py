@@ -283,6 +283,26 @@ def ring_hiding(gpu: str = "A100-SXM4-80GB", link: str = "NVLink3", d_model: int
 
 # --- 8. live: what the widget shows -------------------------------------------------------
 
+# Liu et al. 2023, "Ring attention with blockwise transformers", Table 2 (rows for GPUs):
+# per-host FLOPS (TF), one-way bandwidth between hosts (GB/s), printed minimal block size
+# c = FLOPS / bandwidth and minimal sequence per device s = 6c, both x 1e3
+LIU_TABLE2 = {"A100 NVLink": (312, 300, 1.0, 6.2), "A100 InfiniBand": (312, 12.5, 24.5, 149.5)}
+
+
+def liu_table2_rows(efficiency: float = 0.5) -> list[dict]:
+    """Liu et al.'s Table 2 beside the same condition computed here: a block hides its
+    transfer when compute >= transfer, i.e. c >= rate / bandwidth (``ring_hiding``'s
+    condition with 4 b c^2 h FLOPs against 4 b c h bytes). At the paper's full peak it is
+    their c; at ``efficiency`` x peak (§5's assumption) the block shrinks by that factor."""
+    rows = []
+    for name, (tf, gbs, c_paper, s_paper) in LIU_TABLE2.items():
+        c = tf * 1e12 / (gbs * 1e9)
+        rows.append({"host": name, "TF": tf, "GB/s one way": gbs, "c, paper (k)": c_paper,
+                     "c = F/B (k)": c / 1e3, "s = 6c, paper (k)": s_paper, "s = 6c (k)": 6 * c / 1e3,
+                     f"c at {efficiency:.0%} of peak (k)": efficiency * c / 1e3})
+    return rows
+
+
 def predict(seq_len: int = 32, cp: int = 2, layout: str = "zigzag", attention: str = "ring") -> dict:
     """The formulas at once for the lab's GPT (``SMALL`` at ``seq_len``, batch 4, fp32): bytes
     one rank sends per layer and step (Megatron SP's at t = cp beside), one attention call's

@@ -266,3 +266,9 @@ def memory_table(rows: list[dict]):
                  headers=dict(seq_len="s", peak="peak (KiB)", formula="formula (KiB)",
                               ratio="peak / formula", kept="kept (KiB)", error="max |error|"),
                  formats=dict(peak=_kib, formula=_kib, kept=_kib, ratio=".2f", error=".1e"))
+
+
+def liu_table(rows: list[dict]):
+    """Liu et al.'s Table 2 (GPU rows) beside c = FLOPS / bandwidth computed here."""
+    return table(rows, formats={k: ".1f" for k in rows[0] if k.endswith("(k)")},
+                 caption="Liu et al. 2023, Table 2, against the hiding condition c = F / B")
