@@ -100,3 +100,44 @@ def moe_flops_per_token(rng):
                f"backward = 3x forward, 2 FLOPs per multiply-add)?", g, "GFLOP",
                f"3 · (2·d·E + k · 2 · {3 if gated else 2}·d·d_ff) = {fmt(g)} GFLOP "
                f"(cost.moe_flops_per_token): k experts, not E, whatever the number of experts.")
+
+
+S7B = ("04", 10, "Beyond top-k: shared experts, expert choice, dropless")
+
+
+@template("moe_fine_grained_rows", "moe_ep", S7B)
+def moe_fine_grained_rows(rng):
+    E, k, m = rng.choice((8, 16, 64)), rng.choice((1, 2)), rng.choice((2, 4, 8))
+    ks = rng.choice((0, 1))
+    f = cost.fine_grained_experts(E, k, 4096, m, ks)
+    x = f["rows_per_token"] / k
+    return Ask(f"A MoE layer has {E} experts, top-{k}. Following DeepSeekMoE, each expert is cut "
+               f"into {m} of 1/{m} the width (top-{m * k} of {m * E}) and {ks} of the {m * k} "
+               f"active ones made shared (always on, computed locally). How many times the "
+               f"original dispatch all-to-all bytes does a token send now?", x, "x",
+               f"Rows per token: m·K - K_s = {f['rows_per_token']} instead of {k}: {fmt(x)}x "
+               f"(cost.fine_grained_experts; DeepSeekMoE §3.1-3.2). Same FLOPs, more traffic.")
+
+
+@template("expert_choice_unrouted", "moe_ep", S7B)
+def expert_choice_unrouted(rng):
+    E, c = rng.choice((4, 8, 16, 64)), rng.choice((1.0, 2.0))
+    p0 = cost.expert_choice_coverage(E, c)[0] * 100
+    return Ask(f"Expert choice routing (Zhou et al. 2022, §3.1): {E} experts each pick the "
+               f"top n·c/E tokens, c = {c}. If the experts chose independently at random, what "
+               f"percentage of tokens would get no expert at all?", p0, "%",
+               f"Each expert picks a token with p = c/E, so P(0) = (1 - c/E)^E = {fmt(p0)}% "
+               f"(about e^-c; cost.expert_choice_coverage). Real routers differ: measure it.")
+
+
+@template("dropless_padding", "moe_ep", S7B)
+def dropless_padding(rng):
+    E = rng.choice((4, 8))
+    counts = [rng.choice((10, 20, 40, 80, 160)) for _ in range(E)]
+    r = cost.grouped_gemm_rows(counts)
+    x = r["padded"] / r["loop"]
+    return Ask(f"A dropless MoE layer's {E} experts received {counts} rows. Padding every group "
+               f"to the busiest for one batched GEMM, how many times the loop's (grouped GEMM) "
+               f"rows are computed?", x, "x",
+               f"E·max n_e / sum n_e = {r['padded']}/{r['loop']} = {fmt(x)}x "
+               f"(cost.grouped_gemm_rows; MegaBlocks §3-5 pads only to 128-row blocks).")

@@ -197,3 +197,16 @@ def step_time_table(rows: list[dict]):
     return table(rows, ["ep", "step_s", "steps", "speedup"], caption="HEAVY experts, median step",
                  formats={"step_s": _ms, "speedup": ".2f"},
                  headers={"step_s": "median step", "steps": "steps timed", "speedup": "× ep=1"})
+
+
+def variant_table(rows: list[dict], caption: str = ""):
+    """Rows of ``experiments_variants`` (any of its three functions) as one HTML table."""
+    pct = {k: ".1%" for k in ("none", "one", "more", "none_random", "one_random", "more_random")}
+    return table(rows, caption=caption or "MoE variants on 2 ranks (block 0, step 0)",
+                 formats={"sent_kib": ".1f", "formula_kib": ".1f", "max_diff": ".1e",
+                          "received": lambda v: ", ".join(map(str, v)), **pct},
+                 headers={"sent_kib": "KiB sent (trace)", "formula_kib": "formula, balanced",
+                          "dropped_formula": "dropped, formula", "max_diff": "max |diff| vs 1 device",
+                          "none": "0 experts", "one": "1", "more": "2+",
+                          "none_random": "0, random", "one_random": "1, random",
+                          "more_random": "2+, random", "capacity_drops": "capacity drops"})
