@@ -190,3 +190,13 @@ def test_bad_variant_arguments():
     from parlab.moe import MoE
     with pytest.raises(ValueError, match="padded"):
         MoE(nn.Linear(4, 2, bias=False), [nn.Linear(4, 4), nn.Linear(4, 4)], expert_gemm="padded")
+
+
+def test_notebook_experiments_build():
+    from parlab.expert_parallel import experiments_variants as xv
+    ec, dl = xv.expert_choice_rows(factors=(1.0,)), xv.dropless_rows()
+    assert ec[0]["none"] > 0 and ec[0]["max_diff"] < 1e-5
+    assert all(r["computed"] == r["padded"] >= r["block"] >= r["loop"] for r in dl)
+    pytest.importorskip("plotly")
+    from parlab.expert_parallel import figures
+    assert "<table" in figures.variant_table(ec).data and "<table" in figures.variant_table(dl).data
