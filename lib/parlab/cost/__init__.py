@@ -60,7 +60,8 @@ from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, Mo
                      zero_comm_volume, zero_memory)
 from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                        pipeline_peak_activations)
-from .tensor_parallel import tp_comm_per_layer, tp_scaling, tp_scaling_curve
+from .tensor_parallel import (chunked_overlap, tp_comm_per_layer, tp_forward_overlap, tp_scaling,
+                              tp_scaling_curve)
 from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank,
                                causal_work_per_rank, cp_comm_per_layer)
 from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grained_experts,
@@ -95,7 +96,7 @@ __all__ = [
     "activation_table", "lab_activation_memory",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
     "dp_step_time", "dp_speedup", "onebit_adam_volume_ratio",
-    "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve",
+    "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve", "chunked_overlap", "tp_forward_overlap",
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",
     "expert_capacity", "moe_all_to_all_bytes", "moe_flops_per_token", "moe_params",

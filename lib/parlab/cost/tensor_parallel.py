@@ -200,3 +200,75 @@ def tp_scaling_curve(n_layers: int, d_model: int, n_heads: int, seq_len: int,
                               lat, efficiency, sequence_parallel, bytes_per_value))
         rows.append(row)
     return rows
+
+
+# --- forward overlap by chunking (Wang et al., ASPLOS 2023, §3) ----------------------------
+
+def chunked_overlap(chunk_comm_s: float, chunk_compute_s: float, chunks: int) -> dict:
+    """A collective and the GEMM that depends on it (or that it depends on), cut into
+    ``chunks`` pieces and pipelined: piece k+1 travels while piece k is multiplied (Wang
+    et al., "Overlap Communication with Dependent Computation via Decomposition in Large
+    Deep Learning Models", ASPLOS 2023, §3). A two-stage pipeline: the first piece's
+    collective (for GEMM -> reduce-scatter: the last piece's) has nothing to hide behind,
+
+        time = m + p + (c - 1) max(m, p),   m, p = one piece's collective / GEMM time,
+
+    so the exposed communication, time - c p, is m = 1/c of the collective while the GEMM
+    is the longer stage, and c (m - p) + p when the link is. ``chunks`` = 1: all of it.
+    Returns {"time_s", "exposed_s", "exposed_fraction" (exposed / (c m))}."""
+    m = check_float("chunk_comm_s", chunk_comm_s, 0.0, strict=False)
+    p = check_float("chunk_compute_s", chunk_compute_s, 0.0, strict=False)
+    c = check_int("chunks", chunks)
+    time = m + p + (c - 1) * max(m, p)
+    exposed = time - c * p
+    return {"time_s": time, "exposed_s": exposed,
+            "exposed_fraction": exposed / (c * m) if m > 0 else 0.0}
+
+
+# the forward collectives of one SP layer and the GEMM beside each: (site, op, GEMM's
+# weight in units of h^2 -- qkv 3h^2, proj h^2, fc1 / fc2 4h^2 -- Korthikanti §4.2.2)
+_SP_FORWARD_SITES = (("attn.qkv", "all_gather", 3), ("attn.proj", "reduce_scatter", 1),
+                     ("mlp.fc1", "all_gather", 4), ("mlp.fc2", "reduce_scatter", 4))
+
+
+def tp_forward_overlap(n_layers: int, d_model: int, n_heads: int, seq_len: int,
+                       micro_batch: int, tp: int, peak_flops: float, bandwidth: float,
+                       alpha: float, chunks: int, efficiency: float = 0.5,
+                       bytes_per_value: float = 2) -> dict:
+    """``tp_scaling``'s step with sequence parallelism, its communication hidden as far as
+    this model allows: backward's behind the weight-gradient matmuls (all of it: the
+    model's assumption, as for ``TPRun(overlap=True)``), forward's by chunking each
+    all-gather -> GEMM and GEMM -> reduce-scatter into ``chunks`` pipelined pieces
+    (``chunked_overlap``: one piece of every collective stays exposed; each piece pays
+    the link's latency ``alpha`` again). What smaller GEMMs lose in efficiency and what
+    the collectives take from the GEMMs' memory bandwidth are left out: these are bounds.
+
+    Returns {"chunks", "sites": per forward site {"site", "op", "comm_s", "gemm_s",
+    "exposed_s"} for one layer, "forward_comm_s" (all layers, unchunked),
+    "exposed_forward_s", "exposed_share" (exposed / forward_comm), "backward_comm_s",
+    "step_s" (no overlap), "step_backward_overlap_s", "step_overlap_s",
+    "gain_backward", "gain" (step_s / step_overlap_s - 1), "full_gain" (all
+    communication hidden), "comm_fraction"}."""
+    c = check_int("chunks", chunks)
+    base = tp_scaling(n_layers, d_model, n_heads, seq_len, micro_batch, tp, peak_flops,
+                      bandwidth, alpha, efficiency, True, bytes_per_value)
+    L, h, t = n_layers, d_model, tp
+    M = micro_batch * seq_len * h * bytes_per_value
+    sites, forward, exposed = [], 0.0, 0.0
+    for site, op, k in _SP_FORWARD_SITES:
+        whole = collective_time(op, M, t, alpha, bandwidth) if t > 1 else 0.0
+        gemm = 2 * micro_batch * seq_len * k * h * h / t / (peak_flops * efficiency)
+        piece = collective_time(op, M / c, t, alpha, bandwidth) if t > 1 else 0.0
+        hidden = chunked_overlap(piece, gemm / c, c)["exposed_s"] if c > 1 else whole
+        sites.append({"site": site, "op": op, "comm_s": whole, "gemm_s": gemm,
+                      "exposed_s": hidden})
+        forward, exposed = forward + L * whole, exposed + L * hidden
+    step, backward = base["step_s"], base["comm_s"] - forward
+    step_bwd = step - backward
+    step_ov = step_bwd - forward + exposed
+    return {"chunks": c, "sites": sites, "forward_comm_s": forward, "exposed_forward_s": exposed,
+            "exposed_share": exposed / forward if forward > 0 else 0.0,
+            "backward_comm_s": backward, "step_s": step, "step_backward_overlap_s": step_bwd,
+            "step_overlap_s": step_ov, "gain_backward": step / step_bwd - 1,
+            "gain": step / step_ov - 1, "full_gain": step / (step - base["comm_s"]) - 1,
+            "comm_fraction": base["comm_fraction"]}

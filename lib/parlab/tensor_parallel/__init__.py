@@ -2,6 +2,8 @@
 (Korthikanti et al. 2022), read in this order:
 
   mappings.py     f, g and sequence parallelism's pair, as autograd functions of (x, group)
+  collective_matmul.py  SP's forward all-gather -> GEMM and GEMM -> reduce-scatter, chunked
+                  and pipelined (Wang et al. 2023); layers.all_gather_matmul uses it
   layers.py       ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding (each
                   .from_linear / .from_embedding of a full layer), vocab_parallel_cross_entropy
   parallelize.py  parallelize(model, plan, group): swap submodules by a name -> style plan;
@@ -12,15 +14,16 @@
     parallelize(model, {"fc1": Colwise(), "fc2": Rowwise()}, group)
 """
 
+from .collective_matmul import matmul_reduce_scatter
 from .layers import (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding,
-                     vocab_parallel_cross_entropy)
+                     all_gather_matmul, vocab_parallel_cross_entropy)
 from .mappings import f, g, sp_gather, sp_reduce_scatter
 from .parallelize import (Colwise, Rowwise, SequenceParallel, VocabParallel, check_tp,
                           full_tensors, gpt_plan, parallelize, parallelize_gpt,
                           recompute_attention, sync_sequence_parallel_grads)
 from .runner import TPRecipe, TPRun, collect, run, train_worker
 
-__all__ = ["f", "g", "sp_gather", "sp_reduce_scatter", "ColumnParallelLinear",
+__all__ = ["f", "g", "sp_gather", "sp_reduce_scatter", "all_gather_matmul", "matmul_reduce_scatter", "ColumnParallelLinear",
            "RowParallelLinear", "VocabParallelEmbedding", "vocab_parallel_cross_entropy",
            "Colwise", "Rowwise", "SequenceParallel", "VocabParallel", "parallelize",
            "gpt_plan", "parallelize_gpt", "check_tp", "full_tensors", "recompute_attention",

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from .. import comm, trace
 from . import mappings
+from .collective_matmul import all_gather_matmul_forward, check_chunks, matmul_reduce_scatter
 from .mappings import tp_size
 
 
@@ -84,17 +85,21 @@ class _ColumnParallelMatmul(torch.autograd.Function):
       all-gathered again there (Korthikanti §4.2.2): t times fewer bytes kept, one
       more all-gather per layer in backward;
     * with ``overlap``, the input-gradient collective is *started* before the
-      weight-gradient matmul and waited for after it, so the two run together.
+      weight-gradient matmul and waited for after it, so the two run together;
+    * with ``chunks`` > 1 (sequence parallelism), the forward all-gather is pipelined
+      with the GEMM chunk by chunk (``collective_matmul``; Wang et al. 2023, §3).
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, group, sequence_parallel, overlap):
+    def forward(ctx, x, weight, bias, group, sequence_parallel, overlap, chunks=1):
         ctx.group, ctx.sp, ctx.overlap = group, sequence_parallel, overlap
         ctx.has_bias = bias is not None
         trace.keep_tags(ctx)
-        with trace.tagged(direction="forward", operator="sp_gather"):
-            total = mappings.gather_sequence(x, group) if sequence_parallel else x
         ctx.save_for_backward(x, weight)
+        with trace.tagged(direction="forward", operator="sp_gather"):
+            if sequence_parallel and chunks > 1:
+                return all_gather_matmul_forward(x, weight, bias, group, chunks)
+            total = mappings.gather_sequence(x, group) if sequence_parallel else x
         return F.linear(total, weight, bias)
 
     @staticmethod
@@ -109,7 +114,18 @@ class _ColumnParallelMatmul(torch.autograd.Function):
         grad_weight = grad_2d.t().matmul(total.reshape(-1, total.size(-1)))
         grad_bias = grad_2d.sum(0) if ctx.has_bias else None
         grad_input = wait()                                   # overlap: it ran beside the matmul
-        return grad_input, grad_weight, grad_bias, None, None, None
+        return grad_input, grad_weight, grad_bias, None, None, None, None
+
+
+def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor, group=None, chunks: int = 1,
+                      bias: torch.Tensor | None = None) -> torch.Tensor:
+    """The column-parallel layer's forward under sequence parallelism: all-gather the
+    sequence shards, then X A_r (+ b_r), in ``chunks`` pipelined pieces (Wang et al.
+    2023, §3); backward unchunked. x: (B, T/t, in) -> (B, T, out/t)."""
+    if tp_size(group) == 1:
+        return F.linear(x, weight, bias)
+    check_chunks(chunks, x.size(1))
+    return _ColumnParallelMatmul.apply(x, weight, bias, group, True, False, chunks)
 
 
 def _start_input_grad_reduction(grad_input, group, sequence_parallel, overlap):
@@ -136,22 +152,25 @@ def _start_input_grad_reduction(grad_input, group, sequence_parallel, overlap):
 class ColumnParallelLinear(nn.Module):
     """Keeps rows ``r`` of the (out, in) weight -- A's columns -- and the matching bias
     slice. Input: the whole activation (or its sequence shard with ``sequence_parallel``);
-    output: this rank's slice of the output features. ``parts``: see ``shard``."""
+    output: this rank's slice of the output features. ``parts``: see ``shard``.
+    ``overlap_chunks``: the forward all-gather pipelined with the GEMM in that many
+    chunks (sequence parallelism only; ``all_gather_matmul``)."""
 
     def __init__(self, weight, bias, group=None, sequence_parallel=False, overlap=False,
-                 parts=1):
+                 parts=1, overlap_chunks=1):
         super().__init__()
         self.group, self.sequence_parallel, self.overlap = group, sequence_parallel, overlap
+        self.overlap_chunks = check_chunks(overlap_chunks, None, sequence_parallel)
         self.weight = _param(shard(weight, 0, group, parts), split=(0, parts))
         self.bias = _param(None if bias is None else shard(bias, 0, group, parts), split=(0, parts))
 
     @classmethod
     @torch.no_grad()
     def from_linear(cls, linear: nn.Linear, group=None, parts=1, sequence_parallel=False,
-                    overlap=False) -> "ColumnParallelLinear":
+                    overlap=False, overlap_chunks=1) -> "ColumnParallelLinear":
         """This rank's column slice of a full ``nn.Linear`` (its weight is the reference)."""
         return cls(linear.weight.detach(), None if linear.bias is None else linear.bias.detach(),
-                   group, sequence_parallel, overlap, parts)
+                   group, sequence_parallel, overlap, parts, overlap_chunks)
 
     def forward(self, x):
         if tp_size(self.group) == 1:
@@ -159,29 +178,36 @@ class ColumnParallelLinear(nn.Module):
         if not (self.sequence_parallel or self.overlap):   # the textbook form: f, then matmul
             return F.linear(mappings.f(x, self.group), self.weight, self.bias)
         return _ColumnParallelMatmul.apply(x, self.weight, self.bias, self.group,
-                                           self.sequence_parallel, self.overlap)
+                                           self.sequence_parallel, self.overlap,
+                                           self.overlap_chunks)
 
 
 class RowParallelLinear(nn.Module):
     """Keeps columns ``r`` of the (out, in) weight -- A's rows. Input: this rank's slice
     of the input features; output: the full output after g (or this rank's sequence
-    shard of it after g-bar). The bias is added once, after the sum."""
+    shard of it after g-bar). The bias is added once, after the sum. ``overlap_chunks``:
+    the GEMM and the reduce-scatter pipelined in that many chunks (sequence parallelism
+    only; ``collective_matmul.matmul_reduce_scatter``)."""
 
-    def __init__(self, weight, bias, group=None, sequence_parallel=False):
+    def __init__(self, weight, bias, group=None, sequence_parallel=False, overlap_chunks=1):
         super().__init__()
         self.group, self.sequence_parallel = group, sequence_parallel
+        self.overlap_chunks = check_chunks(overlap_chunks, None, sequence_parallel)
         self.weight = _param(shard(weight, 1, group), split=(1, 1))
         self.bias = _param(bias.clone() if bias is not None else None, sequence_parallel)
 
     @classmethod
     @torch.no_grad()
-    def from_linear(cls, linear: nn.Linear, group=None,
-                    sequence_parallel=False) -> "RowParallelLinear":
+    def from_linear(cls, linear: nn.Linear, group=None, sequence_parallel=False,
+                    overlap_chunks=1) -> "RowParallelLinear":
         """This rank's row slice of a full ``nn.Linear``."""
         return cls(linear.weight.detach(), None if linear.bias is None else linear.bias.detach(),
-                   group, sequence_parallel)
+                   group, sequence_parallel, overlap_chunks)
 
     def forward(self, x):
+        if self.overlap_chunks > 1 and tp_size(self.group) > 1:
+            y = matmul_reduce_scatter(x, self.weight, self.group, self.overlap_chunks)
+            return y if self.bias is None else y + self.bias
         partial = F.linear(x, self.weight)                  # X_r A_r: one term of the sum
         reduce = mappings.sp_reduce_scatter if self.sequence_parallel else mappings.g
         y = reduce(partial, self.group)

@@ -45,16 +45,20 @@ from .mappings import split_sequence, tp_size
 class Colwise:
     parts: int | tuple = 1   # equal parts, or their sizes ([q | k | v] under GQA)
     overlap: bool = False    # the input-gradient collective beside the weight-gradient matmul
+    overlap_chunks: int = 1  # SP's forward all-gather pipelined with the GEMM (Wang et al. §3)
 
     def __call__(self, module, group, sequence_parallel):
         return ColumnParallelLinear.from_linear(module, group, self.parts, sequence_parallel,
-                                                self.overlap)
+                                                self.overlap, self.overlap_chunks)
 
 
 @dataclass(frozen=True)
 class Rowwise:
+    overlap_chunks: int = 1  # the GEMM pipelined with SP's forward reduce-scatter
+
     def __call__(self, module, group, sequence_parallel):
-        return RowParallelLinear.from_linear(module, group, sequence_parallel)
+        return RowParallelLinear.from_linear(module, group, sequence_parallel,
+                                             self.overlap_chunks)
 
 
 @dataclass(frozen=True)
@@ -96,29 +100,31 @@ def parallelize(model: nn.Module, plan: dict, group=None, sequence_parallel: boo
     return model
 
 
-def gpt_plan(config, overlap: bool = False) -> dict:
+def gpt_plan(config, overlap: bool = False, overlap_chunks: int = 1) -> dict:
     """The plan of the lab's GPT (``parlab.model``): whole heads per rank, Megatron's
     column-then-row pairs, vocabulary-parallel embedding and head. MoE blocks' experts
-    stay whole (replicated over the group: Megatron's expert_tensor_parallel_size=1)."""
-    hd, kv = config.head_dim, config.n_kv_heads
+    stay whole (replicated over the group: Megatron's expert_tensor_parallel_size=1).
+    ``overlap_chunks``: every column / row pair's SP collectives chunked and pipelined."""
+    hd, kv, c = config.head_dim, config.n_kv_heads, overlap_chunks
     dense = [i for i in range(config.n_layers) if not config.is_moe_layer(i)]
     plan = {"wte": VocabParallel(),
             "blocks.*.ln1": SequenceParallel(), "blocks.*.ln2": SequenceParallel(),
-            "blocks.*.attn.qkv": Colwise((config.n_heads * hd, kv * hd, kv * hd), overlap),
-            "blocks.*.attn.proj": Rowwise(),
-            **{f"blocks.{i}.mlp.fc1": Colwise(2 if config.mlp == "swiglu" else 1, overlap)
+            "blocks.*.attn.qkv": Colwise((config.n_heads * hd, kv * hd, kv * hd), overlap, c),
+            "blocks.*.attn.proj": Rowwise(c),
+            **{f"blocks.{i}.mlp.fc1": Colwise(2 if config.mlp == "swiglu" else 1, overlap, c)
                for i in dense},
-            **{f"blocks.{i}.mlp.fc2": Rowwise() for i in dense},
-            "ln_f": SequenceParallel(), "lm_head": Colwise(1, overlap)}
+            **{f"blocks.{i}.mlp.fc2": Rowwise(c) for i in dense},
+            "ln_f": SequenceParallel(), "lm_head": Colwise(1, overlap, c)}
     if config.positions == "learned":
         plan["wpe"] = SequenceParallel(split_input=True)  # this rank's positions
     return plan
 
 
-def parallelize_gpt(model, group=None, sequence_parallel: bool = False, overlap: bool = False):
+def parallelize_gpt(model, group=None, sequence_parallel: bool = False, overlap: bool = False,
+                    overlap_chunks: int = 1):
     """The lab's GPT tensor-parallel over ``group``: its plan, and the vocabulary-parallel
     loss (the logits stay split: (B, T, V/t) per rank, never gathered)."""
-    parallelize(model, gpt_plan(model.config, overlap), group, sequence_parallel)
+    parallelize(model, gpt_plan(model.config, overlap, overlap_chunks), group, sequence_parallel)
     model.loss_fn = partial(vocab_parallel_cross_entropy, group=group)
     return model
 

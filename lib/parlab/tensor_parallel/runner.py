@@ -20,6 +20,7 @@ from ..memory import ActivationCounter
 from ..model import GPT
 from ..runs import Recipe, RunResult, TrainRun, make_run, train
 from ..validate import check_bool, check_choice
+from .collective_matmul import check_chunks
 from .parallelize import (check_tp, full_tensors, parallelize_gpt, recompute_attention,
                           sync_sequence_parallel_grads)
 
@@ -32,11 +33,14 @@ class TPRun(TrainRun):
     """One tensor-parallel training run over t = world_size ranks. ``sequence_parallel``:
     Korthikanti's sequence parallelism on top; ``overlap``: the input-gradient
     collective runs beside the weight-gradient matmul; ``recompute``: "none" or
-    "selective" (the attention core is recomputed in backward). Collective counts and
-    bytes are always returned."""
+    "selective" (the attention core is recomputed in backward); ``overlap_chunks``: with
+    sequence parallelism, the forward all-gather -> GEMM and GEMM -> reduce-scatter
+    pipelined in that many chunks (``collective_matmul``). Collective counts and bytes
+    are always returned."""
     sequence_parallel: bool = False
     overlap: bool = False
     recompute: str = "none"
+    overlap_chunks: int = 1
 
     def check(self, world_size: int) -> None:
         """Raise ValueError naming the broken field (before any rank starts)."""
@@ -45,6 +49,8 @@ class TPRun(TrainRun):
         check_bool("overlap", self.overlap)
         check_choice("recompute", self.recompute, RECOMPUTE)
         check_tp(self.config, world_size, self.sequence_parallel)
+        check_chunks(self.overlap_chunks, self.config.seq_len // world_size,
+                     self.sequence_parallel)
 
 
 def labelled(model) -> None:
@@ -65,7 +71,8 @@ class TPRecipe(Recipe):
         super().__init__(run, group)
         self.replica = 0 if self.rank == 0 else None  # one loss: every rank has the same
         self.model = GPT(run.config, run.seed).to(comm.device(group))
-        parallelize_gpt(self.model, group, run.sequence_parallel, run.overlap)
+        parallelize_gpt(self.model, group, run.sequence_parallel, run.overlap,
+                        run.overlap_chunks)
         if run.recompute == "selective":
             recompute_attention(self.model)
         self.optimizer = self.make_optimizer(self.model.parameters())
