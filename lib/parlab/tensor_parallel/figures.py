@@ -287,3 +287,13 @@ def gpu_scale_table(curves: dict[str, list[dict]], title: str = "GPT-3 175B, b=1
                  headers={"tp": "t", "link_name": "ring over", "compute_s": "compute",
                           "comm_s": "comm", "comm_fraction": "comm share", "mfu": "MFU",
                           "tokens_per_s_per_gpu": "tokens/s per GPU"})
+
+
+def forward_overlap_table(rows: list[dict]):
+    """The SP MLP's median forward per t and chunk count, and its ratio to unchunked
+    (``forward_overlap.forward_overlap``)."""
+    return table(rows, ["tp", "chunks", "forward_s", "ratio"],
+                 caption="SP MLP forward, this machine's CPU ranks (medians, interleaved)",
+                 formats={"forward_s": lambda x: f"{x * 1e3:.1f} ms", "ratio": ".2f"},
+                 headers={"tp": "t", "chunks": "chunks c", "forward_s": "median forward",
+                          "ratio": "× c=1"})
