@@ -142,3 +142,21 @@ def tp_comm_time(rng):
                f"micro-batch's forward + backward take (not overlapped)?", ms, "ms",
                f"Per layer 4 all-reduces of b·s·h·2 B, each 2(t-1)·α + 2(t-1)/t·M/B; times "
                f"{L} layers = {fmt(ms)} ms (cost.tp_scaling's comm_s). {why}")
+
+S8 = ("02", 8, "Overlap: what can hide behind what")
+
+
+@template("tp_chunked_exposed", "tp_sp", S8)
+def tp_chunked_exposed(rng):
+    c = rng.choice((2, 4, 8, 16))
+    comm_ms, gemm_ms = rng.choice((0.1, 0.2, 0.4)), rng.choice((0.8, 1.6, 2.0))
+    r = cost.chunked_overlap(comm_ms / c, gemm_ms / c, c)
+    pct = 100 * r["exposed_fraction"]
+    return Ask(f"Sequence parallelism: an all-gather of {comm_ms} ms feeds a column-parallel GEMM "
+               f"of {gemm_ms} ms. Both are cut into c = {c} chunks and pipelined (chunk k+1's "
+               f"all-gather runs during chunk k's GEMM), latency ignored. What percentage of the "
+               f"all-gather stays exposed?", pct, "%",
+               f"The first chunk's all-gather has no GEMM beside it; after that each chunk's "
+               f"GEMM ({fmt(gemm_ms / c)} ms) is longer than the next chunk's all-gather "
+               f"({fmt(comm_ms / c)} ms): exposed = 1/c = {fmt(pct)}% "
+               f"(cost.chunked_overlap; Wang et al. ASPLOS 2023, §3).")
