@@ -285,7 +285,7 @@ def reference_optimizer(params, lr: float, weight_decay: float = 0.0) -> torch.o
 
 def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 1e-3,
                     seed: int = 0, data_seed: int = 0, weight_decay: float = 0.0,
-                    device: str | torch.device = "cpu") -> dict:
+                    device: str | torch.device = "cpu", max_grad_norm: float | None = None) -> dict:
     """The single-device training loop every strategy must reproduce.
 
     Step s trains on the global batch parlab.data.get_batch(s, batch_size, ...) with
@@ -294,7 +294,9 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
     A MoE config adds "moe": per step, {layer name: {"routed": assignments per expert
     (before capacity), "kept": per expert, "capacity": int or None, "dropped": [(token,
     choice)] in the global batch's row-major token order}}; DeepSeek-V3's bias balancer
-    moves its biases after each step.
+    moves its biases after each step. ``max_grad_norm``: clip by the global norm before
+    each step (``torch.nn.utils.clip_grad_norm_``); the norms before clipping are returned
+    as "grad_norms".
     """
     from parlab.data import check_vocab, get_batch
     from parlab.validate import check_float, check_int
@@ -310,12 +312,16 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
     check_float("weight_decay", weight_decay, strict=False)
     model = GPT(config, seed).to(device)
     opt = reference_optimizer(model.parameters(), lr, weight_decay)
-    losses, moe = [], []
+    if max_grad_norm is not None:
+        check_float("max_grad_norm", max_grad_norm)
+    losses, moe, norms = [], [], []
     for step in range(steps):
         x, y = get_batch(step, batch_size, config.seq_len, config.vocab_size, seed=data_seed)
         _, loss = model(x.to(device), y.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if max_grad_norm is not None:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)))
         opt.step()
         losses.append(loss.item())
         if config.n_experts:
@@ -323,6 +329,8 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
             for m in model.moe_layers():
                 m.update_bias_()
     extra = {"moe": moe} if config.n_experts else {}
+    if max_grad_norm is not None:
+        extra["grad_norms"] = norms
     return {**extra,
         "losses": losses,
         "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},

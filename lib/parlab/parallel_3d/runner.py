@@ -53,6 +53,7 @@ from ..pipeline_parallel.stages import gpt_stages
 from ..runs import Recipe, RunResult, TrainRun, make_run, train
 from ..tensor_parallel.parallelize import check_tp, parallelize_gpt, sync_sequence_parallel_grads
 from ..validate import check_bool, check_choice, check_float, check_int
+from .clip import clip_grad_norm_
 from .dp_sync import DataParallel, full_state
 from .emulated import EmulatedTPCompute
 
@@ -92,6 +93,7 @@ class Run3D(TrainRun):
     compute: str = "real"
     t_fwd: float = 0.4
     t_bwd: float = 0.8
+    max_grad_norm: float | None = None  # clip by the global norm before each step (clip.py)
     trains_moe: ClassVar[bool] = True
 
     def check(self, world_size: int) -> None:
@@ -105,6 +107,15 @@ class Run3D(TrainRun):
         check_choice("compute", self.compute, COMPUTE)
         check_float("t_fwd", self.t_fwd)
         check_float("t_bwd", self.t_bwd)
+        if self.max_grad_norm is not None:
+            check_float("max_grad_norm", self.max_grad_norm)
+            if self.zero_stage or self.ep > 1 or self.cp > 1 or self.compute != "real":
+                # ZeRO 1-2 step from their own gradient shards and FullyShard from its
+                # flat ones: the norm would sum those over DP, not yet composed here
+                raise ValueError(f"max_grad_norm={self.max_grad_norm} is composed for zero_stage "
+                                 f"0, ep=1, cp=1 and compute='real' (the averaged gradients in "
+                                 f"p.grad on every replica); got zero_stage={self.zero_stage}, "
+                                 f"ep={self.ep}, cp={self.cp}, compute={self.compute!r}")
         if dp * pp * cp * tp != world_size:
             raise ValueError(f"dp*pp*cp*tp = {dp}*{pp}*{cp}*{tp} = {dp * pp * cp * tp} must "
                              f"equal world_size={world_size}")
@@ -146,6 +157,7 @@ class Recipe3D(Recipe):
         self.mesh = Mesh(dp=run.dp, pp=run.pp, cp=run.cp, tp=run.tp, ep=run.ep).init()
         me, fold = self.mesh.my_coords(), self.mesh.folded(dist.get_rank())
         self.me, self.fold = me, fold
+        self.grad_norms: list[float] = []  # ||g|| before clipping, per step (max_grad_norm)
         g = {a: self.mesh.group(a) for a in ("tp", "pp", "cp", "dp_cp", "ep", "edp")}
         self.groups = g
         c, m, real = run.config, run.micro_batches, run.compute == "real"
@@ -221,6 +233,10 @@ class Recipe3D(Recipe):
         return loss + sum(self.aux)
 
     def step(self) -> None:
+        if self.run.max_grad_norm is not None:  # after the DP average, before the update
+            self.grad_norms.append(clip_grad_norm_(self.dp.params, self.run.max_grad_norm,
+                                                   self.groups["tp"], self.groups["pp"],
+                                                   self.me["tp"]))
         self.dp.step()
 
     def parameters(self) -> list:
@@ -246,7 +262,7 @@ class Recipe3D(Recipe):
             busy = sum(e["end"] - e["start"] for e in ops)
             bubble.append(max(0.0, 1.0 - busy / (pipe["end"] - t0)) if ops else 0.0)
         return {"coords": self.me, "phases": phases, "bubble": bubble,
-                "stash_peak": self.executor.peak}
+                "stash_peak": self.executor.peak, "grad_norms": self.grad_norms}
 
 
 def train_worker(run: Run3D) -> dict:
@@ -261,7 +277,8 @@ def collect(run: Run3D, ranks: list[dict]) -> RunResult:
     of replica 0 (experts from the first EP group); ``ranks[i]``: coords, step_times,
     phases (pipeline / grad sync / optimizer seconds per step), bubble per step,
     stash_peak (and events if ``run.trace``)."""
-    result = RunResult.gather(run, ranks, ("coords", "phases", "bubble", "stash_peak"))
+    result = RunResult.gather(run, ranks, ("coords", "phases", "bubble", "stash_peak",
+                                           "grad_norms"))
     if run.trace:
         for row, r in zip(result.ranks, ranks):
             row["events"] = r["events"]

@@ -1,0 +1,73 @@
+"""Clipping by the global gradient norm on a dp x pp x tp mesh (parallel_3d/clip.py):
+the norm each step equals one device's (torch.nn.utils.clip_grad_norm_), clipping
+changes the run (max_norm below the norm), and losses and parameters after the clipped
+steps equal the clipped reference. Planted: TP-replicated parameters counted t times,
+the partial sums added over DP too, the stages' sums never added -- each gives another
+norm. Run3D refuses max_grad_norm where the gradients are not whole in p.grad on every
+replica (ZeRO 1-3, EP, CP)."""
+import pytest
+import workers_3d
+from parlab import launch
+from parlab import parallel_3d as p3
+from parlab.model import GPTConfig, max_differences, reference_train
+from parlab.parallel_3d import Run3D
+
+CFG = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4)
+STEPS, BATCH, LR, MAX_NORM = 3, 16, 1e-3, 0.5
+TOL = {"loss": 2e-6, "grad": 1e-6, "param": 1e-5}
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return reference_train(CFG, STEPS, BATCH, LR, max_grad_norm=MAX_NORM)
+
+
+def make(dp, pp, tp, **kw):
+    fields = dict(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, micro_batches=2,
+                  max_grad_norm=MAX_NORM)
+    return Run3D(**{**fields, **kw}, dp=dp, pp=pp, tp=tp)
+
+
+def _norm(grads):
+    return sum(float(g.pow(2).sum()) for g in grads.values()) ** 0.5
+
+
+def clipped(run, bug=None):
+    return p3.collect(run, launch(workers_3d.clip_3d_worker, 4, run, bug, timeout=200))
+
+
+def test_the_reference_clips(ref):
+    assert all(n > MAX_NORM for n in ref["grad_norms"])  # so every step was clipped
+    assert _norm(ref["grads"]) == pytest.approx(MAX_NORM, rel=1e-4)  # the last step's, clipped
+    plain = reference_train(CFG, 1, BATCH, LR)
+    assert _norm(plain["grads"]) == pytest.approx(ref["grad_norms"][0], rel=1e-5)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("dp, pp, tp, zero", [(2, 1, 2, 0), (1, 2, 2, 0), (2, 2, 1, 0)])
+def test_clipped_3d_run_equals_one_device(ref, dp, pp, tp, zero):
+    r = clipped(make(dp, pp, tp, zero_stage=zero))
+    d = max_differences(r, ref)
+    assert all(d[k] < TOL[k] for k in TOL), d
+    for row in r.ranks:  # the same norm on every rank, equal to one device's
+        assert row["grad_norms"] == pytest.approx(ref["grad_norms"], rel=1e-5)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("bug, layout", [("replicated_t_times", (1, 2, 2)),
+                                         ("summed_over_dp", (2, 2, 1)),
+                                         ("no_pp_sum", (1, 2, 2))])
+def test_a_wrong_norm_is_caught(ref, bug, layout):
+    r = clipped(make(*layout), bug)
+    first = r.ranks[0]["grad_norms"][0]
+    assert abs(first / ref["grad_norms"][0] - 1) > 0.01, (bug, first, ref["grad_norms"][0])
+    assert max_differences(r, ref)["param"] > TOL["param"]
+
+
+@pytest.mark.parametrize("kw, field", [(dict(max_grad_norm=0.0), "max_grad_norm"),
+                                       (dict(max_grad_norm="1"), "max_grad_norm"),
+                                       (dict(zero_stage=1), "zero_stage"),
+                                       (dict(zero_stage=3), "zero_stage")])
+def test_bad_max_grad_norm_is_refused(kw, field):
+    with pytest.raises(ValueError, match=field):
+        make(2, 1, 2, **{"max_grad_norm": MAX_NORM, **kw}).check(4)
