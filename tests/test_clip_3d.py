@@ -6,11 +6,9 @@ the partial sums added over DP too, the stages' sums never added -- each gives a
 norm. Run3D refuses max_grad_norm where the gradients are not whole in p.grad on every
 replica (ZeRO 1-3, EP, CP)."""
 import pytest
-import workers_3d
-from parlab import launch
-from parlab import parallel_3d as p3
 from parlab.model import GPTConfig, max_differences, reference_train
 from parlab.parallel_3d import Run3D
+from parlab.parallel_3d.clip_experiments import clip_rows, clipped_run
 
 CFG = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4)
 STEPS, BATCH, LR, MAX_NORM = 3, 16, 1e-3, 0.5
@@ -33,7 +31,7 @@ def _norm(grads):
 
 
 def clipped(run, bug=None):
-    return p3.collect(run, launch(workers_3d.clip_3d_worker, 4, run, bug, timeout=200))
+    return clipped_run(run, bug)
 
 
 def test_the_reference_clips(ref):
@@ -71,3 +69,12 @@ def test_a_wrong_norm_is_caught(ref, bug, layout):
 def test_bad_max_grad_norm_is_refused(kw, field):
     with pytest.raises(ValueError, match=field):
         make(2, 1, 2, **{"max_grad_norm": MAX_NORM, **kw}).check(4)
+
+
+def test_clip_rows_and_bad_bug():
+    rows = clip_rows(steps=1)
+    assert [r["rule"] == "right" for r in rows] == [True, True, False, False, False]
+    for r in rows:
+        assert (abs(r["ratio"] - 1) < 1e-5) == (r["rule"] == "right"), r
+    with pytest.raises(ValueError, match="bug='typo'"):
+        clipped_run(make(2, 1, 2), "typo")

@@ -47,24 +47,3 @@ def buggy_3d_worker(run, bug):
     finally:
         dp_sync.DataParallel.reduce, runner.Mesh = saved
 
-
-def clip_3d_worker(run, bug=None):
-    """parallel_3d's train_worker with max_grad_norm set, and optionally one mistake in
-    the global norm (restored after: the ranks are reused):
-      "replicated_t_times"  TP-replicated parameters counted on every TP rank;
-      "summed_over_dp"      the partial sums also added over the DP replicas;
-      "no_pp_sum"           the stages' partial sums never added."""
-    from parlab.parallel_3d import clip, runner
-    from parlab.runs import train
-    recipe = runner.Recipe3D(run)
-    saved = clip.local_square_sum, clip.sum_over
-    if bug == "replicated_t_times":
-        clip.local_square_sum = lambda params, tp_rank: saved[0](params, 0)
-    elif bug == "summed_over_dp":
-        clip.sum_over = lambda x, groups: saved[1](x, (*groups, recipe.groups["dp_cp"]))
-    elif bug == "no_pp_sum":
-        clip.sum_over = lambda x, groups: saved[1](x, groups[:1])
-    try:
-        return train(recipe)
-    finally:
-        clip.local_square_sum, clip.sum_over = saved

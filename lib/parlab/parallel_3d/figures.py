@@ -273,3 +273,13 @@ def zero3_table(rows: list[dict]):
                          "TFLOP/s per GPU",
                  headers=dict(name="run", published="paper (Table 2)", predicted="planner", error="error"),
                  formats=dict(published=".0f", predicted=".0f", error="+.0%"))
+
+
+def clip_table(rows: list[dict]):
+    """``clip_experiments.clip_rows``: the global norm of step 0 on each layout and rule
+    against one device's, and the parameters after the clipped steps."""
+    return table(rows, ["layout", "rule", "norm", "one_device", "ratio", "param_diff"],
+                 caption="global gradient norm, step 0, before clipping (max_norm 0.5)",
+                 headers=dict(one_device="one device", ratio="norm / one device",
+                              param_diff="max |param diff|"),
+                 formats=dict(norm=".5f", one_device=".5f", ratio=".4f", param_diff=".1e"))
