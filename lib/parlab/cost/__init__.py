@@ -18,6 +18,9 @@ ValueError naming the argument (each module's docstring states its domains).
                  lab_activation_memory (the lab's layer); ModelPreset, MODEL_PRESETS,
                  memory_plan, max_micro_batch
   data_parallel  dp_step_time, dp_speedup (PyTorch DDP, Li et al.)
+  fsdp          fsdp_comm_volume, fsdp_gathered_peak (resharding, prefetch; Zhao et al.),
+                 hsdp_comm_volume (hybrid sharding), zeropp_comm_volume (ZeRO++),
+                 zero_offload_traffic (ZeRO-Offload)
   tensor_parallel  tp_comm_per_layer (Megatron-LM, Shoeybi et al.; sequence parallelism,
                  Korthikanti et al.), tp_scaling, tp_scaling_curve (one TP group on
                  NVLink or across nodes)
@@ -55,6 +58,8 @@ from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
                           ring_tree_crossover)
 from .compute import flops_per_token, mfu, mfu_from_hfu, training_time, transformer_params
 from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
+from .fsdp import (fsdp_comm_volume, fsdp_gathered_peak, hsdp_comm_volume, zero_offload_traffic,
+                   zeropp_comm_volume)
 from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset, activation_memory,
                      activation_table, lab_activation_memory, max_micro_batch, memory_plan,
                      zero_comm_volume, zero_memory)
@@ -96,6 +101,8 @@ __all__ = [
     "activation_table", "lab_activation_memory",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
     "dp_step_time", "dp_speedup", "onebit_adam_volume_ratio",
+    "fsdp_comm_volume", "fsdp_gathered_peak", "hsdp_comm_volume", "zeropp_comm_volume",
+    "zero_offload_traffic",
     "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve", "chunked_overlap", "tp_forward_overlap",
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",

@@ -7,6 +7,8 @@ Read in this order:
                   optimizer over any parameters
   fully_shard.py  FullyShard: stage 3 (P_os+g+p) over any module, units gathered just
                   in time; fp16/bf16 compute over fp32 master shards
+  prefetch.py     Prefetcher: the next unit's all-gather issued before this unit computes
+  hybrid.py       HybridShard: HSDP, ZeRO-3 within a node and replicas across nodes
   probes.py       MemoryProbe and Tracer: instrumentation the runner passes in
   peers.py        torch_peer: FSDP2 (fully_shard) and DDP on the same model
   runner.py       ZeroRun (checked before any process starts), run(): the stages as these
@@ -21,6 +23,8 @@ Read in this order:
 
 from .flat import ShardLayout  # noqa: F401
 from .fully_shard import FullyShard  # noqa: F401
+from .hybrid import HybridShard, hsdp_groups  # noqa: F401
+from .prefetch import Prefetcher  # noqa: F401
 from .peers import PEERS, torch_peer  # noqa: F401
 from .probes import MemoryProbe, Tracer  # noqa: F401
 from .runner import ZeroRecipe, ZeroRun, apply_zero, collect, run, train_worker  # noqa: F401

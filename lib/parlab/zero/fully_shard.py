@@ -22,7 +22,8 @@ sends them. ``compute_dtype`` (FSDP2's MixedPrecisionPolicy param_dtype = reduce
 stay fp32 (the master weights); what is gathered, computed with and reduce-scattered is
 cast to it, and so are a unit's floating-point inputs. ``reshard_after_forward=False``
 keeps a unit's gathered parameters from its forward to its backward (FSDP2's option:
-one all-gather fewer, the memory held longer; ZeRO-2 with sharded storage).
+one all-gather fewer, the memory held longer; ZeRO-2 with sharded storage). ``prefetch``
+issues the next unit's all-gather before this unit computes (zero/prefetch.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..data_parallel.ddp import NoSync, broadcast_state, used_anywhere
 from ..mesh import check_group
 from ..validate import check_bool, check_choice
 from .flat import ShardLayout
+from .prefetch import Prefetcher
 
 
 class _Unit:
@@ -59,7 +61,7 @@ class FullyShard(NoSync, nn.Module):
     ModuleList); ``probe``: a ``zero.MemoryProbe`` told of every gathered buffer."""
 
     def __init__(self, module: nn.Module, group=None, units=None, compute_dtype=None,
-                 reshard_after_forward: bool = True, probe=None):
+                 reshard_after_forward: bool = True, probe=None, prefetch: bool = False):
         super().__init__()
         if not isinstance(module, nn.Module):
             raise ValueError(f"module must be a torch.nn.Module, got {type(module).__name__}")
@@ -72,6 +74,7 @@ class FullyShard(NoSync, nn.Module):
         self.module = module
         self.units = self._units(module, units)
         self.shards = nn.ParameterList([s for u in self.units for s in u.shards])
+        self.prefetcher = Prefetcher(self) if check_bool("prefetch", prefetch) else None
         for u in self.units:
             for slots in u.slots:  # the full tensors leave the module: it holds shards only
                 for owner, attr in slots:
@@ -110,11 +113,22 @@ class FullyShard(NoSync, nn.Module):
         return self.module(*args, **kwargs)
 
     # --- forward: gather, compute, free ---------------------------------------------
-    def _gather(self, u: _Unit, why: str) -> list[torch.Tensor]:
+    def _all_gather(self, u: _Unit, why: str, async_op: bool = False):
+        """The unit's full flat buffer (async_op: and the ``wait()`` to call before use)."""
         dtype = self.dtype or u.shards[0].dtype
         full = torch.empty(self.dp * u.layout.block, dtype=dtype, device=u.shards[0].device)
-        comm.all_gather(full, u.layout.own([s.detach() for s in u.shards], dtype), self.group,
-                        label=f"{u.label or 'root'} params ({why})")
+        own, label = u.layout.own([s.detach() for s in u.shards], dtype), \
+            f"{u.label or 'root'} params ({why})"
+        if async_op:
+            return full, comm.all_gather_async(full, own, self.group, label=label)
+        return comm.all_gather(full, own, self.group, label=label)
+
+    def _gather(self, u: _Unit, why: str) -> list[torch.Tensor]:
+        full = self.prefetcher.take(u, why) if self.prefetcher is not None else None
+        if full is None:
+            full = self._all_gather(u, why)
+        if self.prefetcher is not None:  # the next unit's, before this one computes
+            self.prefetcher.issue_after(u, why)
         params = u.layout.unpack(full)  # each its own tensor: freed one by one
         if self.probe is not None:
             for t in params:
@@ -185,6 +199,8 @@ class FullyShard(NoSync, nn.Module):
         """Send what ``no_sync`` held, wait for every reduce-scatter; each trainable
         shard's gradient is then the average over the group of its part of the gradient
         (summed over micro-batches)."""
+        if self.prefetcher is not None:
+            self.prefetcher.drain()  # a gather no unit asked for: the shards change next
         if self.sync:
             for u in self.units:
                 if u.held is not None:

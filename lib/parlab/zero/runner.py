@@ -10,7 +10,8 @@ The stages are the ZeRO parts applied to the lab's GPT (Rajbhandari et al., SC 2
   2  ``ShardedOptimizer(stage=2)``: + gradients partitioned (P_os+g)
   3  ``FullyShard``: + parameters partitioned (P_os+g+p)
 
-and "ddp" / "fsdp2" are PyTorch's own (``peers.py``). A ``MemoryProbe`` and a ``Tracer``
+and "ddp" / "fsdp2" are PyTorch's own (``peers.py``). Stage 3 takes FSDP's options:
+``reshard_after_forward``, ``prefetch`` and ``replicate`` > 1 (HSDP, ``hybrid.py``). A ``MemoryProbe`` and a ``Tracer``
 watch them from outside: bytes held by kind, and one compute span per unit."""
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from ..data_parallel.ddp import DDP_BUCKET_BYTES, BucketedDP
 from ..memory import optimizer_states
 from ..model import ADAMW_BETAS, GPT
 from ..runs import Recipe, RunResult, TrainRun, make_run, train
-from ..validate import check_choice, check_int
+from ..validate import check_bool, check_choice, check_int
 from .fully_shard import FullyShard
+from .hybrid import HybridShard, hsdp_groups
 from .peers import PEERS, torch_peer
 from .probes import MemoryProbe, Tracer
 from .sharded import ShardedOptimizer
@@ -39,15 +41,30 @@ class ZeroRun(TrainRun):
     """A ZeRO run: ``zero_stage`` 0 (plain DP), 1, 2 or 3, or a torch peer "ddp" /
     "fsdp2"; gradients bucketed by ``bucket_bytes`` (stages 0-2, and DDP's
     ``bucket_cap_mb``). The dp ranks each train on an equal slice of ``batch_size``.
+    Stage 3 only: ``reshard_after_forward`` (False: keep the gathered weights until
+    backward), ``prefetch`` (the next unit's all-gather issued early), ``replicate``
+    (HSDP: that many replicas of a ZeRO-3 group of world_size / replicate ranks).
     Events are always kept (``trace=True``)."""
     zero_stage: int | str = 3
     bucket_bytes: int = DDP_BUCKET_BYTES
     trace: bool = True
+    reshard_after_forward: bool = True
+    prefetch: bool = False
+    replicate: int = 1
 
     def check(self, world_size: int) -> None:
         super().check(world_size)
         check_choice("zero_stage", self.zero_stage, ZERO_STAGES + PEERS)
         check_int("bucket_bytes", self.bucket_bytes)
+        check_bool("reshard_after_forward", self.reshard_after_forward)
+        check_bool("prefetch", self.prefetch)
+        check_int("replicate", self.replicate)
+        fsdp = (not self.reshard_after_forward, self.prefetch, self.replicate != 1)
+        if any(fsdp) and self.zero_stage != 3:
+            raise ValueError(f"reshard_after_forward, prefetch and replicate are ZeRO-3's "
+                             f"options: zero_stage={self.zero_stage!r} must be 3")
+        if world_size % self.replicate:
+            raise ValueError(f"replicate={self.replicate} must divide world_size={world_size}")
         if self.batch_size % world_size:
             raise ValueError(f"dp=world_size={world_size} must divide batch_size="
                              f"{self.batch_size} (each rank trains on an equal slice)")
@@ -71,7 +88,11 @@ def apply_zero(gpt: GPT, run: ZeroRun, group=None, probe=None):
     if stage in (1, 2):
         return gpt, ShardedOptimizer(gpt.named_parameters(), torch.optim.AdamW, group, stage,
                                      run.bucket_bytes, probe=probe, **opt)
-    model = FullyShard(gpt, group, probe=probe)
+    kw = dict(probe=probe, reshard_after_forward=run.reshard_after_forward, prefetch=run.prefetch)
+    if run.replicate > 1:
+        model = HybridShard(gpt, *hsdp_groups(run.replicate, group), **kw)
+    else:
+        model = FullyShard(gpt, group, **kw)
     return model, torch.optim.AdamW(model.parameters(), **opt)
 
 
@@ -105,7 +126,7 @@ class ZeroRecipe(Recipe):
         return loss.item()
 
     def states(self) -> dict:
-        if isinstance(self.model, FullyShard):
+        if isinstance(self.model, (FullyShard, HybridShard)):
             held = self.model.states()
         else:
             params = list(self.gpt.parameters())
@@ -120,7 +141,7 @@ class ZeroRecipe(Recipe):
         return self.probe.held(self.states())
 
     def full_state(self):
-        if isinstance(self.model, FullyShard):
+        if isinstance(self.model, (FullyShard, HybridShard)):
             params, grads = self.model.full_state_dict(), self.model.full_grads()
         elif hasattr(self.model, "full_state"):  # a torch peer
             params, grads = self.model.full_state()
@@ -137,7 +158,7 @@ class ZeroRecipe(Recipe):
             if e["kind"] == "comm" and e["meta"].get("step") is not None:
                 sent[e["meta"]["step"]] += e["bytes_sent"]
         buckets = getattr(self.optimizer, "buckets", None) or getattr(self.model, "buckets", None) \
-            or getattr(self.model, "units", [])
+            or getattr(getattr(self.model, "fsdp", self.model), "units", [])
         return {"comm_bytes": sent, "bytes_sent": sum(sent),
                 "buckets": [len(getattr(b, "params", ())) for b in buckets]}
 

@@ -1,0 +1,88 @@
+"""Hybrid sharding (HSDP): ZeRO-3 inside a node, plain data parallelism across nodes.
+
+Zhao et al., "PyTorch FSDP", VLDB 2023, §3.2.2: on F ranks arranged as R replicas of
+S = F / R ranks each (a shard group: one node, on fast links), the parameters are
+sharded S ways *within* each group and replicated across groups. Forward and backward
+all-gather and reduce-scatter only inside the shard group; after the reduce-scatter
+each rank all-reduces its gradient *shard* with the ranks holding the same shard in the
+other replicas (the replicate group), so only Psi / S bytes per rank cross the slow
+links (``cost.hsdp_comm_volume``). Memory per rank is ZeRO-3's over S, not over F.
+torch's equivalent is ``fully_shard(module, mesh=DeviceMesh(("replicate", "shard")))``.
+
+``HybridShard`` is ``FullyShard`` over the shard group plus that one all-reduce: the
+parts compose, nothing is copied.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from .. import comm
+from ..data_parallel.ddp import broadcast_state, used_anywhere
+from ..mesh import check_group
+from .fully_shard import FullyShard
+
+
+def hsdp_groups(replicate: int, group=None):
+    """(shard group, replicate group) of this rank for ``replicate`` replicas over
+    ``group`` (default: the world): consecutive ranks form a shard group (a node), the
+    ranks at the same place in each shard group a replicate group. A collective: every
+    rank of the world calls it."""
+    ranks = list(range(dist.get_world_size())) if group is None else \
+        dist.get_process_group_ranks(group)
+    if replicate < 1 or len(ranks) % replicate:
+        raise ValueError(f"replicate={replicate} must divide the group's {len(ranks)} ranks")
+    s, me, mine = len(ranks) // replicate, dist.get_rank(), {}
+    for name, members in [("shard", [ranks[r * s:(r + 1) * s] for r in range(replicate)]),
+                          ("replicate", [ranks[i::s] for i in range(s)])]:
+        for m in members:  # every rank creates every group, in the same order
+            g = dist.new_group(m)
+            if me in m:
+                mine[name] = g
+    return mine["shard"], mine["replicate"]
+
+
+class HybridShard(nn.Module):
+    """HSDP of ``module``: ``FullyShard(module, shard_group, **kwargs)`` and the
+    all-reduce of its gradient shards over ``replicate_group``. Train it as a
+    FullyShard: ``parameters()`` are the shards, call ``finish_backward()`` after
+    backward."""
+
+    def __init__(self, module: nn.Module, shard_group, replicate_group, **kwargs):
+        super().__init__()
+        check_group(shard_group, "shard_group")
+        self.replicate = check_group(replicate_group, "replicate_group")
+        self.replicas = dist.get_world_size(replicate_group)
+        broadcast_state(module, replicate_group)  # then FullyShard's within the shard group:
+        self.fsdp = FullyShard(module, shard_group, **kwargs)  # every rank has rank 0's
+
+    def forward(self, *args, **kwargs):
+        return self.fsdp(*args, **kwargs)
+
+    def no_sync(self):
+        return self.fsdp.no_sync()
+
+    def finish_backward(self) -> None:
+        """The shard group's reduce-scatters, then each gradient shard averaged over the
+        replicas: afterwards every shard's gradient is the mean over all R x S ranks."""
+        self.fsdp.finish_backward()
+        if not self.fsdp.sync:
+            return
+        shards = [s for s in self.fsdp.shards if s.requires_grad]
+        for s, anywhere in zip(shards, used_anywhere([s.grad is not None for s in shards],
+                                                     self.replicate)):
+            if anywhere and s.grad is None:  # used in another replica only
+                s.grad = torch.zeros_like(s)
+        comm.all_reduce_grads(shards, self.replicate, 1.0 / self.replicas,
+                              label="grad shards (across replicas)", axis="replicate")
+
+    def full_state_dict(self) -> dict:
+        return self.fsdp.full_state_dict()
+
+    def full_grads(self) -> dict:
+        return self.fsdp.full_grads()
+
+    def states(self) -> dict:
+        return self.fsdp.states()
