@@ -297,7 +297,8 @@ def test_every_old_name_is_still_offered():
     for name in OLD_NAMES:
         assert name in cost.__all__ and getattr(cost, name) is not None
     assert not hasattr(cost, "check_int")  # validation lives in parlab.validate, once
-    assert cost.PIPELINE_SCHEDULES == ("gpipe", "1f1b", "interleaved", "zb-h1")
+    assert cost.PIPELINE_SCHEDULES == ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
+                                       "dualpipe")
     assert cost.ZERO_STAGES == (0, 1, 2, 3)
 
 

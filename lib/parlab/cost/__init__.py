@@ -12,7 +12,9 @@ ValueError naming the argument (each module's docstring states its domains).
   compute        transformer_params (Kaplan et al.), flops_per_token, mfu (PaLM),
                  training_time (Narayanan et al.)
   pipeline       PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
-                 pipeline_peak_activations (GPipe; Narayanan et al.)
+                 pipeline_peak_activations (GPipe; Narayanan et al.), split_backward_bubble
+                 (Qi et al.'s zero-bubble schedules), dualpipe_bubble (DeepSeek-V3),
+                 interleaved_memory_factor
   memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE,
                  activation_memory, activation_table (Korthikanti et al.),
                  lab_activation_memory (the lab's layer); ModelPreset, MODEL_PRESETS,
@@ -63,8 +65,9 @@ from .fsdp import (fsdp_comm_volume, fsdp_gathered_peak, hsdp_comm_volume, zero_
 from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset, activation_memory,
                      activation_table, lab_activation_memory, max_micro_batch, memory_plan,
                      zero_comm_volume, zero_memory)
-from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
-                       pipeline_peak_activations)
+from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, dualpipe_bubble,
+                       interleaved_memory_factor, min_micro_batches, pipeline_peak_activations,
+                       split_backward_bubble)
 from .tensor_parallel import (chunked_overlap, tp_comm_per_layer, tp_forward_overlap, tp_scaling,
                               tp_scaling_curve)
 from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank,
@@ -96,7 +99,8 @@ __all__ = [
     "in_network_all_reduce_bytes",
     "transformer_params", "flops_per_token", "mfu", "mfu_from_hfu", "training_time",
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
-    "pipeline_peak_activations",
+    "pipeline_peak_activations", "split_backward_bubble", "dualpipe_bubble",
+    "interleaved_memory_factor",
     "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
     "activation_table", "lab_activation_memory",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",

@@ -11,7 +11,7 @@ import math
 
 from ..validate import check_choice, check_float, check_int
 
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe")
 
 
 def bubble_fraction(p: int, m: int, v: int = 1) -> float:
@@ -85,8 +85,10 @@ def pipeline_peak_activations(schedule: str, p: int, m: int, stage: int = 0) -> 
 
     GPipe runs all m forwards before any backward: m. 1F1B (PipeDream-Flush) lets
     stage s run at most p - s forwards ahead of its backwards: min(m, p - s)
-    (Narayanan et al. 2021, §2.2.1). Interleaved and zero-bubble schedules depend
-    on the exact schedule; simulate them (``pipeline_parallel.simulate``)."""
+    (Narayanan et al. 2021, §2.2.1). ZB-H1 holds every stage at 1F1B's first-stage
+    peak, min(m, p); ZB-H2 at min(m, 2p - 1) (Qi et al. 2024, §2.1, §2.2: "(2p - 1) M_B").
+    Interleaved, ZB-V and DualPipe hold chunks of other sizes; simulate them
+    (``pipeline_parallel.simulate``; ``interleaved_memory_factor``)."""
     schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
     p, m, stage = check_int("p", p), check_int("m", m), check_int("stage", stage, 0)
     if stage >= p:
@@ -95,4 +97,54 @@ def pipeline_peak_activations(schedule: str, p: int, m: int, stage: int = 0) -> 
         return m
     if schedule == "1f1b":
         return min(m, p - stage)
-    raise ValueError(f"schedule={schedule!r}: closed form only for 'gpipe' and '1f1b'")
+    if schedule in ("zb-h1", "zb-h2"):
+        return min(m, p if schedule == "zb-h1" else 2 * p - 1)
+    raise ValueError(f"schedule={schedule!r}: closed form only for 'gpipe', '1f1b', "
+                     f"'zb-h1' and 'zb-h2'")
+
+
+def split_backward_bubble(schedule: str, p: int, t_f: float = 1.0, t_b: float = 1.0,
+                          t_w: float = 1.0) -> float:
+    """Idle time per rank of one step when the backward is split into B (input gradient,
+    ``t_b``) and W (weight gradients, ``t_w``), as Qi et al. count it ("Zero Bubble
+    Pipeline Parallelism", ICLR 2024, §2, the table comparing their handcrafted
+    schedules): each rank's idle time between its own first and last op, the stages not
+    synchronised by the optimizer step.
+
+        1f1b   (p - 1)(T_F + T_B + T_W)   B and W together, as one backward
+        zb-h1  (p - 1)(T_F + T_B - T_W)   1F1B's memory (p micro-batches)
+        zb-h2  (p - 1)(T_F + T_B - 2 T_W) (2p - 1) micro-batches; 0 at equal times
+
+    No schedule idles less than nothing: max(0, ...) per slot. Valid when m >= 2p - 1
+    for zb-h2 (its warm-up fits), m >= p for the others."""
+    schedule = check_choice("schedule", schedule, ("1f1b", "zb-h1", "zb-h2"))
+    p = check_int("p", p)
+    t_f, t_b = check_float("t_f", t_f), check_float("t_b", t_b)
+    t_w = check_float("t_w", t_w, strict=False)  # 0: nothing split off
+    per_slot = {"1f1b": t_f + t_b + t_w, "zb-h1": t_f + t_b - t_w, "zb-h2": t_f + t_b - 2 * t_w}
+    return (p - 1) * max(0.0, per_slot[schedule])
+
+
+def dualpipe_bubble(p: int, t_fb: float, t_b: float, t_w: float) -> float:
+    """DualPipe's bubble (DeepSeek-AI, "DeepSeek-V3 Technical Report", §3.2.1, Table 2):
+    (p/2 - 1)(T_F&B + T_B - 3 T_W), where T_F&B is the time of a forward of one
+    direction overlapped with a backward of the other (T_F + T_B if nothing overlaps);
+    beside it the report lists 2x parameters and p + 1 activations per rank. ``p`` even:
+    the micro-batches enter from both ends."""
+    p = check_int("p", p)
+    if p % 2:
+        raise ValueError(f"p={p} must be even: DualPipe pairs rank r with rank p - 1 - r")
+    t_fb, t_b = check_float("t_fb", t_fb), check_float("t_b", t_b)
+    t_w = check_float("t_w", t_w, strict=False)
+    return (p / 2 - 1) * max(0.0, t_fb + t_b - 3 * t_w)
+
+
+def interleaved_memory_factor(p: int, v: int) -> float:
+    """Activations rank 0 holds under interleaved 1F1B over 1F1B's p micro-batches:
+    1 + (p - 1)/(p v). Its warm-up runs 2(p - 1) + (v - 1)p chunk forwards, plus the one
+    in flight: (v + 1)p - 1 chunks of 1/v of the rank's layers (Megatron-LM's schedule,
+    Narayanan et al. 2021a, §2.2.2); the factor is as Korthikanti et al. 2022 ("Reducing
+    Activation Recomputation in Large Transformer Models", §4) write it for the first
+    stage. It tends to 1 + 1/v for large p; enough micro-batches assumed (m v >= (v+1)p - 1)."""
+    p, v = check_int("p", p), check_int("v", v)
+    return 1 + (p - 1) / (p * v)

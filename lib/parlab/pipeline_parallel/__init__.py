@@ -1,6 +1,7 @@
 """Pipeline parallelism (notebook 03). Read in this order:
 
   schedules.py    schedules as data (GPipe, 1F1B, interleaved 1F1B, ZB-H1) and a simulator
+  schedules_zb.py ZB-H2, ZB-V and DualPipe as data; placement.py: which rank holds each stage
   stages.py       PipelineStage: any ordered list of modules; the lab's GPT cut into them
   executor.py     one executor that runs any schedule's action list on a process group
   compute.py      what an op computes: real stages or emulated (sleeps)
@@ -15,6 +16,8 @@
 from .compute import EmulatedCompute, RealCompute, Stash  # noqa: F401
 from .executor import PipelineExecutor  # noqa: F401
 from .runner import PipelineResult, PPRecipe, PPRun, collect, run, train_worker  # noqa: F401
-from .schedules import (Action, Timeline, bubble, dependency, make_schedule,  # noqa: F401
-                        op_durations, peak_in_flight, replay, simulate, validate)
+from .placement import Placement, check_actions  # noqa: F401
+from .schedules import (SPLIT_BACKWARD, Action, Timeline, bubble, dependency,  # noqa: F401
+                        make_schedule, op_durations, peak_in_flight, placement_of, replay,
+                        simulate, validate)
 from .stages import PipelineStage, gpt_stages, split_layers  # noqa: F401

@@ -2,8 +2,9 @@
 
 The reference GPT is cut by layers into ``p`` stages, one per rank of the pipeline's
 process group (``v`` chunks per rank for interleaved schedules: chunk c of rank r is
-virtual stage c * p + r). A schedule (``schedules.py``) is this rank's list of actions;
-the executor walks it, and every message is implied by the actions: F receives its
+virtual stage c * p + r; ZB-V's V and DualPipe's two directions are other
+placements, asked wherever a message goes). A schedule (``schedules.py``) is this
+rank's list of actions; the executor walks it, and every message is implied by the actions: F receives its
 input from the previous virtual stage and sends its output on; B receives the output
 gradient and sends the input gradient back; W (zero-bubble schedules) needs no message.
 
@@ -23,7 +24,7 @@ import torch.distributed as dist
 
 from .. import comm, mesh, trace
 from .compute import Stash
-from .schedules import make_schedule
+from .schedules import make_schedule, placement_of
 
 
 class PipelineExecutor:
@@ -35,7 +36,8 @@ class PipelineExecutor:
         if dist.get_world_size(group) != p:
             raise ValueError(f"p={p} stages need a group of p ranks, got "
                              f"{dist.get_world_size(group)}")
-        self.p, self.n_stages, self.compute, self.shape = p, p * v, compute, shape
+        self.where = placement_of(schedule, p, v, m)  # which rank holds each stage
+        self.p, self.n_stages, self.compute, self.shape = p, self.where.n_stages, compute, shape
         self.actions = make_schedule(schedule, p, m, v)[self.rank]
         self.split_backward = any(a.op == "W" for a in self.actions)
         self.stash: dict[tuple, Stash] = {}   # (micro-batch, chunk) -> what F kept
@@ -90,7 +92,7 @@ class PipelineExecutor:
             self.compute.weight(a, s, stash)
 
     def stage(self, a) -> int:
-        return a.chunk * self.p + self.rank
+        return self.where.stage(self.rank, a.chunk, a.mb)
 
     def keep(self, a, stash: Stash) -> None:
         self.stash[a.mb, a.chunk] = stash
@@ -103,8 +105,9 @@ class PipelineExecutor:
         return 2 * (mb * self.n_stages + min(src, dst)) + int(dst < src)
 
     def send(self, t, src: int, dst: int, mb: int) -> None:
-        peer, tag, t = dst % self.p, self.tag(src, dst, mb), t.detach().contiguous()
-        if peer == self.rank:  # the next chunk is on this rank (p = 1)
+        peer, tag = self.where.holder(dst, mb)[0], self.tag(src, dst, mb)
+        t = t.detach().contiguous()
+        if peer == self.rank:  # the next chunk is on this rank (p = 1, or the V's turn)
             self.local[tag] = t
             return
         with trace.span("send grad" if dst < src else "send act", kind="comm", mb=mb,
@@ -113,7 +116,7 @@ class PipelineExecutor:
             self.pending.append((work, t))
 
     def recv(self, src: int, dst: int, mb: int) -> torch.Tensor:
-        peer, tag = src % self.p, self.tag(src, dst, mb)
+        peer, tag = self.where.holder(src, mb)[0], self.tag(src, dst, mb)
         if peer == self.rank:
             return self.local.pop(tag)
         buf = torch.empty(self.shape, device=self.device)

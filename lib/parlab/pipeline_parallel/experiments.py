@@ -8,7 +8,7 @@ import statistics
 from .. import cost
 from ..model import GPT, GPTConfig
 from .runner import PipelineResult, PPRun, run
-from .schedules import Action, dependency, make_schedule, simulate, validate
+from .schedules import FIXED_V, Action, make_schedule, placement_of, simulate, validate
 from .stages import gpt_stages
 
 
@@ -47,12 +47,14 @@ def schedule_text(schedule: str, p: int, m: int, v: int = 1) -> list[str]:
 def schedule_messages(schedule: str, p: int, m: int, v: int = 1) -> int:
     """Messages one step sends between ranks, read off the schedule: every F except the
     last stage's sends its output on, every B except the first stage's sends its input
-    gradient back (a message to a chunk on the same rank, p = 1, is not sent)."""
-    n = p * v
-    return sum((a.op == "F" and s < n - 1 and (s + 1) % p != r) or
-               (a.op == "B" and s > 0 and (s - 1) % p != r)
+    gradient back (a message to a chunk on the same rank -- p = 1, or ZB-V's turn -- is
+    not sent)."""
+    where = placement_of(schedule, p, v, m)
+    n = where.n_stages
+    return sum((a.op == "F" and s < n - 1 and where.holder(s + 1, a.mb)[0] != r) or
+               (a.op == "B" and s > 0 and where.holder(s - 1, a.mb)[0] != r)
                for r, acts in enumerate(make_schedule(schedule, p, m, v))
-               for a in acts for s in [a.chunk * p + r])
+               for a in acts for s in [where.stage(r, a.chunk, a.mb)])
 
 
 def reference_check(cases, config: GPTConfig, steps: int = 3, batch_size: int = 8,
@@ -73,22 +75,26 @@ def reference_check(cases, config: GPTConfig, steps: int = 3, batch_size: int = 
     return rows
 
 
-def message_costs(events: list[dict], p: int, v: int = 1) -> dict:
+def message_costs(events: list[dict], p: int, v: int = 1, schedule: str = "1f1b",
+                  m: int = 1) -> dict:
     """What this machine added to a measured step, in the simulator's two terms:
     ``t_comm``, a message's latency (from the producer's end to the start of the op
     that was waiting for it, over the ops whose message arrived last), and ``t_gap``,
     a rank's pause between two of its own ops when its input was already there.
     Means over the step's ops (0 when no op of that sort): the idle time adds up along
-    the chain of dependencies, so a few slow messages count by what they cost."""
-    end = {(e["name"], e["meta"]["mb"], e["meta"]["chunk"] * p + e["rank"]): e["end"]
-           for e in events}
+    the chain of dependencies, so a few slow messages count by what they cost.
+    ``schedule``, ``m``: whose placement the stages follow (ZB-V, DualPipe)."""
+    where = placement_of(schedule, p, v, m)
+    end = {(e["name"], e["meta"]["mb"],
+            where.stage(e["rank"], e["meta"]["chunk"], e["meta"]["mb"])): e["end"] for e in events}
     comm, gap = [], []
     for r in range(p):
         mine = sorted((e for e in events if e["rank"] == r), key=lambda e: e["start"])
         for prev, e in zip([None] + mine, mine):
             a = Action(e["name"], e["meta"]["mb"], e["meta"]["chunk"])
-            dep = dependency(a, r, p, p * v)
-            ready = end.get(dep) if dep is not None and dep[2] % p != r else None
+            dep = where.dependency(a, r)
+            far = dep is not None and where.holder(dep[2], a.mb)[0] != r
+            ready = end.get(dep) if far else None
             free = prev["end"] if prev is not None else None
             if ready is not None and (free is None or ready >= free):
                 comm.append(e["start"] - ready)
@@ -116,9 +122,9 @@ def measured_bubble(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 0.
     steps = sorted((r.timeline(s) for s in range(1, repeats + 1)),
                    key=lambda t: t.bubble_fraction)
     sim = simulate(schedule, p, m, v, t_fwd, t_bwd)
-    costs = message_costs(steps[0].events, p, v)
+    costs = message_costs(steps[0].events, p, v, schedule, m)
     with_comm = simulate(schedule, p, m, v, t_fwd, t_bwd, **costs)
-    known = schedule != "zb-h1"
+    known = schedule in ("gpipe", "1f1b", "interleaved")
     return dict(schedule=schedule, p=p, m=m, v=v, measured=steps[0].bubble_fraction,
                 median=statistics.median(t.bubble_fraction for t in steps),
                 measured_ratio=steps[0].bubble_ratio, simulated=sim.bubble_fraction,
@@ -184,7 +190,7 @@ def op_times(result: PipelineResult) -> dict:
 def micro_batch_choices(schedule: str, p: int, v: int = 2, m_max: int = 16) -> list[int]:
     """The micro-batch counts 1..``m_max`` that ``validate`` accepts for this schedule,
     P and v (interleaved: the multiples of P), so a control can offer only those."""
-    v = v if schedule == "interleaved" else 1
+    v = v if schedule == "interleaved" else FIXED_V.get(schedule, 1)
     ok = []
     for m in range(1, m_max + 1):
         try:
@@ -206,7 +212,7 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
     drawn as an error instead of a figure: the nearest M of ``micro_batch_choices``
     is drawn, ``m`` says which, and ``note`` gives the rule that moved it. Any other
     bad choice (an unknown schedule) gives ``error``, ValueError's message."""
-    v = v if schedule == "interleaved" else 1
+    v = v if schedule == "interleaved" else FIXED_V.get(schedule, 1)
     note = ""
     try:
         validate(schedule, p, m, v)
@@ -220,7 +226,7 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
     sim = simulate(schedule, p, m, v, t_fwd, t_bwd)
     first = (f"{schedule}, P={p}, M={m}" + (f", v={v}" if v > 1 else "") +
              f": simulated bubble {sim.bubble_fraction:.1%} of the step, messages free")
-    if schedule != "zb-h1":
+    if schedule in ("gpipe", "1f1b", "interleaved"):
         first += f" (formula {cost.bubble_fraction(p, m, v):.1%})"
     lines = [first, "peak micro-batches held per rank: [" +
              ",\u00a0".join(map(str, sim.peak_activations)) + "]"]

@@ -23,7 +23,7 @@ from ..runs import Recipe, RunResult, TrainRun, make_run, train
 from ..validate import check_bool, check_choice, check_float
 from .compute import EmulatedCompute, RealCompute
 from .executor import PipelineExecutor
-from .schedules import Timeline, bubble, op_durations, validate
+from .schedules import SPLIT_BACKWARD, Timeline, bubble, op_durations, placement_of, validate
 from .stages import gpt_stages
 
 COMPUTE = ("real", "emulated")
@@ -68,6 +68,9 @@ class PPRun(TrainRun):
             raise ValueError("checkpoint=True needs compute='real' (emulated ops keep nothing)")
         if self.config.n_experts and not real:
             raise ValueError("a MoE config needs compute='real'")
+        if self.schedule == "dualpipe" and real:  # each rank would hold both directions
+            raise ValueError("schedule='dualpipe' runs with compute='emulated' only: real "
+                             "compute would need two copies of every stage's weights")
 
 
 @dataclass(kw_only=True)
@@ -109,7 +112,8 @@ class PPRecipe(Recipe):
         self.stages, self.names, self.aux = [], {}, []
         if run.compute == "real":
             gpt = GPT(c, run.seed).to(device)
-            self.stages = gpt_stages(gpt, run.p, self.rank, run.v, run.checkpoint)
+            where = placement_of(run.schedule, run.p, run.v, m)
+            self.stages = gpt_stages(gpt, run.p, self.rank, run.v, run.checkpoint, where=where)
             mine = {id(q) for st in self.stages for q in [*st.parameters(), *st.buffers()]}
             saved = gpt.state_dict(keep_vars=True)  # reference names (persistent buffers too)
             self.names = {id(t): n for n, t in saved.items() if id(t) in mine}
@@ -117,12 +121,13 @@ class PPRecipe(Recipe):
                 moe.aux_scale = 1.0 / m
                 moe.register_forward_hook(lambda mod, a, out: self.aux.append(
                     mod.aux_loss.item() / m) if mod.aux_loss is not None else None)
-            compute = RealCompute(self.stages, m, run.schedule == "zb-h1")
+            compute = RealCompute(self.stages, m, run.schedule in SPLIT_BACKWARD)
             self.optimizer = self.make_optimizer(compute.params)
         else:
             self.replica = None  # emulated ops compute no loss
+            n_stages = placement_of(run.schedule, run.p, run.v, m).n_stages
             compute = EmulatedCompute(op_durations(run.schedule, run.v, run.t_fwd, run.t_bwd),
-                                      shape, run.p * run.v, device)
+                                      shape, n_stages, device)
         self.executor = PipelineExecutor(run.schedule, run.p, m, run.v, compute, shape, group)
 
     def batch(self, step: int):

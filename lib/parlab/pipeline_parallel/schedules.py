@@ -2,9 +2,11 @@
 
 A *schedule* says, for every rank, the order of the compute ops it runs:
 ``Action(op, mb, chunk)`` with op "F" (forward), "B" (backward) and, for the
-zero-bubble schedule, "W" (weight gradients; "B" then computes the input gradient
+zero-bubble schedules, "W" (weight gradients; "B" then computes the input gradient
 only). ``chunk`` is the rank's local model chunk: with ``v`` chunks per rank,
-chunk c of rank r is *virtual stage* c * p + r (Narayanan et al. 2021a, §2.2.2).
+chunk c of rank r is *virtual stage* c * p + r (Narayanan et al. 2021a, §2.2.2);
+ZB-V and DualPipe place their stages otherwise (``placement.py``). GPipe, 1F1B,
+interleaved and ZB-H1 are built here; ZB-H2, ZB-V and DualPipe in ``schedules_zb.py``.
 
 References: Huang et al., "GPipe", NeurIPS 2019; Narayanan et al. 2021a,
 "Efficient Large-Scale Language Model Training on GPU Clusters Using
@@ -24,18 +26,23 @@ Pure Python: no torch needed.
 
 from __future__ import annotations
 
-from collections import namedtuple
 from dataclasses import dataclass, field
 
 from ..cost import PIPELINE_SCHEDULES  # one list, defined with the formulas
 from ..validate import check_int
+from .placement import Action, Placement, check_actions
+from .schedules_zb import dualpipe, zb_h2, zb_v
 
 
-class Action(namedtuple("Action", "op mb chunk")):
-    """One compute op of a schedule: op in "F", "B", "W"; micro-batch; local chunk."""
+SPLIT_BACKWARD = ("zb-h1", "zb-h2", "zb-v", "dualpipe")  # B and W apart (Qi et al. §2)
+FIXED_V = {"zb-v": 2, "dualpipe": 2}  # chunks per rank these placements have
 
-    def __repr__(self):
-        return f"{self.op}{self.mb}" + (f".{self.chunk}" if self.chunk else "")
+
+def placement_of(schedule: str, p: int, v: int = 1, m: int = 1) -> Placement:
+    """Where ``schedule``'s stages live (``placement.py``): a V for ZB-V, two directions
+    for DualPipe, round-robin (chunk c of rank r = stage c p + r) for the others."""
+    kind = {"zb-v": "v", "dualpipe": "dual"}.get(schedule, "round-robin")
+    return Placement(kind, p, v, m)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -52,11 +59,19 @@ def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = N
         if m % p:  # Megatron-LM's requirement: micro-batches go round in groups of p
             raise ValueError(f"interleaved 1F1B needs micro_batches divisible by p: "
                              f"micro_batches={m}, p={p}")
+    elif schedule in FIXED_V:
+        if v != FIXED_V[schedule]:
+            raise ValueError(f"{schedule} places exactly v={FIXED_V[schedule]} chunks per "
+                             f"rank, got v={v}")
+        if schedule == "dualpipe" and m % 2:
+            raise ValueError(f"dualpipe feeds half the micro-batches from each end: "
+                             f"micro_batches={m} must be even")
     elif v != 1:
         raise ValueError(f"v={v} model chunks per rank only exist for 'interleaved', "
-                         f"not {schedule!r} (use v=1)")
-    if n_layers is not None and p * v > n_layers:
-        raise ValueError(f"p*v = {p}*{v} = {p * v} stages need at least one layer each, "
+                         f"'zb-v' and 'dualpipe', not {schedule!r} (use v=1)")
+    n = p if schedule == "dualpipe" else p * v
+    if n_layers is not None and n > n_layers:
+        raise ValueError(f"{n} stages (p={p}, v={v}) need at least one layer each, "
                          f"but n_layers={n_layers}")
     if batch_size is not None and (check_int("batch_size", batch_size) < m or batch_size % m):
         raise ValueError(f"batch_size={batch_size} must be divisible by micro_batches={m} "
@@ -138,27 +153,23 @@ def _zb_h1(p, m):
 
 
 def make_schedule(schedule: str, p: int, m: int, v: int = 1) -> list[list[Action]]:
-    """Per-rank ordered action lists for ``schedule`` in PIPELINE_SCHEDULES."""
+    """Per-rank ordered action lists for ``schedule`` in PIPELINE_SCHEDULES, checked by
+    ``placement.check_actions``."""
     validate(schedule, p, m, v)
-    if schedule == "gpipe":
-        return _gpipe(p, m)
-    if schedule == "1f1b":
-        return _1f1b(p, m)
-    if schedule == "interleaved":
-        return _interleaved(p, m, v)
-    return _zb_h1(p, m)
+    build = {"gpipe": _gpipe, "1f1b": _1f1b, "zb-h1": _zb_h1, "zb-h2": zb_h2, "zb-v": zb_v,
+             "dualpipe": dualpipe}
+    actions = _interleaved(p, m, v) if schedule == "interleaved" else build[schedule](p, m)
+    check_actions(actions, placement_of(schedule, p, v, m))  # each op once, in an order that runs
+    return actions
 
 
-def dependency(a: Action, rank: int, p: int, n_stages: int):
+def dependency(a: Action, rank: int, p: int, n_stages: int, where: Placement | None = None):
     """(op, micro-batch, virtual stage) whose result ``a`` on ``rank`` must wait for,
     or None. F waits for the previous stage's F; B for the next stage's B (the last
-    stage for its own F: the loss); W for its own B."""
-    s = a.chunk * p + rank
-    if a.op == "F":
-        return ("F", a.mb, s - 1) if s > 0 else None
-    if a.op == "B":
-        return ("B", a.mb, s + 1) if s < n_stages - 1 else ("F", a.mb, s)
-    return ("B", a.mb, s)
+    stage for its own F: the loss); W for its own B. ``where``: the placement
+    (default round-robin, n_stages / p chunks per rank)."""
+    where = where or Placement("round-robin", p, n_stages // p)
+    return where.dependency(a, rank)
 
 
 # ----------------------------------------------------------------------------- simulator
@@ -172,6 +183,18 @@ class Timeline:
     bubble_ratio: float           # idle / busy: the bubble over the ideal (bubble-free) time
     makespan: float
     peak_activations: list[int] = field(default_factory=list)  # per rank, see simulate()
+
+    @property
+    def rank_idle(self) -> list[float]:
+        """Per rank: idle time between its own first op's start and last op's end --
+        what Qi et al. (2024, §2, Table 1) call a schedule's bubble: with the optimizer
+        step not synchronising the stages, the next step's ops fill the rest."""
+        out = []
+        for r in range(self.p):
+            mine = [e for e in self.events if e["rank"] == r and e["name"] in ("F", "B", "W")]
+            out.append(max(e["end"] for e in mine) - min(e["start"] for e in mine)
+                       - sum(e["end"] - e["start"] for e in mine) if mine else 0.0)
+        return out
 
 
 def bubble(events: list[dict], p: int) -> tuple[float, float, float]:
@@ -199,12 +222,13 @@ def peak_in_flight(actions: list[Action]) -> int:
 
 
 def replay(actions: list[list[Action]], p: int, v: int, durations: dict,
-           t_comm: float = 0.0, t_gap: float = 0.0) -> list[dict]:
+           t_comm: float = 0.0, t_gap: float = 0.0, where: Placement | None = None) -> list[dict]:
     """Start every op as soon as its rank is free and its input has arrived
     (``t_comm`` after the producer ended, when that is on another rank: a message's
     latency). ``t_gap``: what a rank spends between two of its own ops even when the
-    input is there (posting messages, bookkeeping); it counts as idle, like t_comm."""
-    n_stages, done, events = p * v, {}, []
+    input is there (posting messages, bookkeeping); it counts as idle, like t_comm.
+    ``where``: the stages' placement (default round-robin)."""
+    where, done, events = where or Placement("round-robin", p, v), {}, []
     pos, free = [0] * p, [0.0] * p
     progress = True
     while progress:
@@ -212,15 +236,16 @@ def replay(actions: list[list[Action]], p: int, v: int, durations: dict,
         for r in range(p):
             while pos[r] < len(actions[r]):
                 a = actions[r][pos[r]]
-                dep = dependency(a, r, p, n_stages)
+                dep, s = where.dependency(a, r), where.stage(r, a.chunk, a.mb)
                 if dep is not None and dep not in done:
                     break  # another rank must get further first
-                ready = 0.0 if dep is None else done[dep] + (t_comm if dep[2] % p != r else 0)
+                far = dep is not None and where.holder(dep[2], a.mb)[0] != r
+                ready = 0.0 if dep is None else done[dep] + (t_comm if far else 0)
                 start = max(free[r] + (t_gap if pos[r] else 0.0), ready)
-                free[r] = done[(a.op, a.mb, a.chunk * p + r)] = start + durations[a.op]
+                free[r] = done[(a.op, a.mb, s)] = start + durations[a.op]
                 events.append(dict(rank=r, kind="compute", name=a.op, start=start, end=free[r],
                                    bytes_sent=0, bytes_recv=0, bytes_modelled=False,
-                                   meta=dict(mb=a.mb, chunk=a.chunk, stage=a.chunk * p + r)))
+                                   meta=dict(mb=a.mb, chunk=a.chunk, stage=s)))
                 pos[r] += 1
                 progress = True
     if any(pos[r] < len(actions[r]) for r in range(p)):
@@ -232,15 +257,18 @@ def replay(actions: list[list[Action]], p: int, v: int, durations: dict,
 def op_durations(schedule: str, v: int, t_fwd: float, t_bwd: float) -> dict:
     """Per-op durations: t_fwd / t_bwd are one micro-batch through all of a rank's
     layers, so a chunk takes 1/v of them; ZB-H1 splits t_bwd equally into B and W
-    (the paper's T_B = T_W)."""
-    if schedule == "zb-h1":
+    (the paper's T_B = T_W), as do the other zero-bubble schedules."""
+    v = 1 if schedule == "dualpipe" else v  # a micro-batch meets one chunk per rank
+    if schedule in SPLIT_BACKWARD:
         return {"F": t_fwd / v, "B": t_bwd / 2 / v, "W": t_bwd / 2 / v}
     return {"F": t_fwd / v, "B": t_bwd / v}
 
 
 def simulate(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 1.0,
-             t_bwd: float = 2.0, t_comm: float = 0.0, t_gap: float = 0.0) -> Timeline:
-    """Replay ``schedule`` instantly (see ``op_durations`` for what t_fwd, t_bwd mean).
+             t_bwd: float = 2.0, t_comm: float = 0.0, t_gap: float = 0.0,
+             durations: dict | None = None) -> Timeline:
+    """Replay ``schedule`` instantly (see ``op_durations`` for what t_fwd, t_bwd mean;
+    ``durations``, e.g. {"F": 1, "B": 1, "W": 0.5}, replaces them).
 
     ``.bubble_fraction``: idle share of p x makespan (``bubble``); for GPipe, 1F1B
     and interleaved it equals ``cost.bubble_fraction(p, m, v)`` when t_comm = t_gap = 0.
@@ -251,6 +279,8 @@ def simulate(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 1.0,
     chunk pairs, each 1/v of the rank's layers) whose activations rank r holds at
     once. ``.events``: the timeline, in the units of t_fwd."""
     actions = make_schedule(schedule, p, m, v)
-    events = replay(actions, p, v, op_durations(schedule, v, t_fwd, t_bwd), t_comm, t_gap)
+    durations = durations or op_durations(schedule, v, t_fwd, t_bwd)
+    events = replay(actions, p, v, durations, t_comm, t_gap,
+                    placement_of(schedule, p, v, m))
     fraction, ratio, makespan = bubble(events, p)
     return Timeline(events, p, fraction, ratio, makespan, [peak_in_flight(a) for a in actions])

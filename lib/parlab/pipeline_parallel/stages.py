@@ -62,19 +62,20 @@ class AtPositions(nn.Module):
 
 
 def gpt_stages(model, p: int, rank: int, v: int = 1, checkpoint: bool = False,
-               positions=None) -> list[PipelineStage]:
+               positions=None, where=None) -> list[PipelineStage]:
     """The v chunks of ``rank`` of the lab's GPT (already parallelized or not): chunk c is
     virtual stage c * p + rank, the blocks balanced by ``split_layers``. Their modules are
     ``model``'s own, so their parameters are the model's. ``positions``: the global
     positions of this rank's tokens (context parallelism), given to the embeddings and
-    the blocks."""
+    the blocks. ``where``: a ``placement.Placement`` other than round-robin (ZB-V's V:
+    chunk 1 of rank r is stage 2p - 1 - r)."""
     embed, *blocks, head = model.layers()
     if positions is not None:
         embed, blocks = AtPositions(embed, positions), [AtPositions(b, positions) for b in blocks]
-    n = p * v
+    n = p * v if where is None else where.n_stages
     chunks = []
     for c in range(v):
-        s = c * p + rank
+        s = c * p + rank if where is None else where.stage(rank, c)
         mine = [(f"blocks.{i}", blocks[i]) for i in split_layers(len(blocks), n)[s]]
         if s == 0:
             mine.insert(0, ("embed", embed))

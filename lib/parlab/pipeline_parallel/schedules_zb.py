@@ -1,0 +1,120 @@
+"""Schedules past ZB-H1: ZB-H2, ZB-V and DualPipe, as data (lists of ``Action`` per rank).
+
+All three split the backward into B (the input gradient, which the previous stage
+waits for) and W (the weight gradients, which nobody waits for: Qi et al., "Zero
+Bubble Pipeline Parallelism", ICLR 2024, §2). Each one's order is what its rule gives
+when the pipeline is *played* at T_F = T_B = T_W (the setting the paper draws its
+schedules in, §2): at every tick a free rank runs the first op that is ready, B before
+F before W, and starts a new F only while it holds fewer than ``cap`` activations
+(``play``). Played once at unit times, the order is then fixed data: the simulator
+replays it with any op times, the executor runs it on real ranks.
+
+  zb-h2     Qi et al. §2.2: more forwards in the warm-up, up to 2p - 1 micro-batches
+            in flight (the paper's peak, (2p - 1) M_B), and W passes pushed to the tail:
+            the trapezoid of ZB-H1 becomes a parallelogram, every rank busy from its
+            first op to its last when m >= 2p - 1 -- zero bubble per rank, the paper's
+            (p - 1)(T_F + T_B - 2 T_W) at equal times.
+  zb-v      Qi et al. (arXiv v2) §6: two chunks per rank placed in a V
+            (``placement.Placement("v")``), 2p chunk activations at most (each half a
+            rank's layers: 1F1B's p micro-batches). Handcrafted by phases (``zb_v``), as
+            in the paper's figure and torch's ``ScheduleZBVZeroBubble``: ``play`` does
+            not find it (its best V at 2p keeps ~(p - 1)/2 T_F idle on rank 0).
+  dualpipe  DeepSeek-V3 technical report §3.2.1: micro-batches fed from both ends,
+            each rank holding one stage per direction (``Placement("dual")``); its
+            Table 2 gives the bubble (p/2 - 1)(F&B + B - 3W) and p + 1 activations.
+            Without DualPipe's overlap of one direction's F with the other's B (F&B is
+            that overlapped pair), this is the order only; the report's F&B < F + B
+            is not modelled.
+
+Pure Python.
+"""
+
+from __future__ import annotations
+
+from .placement import Action, Placement
+
+def play(p: int, m: int, placement: Placement, cap: int, prefer: str = "BFW",
+         deeper_first: bool = False) -> list[list[Action]]:
+    """Every rank's order, from running the pipeline at unit op times: at each tick a
+    rank runs the ready op that comes first by (its op's place in ``prefer``,
+    micro-batch, later stage first) -- or, ``deeper_first``, the later stage before the
+    micro-batch; an F only while the rank holds fewer than ``cap`` (micro-batch, chunk)
+    activations (from an F to its W). ``prefer="BFW"``: a ready B first, as the previous
+    stage waits for it, W last, as nobody does."""
+    todo = [{Action(op, mb, c) for mb in range(m) for c in placement.chunks(r, mb)
+             for op in "FBW"} for r in range(p)]
+    done, held, out, tick = {}, [0] * p, [[] for _ in range(p)], 0
+    while any(todo):
+        new = []
+        for r in range(p):
+            ready = [a for a in todo[r] if (a.op != "F" or held[r] < cap) and (
+                (dep := placement.dependency(a, r)) is None or done.get(dep, tick + 1) <= tick)]
+            if not ready:
+                continue
+            a = min(ready, key=lambda a: (prefer.index(a.op), *(
+                (-placement.stage(r, a.chunk, a.mb), a.mb) if deeper_first
+                else (a.mb, -placement.stage(r, a.chunk, a.mb)))))
+            todo[r].remove(a)
+            held[r] += (a.op == "F") - (a.op == "W")
+            out[r].append(a)
+            new.append(((a.op, a.mb, placement.stage(r, a.chunk, a.mb)), tick + 1))
+        if not new:  # unit times: nothing runs now, so nothing ever will
+            raise RuntimeError(f"cap={cap} leaves no op to run at tick {tick}")
+        done.update(new)
+        tick += 1
+    return out
+
+
+def zb_h2(p: int, m: int) -> list[list[Action]]:
+    """ZB-H2 (Qi et al. 2024, §2.2): up to 2p - 1 micro-batches in flight on every rank."""
+    return play(p, m, Placement("round-robin", p, 1, m), 2 * p - 1)
+
+
+def zb_v(p: int, m: int) -> list[list[Action]]:
+    """ZB-V (Qi et al., arXiv v2, §6), handcrafted by phases; chunk 0 of rank r is
+    stage r, chunk 1 is stage 2p - 1 - r (``Placement("v")``). Rank r runs
+
+      warm-up    2(p - r) - 1 forwards on chunk 0; r times (F on chunk 1, F on chunk 0);
+                 p - r times (F, B, W on chunk 1): the V's turn, where the loss is
+      steady     F, B, W on chunk 0, then F, B, W on chunk 1, while forwards remain
+      cool-down  r times (B on chunk 0, B on chunk 1); p - r times (B, W on chunk 0);
+                 then the W's left, chunk 1's first
+
+    It is laid out for at least 2p - 1 micro-batches; with fewer, the ops of the
+    missing ones are left out. At T_F = T_B = T_W every rank is busy from its first op
+    to its last, holding at most 2p chunk activations (p micro-batches': 1F1B's)."""
+    n = max(m, 2 * p - 1)
+    out = []
+    for r in range(p):
+        acts, nxt = [], {("F", 0): 0, ("F", 1): 0, ("B", 0): 0, ("B", 1): 0, ("W", 0): 0,
+                         ("W", 1): 0}
+
+        def run(*ops):
+            for op, c in ops:
+                acts.append(Action(op, nxt[op, c], c))
+                nxt[op, c] += 1
+
+        run(*[("F", 0)] * (2 * (p - r) - 1))
+        for _ in range(r):
+            run(("F", 1), ("F", 0))
+        for _ in range(p - r):
+            run(("F", 1), ("B", 1), ("W", 1))
+        while nxt["F", 1] < nxt["F", 0] or nxt["F", 0] < n:
+            if nxt["F", 0] < n:
+                run(("F", 0))
+            run(("B", 0), ("W", 0), ("F", 1), ("B", 1), ("W", 1))
+        for _ in range(r):
+            run(("B", 0), ("B", 1))
+        for _ in range(p - r):
+            run(("B", 0), ("W", 0))
+        run(*[("W", 1)] * (nxt["B", 1] - nxt["W", 1]), *[("W", 0)] * (nxt["B", 0] - nxt["W", 0]))
+        out.append([a for a in acts if a.mb < m])
+    return out
+
+
+def dualpipe(p: int, m: int) -> list[list[Action]]:
+    """DualPipe's bidirectional order (DeepSeek-V3 report §3.2.1): m/2 micro-batches
+    from each end, at most p + 1 stage activations per rank (its Table 2). Played with
+    F first and the stage nearest the loss first: a forward of one direction goes
+    beside a backward of the other, the pairs DualPipe overlaps."""
+    return play(p, m, Placement("dual", p, 2, m), p + 1, prefer="FBW", deeper_first=True)
