@@ -9,7 +9,7 @@ import workers_pp_zb
 from parlab import cost, launch
 from parlab import pipeline_parallel as pp
 from parlab.launch import LaunchError
-from parlab.model import GPTConfig, max_differences, reference_train
+from parlab.model import GPT, GPTConfig, max_differences, reference_train
 from parlab.pipeline_parallel import Action, PPRun
 from parlab.pipeline_parallel import experiments as demos
 
@@ -185,3 +185,33 @@ def test_dualpipe_runs_emulated_with_real_messages():
     sends = [e for e in r.events if e["name"].startswith("send")]
     assert len(sends) == demos.schedule_messages("dualpipe", 2, 4, 2) == 2 * 4 * 1
 
+
+
+# --- uneven first and last stages -------------------------------------------------------------
+
+def test_uneven_first_and_last_stages_are_cut_and_checked():
+    assert [len(r) for r in pp.split_layers(8, 4, first=1, last=1)] == [1, 3, 3, 1]
+    assert [len(r) for r in pp.split_layers(8, 4, last=0)] == [3, 3, 2, 0]
+    first, *_, last = [st for r in range(4) for st in pp.gpt_stages(GPT(CFG8), 4, r, first=1,
+                                                                     last=1)]
+    assert first.names == ["embed", "blocks.0"] and last.names == ["blocks.7", "head"]
+    for kwargs, words in [(dict(first_stage_layers=-1), "first_stage_layers=-1"),
+                          (dict(last_stage_layers=2.0), "last_stage_layers=2.0"),
+                          (dict(first_stage_layers=4, last_stage_layers=3), "each needs one"),
+                          (dict(first_stage_layers=1, compute="emulated"), "compute='real'")]:
+        with pytest.raises(ValueError, match=words):
+            PPRun(**dict(dict(config=CFG8, p=4, micro_batches=4), **kwargs)).check(4)
+    with pytest.raises(ValueError, match="must equal n_layers=4"):
+        PPRun(config=CFG, p=2, micro_batches=4, first_stage_layers=1, last_stage_layers=1).check(2)
+
+
+@pytest.mark.timeout(180)
+def test_uneven_stages_match_the_reference(refs):
+    for schedule, p, m, v, config, first, last in [("1f1b", 4, 8, 1, CFG8, 1, 1),
+                                                   ("interleaved", 2, 4, 2, CFG8, 1, 2),
+                                                   ("zb-h2", 2, 4, 1, CFG, 0, 4)]:
+        r = pp.run(PPRun(config=config, steps=STEPS, batch_size=BATCH, lr=LR, schedule=schedule,
+                         p=p, micro_batches=m, v=v, first_stage_layers=first,
+                         last_stage_layers=last), p, timeout=60)
+        d = max_differences(r, refs[config])
+        assert max(d.values()) < 2e-6, (schedule, first, last, d)

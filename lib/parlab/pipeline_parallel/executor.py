@@ -4,8 +4,8 @@ The reference GPT is cut by layers into ``p`` stages, one per rank of the pipeli
 process group (``v`` chunks per rank for interleaved schedules: chunk c of rank r is
 virtual stage c * p + r; ZB-V's V and DualPipe's two directions are other
 placements, asked wherever a message goes). A schedule (``schedules.py``) is this
-rank's list of actions; the executor walks it, and every message is implied by the actions: F receives its
-input from the previous virtual stage and sends its output on; B receives the output
+rank's list of actions; the executor walks it, and every message is implied by the
+actions: F receives its input from the previous virtual stage and sends its output on; B receives the output
 gradient and sends the input gradient back; W (zero-bubble schedules) needs no message.
 
 Sends never block and every message has its own tag, so a rank only ever waits for

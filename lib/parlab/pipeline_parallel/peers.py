@@ -30,7 +30,8 @@ class TorchPipelineRecipe(Recipe):
         p, m = run.p, run.micro_batches
         gpt = GPT(run.config, run.seed)
         self.names = {id(t): n for n, t in gpt.named_parameters()}
-        self.chunks = gpt_stages(gpt, p, self.rank, run.v, run.checkpoint)
+        self.chunks = gpt_stages(gpt, p, self.rank, run.v, run.checkpoint,
+                                 first=run.first_stage_layers, last=run.last_stage_layers)
         stages = [pipelining.PipelineStage(chunk, k * p + self.rank, p * run.v,
                                            comm.device(group), group=group)
                   for k, chunk in enumerate(self.chunks)]

@@ -24,7 +24,7 @@ from ..validate import check_bool, check_choice, check_float
 from .compute import EmulatedCompute, RealCompute
 from .executor import PipelineExecutor
 from .schedules import SPLIT_BACKWARD, Timeline, bubble, op_durations, placement_of, validate
-from .stages import gpt_stages
+from .stages import check_uneven, gpt_stages
 
 COMPUTE = ("real", "emulated")
 
@@ -40,7 +40,9 @@ class PPRun(TrainRun):
     by a sleep of its ``op_durations`` (``t_fwd``, ``t_bwd``: seconds for one
     micro-batch through all of a rank's layers) while real activation-sized messages
     still flow, so the timeline shows the schedule's shape even with more ranks than
-    cores. ``checkpoint``: recompute each block in backward (real compute only)."""
+    cores. ``checkpoint``: recompute each block in backward (real compute only).
+    ``first_stage_layers`` / ``last_stage_layers``: blocks on the first / last stage,
+    the others balanced over the stages between (``stages.split_layers``)."""
     schedule: str = "1f1b"
     p: int = 2
     micro_batches: int = 4
@@ -49,6 +51,8 @@ class PPRun(TrainRun):
     t_fwd: float = 0.02
     t_bwd: float = 0.04
     checkpoint: bool = False
+    first_stage_layers: int | None = None  # blocks on the first / last stage (None: balanced)
+    last_stage_layers: int | None = None
     trace: bool = True  # the timeline and the bubble are read off the events
     trains_moe: ClassVar[bool] = True
 
@@ -68,6 +72,13 @@ class PPRun(TrainRun):
             raise ValueError("checkpoint=True needs compute='real' (emulated ops keep nothing)")
         if self.config.n_experts and not real:
             raise ValueError("a MoE config needs compute='real'")
+        if self.first_stage_layers is not None or self.last_stage_layers is not None:
+            if not real:
+                raise ValueError("first_stage_layers / last_stage_layers need compute='real' "
+                                 "(emulated ops have no layers)")
+            check_uneven(self.config.n_layers,
+                         placement_of(self.schedule, self.p, self.v, self.micro_batches).n_stages,
+                         self.first_stage_layers, self.last_stage_layers)
         if self.schedule == "dualpipe" and real:  # each rank would hold both directions
             raise ValueError("schedule='dualpipe' runs with compute='emulated' only: real "
                              "compute would need two copies of every stage's weights")
@@ -113,7 +124,8 @@ class PPRecipe(Recipe):
         if run.compute == "real":
             gpt = GPT(c, run.seed).to(device)
             where = placement_of(run.schedule, run.p, run.v, m)
-            self.stages = gpt_stages(gpt, run.p, self.rank, run.v, run.checkpoint, where=where)
+            self.stages = gpt_stages(gpt, run.p, self.rank, run.v, run.checkpoint, where=where,
+                                     first=run.first_stage_layers, last=run.last_stage_layers)
             mine = {id(q) for st in self.stages for q in [*st.parameters(), *st.buffers()]}
             saved = gpt.state_dict(keep_vars=True)  # reference names (persistent buffers too)
             self.names = {id(t): n for n, t in saved.items() if id(t) in mine}

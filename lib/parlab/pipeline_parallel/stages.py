@@ -14,14 +14,49 @@ import torch.nn as nn
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
 
-def split_layers(n_layers: int, n_stages: int) -> list[range]:
+def split_layers(n_layers: int, n_stages: int, first: int | None = None,
+                 last: int | None = None) -> list[range]:
     """Layers of each virtual stage, balanced: sizes differ by at most one, the larger
-    stages first (the last stage also carries the head and the loss)."""
-    base, extra = divmod(n_layers, n_stages)
+    stages first (the last stage also carries the head and the loss). ``first`` /
+    ``last``: the first / last stage takes exactly that many (0 allowed: the embedding
+    or the head alone), the stages between them share the rest, balanced -- fewer
+    blocks beside the embedding and the head, whose vocabulary-sized matrices cost
+    about as much as a few blocks (Megatron-LM's decoder_first_pipeline_num_layers /
+    decoder_last_pipeline_num_layers). Checked by ``check_uneven``."""
+    if first is None and last is None:
+        base, extra = divmod(n_layers, n_stages)
+        sizes = [base + (s < extra) for s in range(n_stages)]
+    else:
+        check_uneven(n_layers, n_stages, first, last)
+        ends = [x for x in (first, last) if x is not None]
+        inner = n_stages - len(ends)
+        inner = split_layers(n_layers - sum(ends), inner) if inner else []
+        sizes = ([first] if first is not None else []) + [len(r) for r in inner] + (
+            [last] if last is not None else [])
     bounds = [0]
-    for s in range(n_stages):
-        bounds.append(bounds[-1] + base + (s < extra))
+    for size in sizes:
+        bounds.append(bounds[-1] + size)
     return [range(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def check_uneven(n_layers: int, n_stages: int, first: int | None, last: int | None) -> None:
+    """ValueError naming the field unless ``first`` / ``last`` (blocks on the first / last
+    stage, or None) leave every stage between them at least one block."""
+    for name, x in (("first_stage_layers", first), ("last_stage_layers", last)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+            raise ValueError(f"{name}={x!r} must be an integer >= 0 (or None)")
+    if n_stages < 2:
+        raise ValueError(f"first_stage_layers / last_stage_layers need at least 2 stages, "
+                         f"got {n_stages}")
+    ends = [x for x in (first, last) if x is not None]
+    rest, inner = n_layers - sum(ends), n_stages - len(ends)
+    if inner == 0 and rest:
+        raise ValueError(f"first_stage_layers + last_stage_layers = {sum(ends)} must equal "
+                         f"n_layers={n_layers}: there are only {n_stages} stages")
+    if rest < inner:
+        raise ValueError(f"first_stage_layers={first}, last_stage_layers={last} leave {rest} "
+                         f"of n_layers={n_layers} blocks for {inner} other stage(s): each "
+                         f"needs one")
 
 
 class PipelineStage(nn.Module):
@@ -62,13 +97,15 @@ class AtPositions(nn.Module):
 
 
 def gpt_stages(model, p: int, rank: int, v: int = 1, checkpoint: bool = False,
-               positions=None, where=None) -> list[PipelineStage]:
+               positions=None, where=None, first: int | None = None,
+               last: int | None = None) -> list[PipelineStage]:
     """The v chunks of ``rank`` of the lab's GPT (already parallelized or not): chunk c is
     virtual stage c * p + rank, the blocks balanced by ``split_layers``. Their modules are
     ``model``'s own, so their parameters are the model's. ``positions``: the global
     positions of this rank's tokens (context parallelism), given to the embeddings and
     the blocks. ``where``: a ``placement.Placement`` other than round-robin (ZB-V's V:
-    chunk 1 of rank r is stage 2p - 1 - r)."""
+    chunk 1 of rank r is stage 2p - 1 - r). ``first`` / ``last``: blocks on the first /
+    last stage (``split_layers``)."""
     embed, *blocks, head = model.layers()
     if positions is not None:
         embed, blocks = AtPositions(embed, positions), [AtPositions(b, positions) for b in blocks]
@@ -76,7 +113,8 @@ def gpt_stages(model, p: int, rank: int, v: int = 1, checkpoint: bool = False,
     chunks = []
     for c in range(v):
         s = c * p + rank if where is None else where.stage(rank, c)
-        mine = [(f"blocks.{i}", blocks[i]) for i in split_layers(len(blocks), n)[s]]
+        cut = split_layers(len(blocks), n, first, last)[s]
+        mine = [(f"blocks.{i}", blocks[i]) for i in cut]
         if s == 0:
             mine.insert(0, ("embed", embed))
         if s == n - 1:
