@@ -5,8 +5,9 @@ process group (``v`` chunks per rank for interleaved schedules: chunk c of rank 
 virtual stage c * p + r; ZB-V's V and DualPipe's two directions are other
 placements, asked wherever a message goes). A schedule (``schedules.py``) is this
 rank's list of actions; the executor walks it, and every message is implied by the
-actions: F receives its input from the previous virtual stage and sends its output on; B receives the output
-gradient and sends the input gradient back; W (zero-bubble schedules) needs no message.
+actions: F receives its input from the previous virtual stage and sends its output
+on; B receives the output gradient and sends the input gradient back; W (zero-bubble
+schedules) needs no message.
 
 Sends never block and every message has its own tag, so a rank only ever waits for
 data it really needs: any schedule whose order respects the data dependencies runs
