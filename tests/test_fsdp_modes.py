@@ -213,3 +213,15 @@ def test_formulas_agree_with_zero_and_the_papers():
     assert off["pcie_bytes_per_step"] == 4 * 13e9 and off["gpu_bytes"] == 26e9
     with pytest.raises(ValueError, match="unit_bytes"):
         cost.fsdp_gathered_peak([])
+
+
+def test_the_hsdp_exercise_checker():
+    from parlab.exercises import data_parallel as ex
+    n = cost.MODEL_PRESETS["70B"].n_params
+    right = 2 * (2 * n / 8) * 7 / 8 / 1e9
+    assert ex.check_hsdp_traffic(right)["ok"] and ex.check_hsdp_traffic(f"{right:.4g}")["ok"]
+    v = ex.check_hsdp_traffic(cost.zero_comm_volume(n, 64, 3) / 1e9)
+    assert not v["ok"] and "flat ZeRO-3" in v["message"]
+    v = ex.check_hsdp_traffic(2 * 2 * n * 7 / 8 / 1e9)
+    assert not v["ok"] and "whole gradient" in v["message"]
+    assert ex.check_hsdp_traffic(None)["ok"] is False

@@ -162,3 +162,39 @@ def model_table(rows: list[dict], digits: dict, caption: str = ""):
     """A table of model (``parlab.cost``) numbers for the interview corner: ``digits``
     maps a column to its format (".2f")."""
     return table(rows, formats=digits, caption=caption)
+
+
+def fsdp_modes_table(rows: list[dict], caption: str = ""):
+    """ZeRO-3 / FSDP with and without resharding and prefetch (``zero.experiments.fsdp_modes``):
+    the peak of gathered parameters and the bytes per rank of one step, measured against
+    ``cost.fsdp_gathered_peak`` / ``cost.fsdp_comm_volume``, and the largest difference
+    from one device. The reader should see memory and traffic trade places."""
+    cols = ["mode", "peak measured", "peak formula", "all-gather measured", "all-gather formula",
+            "reduce-scatter measured", "reduce-scatter formula", "max diff"]
+    return table(rows, cols, caption=caption,
+                 headers={"max diff": "max |Δ| vs one device"},
+                 formats={**{c: ",.0f" for c in cols[1:-1]}, "max diff": _E})
+
+
+def gather_issue_table(rows: list[dict], caption: str = ""):
+    """When each block's all-gather started, relative to the compute of the unit before it
+    (``zero.experiments.gather_issue`` rows with a ``mode``): lead > 0 ms means issued
+    before that unit began computing (prefetched)."""
+    return table([dict(r, lead=r["lead"] * 1e3, after=r["after"] * 1e3) for r in rows],
+                 ["mode", "pass", "unit", "async", "lead", "after"], caption=caption,
+                 headers={"lead": "issued before the previous unit's compute (ms)",
+                          "after": "issued after it ended (ms)"},
+                 formats={"lead": "+.2f", "after": "+.2f"})
+
+
+def hsdp_table(rows: list[dict], caption: str = ""):
+    """HSDP vs flat ZeRO-3 on 4 ranks (``zero.experiments.hsdp_traffic``): bytes per rank
+    and step in the shard group and across replicas, measured vs ``cost.hsdp_comm_volume``,
+    the parameter bytes a rank keeps, and the largest difference from one device."""
+    cols = ["run", "shard group", "shard group spans nodes", "shard-group measured",
+            "shard-group formula", "replicate measured", "replicate formula", "params per rank",
+            "max diff"]
+    return table(rows, cols, caption=caption, headers={"max diff": "max |Δ| vs one device"},
+                 formats={"shard-group formula": ",.0f", "replicate formula": ",.0f",
+                          "shard-group measured": ",", "replicate measured": ",",
+                          "params per rank": ",", "max diff": _E})

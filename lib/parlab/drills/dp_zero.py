@@ -124,3 +124,31 @@ def max_micro_batch(rng):
                f"floor(spare / per sequence) = {b} (cost.max_micro_batch; buffers, "
                f"fragmentation and the CUDA context left out, so this is optimistic).",
                rel_tol=0)
+
+
+@template("fsdp_reshard_tradeoff", "dp_zero", S6)
+def fsdp_reshard_tradeoff(rng):
+    (n, said), dp = params(rng), rng.choice(DP)
+    keep, reshard = (cost.fsdp_comm_volume(n, dp, r)["total"] for r in (False, True))
+    gb = (reshard - keep) / 1e9
+    return Ask(f"FSDP trains {said} on {dp} GPUs, bf16 parameters and gradients. Switching "
+               f"reshard_after_forward from True to False: how many GB fewer does each GPU "
+               f"send per step?", gb, "GB",
+               f"True gathers every unit twice (forward, backward) and reduce-scatters once: "
+               f"3Ψ(dp-1)/dp; False keeps the forward's weights until backward: 2Ψ(dp-1)/dp. "
+               f"The difference is one all-gather, Ψ(dp-1)/dp = {fmt(gb)} GB "
+               f"(cost.fsdp_comm_volume; Zhao et al. §3.2.1), paid for by holding every "
+               f"unit's full weights from its forward to its backward.")
+
+
+@template("hsdp_cross_node", "dp_zero", S6)
+def hsdp_cross_node(rng):
+    (n, said), nodes, per_node = params(rng), rng.choice((2, 4, 8, 16)), rng.choice((4, 8))
+    gb = cost.hsdp_comm_volume(n, per_node, nodes)["inter_node"] / 1e9
+    return Ask(f"HSDP trains {said} on {nodes} nodes of {per_node} GPUs: sharded within each "
+               f"node, replicated across nodes, bf16 gradients. How many GB does each GPU "
+               f"send across nodes per step (ring all-reduce)?", gb, "GB",
+               f"Only the all-reduce of each GPU's gradient shard crosses nodes: "
+               f"2 · (Ψ/{per_node}) · ({nodes}-1)/{nodes} with Ψ = {fmt(2 * n / 1e9)} GB: "
+               f"{fmt(gb)} GB (cost.hsdp_comm_volume; Zhao et al. §3.2.2). The all-gathers and "
+               f"reduce-scatters stay on the node's links.")

@@ -27,7 +27,7 @@ from ..validate import check_float, check_int
 from . import core
 
 __all__ = ["check_dp_exchange", "check_zero1_step", "check_zero_memory", "check_zero3_traffic",
-           "check_dp_allreduce_bytes", "solution_dp_exchange", "solution_zero1_step",
+           "check_dp_allreduce_bytes", "check_hsdp_traffic", "solution_dp_exchange", "solution_zero1_step",
            "show_solution", "hints", "QUESTIONS"]
 
 EXCHANGE_CONFIG = GPTConfig(n_layers=1, d_model=16, n_heads=2, seq_len=8)
@@ -236,6 +236,9 @@ QUESTIONS = {
                      "GB each GPU sends per training step (ring collectives)?",
     "dp_allreduce": "Plain DP of a 1.3B model (GPT-3 XL) on 16 GPUs with fp16 gradients: GB "
                     "each GPU sends in the step's ring all-reduce?",
+    "hsdp_traffic": "Llama 2 70B (cost.MODEL_PRESETS['70B']) on 8 nodes of 8 GPUs as HSDP: "
+                    "sharded within each node, replicated across nodes, 2-byte gradients: GB "
+                    "each GPU sends across nodes per step?",
 }
 
 
@@ -273,6 +276,20 @@ def check_dp_allreduce_bytes(answer) -> dict:
     return core.check_number(answer, want, rel_tol=0.01, unit="GB", hint=hint or
                              "ring all-reduce: 2 (N-1)/N x S bytes per rank, S = 2 bytes x Psi.",
                              explanation="= 2 (N-1)/N x S, S = 2 bytes x 1.32 B parameters.")
+
+
+def check_hsdp_traffic(answer) -> dict:
+    """GB each GPU sends across nodes per step, 70B as HSDP 8 x 8 (``cost.hsdp_comm_volume``)."""
+    n = cost.MODEL_PRESETS["70B"].n_params
+    want = cost.hsdp_comm_volume(n, 8, 8)["inter_node"] / GB
+    hint = _which(answer, {"flat ZeRO-3 over all 64 GPUs' volume": cost.zero_comm_volume(n, 64, 3) / GB,
+                           "an all-reduce of the whole gradient, not of this GPU's 1/8 shard":
+                           cost.collective_bytes("all_reduce", 2 * n, 8) / GB})
+    return core.check_number(answer, want, rel_tol=0.02, unit="GB", hint=hint or
+                             "only the all-reduce of this GPU's gradient shard (2 bytes x Psi / 8) "
+                             "over the 8 replicas crosses nodes: a ring sends 2 (R-1)/R of it.",
+                             explanation="= 2 (Psi x 2 B / 8)(7/8), 1/8 of a plain-DP all-reduce "
+                                         "(Zhao et al. §3.2.2).")
 
 
 def _which(answer, candidates: dict) -> str:
