@@ -183,11 +183,26 @@ def test_hsdp_planted_bugs_are_caught(bug, reference):
     assert diff["grad"] > 1e-4, (bug, diff)
 
 
+# --- against torch's FSDP2: the same options, the same numbers -----------------------------------
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fields, world_size", [(dict(reshard_after_forward=False), 2),
+                                                (dict(replicate=2), 4)])
+def test_ours_equal_fsdp2_with_the_same_options(fields, world_size, reference):
+    ours, theirs = zrun(world_size, **fields), zero.run(ZeroRun(
+        CFG, steps=STEPS, batch_size=8, lr=LR, weight_decay=WD, zero_stage="fsdp2", **fields),
+        world_size)
+    assert max(max_differences(theirs, reference).values()) < TOL
+    diff = max_differences(ours, theirs)
+    assert diff["loss"] < 1e-6 and diff["grad"] < 1e-7 and diff["param"] < TOL, diff
+
+
 # --- bad input, and the formulas' own relations -------------------------------------------------
 
 @pytest.mark.parametrize("fields, world_size, match", [
     (dict(zero_stage=2, prefetch=True), 2, "zero_stage=2 must be 3"),
-    (dict(zero_stage="fsdp2", reshard_after_forward=False), 2, "zero_stage='fsdp2' must be 3"),
+    (dict(zero_stage="ddp", reshard_after_forward=False), 2, "zero_stage='ddp' must be 3"),
+    (dict(zero_stage="fsdp2", prefetch=True), 2, "prefetch=True is FullyShard's"),
     (dict(replicate=3), 4, "replicate=3 must divide world_size=4"),
     (dict(replicate=0), 4, "replicate=0"),
     (dict(prefetch="yes"), 2, "prefetch='yes'"),

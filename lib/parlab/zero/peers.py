@@ -30,11 +30,15 @@ class _Peer(torch.nn.Module):
                 {n: full(p.grad).cpu().clone() for n, p in self.inner.named_parameters()})
 
 
-def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20, **optimizer_kwargs):
+def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
+               reshard_after_forward: bool = True, replicate: int = 1, **optimizer_kwargs):
     """``kind='fsdp2'``: FSDP2, ``torch.distributed.fsdp.fully_shard`` (PyTorch's
     documentation, "torch.distributed.fsdp.fully_shard"): each parameter sharded on dim 0
     as a DTensor, each block one FSDP unit and the root holding embeddings and head --
-    the same units as our FullyShard's default -- over a DeviceMesh of ``group``.
+    the same units as our FullyShard's default -- over a DeviceMesh of ``group``, with
+    ``reshard_after_forward``; ``replicate`` > 1: HSDP, a 2-D mesh ("replicate", "shard")
+    of ``replicate`` x (ranks / replicate), consecutive ranks one shard group (as
+    ``hybrid.hsdp_groups``).
     ``kind='ddp'``: DistributedDataParallel (Li et al., "PyTorch Distributed", VLDB 2020)
     over ``group``, buckets of ``bucket_bytes``. Returns (module, AdamW)."""
     if kind == "fsdp2":
@@ -42,10 +46,11 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20, **optim
             from torch.distributed.fsdp import fully_shard
         except ImportError:  # torch < 2.6
             from torch.distributed._composable.fsdp import fully_shard
-        mesh = _mesh(group, next(gpt.parameters()).device.type)
+        device_type = next(gpt.parameters()).device.type
+        mesh = _mesh(group, device_type) if replicate == 1 else _mesh_2d(group, device_type, replicate)
         for block in gpt.blocks:
-            fully_shard(block, mesh=mesh)
-        fully_shard(gpt, mesh=mesh)
+            fully_shard(block, mesh=mesh, reshard_after_forward=reshard_after_forward)
+        fully_shard(gpt, mesh=mesh, reshard_after_forward=reshard_after_forward)
         model = _Peer(gpt, gpt)
     else:
         model = _Peer(TorchDDP(gpt, group, bucket_bytes), gpt)
@@ -59,3 +64,16 @@ def _mesh(group, device_type: str):
         return init_device_mesh(device_type, (dist.get_world_size(),))
     from torch.distributed.device_mesh import DeviceMesh
     return DeviceMesh.from_group(group, device_type)
+
+
+def _mesh_2d(group, device_type: str, replicate: int):
+    """HSDP's 2-D DeviceMesh ("replicate", "shard") over ``group`` (default: the world)."""
+    from torch.distributed.device_mesh import DeviceMesh
+
+    from .hybrid import hsdp_groups
+    ranks = list(range(dist.get_world_size())) if group is None else \
+        dist.get_process_group_ranks(group)
+    shard, across = hsdp_groups(replicate, group)
+    return DeviceMesh.from_group([across, shard], device_type,
+                                 mesh=torch.tensor(ranks).view(replicate, -1),
+                                 mesh_dim_names=("replicate", "shard"))

@@ -59,10 +59,13 @@ class ZeroRun(TrainRun):
         check_bool("reshard_after_forward", self.reshard_after_forward)
         check_bool("prefetch", self.prefetch)
         check_int("replicate", self.replicate)
-        fsdp = (not self.reshard_after_forward, self.prefetch, self.replicate != 1)
-        if any(fsdp) and self.zero_stage != 3:
+        fsdp = (not self.reshard_after_forward, self.replicate != 1)
+        if (any(fsdp) or self.prefetch) and self.zero_stage not in (3, "fsdp2"):
             raise ValueError(f"reshard_after_forward, prefetch and replicate are ZeRO-3's "
-                             f"options: zero_stage={self.zero_stage!r} must be 3")
+                             f"options: zero_stage={self.zero_stage!r} must be 3 (or 'fsdp2')")
+        if self.prefetch and self.zero_stage == "fsdp2":
+            raise ValueError("prefetch=True is FullyShard's (zero_stage=3); FSDP2 prefetches "
+                             "one unit ahead by itself")
         if world_size % self.replicate:
             raise ValueError(f"replicate={self.replicate} must divide world_size={world_size}")
         if self.batch_size % world_size:
@@ -81,7 +84,9 @@ def apply_zero(gpt: GPT, run: ZeroRun, group=None, probe=None):
     """(the module to train, its optimizer) for ``run.zero_stage`` over ``group``."""
     stage, opt = run.zero_stage, dict(lr=run.lr, betas=ADAMW_BETAS, weight_decay=run.weight_decay)
     if stage in PEERS:
-        return torch_peer(stage, gpt, group, run.bucket_bytes, **opt)
+        fsdp = dict(reshard_after_forward=run.reshard_after_forward, replicate=run.replicate) \
+            if stage == "fsdp2" else {}
+        return torch_peer(stage, gpt, group, run.bucket_bytes, **fsdp, **opt)
     if stage == 0:
         model = BucketedDP(gpt, group, run.bucket_bytes, gradient_as_bucket_view=True)
         return model, torch.optim.AdamW(gpt.parameters(), **opt)
