@@ -80,6 +80,27 @@ def test_prefetch_issues_the_next_gather_before_this_unit_computes(modes):
                 assert r["after"] < 0, (label, r)
 
 
+def prefetch_frees_everything():
+    import time
+    import torch
+    probe = zero.MemoryProbe()
+    z = zero.FullyShard(GPT(CFG), probe=probe, prefetch=True)
+    x = torch.randint(0, CFG.vocab_size, (2, CFG.seq_len))
+    _, loss = z(x, x)
+    loss.backward()
+    z.finish_backward()
+    del loss
+    deadline = time.monotonic() + 2.0  # gloo drops its reference on its own thread
+    while probe.alive("gathered") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return probe.alive("gathered"), probe.live["gathered"], len(z.prefetcher.pending)
+
+
+def test_prefetched_buffers_are_all_taken_and_freed():
+    for alive, live, pending in parlab.launch(prefetch_frees_everything, 2):
+        assert (alive, live, pending) == (0, 0, 0)
+
+
 class _WrongOrder(zero.Prefetcher):
     """Backward prefetch in the forward's order: block i+1 instead of block i-1."""
 
@@ -181,6 +202,39 @@ def test_hsdp_planted_bugs_are_caught(bug, reference):
     # (averaged over the world: every gradient halved; AdamW's update is nearly blind to
     # the scale, so the gradients, not the weights, show it)
     assert diff["grad"] > 1e-4, (bug, diff)
+
+
+# --- a model that is not ours: tied, frozen and unused parameters ---------------------------------
+
+def tiednet_worker(kind, steps=3):
+    """byom.TiedNet seeded by the rank under FullyShard(prefetch=True) or HybridShard
+    (2 x 2, prefetching too), trained as byom.data_parallel_worker trains it."""
+    import torch
+    import torch.distributed as dist
+    from parlab import byom
+    torch.set_num_threads(1)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    net = byom.TiedNet(seed=rank)
+    model = (zero.FullyShard(net, prefetch=True) if kind == "prefetch" else
+             zero.HybridShard(net, *zero.hsdp_groups(2), prefetch=True))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    for step in range(steps):
+        loss = model(*byom.tokens(step, 8, rank, world))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        model.finish_backward()
+        opt.step()
+    return model.full_state_dict()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind, world_size", [("prefetch", 2), ("hsdp", 4)])
+def test_prefetch_and_hsdp_on_a_model_that_is_not_ours(kind, world_size):
+    from parlab import byom
+    ref = byom.reference(byom.TiedNet, lambda s: byom.tokens(s), 3)
+    for state in parlab.launch(tiednet_worker, world_size, kind, timeout=90):
+        assert byom.max_difference(state, ref) < TOL, kind
+        assert (state["out.weight"] == state["embed.weight"]).all()  # still tied
 
 
 # --- against torch's FSDP2: the same options, the same numbers -----------------------------------
