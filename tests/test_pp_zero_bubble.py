@@ -215,3 +215,24 @@ def test_uneven_stages_match_the_reference(refs):
                          last_stage_layers=last), p, timeout=60)
         d = max_differences(r, refs[config])
         assert max(d.values()) < 2e-6, (schedule, first, last, d)
+
+
+# --- notebook 03's section: rows, tables, the exercise -------------------------------------------
+
+def test_schedule_family_rows_agree_with_their_papers():
+    from parlab.exercises import pipeline_parallel as ex
+    from parlab.pipeline_parallel import experiments_zb, figures
+    rows = {r["schedule"]: r for r in experiments_zb.schedule_family(4, 8)}
+    assert list(rows) == list(experiments_zb.FAMILY)
+    assert all(r["idle"] == pytest.approx(r["idle_paper"]) and r["peak"] == r["peak_paper"]
+               for r in rows.values())
+    assert [rows[s]["idle"] for s in ("1f1b", "zb-h1", "zb-h2")] == [9.0, 3.0, 0.0]
+    assert rows["zb-h2"]["step"] == pytest.approx(rows["zb-h1"]["step"])  # the corners stay
+    assert rows["zb-v"]["messages"] == 2 * rows["1f1b"]["messages"]
+    mem = experiments_zb.interleaved_memory(measured={(2, 2): 5})
+    assert all(r["factor"] == pytest.approx(r["formula"]) for r in mem)
+    assert mem[0]["measured"] == 1.25 and mem[1]["measured"] is None
+    for html in (figures.schedule_family_table(list(rows.values()), 4, 8),
+                 figures.interleaved_memory_table(mem)):
+        assert "<table" in html.data
+    assert ex.check_zb_h2_peak(15)["ok"] and not ex.check_zb_h2_peak(8)["ok"]

@@ -1,5 +1,5 @@
 """Drills on pipeline parallelism: the bubble (1F1B, interleaved, both normalisations),
-micro-batches needed, activations held (notebook 03)."""
+micro-batches needed, activations held (1F1B, GPipe, ZB-H2, interleaved; notebook 03)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from .core import Ask, fmt, template
 S4 = ("03", 4, "The bubble, predicted and measured")
 S5 = ("03", 5, "What 1F1B really changes: memory")
 S6 = ("03", 6, "Interleaving: a smaller ideal bubble, paid in messages")
+S7 = ("03", 7, "Zero bubble: split the backward")
 
 P = (2, 4, 8, 16)
 M = (4, 8, 16, 32, 64)
@@ -88,3 +89,28 @@ def gpipe_vs_1f1b_memory(rng):
                f"does the first stage hold at its peak under GPipe than under 1F1B?", g / f, "x",
                f"GPipe holds all m = {g}; 1F1B at most p = {f} on the first stage: "
                f"{fmt(g / f)}x (cost.pipeline_peak_activations). Same bubble, less memory.")
+
+
+
+@template("zb_h2_memory", "pp", S7)
+def zb_h2_memory(rng):
+    p = rng.choice(P[1:])
+    m = p * rng.choice((2, 4, 8))
+    z, f = (cost.pipeline_peak_activations(s, p, m) for s in ("zb-h2", "1f1b"))
+    return Ask(f"ZB-H2 removes the bubble by running more forwards in the warm-up. p = {p} "
+               f"stages, m = {m} micro-batches: how many times 1F1B's activation memory does "
+               f"the first stage hold at its peak?", z / f, "x",
+               f"ZB-H2 holds up to 2p - 1 = {z} micro-batches (Qi et al. §2.2), 1F1B p = {f}: "
+               f"{fmt(z / f)}x (cost.pipeline_peak_activations); idle per rank drops from "
+               f"(p-1)(T_F+T_B+T_W) to (p-1)(T_F+T_B-2T_W), zero at equal times.")
+
+
+@template("interleaved_memory", "pp", S6)
+def interleaved_memory(rng):
+    p, v = rng.choice(P), rng.choice((2, 3, 4))
+    x = cost.interleaved_memory_factor(p, v)
+    return Ask(f"Interleaved 1F1B, p = {p} ranks with v = {v} chunks each, many micro-batches. "
+               f"How many times 1F1B's activation memory does rank 0 hold at its peak?", x, "x",
+               f"Its warm-up runs 2(p-1) + (v-1)p chunk forwards, plus one: (v+1)p - 1 = "
+               f"{(v + 1) * p - 1} chunks of 1/v of the rank, over 1F1B's p: 1 + (p-1)/(p·v) = "
+               f"{fmt(x)}x (cost.interleaved_memory_factor).")

@@ -384,3 +384,12 @@ def check_peak(answer) -> dict:
     return core.check_number(answer, cost.pipeline_peak_activations("1f1b", P, M, PEAK_STAGE),
                              rel_tol=0, hint="1F1B runs P - stage forwards before its first "
                              "backward, then frees one per new one.", name="peak")
+
+
+def check_zb_h2_peak(answer) -> dict:
+    """Micro-batches whose activations rank 0 holds at its peak under ZB-H2, P = 8, M = 24."""
+    want, one = (cost.pipeline_peak_activations(s, P, M, 0) for s in ("zb-h2", "1f1b"))
+    return core.check_number(answer, want, rel_tol=0, name="peak",
+                             hint="the table of §7 gives ZB-H2's peak at P = 4 against 1F1B's; "
+                             "the rule behind it is in Qi et al. §2.2.",
+                             explanation=f"min(M, 2P - 1) = {want}, against 1F1B's {one} on rank 0.")

@@ -300,3 +300,25 @@ def zero_bubble_table(res: dict[str, dict], caption: str):
     return table(rows, caption=caption, formats=dict(sim=_pct, sim_comm=_pct, measured=_pct),
                  headers=dict(sim="simulated (messages free)", sim_comm="simulated with costs",
                               held="micro-batches held per rank"))
+
+
+def schedule_family_table(rows: list[dict], p: int, m: int):
+    """``experiments_zb.schedule_family``: idle per rank and peak activations, simulated
+    beside each paper's, the whole step's idle share, and the messages of a step."""
+    return table(rows, caption=f"P = {p}, M = {m}, T_F = T_B = T_W = 1 (1F1B: T_B + T_W = 2)",
+                 formats=dict(idle=".3g", idle_paper=".3g", step=_pct, peak=".3g",
+                              peak_paper=".3g"),
+                 headers=dict(idle="idle per rank (simulated, most)", idle_paper="paper",
+                              step="idle share of the step", peak="peak (micro-batches)",
+                              peak_paper="paper", messages="messages / step"))
+
+
+def interleaved_memory_table(rows: list[dict]):
+    """``experiments_zb.interleaved_memory``: rank 0's activations over 1F1B's, from the
+    schedule (and a real run where measured), beside 1 + (P - 1)/(P v)."""
+    rows = [dict(r, measured="" if r["measured"] is None else f"{r['measured']:.4g}")
+            for r in rows]
+    return table(rows, caption="interleaved 1F1B, M = 2P: rank 0 over 1F1B's P micro-batches",
+                 formats=dict(factor=".4g", formula=".4g"),
+                 headers=dict(chunks="chunks held (rank 0)", factor="simulated / 1F1B",
+                              measured="real run / 1F1B", formula="1 + (P-1)/(P v)"))
