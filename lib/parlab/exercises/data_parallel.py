@@ -10,8 +10,8 @@ Coding exercises, run on real ranks (``core.run_learner``):
       the gradient (average), update this rank's shard, keep the momentum of that shard
       only, all-gather the parameters. Checked step by step against single-device SGD.
 
-Numeric exercises (``widgets.answer_box``): ZeRO memory per GPU, ZeRO-3 traffic and a
-plain-DP all-reduce, each against ``parlab.cost``.
+Numeric exercises (``widgets.answer_box``): ZeRO memory per GPU, ZeRO-3 traffic, a
+plain-DP all-reduce and HSDP's cross-node bytes, each against ``parlab.cost``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from ..validate import check_float, check_int
 from . import core
 
 __all__ = ["check_dp_exchange", "check_zero1_step", "check_zero_memory", "check_zero3_traffic",
-           "check_dp_allreduce_bytes", "check_hsdp_traffic", "solution_dp_exchange", "solution_zero1_step",
+           "check_dp_allreduce_bytes", "check_hsdp_traffic", "solution_dp_exchange",
+           "solution_zero1_step",
            "show_solution", "hints", "QUESTIONS"]
 
 EXCHANGE_CONFIG = GPTConfig(n_layers=1, d_model=16, n_heads=2, seq_len=8)

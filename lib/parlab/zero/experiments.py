@@ -111,7 +111,8 @@ def fsdp_modes(config: GPTConfig | None = None, world_size: int = 2, steps: int 
         volume = cost.fsdp_comm_volume(n_params, world_size, reshard, param_bytes=4)
         rows.append({"mode": label, "peak measured": res.memory[0]["gathered_peak"],
                      "peak formula": cost.fsdp_gathered_peak(blocks, root, reshard, prefetch),
-                     "peaks equal on every rank": len({m["gathered_peak"] for m in res.memory}) == 1,
+                     "peaks equal on every rank":
+                         len({m["gathered_peak"] for m in res.memory}) == 1,
                      "all-gather measured": sent.get("all_gather", 0),
                      "all-gather formula": volume["all_gather"],
                      "reduce-scatter measured": sent.get("reduce_scatter", 0),
@@ -140,7 +141,8 @@ def gather_issue(events, n_blocks: int, rank: int = 0) -> list[dict]:
             span = _spans(events, rank, f"{why} block{before}")
             if gather is None or span is None:
                 continue
-            out.append({"unit": f"block{i}", "pass": why, "async": bool(gather["meta"].get("async_op")),
+            out.append({"unit": f"block{i}", "pass": why,
+                        "async": bool(gather["meta"].get("async_op")),
                         "lead": span[0] - gather["start"], "after": gather["start"] - span[1]})
     return out
 

@@ -47,7 +47,8 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
         except ImportError:  # torch < 2.6
             from torch.distributed._composable.fsdp import fully_shard
         device_type = next(gpt.parameters()).device.type
-        mesh = _mesh(group, device_type) if replicate == 1 else _mesh_2d(group, device_type, replicate)
+        mesh = (_mesh(group, device_type) if replicate == 1
+                else _mesh_2d(group, device_type, replicate))
         for block in gpt.blocks:
             fully_shard(block, mesh=mesh, reshard_after_forward=reshard_after_forward)
         fully_shard(gpt, mesh=mesh, reshard_after_forward=reshard_after_forward)

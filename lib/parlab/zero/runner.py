@@ -11,8 +11,9 @@ The stages are the ZeRO parts applied to the lab's GPT (Rajbhandari et al., SC 2
   3  ``FullyShard``: + parameters partitioned (P_os+g+p)
 
 and "ddp" / "fsdp2" are PyTorch's own (``peers.py``). Stage 3 takes FSDP's options:
-``reshard_after_forward``, ``prefetch`` and ``replicate`` > 1 (HSDP, ``hybrid.py``). A ``MemoryProbe`` and a ``Tracer``
-watch them from outside: bytes held by kind, and one compute span per unit."""
+``reshard_after_forward``, ``prefetch`` and ``replicate`` > 1 (HSDP, ``hybrid.py``); the
+FSDP2 peer the first and the last. A ``MemoryProbe`` and a ``Tracer`` watch them from
+outside: bytes held by kind, and one compute span per unit."""
 
 from __future__ import annotations
 
