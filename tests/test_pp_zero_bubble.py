@@ -30,7 +30,7 @@ def refs():
 @pytest.mark.parametrize("schedule, v", [("zb-h2", 1), ("zb-v", 2), ("dualpipe", 2)])
 def test_each_op_once_in_an_order_that_runs(schedule, v):
     for p, m in GRID:
-        if schedule == "dualpipe" and m % 2:
+        if schedule == "dualpipe" and (m % 2 or p % 2):
             continue
         acts = pp.make_schedule(schedule, p, m, v)  # make_schedule checks them itself
         pp.check_actions(acts, pp.placement_of(schedule, p, v, m))
@@ -44,12 +44,10 @@ def test_bad_input_names_the_rule():
                           (dict(schedule="zb-h2", p=2, micro_batches=4, v=2), "only exist for"),
                           (dict(schedule="dualpipe", p=2, micro_batches=3, v=2, batch_size=6),
                            "must be even"),
-                          (dict(schedule="dualpipe", p=2, micro_batches=4, v=2),
-                           "compute='emulated' only"),
+                          (dict(schedule="dualpipe", p=3, micro_batches=4, v=2), "p=3 must be"),
                           (dict(schedule="zb-v", p=4, micro_batches=8, v=2), "n_layers=4")]:
         with pytest.raises(ValueError, match=words):
             PPRun(**dict(dict(config=CFG), **kwargs)).check(kwargs["p"])
-    PPRun(schedule="dualpipe", p=2, micro_batches=4, v=2, compute="emulated").check(2)
     with pytest.raises(ValueError, match="placement='w'"):
         pp.Placement("w", 2)
 
@@ -120,7 +118,7 @@ def test_zb_v_zero_bubble_at_1f1b_memory(p, m):
         assert demos.schedule_messages("zb-v", p, m, 2) == 2 * demos.schedule_messages("1f1b", p, m)
 
 
-# --- DualPipe: simulated only ---------------------------------------------------------------
+# --- DualPipe: both directions, simulated (and on real ranks below) ---------------------------
 
 @pytest.mark.parametrize("p, m", [(2, 4), (4, 8), (4, 16), (6, 12), (6, 24), (8, 16)])
 def test_dualpipe_against_deepseek_table_2(p, m):
@@ -150,14 +148,18 @@ def test_interleaved_memory_factor(p, v):
 # --- on real ranks: equal to one device --------------------------------------------------------
 
 @pytest.mark.timeout(180)
-def test_zb_h2_and_zb_v_match_the_reference(refs):
+def test_zb_h2_zb_v_and_dualpipe_match_the_reference(refs):
     for schedule, p, m, v, config in [("zb-h2", 2, 4, 1, CFG), ("zb-h2", 4, 8, 1, CFG),
-                                      ("zb-v", 2, 4, 2, CFG), ("zb-v", 4, 8, 2, CFG8)]:
+                                      ("zb-v", 2, 4, 2, CFG), ("zb-v", 4, 8, 2, CFG8),
+                                      ("dualpipe", 2, 4, 2, CFG), ("dualpipe", 4, 8, 2, CFG)]:
         r = pp.run(PPRun(config=config, steps=STEPS, batch_size=BATCH, lr=LR, schedule=schedule,
                          p=p, micro_batches=m, v=v), p, timeout=60)
         d = max_differences(r, refs[config])
         assert max(d.values()) < 2e-6, (schedule, p, d)
         assert r.stash_peak == pp.simulate(schedule, p, m, v).peak_activations
+        # DualPipe: each rank holds its stage of both directions, twice the weights in all
+        twice = 2 if schedule == "dualpipe" else 1
+        assert sum(mem["params"] for mem in r.memory) == twice * GPT(config).num_params() * 4
         for rank, actions in enumerate(pp.make_schedule(schedule, p, m, v)):  # the schedule's order
             ops = sorted((e for e in r.events if e["rank"] == rank and e["name"] in "FBW"
                           and e["meta"]["step"] == 0), key=lambda e: e["start"])
@@ -175,6 +177,11 @@ def test_planted_executor_bugs_are_caught(refs):
     # one W dropped from the list: the executor refuses to end a step with activations held
     with pytest.raises(LaunchError, match="activations left over"):
         launch(workers_pp_zb.planted, 2, run, "w_dropped", timeout=60)
+    # DualPipe's two copies of each stage not summed: each steps on half the gradient
+    dual = PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule="dualpipe", p=2,
+                 micro_batches=4, v=2)
+    apart = pp.collect(dual, launch(workers_pp_zb.planted, 2, dual, "twins_apart", timeout=60))
+    assert max_differences(apart, refs[CFG])["grad"] > 1e-4
 
 
 @pytest.mark.timeout(120)

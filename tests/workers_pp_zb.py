@@ -8,7 +8,8 @@ from parlab.runs import train
 def planted(run, bug: str):
     """``train_worker(run)`` with one bug: "w_skipped" -- micro-batch 0's W on chunk 0
     computes nothing (its weight gradients never arrive); "w_dropped" -- the executor's
-    list lacks that W (its activations stay behind)."""
+    list lacks that W (its activations stay behind); "twins_apart" -- DualPipe's two
+    copies of a stage are not summed."""
     recipe = PPRecipe(run)
     ex, lost = recipe.executor, Action("W", 0, 0)
     if bug == "w_skipped":
@@ -16,6 +17,8 @@ def planted(run, bug: str):
         ex.compute.weight = lambda a, s, stash: None if a == lost else weight(a, s, stash)
     elif bug == "w_dropped":
         ex.actions = [a for a in ex.actions if a != lost]
+    elif bug == "twins_apart":  # DualPipe: each copy of a stage steps on its own direction's
+        recipe.twins = None     # gradient only
     else:
         raise ValueError(f"bug={bug!r}")
     return train(recipe)

@@ -58,14 +58,15 @@ class Placement:
             return (stage, 0) if stage < p else (2 * p - 1 - stage, 1)
         return (stage, 0) if self.direction(mb) == 0 else (p - 1 - stage, 1)
 
-    def stage(self, rank: int, chunk: int, mb: int = 0) -> int:
-        """The stage that chunk ``chunk`` of ``rank`` is on ``mb``'s path."""
+    def stage(self, rank: int, chunk: int, mb: int | None = None) -> int:
+        """The stage that chunk ``chunk`` of ``rank`` is on ``mb``'s path (None: the stage
+        the chunk holds, whichever micro-batches pass it)."""
         p = self.p
         if self.kind == "round-robin":
             return chunk * p + rank
         if self.kind == "v":
             return rank if chunk == 0 else 2 * p - 1 - rank
-        if chunk != self.direction(mb):
+        if mb is not None and chunk != self.direction(mb):
             raise ValueError(f"micro-batch {mb} goes in direction {self.direction(mb)}, "
                              f"not through chunk {chunk}")
         return rank if chunk == 0 else p - 1 - rank

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
 import torch.distributed as dist
 
-from .. import comm
+from .. import comm, mesh
 from ..data import get_batch
 from ..memory import held_bytes, optimizer_states
 from ..model import GPT
@@ -42,7 +43,9 @@ class PPRun(TrainRun):
     still flow, so the timeline shows the schedule's shape even with more ranks than
     cores. ``checkpoint``: recompute each block in backward (real compute only).
     ``first_stage_layers`` / ``last_stage_layers``: blocks on the first / last stage,
-    the others balanced over the stages between (``stages.split_layers``)."""
+    the others balanced over the stages between (``stages.split_layers``). "zb-v" and
+    "dualpipe" take v=2 (``schedules.FIXED_V``); DualPipe holds every stage twice, on
+    ranks r and p - 1 - r, and sums the two copies' gradients (``sum_twin_grads``)."""
     schedule: str = "1f1b"
     p: int = 2
     micro_batches: int = 4
@@ -79,9 +82,6 @@ class PPRun(TrainRun):
             check_uneven(self.config.n_layers,
                          placement_of(self.schedule, self.p, self.v, self.micro_batches).n_stages,
                          self.first_stage_layers, self.last_stage_layers)
-        if self.schedule == "dualpipe" and real:  # each rank would hold both directions
-            raise ValueError("schedule='dualpipe' runs with compute='emulated' only: real "
-                             "compute would need two copies of every stage's weights")
 
 
 @dataclass(kw_only=True)
@@ -135,6 +135,7 @@ class PPRecipe(Recipe):
                     mod.aux_loss.item() / m) if mod.aux_loss is not None else None)
             compute = RealCompute(self.stages, m, run.schedule in SPLIT_BACKWARD)
             self.optimizer = self.make_optimizer(compute.params)
+            self.twins = twin_groups(run.p, group) if run.schedule == "dualpipe" else None
         else:
             self.replica = None  # emulated ops compute no loss
             n_stages = placement_of(run.schedule, run.p, run.v, m).n_stages
@@ -159,6 +160,8 @@ class PPRecipe(Recipe):
     def train_step(self, xs, ys):
         self.aux = []
         loss = self.executor.step(xs, ys)
+        if getattr(self, "twins", None) is not None:
+            sum_twin_grads(self.stages, self.names, self.twins)
         for st in self.stages:  # each stage's own MoE layers balance themselves
             for moe in moe_layers(st):
                 moe.update_bias_()
@@ -184,6 +187,29 @@ class PPRecipe(Recipe):
 
     def report(self, events, windows) -> dict:
         return {"stash_peak": self.executor.peak, "times": windows}
+
+
+def twin_groups(p: int, group=None):
+    """DualPipe (DeepSeek-V3 report §3.2.1): rank r and rank p - 1 - r hold the same two
+    stages (r and p - 1 - r), one per direction. Every rank creates every pair's group
+    (torch asks all ranks to); this rank's pair comes back."""
+    mine = None
+    for r in range(p // 2):
+        g = dist.new_group([mesh.global_rank(group, r), mesh.global_rank(group, p - 1 - r)])
+        if dist.get_rank(group) in (r, p - 1 - r):
+            mine = g
+    return mine
+
+
+def sum_twin_grads(stages, names: dict, twins) -> None:
+    """Each stage's gradient is the sum of its two copies' (one per direction): summed
+    over the pair, in the reference's parameter names, so both copies take the same
+    optimizer step and stay equal."""
+    params = sorted((q for st in stages for q in st.parameters()), key=lambda q: names[id(q)])
+    flat = torch.cat([q.grad.reshape(-1) for q in params])
+    dist.all_reduce(flat, group=twins)
+    for q, g in zip(params, flat.split([q.numel() for q in params])):
+        q.grad.copy_(g.view_as(q))
 
 
 def train_worker(run: PPRun, group=None) -> dict:

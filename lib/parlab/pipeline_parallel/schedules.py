@@ -63,9 +63,9 @@ def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = N
         if v != FIXED_V[schedule]:
             raise ValueError(f"{schedule} places exactly v={FIXED_V[schedule]} chunks per "
                              f"rank, got v={v}")
-        if schedule == "dualpipe" and m % 2:
-            raise ValueError(f"dualpipe feeds half the micro-batches from each end: "
-                             f"micro_batches={m} must be even")
+        if schedule == "dualpipe" and (m % 2 or p % 2):
+            raise ValueError(f"dualpipe feeds half the micro-batches from each end and pairs "
+                             f"rank r with rank p - 1 - r: micro_batches={m} and p={p} must be even")
     elif v != 1:
         raise ValueError(f"v={v} model chunks per rank only exist for 'interleaved', "
                          f"'zb-v' and 'dualpipe', not {schedule!r} (use v=1)")

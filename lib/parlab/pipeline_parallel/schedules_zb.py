@@ -20,11 +20,14 @@ replays it with any op times, the executor runs it on real ranks.
             in the paper's figure and torch's ``ScheduleZBVZeroBubble``: ``play`` does
             not find it (its best V at 2p keeps ~(p - 1)/2 T_F idle on rank 0).
   dualpipe  DeepSeek-V3 technical report §3.2.1: micro-batches fed from both ends,
-            each rank holding one stage per direction (``Placement("dual")``); its
-            Table 2 gives the bubble (p/2 - 1)(F&B + B - 3W) and p + 1 activations.
-            Without DualPipe's overlap of one direction's F with the other's B (F&B is
-            that overlapped pair), this is the order only; the report's F&B < F + B
-            is not modelled.
+            rank r holding stages r and p - 1 - r, one per direction
+            (``Placement("dual")``; the runner sums the two copies' gradients over the
+            pair r, p - 1 - r); its Table 2 gives the bubble (p/2 - 1)(F&B + B - 3W),
+            2x the weights and p + 1 activations. Played here, not DeepSeek's
+            hand-made order: at equal times it meets the formula up to p = 6 and idles
+            2 slots at p = 8, and with W shorter than B it idles more than the formula.
+            Nothing overlaps one direction's F with the other's B (F&B is that
+            overlapped pair): F&B = F + B here.
 
 Pure Python.
 """
