@@ -127,10 +127,12 @@ def split_backward_bubble(schedule: str, p: int, t_f: float = 1.0, t_b: float = 
 
 def dualpipe_bubble(p: int, t_fb: float, t_b: float, t_w: float) -> float:
     """DualPipe's bubble (DeepSeek-AI, "DeepSeek-V3 Technical Report", §3.2.1, Table 2):
-    (p/2 - 1)(T_F&B + T_B - 3 T_W), where T_F&B is the time of a forward of one
-    direction overlapped with a backward of the other (T_F + T_B if nothing overlaps);
-    beside it the report lists 2x parameters and p + 1 activations per rank. ``p`` even:
-    the micro-batches enter from both ends."""
+    (p/2 - 1)(T_F&B + T_B - 3 T_W). Here ``t_b`` is a *full* backward chunk (input and
+    weight gradients: Qi et al.'s T_B + T_W), ``t_w`` its weight part, and ``t_fb`` a
+    forward of one direction overlapped with a full backward of the other (T_F + T_B if
+    nothing overlaps). In the same terms the table gives ZB1P (p - 1)(T_F + T_B - 2 T_W)
+    (= ``split_backward_bubble("zb-h1", ...)``), 2x parameters and p + 1 activations
+    for DualPipe. ``p`` even: the micro-batches enter from both ends."""
     p = check_int("p", p)
     if p % 2:
         raise ValueError(f"p={p} must be even: DualPipe pairs rank r with rank p - 1 - r")

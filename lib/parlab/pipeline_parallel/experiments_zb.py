@@ -16,11 +16,12 @@ EQUAL = {"F": 1.0, "B": 1.0, "W": 1.0}  # the papers' T_F = T_B = T_W, one unit 
 def paper_idle(schedule: str, p: int) -> float:
     """Idle time per rank at T_F = T_B = T_W = 1 as each paper gives it: Qi et al. 2024
     §2 (``cost.split_backward_bubble``), their ZB-V claim of zero (arXiv v2 §6), and
-    DeepSeek-V3's Table 2 with nothing overlapped (F&B = F + B, ``cost.dualpipe_bubble``)."""
+    DeepSeek-V3's Table 2 (``cost.dualpipe_bubble``: its B is the full backward, 2 here,
+    and with nothing overlapped F&B = F + B = 3)."""
     if schedule == "zb-v":
         return 0.0
     if schedule == "dualpipe":
-        return cost.dualpipe_bubble(p, 2.0, 1.0, 1.0)
+        return cost.dualpipe_bubble(p, t_fb=3.0, t_b=2.0, t_w=1.0)
     return cost.split_backward_bubble(schedule, p)
 
 

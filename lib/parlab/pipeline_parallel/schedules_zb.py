@@ -24,10 +24,10 @@ replays it with any op times, the executor runs it on real ranks.
             (``Placement("dual")``; the runner sums the two copies' gradients over the
             pair r, p - 1 - r); its Table 2 gives the bubble (p/2 - 1)(F&B + B - 3W),
             2x the weights and p + 1 activations. Played here, not DeepSeek's
-            hand-made order: at equal times it meets the formula up to p = 6 and idles
-            2 slots at p = 8, and with W shorter than B it idles more than the formula.
-            Nothing overlaps one direction's F with the other's B (F&B is that
-            overlapped pair): F&B = F + B here.
+            hand-made order, and nothing overlaps one direction's F with the other's B
+            (F&B = F + B): at equal times it idles less than the formula prices
+            DeepSeek's paired order (0 and 2 slots at p = 4 and 8 against 2 and 6), but
+            with W shorter than B and many micro-batches it idles more.
 
 Pure Python.
 """
