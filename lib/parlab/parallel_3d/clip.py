@@ -11,14 +11,26 @@ added over the right groups (Megatron-LM's ``get_grad_norm_fp32`` does the same)
     values on every TP rank: only TP rank 0 counts it, or it would be counted t times;
   * each pipeline stage holds different layers: the PP all-reduce adds the stages;
   * data-parallel replicas hold the same, already averaged gradients (plain DP): they
-    are not summed over DP, or the norm would grow by sqrt(dp). (Under ZeRO 1-3 each
-    replica steps from its own shard of the gradient: those squares *would* be summed
-    over DP, from the optimizer's shards; not composed here, and Run3D says so.)
+    are not summed over DP, or the norm would grow by sqrt(dp);
+  * under ZeRO 1-3 each replica holds only its own 1/dp shard of every averaged gradient
+    (the optimizer's shards, ``DataParallel.held_gradients``): the shards are disjoint,
+    so every rank counts its own and the sum runs over DP too (DeepSpeed's ZeRO
+    optimizer sums its partitions' norms over the DP group the same way);
+  * experts (EP, plain DP): each expert is held by its expert-data-parallel replicas and
+    differs across the EP group, so the sum runs over EP; the dense parameters, the same
+    on every rank of that group, are counted by its first rank only. Under ZeRO the
+    dense and expert shards are both disjoint over DP x CP, which holds the EP group:
+    the DP sum covers both;
+  * CP ranks hold the same averaged gradients as DP replicas do: nothing changes.
 
-Then every rank has the same norm and scales its own gradients by the same factor.
+The rule in one line: every distinct gradient value is counted on exactly one rank, and
+the partial sums are added over groups that together reach all of those ranks. Then
+every rank has the same norm and scales its own gradients by the same factor.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -26,16 +38,32 @@ import torch.distributed as dist
 EPS = 1e-6  # torch.nn.utils.clip_grad_norm_'s
 
 
-def local_square_sum(params, tp_rank: int) -> torch.Tensor:
-    """The squares of this rank's share of the gradient: its TP slices, and the
-    TP-replicated parameters on TP rank 0 only. fp32, one element."""
+class Piece(NamedTuple):
+    """A gradient this rank holds: the tensor (a whole ``p.grad`` or an optimizer shard's),
+    how its parameter is split over TP (None: replicated), and whether it is an expert's."""
+    grad: torch.Tensor | None
+    tp_split: object = None
+    expert: bool = False
+
+
+def pieces_of(params) -> list[Piece]:
+    """Whole parameters (their ``p.grad``) as pieces: plain DP without experts."""
+    return [Piece(p.grad, getattr(p, "tp_split", None)) for p in params]
+
+
+def local_square_sum(pieces, tp_rank: int, ep_rank: int = 0) -> torch.Tensor:
+    """The squares of this rank's share of the gradient: its TP slices, the TP-replicated
+    pieces on TP rank 0 only, and (``ep_rank`` > 0: plain DP with experts) the dense
+    pieces on the EP group's first rank only. fp32, one element."""
     total = torch.zeros(1, dtype=torch.float32)
-    for p in params:
-        if p.grad is None:
+    for piece in pieces:
+        if piece.grad is None:
             continue
-        if getattr(p, "tp_split", None) is None and tp_rank != 0:
+        if piece.tp_split is None and tp_rank != 0:
             continue  # the same values as TP rank 0's: counted there, once
-        total += p.grad.detach().float().pow(2).sum().cpu()
+        if not piece.expert and ep_rank != 0:
+            continue  # a dense gradient, the same on the EP group's first rank: counted there
+        total += piece.grad.detach().float().pow(2).sum().cpu()
     return total
 
 
@@ -47,19 +75,20 @@ def sum_over(x: torch.Tensor, groups) -> torch.Tensor:
     return x
 
 
-def global_grad_norm(params, tp_group, pp_group, tp_rank: int) -> float:
-    """||g|| of the whole model's gradient, the same on every rank of the mesh."""
-    return float(sum_over(local_square_sum(params, tp_rank), (tp_group, pp_group)).sqrt())
+def global_grad_norm(pieces, groups, tp_rank: int, ep_rank: int = 0) -> float:
+    """||g|| of the whole model's gradient, the same on every rank of the mesh: the local
+    squares summed over ``groups`` (TP, PP, then DP under ZeRO or EP with experts)."""
+    return float(sum_over(local_square_sum(pieces, tp_rank, ep_rank), groups).sqrt())
 
 
 @torch.no_grad()
-def clip_grad_norm_(params, max_norm: float, tp_group, pp_group, tp_rank: int) -> float:
-    """Scale every gradient of ``params`` by min(1, max_norm / (||g|| + 1e-6)) as torch's
+def clip_grad_norm_(pieces, max_norm: float, groups, tp_rank: int, ep_rank: int = 0) -> float:
+    """Scale every held gradient by min(1, max_norm / (||g|| + 1e-6)) as torch's
     clip_grad_norm_ does on one device; returns ||g|| before clipping."""
-    norm = global_grad_norm(params, tp_group, pp_group, tp_rank)
+    norm = global_grad_norm(pieces, groups, tp_rank, ep_rank)
     coef = min(1.0, max_norm / (norm + EPS))
     if coef < 1.0:
-        for p in params:
-            if p.grad is not None:
-                p.grad.mul_(coef)
+        for piece in pieces:
+            if piece.grad is not None:
+                piece.grad.mul_(coef)
     return norm

@@ -10,7 +10,9 @@ from .runner import Run3D, collect
 CLIP_CFG = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4)
 MISTAKES = {"replicated_t_times": "TP-replicated parameters counted on every TP rank",
             "summed_over_dp": "the partial sums also added over the DP replicas",
-            "no_pp_sum": "the stages' partial sums never added"}
+            "no_pp_sum": "the stages' partial sums never added",
+            "shards_not_summed": "ZeRO: the shards' partial sums never added over DP",
+            "dense_on_every_ep_rank": "EP: dense gradients counted on every rank of the EP group"}
 
 
 def clip_worker(run: Run3D, bug: str | None = None) -> dict:
@@ -23,11 +25,15 @@ def clip_worker(run: Run3D, bug: str | None = None) -> dict:
     recipe = runner.Recipe3D(run)
     saved = clip.local_square_sum, clip.sum_over
     if bug == "replicated_t_times":
-        clip.local_square_sum = lambda params, tp_rank: saved[0](params, 0)
+        clip.local_square_sum = lambda pieces, tp_rank, ep_rank=0: saved[0](pieces, 0, ep_rank)
     elif bug == "summed_over_dp":
         clip.sum_over = lambda x, groups: saved[1](x, (*groups, recipe.groups["dp_cp"]))
     elif bug == "no_pp_sum":
         clip.sum_over = lambda x, groups: saved[1](x, groups[:1])
+    elif bug == "shards_not_summed":  # TP and PP only: each replica's own shards
+        clip.sum_over = lambda x, groups: saved[1](x, groups[:2])
+    elif bug == "dense_on_every_ep_rank":
+        clip.local_square_sum = lambda pieces, tp_rank, ep_rank=0: saved[0](pieces, tp_rank, 0)
     try:
         return train(recipe)
     finally:

@@ -33,6 +33,7 @@ from ..model import ADAMW_BETAS
 from ..tensor_parallel.layers import unshard
 from ..zero.fully_shard import FullyShard
 from ..zero.sharded import ShardedOptimizer
+from .clip import Piece
 
 
 class DataParallel:
@@ -40,6 +41,7 @@ class DataParallel:
 
     def __init__(self, stages: list, run, groups: dict, names: dict, emulated: bool = False):
         self.stage, self.emulated, self.groups = run.zero_stage, emulated, groups
+        self.names = names
         opt = dict(lr=run.lr, betas=ADAMW_BETAS, weight_decay=run.weight_decay)
         named = [(names[id(p)], p) for st in stages for p in st.parameters()]
         dense = [(n, p) for n, p in named if not is_expert(n)]
@@ -98,6 +100,20 @@ class DataParallel:
                 mine = flat.new_empty(flat.numel() // n)
                 comm.reduce_scatter_async(mine, flat, g, "dp grads")()
                 comm.all_gather_async(flat, mine, g, "dp params")()
+
+    def held_gradients(self) -> list:
+        """The averaged gradients this rank steps from, as ``clip.Piece``s: whole ``p.grad``
+        (stage 0), or its shard of each parameter (stages 1-2: the optimizer's; stage 3:
+        FullyShard's), each with its parameter's TP split and whether it is an expert's."""
+        def piece(p, grad):
+            return Piece(grad, getattr(p, "tp_split", None), is_expert(self.names[id(p)]))
+        if self.fsdp:
+            return [piece(p, s.grad) for f in self.fsdp for u in f.units
+                    for p, s in zip(u.params, u.shards)]
+        if self.stage in (1, 2):
+            return [piece(p, s.grad) for o in self.optimizers for b in o.buckets
+                    for p, s in zip(b.params, b.shards)]
+        return [piece(p, p.grad) for p in self.params]
 
     def step(self) -> None:
         for opt in self.optimizers:

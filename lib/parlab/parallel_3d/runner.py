@@ -109,13 +109,10 @@ class Run3D(TrainRun):
         check_float("t_bwd", self.t_bwd)
         if self.max_grad_norm is not None:
             check_float("max_grad_norm", self.max_grad_norm)
-            if self.zero_stage or self.ep > 1 or self.cp > 1 or self.compute != "real":
-                # ZeRO 1-2 step from their own gradient shards and FullyShard from its
-                # flat ones: the norm would sum those over DP, not yet composed here
-                raise ValueError(f"max_grad_norm={self.max_grad_norm} is composed for zero_stage "
-                                 f"0, ep=1, cp=1 and compute='real' (the averaged gradients in "
-                                 f"p.grad on every replica); got zero_stage={self.zero_stage}, "
-                                 f"ep={self.ep}, cp={self.cp}, compute={self.compute!r}")
+            if self.compute != "real":
+                raise ValueError(f"max_grad_norm={self.max_grad_norm} needs compute='real' "
+                                 f"(emulated runs have no gradients to clip); got "
+                                 f"compute={self.compute!r}")
         if dp * pp * cp * tp != world_size:
             raise ValueError(f"dp*pp*cp*tp = {dp}*{pp}*{cp}*{tp} = {dp * pp * cp * tp} must "
                              f"equal world_size={world_size}")
@@ -234,10 +231,22 @@ class Recipe3D(Recipe):
 
     def step(self) -> None:
         if self.run.max_grad_norm is not None:  # after the DP average, before the update
-            self.grad_norms.append(clip_grad_norm_(self.dp.params, self.run.max_grad_norm,
-                                                   self.groups["tp"], self.groups["pp"],
-                                                   self.me["tp"]))
+            groups, ep_rank = self.clip_groups()
+            self.grad_norms.append(clip_grad_norm_(self.dp.held_gradients(),
+                                                   self.run.max_grad_norm, groups,
+                                                   self.me["tp"], ep_rank))
         self.dp.step()
+
+    def clip_groups(self) -> tuple:
+        """Where the global norm's partial sums are added (clip.py): TP and PP, then DP x CP
+        under ZeRO (disjoint shards) or, with experts under plain DP, the EP group (whose
+        first rank alone counts the dense gradients)."""
+        g, r = self.groups, self.run
+        if r.zero_stage:
+            return (g["tp"], g["pp"], g["dp_cp"]), 0
+        if r.ep > 1:
+            return (g["tp"], g["pp"], g["ep"]), self.fold["ep"]
+        return (g["tp"], g["pp"]), 0
 
     def parameters(self) -> list:
         return self.dp.parameters()
