@@ -2,10 +2,11 @@
 and the measured bubble vs the formula.
 
 Default mode (step time, real compute). For each schedule (gpipe, 1f1b,
-interleaved v=2) and p in --ps: the same model split, data and AdamW step run by
+interleaved v=2, zb-v) and p in --ps: the same model split, data and AdamW step run by
 ``parlab.pipeline_parallel.run`` (ours) and by torch's ``ScheduleGPipe`` /
-``Schedule1F1B`` / ``ScheduleInterleaved1F1B`` on the same ``Stage`` modules
-(theirs), both given the same ``PPRun``. Launches alternate ours/theirs (A/B
+``Schedule1F1B`` / ``ScheduleInterleaved1F1B`` / ``ScheduleZBVZeroBubble`` on the same
+``Stage`` modules (theirs), both given the same ``PPRun``; our ZB-V also against torch's
+``ScheduleDualPipeV`` on the same V (m >= 2p). Launches alternate ours/theirs (A/B
 interleaved, --repeats rounds of one launch each with --steps steps; the first
 step of every launch is dropped as warm-up); a step is timed from the barrier
 before it to the last rank's optimizer step. A round's ratio is the median step of
@@ -23,7 +24,8 @@ can only add idle time, so the best step is the schedule's own cost), next to
     python -m bench.pipeline --bubble [--quick] [--t-fwd 0.02 --t-bwd 0.04] [--json PATH]
 
 --json PATH writes {"ratios": {key: median per-round ratio}, "rows": [...]}. Step time
-mode: "<ours>/<peer>@<ranks>", e.g. "1f1b/torch-1f1b@4" (interleaved runs v=2).
+mode: "<ours>/<peer>@<ranks>", e.g. "1f1b/torch-1f1b@4", "zb-v/torch-dualpipev@4"
+(interleaved and zb-v run v=2).
 Bubble mode: "<schedule>-m<M>/formula@<P>", the median measured bubble over
 ``cost.bubble_fraction``.
 """
@@ -43,27 +45,33 @@ from parlab.model import GPTConfig
 from parlab.pipeline_parallel import PPRun
 
 
-def step_time_table(ps, schedules, config, batch_size, m, steps, repeats) -> list[dict]:
+# (our schedule, torch's peer): ZB-V against torch's ZBV and its DualPipeV on the same V
+CASES = (("gpipe", None), ("1f1b", None), ("interleaved", None), ("zb-v", None),
+         ("zb-v", "dualpipev"))
+
+
+def step_time_table(ps, cases, config, batch_size, m, steps, repeats) -> list[dict]:
     rows = []
     for p in ps:
-        for schedule in schedules:
-            v = 2 if schedule == "interleaved" else 1
-            if schedule == "interleaved" and m % p:
+        for schedule, peer in cases:
+            v = 2 if schedule in ("interleaved", "zb-v") else 1
+            if (schedule == "interleaved" and m % p) or (peer == "dualpipev" and m < 2 * p):
                 continue
             run = PPRun(config=config, steps=steps, batch_size=batch_size, schedule=schedule,
                         p=p, micro_batches=m, v=v)
+            name = peer or schedule.replace("zb-v", "zbv")
             ours, theirs, ratios = [], [], []
             for _ in range(repeats):  # A/B interleaved: noise hits both alike
                 o = pp.run(run, p, timeout=300).step_times[1:]
-                t = peers.torch_run(run, p, timeout=300).step_times[1:]
+                t = peers.torch_run(run, p, timeout=300, peer=peer).step_times[1:]
                 ours, theirs = ours + o, theirs + t
                 ratios.append(statistics.median(o) / statistics.median(t))
             o, t = statistics.median(ours), statistics.median(theirs)
-            rows.append(dict(schedule=schedule, p=p, m=m, v=v, ours=o, theirs=t,
+            rows.append(dict(schedule=schedule, peer=name, p=p, m=m, v=v, ours=o, theirs=t,
                              ratio=statistics.median(ratios), ratios=ratios, n=len(ours),
-                             key=f"{schedule}/torch-{schedule}@{p}"))
-            print(f"  {schedule:<12} p={p}: ours {o * 1e3:7.1f} ms, torch {t * 1e3:7.1f} ms",
-                  file=sys.stderr, flush=True)
+                             key=f"{schedule}/torch-{name}@{p}"))
+            print(f"  {schedule:<12} p={p}: ours {o * 1e3:7.1f} ms, torch-{name} "
+                  f"{t * 1e3:7.1f} ms", file=sys.stderr, flush=True)
     return rows
 
 
@@ -125,8 +133,7 @@ def main(argv=None) -> None:
     else:
         config = GPTConfig(n_layers=a.n_layers, d_model=a.d_model, n_heads=4)
         steps, repeats, batch, m = a.steps, a.repeats, a.batch_size, a.micro_batches
-    rows = step_time_table(a.ps, ("gpipe", "1f1b", "interleaved"), config, batch, m, steps,
-                           repeats)
+    rows = step_time_table(a.ps, CASES, config, batch, m, steps, repeats)
     print(f"\nStep time, real compute, {config.n_layers} layers, d_model={config.d_model}, "
           f"seq={config.seq_len}, batch {batch} in m={m} micro-batches; median of {rows[0]['n']} "
           f"steps per cell, ours/torch launches alternated; {cores} cores, 1 thread per rank.\n")
@@ -136,6 +143,7 @@ def main(argv=None) -> None:
     for r in rows:
         name = r["schedule"] + (f" (v={r['v']})" if r["v"] > 1 else "")
         print(f"| {name} | {r['p']} | {r['ours'] * 1e3:.1f} | {r['theirs'] * 1e3:.1f} "
+              f"({r['peer']}) "
               f"| {r['ratio']:.2f} |")
     if a.json:
         write_json(a.json, rows)
