@@ -197,7 +197,7 @@ def test_simulated_bubble_matches_the_formula(p, m):
 
 @pytest.mark.parametrize("p, m", [(p, m) for p, m in GRID if m >= p])
 def test_zb_h1_bubble_is_a_third_of_1f1b_at_equal_f_b_w(p, m):
-    # Qi et al. 2024, §2.1: bubble (p-1)(T_F + T_B - T_W) with T_F = T_B = T_W = 1.
+    # Qi et al. 2024, §2.3 Table 2: bubble (p-1)(T_F + T_B - T_W) with T_F = T_B = T_W = 1.
     sim = pp.simulate("zb-h1", p, m, t_fwd=1.0, t_bwd=2.0)
     assert sim.makespan == pytest.approx(3 * m + (p - 1))
     assert max(sim.peak_activations) == min(p, m)  # never above 1F1B's peak

@@ -75,7 +75,7 @@ def test_planted_schedule_bugs_are_refused_before_any_process():
 
 @pytest.mark.parametrize("p, m", [(p, m) for p, m in GRID if m >= 2 * p - 1])
 def test_zb_h2_idles_as_qi_et_al_count(p, m):
-    # §2.2: zero bubble per rank at T_F = T_B = T_W; (p-1)(T_F + T_B - 2 T_W) otherwise
+    # Qi et al. §2.3 Table 2: zero bubble per rank at T_F = T_B = T_W; (p-1)(T_F + T_B - 2 T_W) otherwise
     for durations in (EQUAL, {"F": 1.0, "B": 1.0, "W": 0.5}, {"F": 1.0, "B": 1.5, "W": 0.25}):
         t_f, t_b, t_w = (durations[k] for k in "FBW")
         for schedule in ("1f1b", "zb-h1", "zb-h2"):

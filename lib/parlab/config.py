@@ -54,7 +54,7 @@ class GPTConfig:
     renormalize: bool = False              # True: Mixtral's gates; False: Switch's
     n_shared_experts: int = 0              # DeepSeekMoE §3.2: experts every token goes through
     router: str = "top_k"                  # or "expert_choice" (Zhou et al. 2022, §3)
-    expert_gemm: str = "loop"              # or "padded": one batched GEMM (MegaBlocks §3)
+    expert_gemm: str = "loop"              # or "padded": one batched GEMM (MegaBlocks §2.2-3)
 
     def __post_init__(self):
         self.validate()

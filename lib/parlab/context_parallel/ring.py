@@ -19,7 +19,8 @@ dK/dV accumulators travel round the ring with their block, as the authors' code 
 (haoliuhl/ringattention, ``_ring_attention_bwd``: k, v, dk and dv are passed on
 together), and end on the rank that owns the block.
 
-Causal attention skips work (§3 notes the blockwise causal mask): with the contiguous
+Causal attention skips work (the paper does not discuss the causal mask; the authors'
+code applies it per block): with the contiguous
 layout rank r needs only blocks from ranks <= r; with the zigzag layout
 (``layout.py``) every foreign block is needed, but only half of it -- all queries
 against the early half of an earlier rank's keys, or the late half of the queries

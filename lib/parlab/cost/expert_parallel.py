@@ -144,8 +144,9 @@ def fine_grained_experts(n_experts: int, top_k: int, d_ff: int, segments: int = 
     N experts into ``segments`` = m of width d_ff/m and routes top-mK of the mN, keeping
     the FLOPs; shared expert isolation (§3.2) makes ``n_shared`` = K_s of the mK active
     ones always on, so the router picks mK - K_s. (We keep mN routed ones beside the
-    shared, as DeepSeek-V3 does with 256 + 1, §2.1.2, where DeepSeekMoE takes K_s out of
-    the mN.) Returns {"n_experts", "top_k", "d_ff", "n_shared", "combinations": C(mN,
+    shared, as DeepSeek-V3 does with 256 + 1 (§2.1.2's form, §4.2's numbers), where
+    DeepSeekMoE takes K_s out of the mN.) Returns {"n_experts", "top_k", "d_ff",
+    "n_shared", "combinations": C(mN,
     mK - K_s), the expert sets a token can get (§3.1: 120 for 16 top-2, 4,426,165,368 at
     m = 4), "active_width": (mK) d_ff/m = K d_ff, the FFN width each token computes,
     "rows_per_token": mK - K_s, rows each token sends in a dispatch}."""
@@ -162,7 +163,7 @@ def fine_grained_experts(n_experts: int, top_k: int, d_ff: int, segments: int = 
 
 def expert_choice_coverage(n_experts: int, capacity_factor: float, max_experts: int = 2
                            ) -> list[float]:
-    """Expert choice routing (Zhou et al. 2022, §3.1): each of E experts takes n c / E of
+    """Expert choice routing (Zhou et al. 2022, §3.2, Eq. 1-2): each of E experts takes n c / E of
     the n tokens. If the experts chose independently at random, a token would be picked
     by each with probability p = c / E, so by j of them with the binomial probability
     C(E, j) p^j (1 - p)^(E - j): returns [P(0), P(1), ..., P(>= max_experts)]. P(0) =
@@ -184,7 +185,8 @@ def grouped_gemm_rows(counts: list[int], capacity: int | None = None,
     "loop": one GEMM per expert on its own rows (a grouped GEMM), sum n_e, nothing padded;
     "padded": one batched GEMM over groups padded to the busiest expert, E max n_e
     (dropless, but pays for the padding); "block": MegaBlocks' block-sparse form, each
-    group padded to a multiple of ``block`` rows (§5.1: 128), sum ceil(n_e / b) b;
+    group padded to a multiple of ``block`` rows (128: blocks in §5.1.2, padding in
+    §5.2), sum ceil(n_e / b) b;
     with ``capacity`` C: "capacity": E C rows computed (Switch's buffers, padding
     included) and "dropped": sum max(0, n_e - C) assignments lost."""
     if not isinstance(counts, (list, tuple)) or not counts:

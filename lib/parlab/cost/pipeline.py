@@ -86,7 +86,8 @@ def pipeline_peak_activations(schedule: str, p: int, m: int, stage: int = 0) -> 
     GPipe runs all m forwards before any backward: m. 1F1B (PipeDream-Flush) lets
     stage s run at most p - s forwards ahead of its backwards: min(m, p - s)
     (Narayanan et al. 2021, §2.2.1). ZB-H1 holds every stage at 1F1B's first-stage
-    peak, min(m, p); ZB-H2 at min(m, 2p - 1) (Qi et al. 2024, §2.1, §2.2: "(2p - 1) M_B").
+    peak, min(m, p); ZB-H2 at min(m, 2p - 1) (Qi et al. 2024, §2.1-2.2; the peak
+    "(2p - 1) M_B" is in §2.3, Table 2).
     Interleaved, ZB-V and DualPipe hold chunks of other sizes; simulate them
     (``pipeline_parallel.simulate``; ``interleaved_memory_factor``)."""
     schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
@@ -144,9 +145,10 @@ def dualpipe_bubble(p: int, t_fb: float, t_b: float, t_w: float) -> float:
 def interleaved_memory_factor(p: int, v: int) -> float:
     """Activations rank 0 holds under interleaved 1F1B over 1F1B's p micro-batches:
     1 + (p - 1)/(p v). Its warm-up runs 2(p - 1) + (v - 1)p chunk forwards, plus the one
-    in flight: (v + 1)p - 1 chunks of 1/v of the rank's layers (Megatron-LM's schedule,
-    Narayanan et al. 2021a, §2.2.2); the factor is as Korthikanti et al. 2022 ("Reducing
-    Activation Recomputation in Large Transformer Models", §4) write it for the first
+    in flight: (v + 1)p - 1 chunks of 1/v of the rank's layers (Megatron-LM's schedule
+    as its code runs it; Narayanan et al. 2021a, §2.2.2, give only its bubble); the factor
+    is as Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
+    Models", §4.2.3: "L(1 + (p-1)/(pm)) layers", their m our v) write it for the first
     stage. It tends to 1 + 1/v for large p; enough micro-batches assumed (m v >= (v+1)p - 1)."""
     p, v = check_int("p", p), check_int("v", v)
     return 1 + (p - 1) / (p * v)

@@ -112,8 +112,9 @@ def interleaved_peak_activations(p: int, m: int, v: int = 1) -> float:
     holds at its peak: 1F1B (v = 1) min(m, p) (``pipeline_peak_activations``); the
     interleaved schedule (v chunks of L/(p v) layers each) warms up with
     2 (p - 1) + (v - 1) p chunk forwards plus the one in flight (Megatron-LM's
-    interleaved schedule; Narayanan et al. 2021, §2.2.2, "memory footprint comparable"):
-    min(m v, (v + 1) p - 1) chunks = that / v stages' worth, about p (1 + 1/v)."""
+    interleaved schedule in its code; the paper, Narayanan et al. 2021, says only
+    "comparable memory footprint", abstract and §1): min(m v, (v + 1) p - 1) chunks =
+    that / v stages' worth, about p (1 + 1/v)."""
     p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
     if v == 1:
         return float(min(m, p))

@@ -226,7 +226,8 @@ def chunked_overlap(chunk_comm_s: float, chunk_compute_s: float, chunks: int) ->
 
 
 # the forward collectives of one SP layer and the GEMM beside each: (site, op, GEMM's
-# weight in units of h^2 -- qkv 3h^2, proj h^2, fc1 / fc2 4h^2 -- Korthikanti §4.2.2)
+# weight in units of h^2 -- qkv 3h^2, proj h^2, fc1 / fc2 4h^2: Korthikanti App. A's
+# FLOP count; the sites themselves are §4.2.2's)
 _SP_FORWARD_SITES = (("attn.qkv", "all_gather", 3), ("attn.proj", "reduce_scatter", 1),
                      ("mlp.fc1", "all_gather", 4), ("mlp.fc2", "reduce_scatter", 4))
 

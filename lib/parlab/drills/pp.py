@@ -35,7 +35,8 @@ def bubble_interleaved(rng):
                f"micro-batches. What share of the step's time is the bubble?", f, "%",
                f"Each fill/drain slot is v times shorter: (p-1)/(v·m + p - 1) = "
                f"{p - 1}/{v * m + p - 1} = {fmt(f)}% (cost.bubble_fraction; Narayanan et al. "
-               f"§2.2.2), paid for with v times more point-to-point messages.")
+               f"§2.2.2 give it over the ideal time, (p-1)/(v·m)), paid for with v times "
+               f"more point-to-point messages.")
 
 
 @template("micro_batches_for_bubble", "pp", S4)
@@ -100,7 +101,8 @@ def zb_h2_memory(rng):
     return Ask(f"ZB-H2 removes the bubble by running more forwards in the warm-up. p = {p} "
                f"stages, m = {m} micro-batches: how many times 1F1B's activation memory does "
                f"the first stage hold at its peak?", z / f, "x",
-               f"ZB-H2 holds up to 2p - 1 = {z} micro-batches (Qi et al. §2.2), 1F1B p = {f}: "
+               f"ZB-H2 holds up to 2p - 1 = {z} micro-batches (Qi et al. §2.3, Table 2), "
+               f"1F1B p = {f}: "
                f"{fmt(z / f)}x (cost.pipeline_peak_activations); idle per rank drops from "
                f"(p-1)(T_F+T_B+T_W) to (p-1)(T_F+T_B-2T_W), zero at equal times.")
 

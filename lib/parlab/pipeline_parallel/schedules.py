@@ -187,7 +187,7 @@ class Timeline:
     @property
     def rank_idle(self) -> list[float]:
         """Per rank: idle time between its own first op's start and last op's end --
-        what Qi et al. (2024, §2, Table 1) call a schedule's bubble: with the optimizer
+        what Qi et al. (2024, §2.3, Table 2) call a schedule's bubble: with the optimizer
         step not synchronising the stages, the next step's ops fill the rest."""
         out = []
         for r in range(self.p):

@@ -10,10 +10,10 @@ F before W, and starts a new F only while it holds fewer than ``cap`` activation
 replays it with any op times, the executor runs it on real ranks.
 
   zb-h2     Qi et al. §2.2: more forwards in the warm-up, up to 2p - 1 micro-batches
-            in flight (the paper's peak, (2p - 1) M_B), and W passes pushed to the tail:
-            the trapezoid of ZB-H1 becomes a parallelogram, every rank busy from its
-            first op to its last when m >= 2p - 1 -- zero bubble per rank, the paper's
-            (p - 1)(T_F + T_B - 2 T_W) at equal times.
+            in flight (the paper's peak, (2p - 1) M_B, §2.3 Table 2), and W passes
+            pushed to the tail: the trapezoid of ZB-H1 becomes a parallelogram, every
+            rank busy from its first op to its last when m >= 2p - 1 -- zero bubble
+            per rank, the paper's (p - 1)(T_F + T_B - 2 T_W) at equal times.
   zb-v      Qi et al. (arXiv v2) §6: two chunks per rank placed in a V
             (``placement.Placement("v")``), 2p chunk activations at most (each half a
             rank's layers: 1F1B's p micro-batches). Handcrafted by phases (``zb_v``), as
@@ -69,7 +69,8 @@ def play(p: int, m: int, placement: Placement, cap: int, prefer: str = "BFW",
 
 
 def zb_h2(p: int, m: int) -> list[list[Action]]:
-    """ZB-H2 (Qi et al. 2024, §2.2): up to 2p - 1 micro-batches in flight on every rank."""
+    """ZB-H2 (Qi et al. 2024, §2.2; peak in §2.3, Table 2): up to 2p - 1 micro-batches
+    in flight on every rank."""
     return play(p, m, Placement("round-robin", p, 1, m), 2 * p - 1)
 
 

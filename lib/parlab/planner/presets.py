@@ -71,8 +71,9 @@ _GPT3 = ("GPT-3 175B: Brown et al., 'Language Models are Few-Shot Learners', 202
 _LLAMA3 = ("Llama 3: Dubey et al., 'The Llama 3 Herd of Models', 2024, Table 3 (GQA with 8 KV "
            "heads, SwiGLU, RoPE, vocabulary 128,000 -- 128,256 in the released tokenizer)")
 _MIXTRAL = "Mixtral: Jiang et al., 'Mixtral of Experts', 2024, Table 1 (8 experts, top-2, GQA)"
-_DEEPSEEK = ("DeepSeekMoE 16B: Dai et al., 'DeepSeekMoE', 2024, §4.1.2 and Table 1 (64 fine-"
-             "grained experts of 1408, top-6, 2 shared; its first layer dense, here all MoE)")
+_DEEPSEEK = ("DeepSeekMoE 16B: Dai et al., 'DeepSeekMoE', 2024, §5.1.2 (64 fine-grained "
+             "experts of a quarter FFN, top-6, 2 shared; the width 1408 from its released "
+             "config.json; its first layer dense, here all MoE)")
 _QWEN3 = ("Qwen3-235B-A22B: its Megatron-LM config in yanring/Megatron-MoE-ModelZoo "
           "model_configs/benchmarking/Qwen3-235B-A22B.yaml (94 layers, 64 heads of 128, 4 KV "
           "heads, 128 experts of 1536, top-8)")

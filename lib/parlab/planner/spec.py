@@ -4,9 +4,10 @@ the model on it (``Layout``), each a frozen dataclass checked when made -- a bad
 
 A layout splits n_gpus = tp x cp x pp x dp in Megatron's rank order, tp fastest (then cp,
 dp, pp): a TP group is tp neighbouring GPUs, a CP group cp GPUs tp apart, a DP group dp
-GPUs tp x cp apart, a pipeline's stages tp x cp x dp apart (Narayanan et al. 2021, §3;
-Megatron-LM's ``parallel_state``). Expert parallelism folds over the same ranks (the MoE
-layers' ep consecutive GPUs exchange tokens; Liu et al. 2025, "MoE Parallel Folding", §3):
+GPUs tp x cp apart, a pipeline's stages tp x cp x dp apart (Megatron-LM's
+``parallel_state``; Narayanan et al. 2021, §3, compose the groups but give no order).
+Expert parallelism folds over the same ranks (the MoE layers' ep consecutive GPUs
+exchange tokens; Liu et al. 2025, "MoE Parallel Folding", §3):
 ep divides n_experts and tp x cp x dp.
 
 Two kinds of error, both ``ValueError``: a bad value (a degree of 0, a flag of 1, a GPU
