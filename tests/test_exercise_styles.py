@@ -960,6 +960,35 @@ def two_level_helper(x, node_group, network_group):
     return torch.cat(pieces)
 
 
+def hsdp_imports_inside(grad, shard_group, replicate_group):
+    import torch
+    import torch.distributed as dist
+    s, r = dist.get_world_size(shard_group), dist.get_world_size(replicate_group)
+    mine = torch.zeros(grad.numel() // s)
+    dist.reduce_scatter(mine, list(grad.chunk(s)), group=shard_group)
+    dist.all_reduce(mine, group=replicate_group)
+    return mine / (s * r)
+
+
+def hsdp_from_import(grad, shard_group, replicate_group):
+    import torch
+    from torch.distributed import all_reduce, get_world_size, reduce_scatter_tensor
+    mine = torch.empty(grad.numel() // get_world_size(shard_group))
+    reduce_scatter_tensor(mine, grad / get_world_size(), group=shard_group)
+    all_reduce(mine, group=replicate_group)
+    return mine
+
+
+def hsdp_async(grad, shard_group, replicate_group):
+    import torch
+    import torch.distributed as dist
+    s = dist.get_world_size(shard_group)
+    mine = torch.empty_like(grad.chunk(s)[0])
+    dist.reduce_scatter(mine, list(grad.chunk(s)), group=shard_group, async_op=True).wait()
+    dist.all_reduce(mine, group=replicate_group, async_op=True).wait()
+    return mine.div_(s * dist.get_world_size(replicate_group))
+
+
 # --- every style of every exercise is judged correct ------------------------------------
 
 # exercise: (its checker, the checker's arguments, text its verdict must hold, its styles)
@@ -980,6 +1009,8 @@ STYLES = {
              [f1b_loop, f1b_comprehension, f1b_helper]),
     "partition": (ex03.check_partition, {}, None,
                   [partition_loop, partition_comprehension, partition_helper]),
+    "hsdp_grad_sync": (ex01.check_hsdp_grad_sync, {}, "all-reduced 4 elements (1/2)",
+                       [hsdp_imports_inside, hsdp_from_import, hsdp_async]),
     "dp_exchange": (ex01.check_dp_exchange, {}, None,
                     [dp_imports_inside, dp_from_import, dp_async_flat]),
     "zero1_step": (ex01.check_zero1_step, {}, None,
@@ -1019,7 +1050,7 @@ def test_every_coding_exercise_has_its_styles_here():
     """A new ``check_<x>(fn, ...)`` gets its three styles in this file, or this fails."""
     import inspect
     wanted = {"reduce_scatter", "ring_all_reduce", "two_level_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
-              "pipeline_forward", "partition", "dp_exchange", "zero1_step", "zigzag_shard",
+              "pipeline_forward", "partition", "dp_exchange", "zero1_step", "hsdp_grad_sync", "zigzag_shard",
               "ring_attention", "route", "global_route", "groups", "grad_sync", "scaled_step",
               "resume", "layout"}
     for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09):

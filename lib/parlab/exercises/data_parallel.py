@@ -3,12 +3,14 @@
 Coding exercises, run on real ranks (``core.run_learner``):
 
   my_dp_exchange(grads, rank, world_size)        naive DP's exchange: every rank's
-      gradients become the average over the ranks, in place. Checked tensor by tensor
-      against the mean of all ranks' gradients of a real GPT's backward.
+      gradients become the average over the ranks, in place (``dp_exchange.py``).
   my_zero1_step(params, grads, state, rank, world_size, lr)
       ZeRO-1's step (Rajbhandari et al. 2020, §5.1) with SGD + momentum: reduce-scatter
       the gradient (average), update this rank's shard, keep the momentum of that shard
       only, all-gather the parameters. Checked step by step against single-device SGD.
+  my_hsdp_grad_sync(grad, shard_group, replicate_group)
+      HSDP's gradient sync on a 2 x 2 mesh: this rank's shard of the gradient averaged
+      over all ranks, reduce-scattered in the node, all-reduced across (``hsdp.py``).
 
 Numeric exercises (``widgets.answer_box``): ZeRO memory per GPU, ZeRO-3 traffic, a
 plain-DP all-reduce and HSDP's cross-node bytes, each against ``parlab.cost``.
@@ -21,84 +23,18 @@ import torch
 import torch.distributed as dist
 
 from .. import cost
-from ..data import local_batch
-from ..model import GPT, GPTConfig
 from ..validate import check_float, check_int
 from . import core
+from .dp_exchange import check_dp_exchange, solution_dp_exchange
+from .hsdp import check_hsdp_grad_sync, solution_hsdp_grad_sync
 
-__all__ = ["check_dp_exchange", "check_zero1_step", "check_zero_memory", "check_zero3_traffic",
-           "check_dp_allreduce_bytes", "check_hsdp_traffic", "solution_dp_exchange",
-           "solution_zero1_step",
+__all__ = ["check_dp_exchange", "check_zero1_step", "check_hsdp_grad_sync", "check_zero_memory",
+           "check_zero3_traffic", "check_dp_allreduce_bytes", "check_hsdp_traffic",
+           "solution_dp_exchange", "solution_zero1_step", "solution_hsdp_grad_sync",
            "show_solution", "hints", "QUESTIONS"]
 
-EXCHANGE_CONFIG = GPTConfig(n_layers=1, d_model=16, n_heads=2, seq_len=8)
-EXCHANGE_BATCH = 4  # sequences per rank
 
-
-# --- 1. naive DP's exchange --------------------------------------------------------------
-
-def solution_dp_exchange(grads, rank, world_size):
-    """Reference: sum every gradient over the ranks, then divide by their number."""
-    for g in grads:
-        dist.all_reduce(g)  # sum over ranks, in place
-        g.div_(world_size)  # the mean of the slice gradients = the full batch's gradient
-
-
-def _exchange_harness(source: str, name: str) -> dict:
-    """Rank side: one backward of the small GPT on this rank's slice of the batch, then
-    the learner's exchange on the gradients (in place)."""
-    fn = core.load_learner(source, name)
-    torch.set_num_threads(1)
-    rank, world = dist.get_rank(), dist.get_world_size()
-    c = EXCHANGE_CONFIG
-    model = GPT(c, seed=0)
-    x, y = local_batch(0, EXCHANGE_BATCH * world, c.seq_len, c.vocab_size, rank, world)
-    model(x, y)[1].backward()
-    names = [n for n, _ in model.named_parameters()]
-    grads = [p.grad for p in model.parameters()]
-    before = [g.clone() for g in grads]
-    try:
-        fn(grads, rank, world)
-    except NotImplementedError:
-        raise core.NotWritten(name) from None
-    return {"names": names, "before": before, "after": [g.detach().clone() for g in grads]}
-
-
-def check_dp_exchange(fn, world_size: int = 4, timeout: float = 30.0) -> dict:
-    """Run ``fn(grads, rank, world_size)`` on ``world_size`` ranks after a real backward;
-    every rank's every gradient must then equal the mean over ranks."""
-    core.check_ranks("world_size", world_size, 2)
-    core.check_timeout(timeout)
-    results, bad = core.run_learner(_exchange_harness, fn, world_size, timeout=timeout)
-    if bad:
-        return bad
-    names = results[0]["names"]
-    mean = [sum(r["before"][i] for r in results) / world_size for i in range(len(names))]
-    for rank, r in enumerate(results):
-        for i, name in enumerate(names):
-            got, want = r["after"][i], mean[i]
-            msg = core.compare_tensors(got, want, where=f"rank {rank}, gradient of {name}",
-                                       atol=1e-6, rtol=1e-4)
-            if msg:
-                return core.verdict(False, msg + _exchange_hint(got, want, r["before"][i],
-                                                                world_size))
-    return core.verdict(True, f"On {world_size} ranks every one of the {len(names)} gradient "
-                        f"tensors equals the mean of the ranks' gradients -- the full batch's "
-                        f"gradient.")
-
-
-def _exchange_hint(got, want, own, world_size: int) -> str:
-    if got.shape != want.shape:
-        return ""
-    if torch.allclose(got, world_size * want, rtol=1e-4, atol=1e-6):
-        return f". It is {world_size}x the mean: the sum over ranks -- divide by world_size."
-    if torch.allclose(got, own, rtol=1e-6, atol=1e-8):
-        return (". It is still this rank's own gradient: was this tensor exchanged? (every "
-                "tensor in grads must be, in the same order on every rank)")
-    return ""
-
-
-# --- 2. ZeRO-1's step ----------------------------------------------------------------------
+# --- 1. ZeRO-1's step ----------------------------------------------------------------------
 
 ZERO1_PARAMS, ZERO1_ROWS, ZERO1_STEPS, ZERO1_LR, MOMENTUM = 48, 6, 4, 0.05, 0.9
 
@@ -227,7 +163,7 @@ def _zero1_hint(got, want, before, rank, shard, world_size, step) -> str:
     return ""
 
 
-# --- 3. numbers: memory, traffic ------------------------------------------------------------
+# --- 2. numbers: memory, traffic ------------------------------------------------------------
 
 GB = 1e9
 QUESTIONS = {
@@ -306,15 +242,16 @@ def _which(answer, candidates: dict) -> str:
 
 # --- reference solutions on demand ----------------------------------------------------------
 
-SOLUTIONS = {"my_dp_exchange": solution_dp_exchange, "my_zero1_step": solution_zero1_step}
+SOLUTIONS = {"my_dp_exchange": solution_dp_exchange, "my_zero1_step": solution_zero1_step,
+             "my_hsdp_grad_sync": solution_hsdp_grad_sync}
 
 
 def hints(name: str):
     """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
-    ("my_dp_exchange", "my_zero1_step")."""
+    ("my_dp_exchange", "my_zero1_step", "my_hsdp_grad_sync")."""
     return core.hints(SOLUTIONS, name)
 
 
 def show_solution(name: str) -> None:
-    """Print the reference solution of exercise ``name`` ("my_dp_exchange" or "my_zero1_step")."""
+    """Print the reference solution of exercise ``name`` (one of ``SOLUTIONS``)."""
     core.show_solution(SOLUTIONS, name)

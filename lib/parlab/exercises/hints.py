@@ -49,6 +49,15 @@ HINTS = {
         "<code>dist.reduce_scatter(out, list(grads.chunk(W)))</code> gives your slice's sum "
         "(divide by W); update the view <code>params[r*shard:(r+1)*shard]</code>, then "
         "<code>dist.all_gather(list(params.chunk(W)), mine.clone())</code>."),
+    "my_hsdp_grad_sync": (
+        "Two collectives, each on one group. <code>dist.reduce_scatter</code> on "
+        "<code>shard_group</code> leaves this rank its shard of the node's sum; "
+        "<code>dist.all_reduce</code> of that shard on <code>replicate_group</code> adds the "
+        "other nodes' copies of the same shard. Then divide.",
+        "Cut with <code>grad.chunk(s)</code>, s = <code>dist.get_world_size(shard_group)</code>: "
+        "the reduce-scatter gives rank i of the shard group chunk i, the place HybridShard "
+        "keeps. All-reduce that shard, not <code>grad</code>, divide by all the ranks "
+        "(s × the replicate group's size), and return it: no all-gather."),
     # 02 · tensor parallelism
     "my_tp_mlp_forward": (
         "<code>w1_shard</code> holds a slice of A's columns: "
