@@ -439,7 +439,7 @@ def test_pipeline_sending_to_the_wrong_rank_is_named_even_through_p2pop():
     assert "stage 1 sends to rank 3; it must send to stage 2 (rank 2)" in v["message"]
 
 
-# --- notebook 03: 1F1B as data, the partition (no communication) ------------------------------
+# --- notebook 03: 1F1B and ZB-H1 as data, the partition (no communication) ----------------------
 
 def f1b_loop(stage, n_stages, n_micro):
     warmup = min(n_stages - stage - 1, n_micro)
@@ -471,6 +471,51 @@ def f1b_helper(stage, n_stages, n_micro):
     for i in range(n_micro - warmup):
         out += names("F", [warmup + i]) + names("B", [i])
     return out + names("B", range(n_micro - warmup, n_micro))
+
+
+def zb_loop(stage, n_stages, n_micro):
+    warmup = min(n_stages - stage - 1, n_micro)
+    actions, f, b, w = [], 0, 0, 0
+    while f < warmup:
+        actions.append(("F", f))
+        f += 1
+    while b < n_micro:
+        if f < n_micro:
+            actions.append(("F", f))
+            f += 1
+        actions.append(("B", b))
+        b += 1
+        if b - w > stage:  # W lags its B by `stage` backwards
+            actions.append(("W", w))
+            w += 1
+    while w < n_micro:
+        actions.append(("W", w))
+        w += 1
+    return actions
+
+
+def zb_from_1f1b(stage, n_stages, n_micro):
+    w = min(n_stages - stage - 1, n_micro)
+    one = ([("F", i) for i in range(w)] + [a for i in range(n_micro - w) for a in (("F", w + i), ("B", i))]
+           + [("B", i) for i in range(n_micro - w, n_micro)])
+    out = []
+    for op, mb in one:
+        out.append((op, mb))
+        if op == "B" and mb >= stage:
+            out.append(("W", mb - stage))
+    return out + [("W", i) for i in range(n_micro - stage, n_micro)]
+
+
+def zb_helper(stage, n_stages, n_micro):
+    def names(op, mbs):
+        return [f"{op}{mb}" for mb in mbs]  # "W3": the checker reads these too
+
+    warmup = min(n_stages - stage - 1, n_micro)
+    out = names("F", range(warmup))
+    for j in range(n_micro):
+        out += names("F", [warmup + j] if warmup + j < n_micro else []) + names("B", [j])
+        out += names("W", [j - stage] if j >= stage else [])
+    return out + names("W", range(n_micro - stage, n_micro))
 
 
 def partition_loop(n_layers, n_stages):
@@ -1007,6 +1052,8 @@ STYLES = {
                          [pp_imports_inside, pp_from_import, pp_batched_p2p]),
     "1f1b": (ex03.check_1f1b, dict(p=2, m=4), None,
              [f1b_loop, f1b_comprehension, f1b_helper]),
+    "zb_h1": (ex03.check_zb_h1, dict(p=2, m=4), "a third of 1F1B's",
+              [zb_loop, zb_from_1f1b, zb_helper]),
     "partition": (ex03.check_partition, {}, None,
                   [partition_loop, partition_comprehension, partition_helper]),
     "hsdp_grad_sync": (ex01.check_hsdp_grad_sync, {}, "all-reduced 4 elements (1/2)",
@@ -1050,6 +1097,7 @@ def test_every_coding_exercise_has_its_styles_here():
     """A new ``check_<x>(fn, ...)`` gets its three styles in this file, or this fails."""
     import inspect
     wanted = {"reduce_scatter", "ring_all_reduce", "two_level_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
+              "zb_h1",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "hsdp_grad_sync", "zigzag_shard",
               "ring_attention", "route", "global_route", "groups", "grad_sync", "scaled_step",
               "resume", "layout"}

@@ -1,7 +1,8 @@
 """The shape of the package: what a learner relies on when reading it.
 
 - the core and every algorithm file import neither plotly, ipywidgets nor IPython
-  (only figures / widgets / the %%ranks magic do), so ranks and torchrun stay light;
+  (only figures / widgets, a figures_<section> split off one, and the %%ranks magic
+  do), so ranks and torchrun stay light;
 - no import cycles between parlab's modules, lazy imports inside functions included;
 - no source file over 400 lines.
 """
@@ -37,6 +38,7 @@ def modules() -> dict[str, Path]:
 def may_import_front_ends(name: str) -> bool:
     leaf = name.rsplit(".", 1)[-1]
     return (leaf in ("figures", "widgets", "interactive") or name == "parlab.viz"
+            or leaf.startswith(("figures_", "widgets_"))  # a strategy's figures, split by section
             or name.startswith("parlab.viz."))
 
 

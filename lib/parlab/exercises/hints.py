@@ -82,6 +82,15 @@ HINTS = {
         "The warm-up of stage <code>s</code> is <code>min(n_stages - s - 1, n_micro)</code> "
         "forwards: the last stage starts its first backward at once, the first stage waits "
         "longest."),
+    "my_zb_h1": (
+        "Start from your <code>my_1f1b</code>: keep its order of <code>F</code> and "
+        "<code>B</code> exactly, and add one <code>(\"W\", i)</code> per micro-batch, "
+        "somewhere after its <code>(\"B\", i)</code>. W right after each B is valid but "
+        "still idles in the cool-down: nobody waits for a W, so a W can wait.",
+        "Stage <code>s</code> runs <code>W(j - s)</code> right after <code>B(j)</code> "
+        "(the last stage defers its W's longest, stage 0 not at all), then the W's left at "
+        "the end. Every stage then holds at most <code>n_stages</code> micro-batches, and "
+        "the late W's fill the cool-down."),
     "my_pipeline_forward": (
         "For each micro-batch: stage 0 takes it as given, every other stage receives it from "
         "<code>stage - 1</code>; apply <code>layer</code>; send to <code>stage + 1</code> unless "

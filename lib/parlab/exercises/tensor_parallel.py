@@ -9,6 +9,8 @@ Coding exercises, run on real ranks (``core.run_learner``):
 * ``check_tp_mlp(fn)``: the same with gradients, f and g written as
   ``torch.autograd.Function``s inside ``fn`` (f: identity forward, all-reduce backward;
   g: the reverse). Checked: output, and the gradients of x, W1_r and W2_r on each rank.
+* ``check_chunked_all_gather_matmul(fn)`` (§8, in ``tp_overlap``): SP's all-gather -> GEMM
+  in chunks, pipelined.
 
 Numeric exercises compare with ``parlab.cost`` (``check_number``). Every checker
 returns ``{"ok", "message"}`` and never raises on a wrong or missing answer.
@@ -30,9 +32,10 @@ from ..validate import check_int
 from . import core
 from .watch import DistWatch
 
-__all__ = ["check_tp_mlp_forward", "check_tp_mlp", "check_block_collectives",
-           "check_activation_bytes", "check_where_f", "check_layer_bytes", "WHERE_F",
-           "solution_tp_mlp_forward", "solution_tp_mlp", "show_solution", "hints", "mlp_inputs"]
+__all__ = ["check_tp_mlp_forward", "check_tp_mlp", "check_chunked_all_gather_matmul",
+           "check_block_collectives", "check_activation_bytes", "check_where_f",
+           "check_layer_bytes", "WHERE_F", "solution_tp_mlp_forward", "solution_tp_mlp",
+           "solution_chunked_all_gather_matmul", "show_solution", "hints", "mlp_inputs"]
 
 FP32 = 4
 ROWS, HIDDEN = 4, 8                    # x is (ROWS, HIDDEN); W1 (HIDDEN, 4 HIDDEN); W2 back
@@ -80,17 +83,20 @@ def solution_tp_mlp(x, w1_shard, w2_shard, rank, world_size):
     return MyG.apply(y @ w2_shard)
 
 
-SOLUTIONS = {"my_tp_mlp_forward": solution_tp_mlp_forward, "my_tp_mlp": solution_tp_mlp}
+from .tp_overlap import check_chunked_all_gather_matmul, solution_chunked_all_gather_matmul  # noqa
+
+SOLUTIONS = {"my_tp_mlp_forward": solution_tp_mlp_forward, "my_tp_mlp": solution_tp_mlp,
+             "my_chunked_all_gather_matmul": solution_chunked_all_gather_matmul}
 
 
 def hints(name: str):
     """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
-    ("my_tp_mlp_forward", "my_tp_mlp")."""
+    ("my_tp_mlp_forward", "my_tp_mlp", "my_chunked_all_gather_matmul")."""
     return core.hints(SOLUTIONS, name)
 
 
 def show_solution(name: str) -> None:
-    """Print the reference solution of exercise ``name`` ("my_tp_mlp_forward", "my_tp_mlp")."""
+    """Print the reference solution of exercise ``name`` (one of ``SOLUTIONS``)."""
     core.show_solution(SOLUTIONS, name)
 
 

@@ -18,6 +18,11 @@ which are the patched ones too). A call made from inside another watched call (`
 going through ``isend``) is not recorded twice. What stays unseen: the process group's
 own methods (``dist.group.WORLD.send``) and ``torch.ops.c10d``: ``saw_nothing`` lets a
 checker say plainly that it could not count, instead of blaming the learner.
+
+A collective called with ``async_op=True`` returns torch's ``Work`` wrapped so that its
+``wait()`` is noted too (``timeline``): a checker can tell a collective still in flight
+from one already done. The wrapper hands every other attribute to the ``Work``; a wait
+reached some other way (``get_future().wait()``) is not seen.
 """
 
 from __future__ import annotations
@@ -56,6 +61,11 @@ class DistWatch:
     ``w.collectives``: (op, ranks of its group, elements it reduces or contributes) per
     collective call, for checkers that ask *which* group carried how much.
 
+    ``w.timeline``: the order of events, ("issue", i) when collective ``i`` (an index into
+    ``collectives``) is called and ("done", i) when it has returned (blocking) or its
+    ``Work`` has been waited for (``async_op=True``); a checker may add its own events
+    (the learner's matmuls) to see what ran while a collective was in flight.
+
     ``on_message(kind, peer, tensor)``, if given, is called before each point-to-point
     call is made; it may raise ``Diagnosis`` to stop the rank with a verdict.
 
@@ -68,6 +78,7 @@ class DistWatch:
         self.calls: list[str] = []
         self.messages: list[tuple[str, int | None, int]] = []
         self.collectives: list[tuple[str, tuple | None, int]] = []
+        self.timeline: list[tuple] = []
         self.sent = self.received = 0
         self._on_message = on_message
 
@@ -113,13 +124,14 @@ class DistWatch:
             self._on_message(kind, peer, tensor)
 
 
-    def _note_collective(self, op: str, real, args, kwargs) -> None:
+    def _note_collective(self, op: str, real, args, kwargs) -> int | None:
         """Record one collective: its group's ranks and the elements of its input (the
-        tensor all-reduced, the piece gathered, the whole list reduce-scattered)."""
+        tensor all-reduced, the piece gathered, the whole list reduce-scattered); its
+        index in ``collectives`` (None: not recorded)."""
         try:
             bound = inspect.signature(real).bind_partial(*args, **kwargs).arguments
         except (TypeError, ValueError):
-            return
+            return None
         group = bound.get("group")
         try:
             ranks = tuple(dist.get_process_group_ranks(group)) if group is not None \
@@ -133,6 +145,36 @@ class DistWatch:
         else:
             numel = data.numel() if isinstance(data, torch.Tensor) else 0
         self.collectives.append((op, ranks, numel))
+        return len(self.collectives) - 1
+
+    def _issued(self, index: int, result):
+        """Collective ``index`` was called: blocking (no ``Work`` back) it is done already;
+        with ``async_op=True`` it is done when its ``Work`` has been waited for."""
+        self.timeline.append(("issue", index))
+        if not hasattr(result, "wait"):
+            self.timeline.append(("done", index))
+            return result
+        return _WatchedWork(result, self, index)
+
+
+class _WatchedWork:
+    """torch's ``Work`` for an async collective, noting ("done", i) in its watch's
+    timeline when first waited for; every other attribute is the ``Work``'s own."""
+
+    __slots__ = ("_work", "_watch", "_index", "_waited")
+
+    def __init__(self, work, watch: DistWatch, index: int):
+        self._work, self._watch, self._index, self._waited = work, watch, index, False
+
+    def wait(self, *args, **kwargs):
+        result = self._work.wait(*args, **kwargs)
+        if not self._waited:
+            self._waited = True
+            self._watch.timeline.append(("done", self._index))
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._work, name)
 
 
 # --- the patching: once per process, while at least one watch is active ----------------------
@@ -148,18 +190,20 @@ def _wrap(op: str, real):
     kind = "send" if op in ("send", "isend") else "recv"
 
     def watched(*args, **kwargs):
+        index = None
         if _active and _depth[0] == 0:
             watch = _active[-1]
             watch.calls.append(op)
             if p2p:
                 watch._note(kind, args, kwargs)
             else:
-                watch._note_collective(op, real, args, kwargs)
+                index = watch._note_collective(op, real, args, kwargs)
         _depth[0] += 1
         try:
-            return real(*args, **kwargs)
+            result = real(*args, **kwargs)
         finally:
             _depth[0] -= 1
+        return result if index is None else watch._issued(index, result)
 
     watched.__name__ = watched.__qualname__ = op
     watched.__doc__ = real.__doc__

@@ -1,6 +1,7 @@
 """Figures of notebook 03 (pipeline parallelism): the F/B/W timeline of a schedule,
 simulated or measured, the bubble sweep against the formula, the stashed-memory bars,
-and the notebook's tables (HTML, ``viz.table`` underneath)."""
+and the notebook's tables (HTML, ``viz.table`` underneath). §7's tables (zero bubble
+and the schedules past it) are in ``figures_zb.py``, importable from here too."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from ..viz.charts import bars
 from ..viz.tables import table
 from ..viz.style import (INK, MICROBATCH_COLORS, TRANSPARENT, WHITE, base_layout, rank_color,
                          text_color, wheel_color)
+from .figures_zb import (interleaved_memory_table, schedule_family_table,  # noqa: F401
+                         zero_bubble_table)
 
 # One hue per micro-batch; F drawn as a light tint, B in the full colour, W (zero-bubble
 # weight gradients) dark: read a column of one colour as one micro-batch travelling down
@@ -289,36 +292,3 @@ def interleaving_table(res: dict[int, dict], t_fwd: float):
                  headers=dict(op="forward op (ms)", sim="simulated with costs",
                               t_comm="t_comm (ms)", t_gap="t_gap (ms)",
                               held="rank 0 holds (micro-batches' worth)"))
-
-
-def zero_bubble_table(res: dict[str, dict], caption: str):
-    """Per schedule (name -> ``experiments.measured_bubble``): the bubble simulated with
-    messages free, simulated with the run's message costs, measured, and the
-    micro-batches each rank held at its peak."""
-    rows = [dict(schedule=name, sim=r["simulated"], sim_comm=r["simulated_comm"],
-                 measured=r["measured"], held=str(r["stash_peak"])) for name, r in res.items()]
-    return table(rows, caption=caption, formats=dict(sim=_pct, sim_comm=_pct, measured=_pct),
-                 headers=dict(sim="simulated (messages free)", sim_comm="simulated with costs",
-                              held="micro-batches held per rank"))
-
-
-def schedule_family_table(rows: list[dict], p: int, m: int):
-    """``experiments_zb.schedule_family``: idle per rank and peak activations, simulated
-    beside each paper's, the whole step's idle share, and the messages of a step."""
-    return table(rows, caption=f"P = {p}, M = {m}, T_F = T_B = T_W = 1 (1F1B: T_B + T_W = 2)",
-                 formats=dict(idle=".3g", idle_paper=".3g", step=_pct, peak=".3g",
-                              peak_paper=".3g"),
-                 headers=dict(idle="idle per rank (simulated, most)", idle_paper="paper",
-                              step="idle share of the step", peak="peak (micro-batches)",
-                              peak_paper="paper", messages="messages / step"))
-
-
-def interleaved_memory_table(rows: list[dict]):
-    """``experiments_zb.interleaved_memory``: rank 0's activations over 1F1B's, from the
-    schedule (and a real run where measured), beside 1 + (P - 1)/(P v)."""
-    rows = [dict(r, measured="" if r["measured"] is None else f"{r['measured']:.4g}")
-            for r in rows]
-    return table(rows, caption="interleaved 1F1B, M = 2P: rank 0 over 1F1B's P micro-batches",
-                 formats=dict(factor=".4g", formula=".4g"),
-                 headers=dict(chunks="chunks held (rank 0)", factor="simulated / 1F1B",
-                              measured="real run / 1F1B", formula="1 + (P-1)/(P v)"))
