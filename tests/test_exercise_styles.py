@@ -804,6 +804,45 @@ def global_route_async(logits, top_k, capacity, rank, world_size):
     return experts, position < capacity
 
 
+# --- notebook 04: expert choice over the global batch -------------------------------------------
+
+def expert_choice_imports_inside(logits, capacity, rank, world_size):
+    import torch
+    import torch.distributed as dist
+    scores = logits.softmax(-1)
+    parts = [torch.empty_like(scores) for _ in range(world_size)]
+    dist.all_gather(parts, scores.contiguous())
+    gates, tokens = torch.cat(parts).t().topk(capacity, dim=-1)
+    return tokens, gates
+
+
+def expert_choice_from_import(logits, capacity, rank, world_size):
+    import torch
+    from torch.distributed import all_gather_into_tensor
+    n, e = logits.shape
+    every = torch.empty(world_size * n, e)
+    all_gather_into_tensor(every, logits.contiguous())     # gather the logits, softmax after
+    s = every.softmax(dim=1)
+    tokens = torch.stack([s[:, j].argsort(descending=True)[:capacity] for j in range(e)])
+    return tokens, torch.stack([s[tokens[j], j] for j in range(e)])
+
+
+def expert_choice_async(logits, capacity, rank, world_size):
+    import torch
+    # each rank's top-capacity candidates per expert suffice: a token outside its own
+    # rank's top-capacity cannot be in the batch's
+    s = logits.softmax(-1)
+    vals, idx = s.topk(min(capacity, s.size(0)), dim=0)        # (c, E) candidates
+    idx = idx + rank * s.size(0)
+    vs = [torch.empty_like(vals) for _ in range(world_size)]
+    ids = [torch.empty_like(idx) for _ in range(world_size)]
+    torch.distributed.all_gather(vs, vals.contiguous(), async_op=True).wait()
+    torch.distributed.all_gather(ids, idx.contiguous(), async_op=True).wait()
+    vals, idx = torch.cat(vs), torch.cat(ids)                  # (W c, E)
+    top = vals.topk(capacity, dim=0)
+    return idx.gather(0, top.indices).t(), top.values.t()
+
+
 # --- notebook 06: the groups (no communication in the function), the DP gradient sync ---------
 
 def groups_loop(rank, dp, pp, tp):
@@ -1070,6 +1109,9 @@ STYLES = {
               [route_loop, route_comprehension, route_helper]),
     "global_route": (ex04.check_global_route, {}, None,
                      [global_route_imports_inside, global_route_from_import, global_route_async]),
+    "expert_choice_route": (ex04.check_expert_choice_route, {}, "nothing was dropped",
+                            [expert_choice_imports_inside, expert_choice_from_import,
+                             expert_choice_async]),
     "groups": (ex06.check_groups, {}, None,
                [groups_loop, groups_comprehension, groups_helper]),
     "grad_sync": (ex06.check_grad_sync, {}, None,
@@ -1099,6 +1141,7 @@ def test_every_coding_exercise_has_its_styles_here():
     wanted = {"reduce_scatter", "ring_all_reduce", "two_level_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
               "zb_h1",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "hsdp_grad_sync", "zigzag_shard",
+              "expert_choice_route",
               "ring_attention", "route", "global_route", "groups", "grad_sync", "scaled_step",
               "resume", "layout"}
     for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09):

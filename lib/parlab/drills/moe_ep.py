@@ -1,5 +1,6 @@
 """Drills on Mixture of Experts and expert parallelism: capacity, all-to-all bytes,
-total vs active parameters, FLOPs per token (notebook 04)."""
+total vs active parameters, FLOPs per token, and §8's variants: fine-grained + shared
+experts, expert choice, dropless padding (notebook 04)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ S1 = ("04", 1, "Routing a batch: top-k, capacity, drops")
 S4 = ("04", 4, "All-to-all bytes per rank per layer")
 S6 = ("04", 6, "Try it")
 S7 = ("04", 7, "EP vs TP: what each sends per layer")
+S8 = ("04", 8, "Beyond top-k: shared experts, expert choice, dropless")
 
 
 @template("expert_capacity", "moe_ep", S1)
@@ -102,10 +104,7 @@ def moe_flops_per_token(rng):
                f"(cost.moe_flops_per_token): k experts, not E, whatever the number of experts.")
 
 
-S7B = ("04", 10, "Beyond top-k: shared experts, expert choice, dropless")
-
-
-@template("moe_fine_grained_rows", "moe_ep", S7B)
+@template("moe_fine_grained_rows", "moe_ep", S8)
 def moe_fine_grained_rows(rng):
     E, k, m = rng.choice((8, 16, 64)), rng.choice((1, 2)), rng.choice((2, 4, 8))
     ks = rng.choice((0, 1))
@@ -119,18 +118,18 @@ def moe_fine_grained_rows(rng):
                f"(cost.fine_grained_experts; DeepSeekMoE §3.1-3.2). Same FLOPs, more traffic.")
 
 
-@template("expert_choice_unrouted", "moe_ep", S7B)
+@template("expert_choice_unrouted", "moe_ep", S8)
 def expert_choice_unrouted(rng):
     E, c = rng.choice((4, 8, 16, 64)), rng.choice((1.0, 2.0))
     p0 = cost.expert_choice_coverage(E, c)[0] * 100
-    return Ask(f"Expert choice routing (Zhou et al. 2022, §3.1): {E} experts each pick the "
+    return Ask(f"Expert choice routing (Zhou et al. 2022, §3.2): {E} experts each pick the "
                f"top n·c/E tokens, c = {c}. If the experts chose independently at random, what "
                f"percentage of tokens would get no expert at all?", p0, "%",
                f"Each expert picks a token with p = c/E, so P(0) = (1 - c/E)^E = {fmt(p0)}% "
                f"(about e^-c; cost.expert_choice_coverage). Real routers differ: measure it.")
 
 
-@template("dropless_padding", "moe_ep", S7B)
+@template("dropless_padding", "moe_ep", S8)
 def dropless_padding(rng):
     E = rng.choice((4, 8))
     counts = [rng.choice((10, 20, 40, 80, 160)) for _ in range(E)]
@@ -140,4 +139,4 @@ def dropless_padding(rng):
                f"to the busiest for one batched GEMM, how many times the loop's (grouped GEMM) "
                f"rows are computed?", x, "x",
                f"E·max n_e / sum n_e = {r['padded']}/{r['loop']} = {fmt(x)}x "
-               f"(cost.grouped_gemm_rows; MegaBlocks §3-5 pads only to 128-row blocks).")
+               f"(cost.grouped_gemm_rows; MegaBlocks pads only to 128-row blocks, §5.1.2).")

@@ -13,6 +13,9 @@ one choice, earlier tokens first.
   capacity over the **global** batch (rank 0's tokens first, then rank 1's ...), as
   ``parlab.moe`` and ``expert_parallel.router`` count it: the ranks must share their
   per-expert counts.
+* ``check_expert_choice_route(fn)`` (§8's expert choice, in ``moe_variants``):
+  ``fn(logits, capacity, rank, world_size)``, each expert picks its top tokens of the
+  whole batch.
 
 Numeric exercises compare with ``parlab.cost`` / ``parlab.moe``. Checkers return
 ``{"ok", "message"}`` and never raise on a wrong or missing answer.
@@ -32,7 +35,8 @@ from .tensor_parallel import _is_placeholder
 
 __all__ = ["check_route", "check_global_route", "check_capacity", "check_a2a_bytes",
            "check_mixtral_params", "check_dropped", "DROP_CASE", "MIXTRAL", "kept_mask",
-           "route_logits", "solution_route", "solution_global_route", "show_solution", "hints"]
+           "route_logits", "solution_route", "solution_global_route", "show_solution", "hints",
+           "check_expert_choice_route", "solution_expert_choice_route"]
 
 # the routing exercises: tokens per rank, experts, top-k, and the capacities that drop some
 TOKENS, EXPERTS, TOP_K = 8, 4, 2
@@ -69,17 +73,21 @@ def solution_global_route(logits, top_k, capacity, rank, world_size):
     return experts, position < capacity
 
 
-SOLUTIONS = {"my_route": solution_route, "my_global_route": solution_global_route}
+from .moe_variants import check_expert_choice_route, solution_expert_choice_route  # noqa: E402
+
+SOLUTIONS = {"my_route": solution_route, "my_global_route": solution_global_route,
+             "my_expert_choice_route": solution_expert_choice_route}
 
 
 def hints(name: str):
     """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
-    ("my_route", "my_global_route")."""
+    ("my_route", "my_global_route", "my_expert_choice_route")."""
     return core.hints(SOLUTIONS, name)
 
 
 def show_solution(name: str) -> None:
-    """Print the reference solution of exercise ``name`` ("my_route", "my_global_route")."""
+    """Print the reference solution of exercise ``name`` ("my_route", "my_global_route",
+    "my_expert_choice_route")."""
     core.show_solution(SOLUTIONS, name)
 
 

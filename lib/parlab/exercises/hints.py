@@ -118,6 +118,14 @@ HINTS = {
         "<code>dist.all_gather</code> the counts. Ahead of your choice-c assignments are every "
         "rank's earlier choices and choice c of the ranks with a lower rank; add that offset "
         "to the local queue position."),
+    "my_expert_choice_route": (
+        "<code>logits.softmax(dim=-1)</code> are this rank's scores S, one row per token. An "
+        "expert chooses among the tokens of <em>every</em> rank, so first put the whole "
+        "batch's S on every rank: <code>dist.all_gather</code>, rank 0's rows first.",
+        "Concatenate the gathered rows into (W n, E): row r n + t is rank r's token t. Expert "
+        "e takes the top <code>capacity</code> of its column: <code>S.t().topk(capacity, "
+        "dim=-1)</code> gives (values, indices) = (gates, tokens), one row per expert. A topk "
+        "over <code>dim=-1</code> of S itself would be each token choosing experts."),
     # 05 · context parallelism
     "my_zigzag_shard": (
         "Cut the sequence into <code>2 * world_size</code> chunks. Each rank takes one chunk "

@@ -1,4 +1,4 @@
-"""Notebook 04 §10's experiments: the MoE variants (``variants``) trained on real ranks,
+"""Notebook 04 §8's experiments: the MoE variants (``variants``) trained on real ranks,
 each beside the single-device reference and ``parlab.cost``; plain rows for
 ``figures.variant_table``."""
 

@@ -3,7 +3,7 @@ parallelism runs every one of them unchanged, ``layers.EPMoE``):
 
 * ``deepseek_moe``: fine-grained expert segmentation + shared expert isolation
   (DeepSeekMoE, Dai et al. 2024, §3.1-3.2; DeepSeek-V3, DeepSeek-AI 2024, §2.1.2);
-* ``expert_choice``: each expert picks its top n c / E tokens (Zhou et al. 2022, §3.1);
+* ``expert_choice``: each expert picks its top n c / E tokens (Zhou et al. 2022, §3.2, Eq. 1-2);
 * ``dropless``: no capacity, every expert on all of its tokens; ``expert_gemm="padded"``
   runs them as one batched GEMM over groups padded to the busiest expert, the dense
   stand-in for MegaBlocks' block-sparse GEMMs (Gale et al. 2022, §3-5).
