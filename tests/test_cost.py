@@ -469,3 +469,19 @@ def test_mfu_from_hfu():
         cost.mfu_from_hfu(0.5, 2.0, 1.0)
     with pytest.raises(ValueError, match="hfu"):
         cost.mfu_from_hfu(1.5, 1.0, 1.0)
+
+
+def test_clip_norm_overcount():
+    # S = 3, R = 1 at t = 2: sqrt((3 + 2) / 4); no replicated part or t = 1: right norm
+    assert cost.clip_norm_overcount(3.0, 1.0, 2) == pytest.approx(math.sqrt(5 / 4))
+    assert cost.clip_norm_overcount(3.0, 0.0, 8) == 1 == cost.clip_norm_overcount(3.0, 1.0, 1)
+    assert cost.clip_norm_overcount(0.0, 1.0, 4) == pytest.approx(2)  # all replicated: sqrt(t)
+    assert cost.clip_norm_overcount(1.0, 1e6, 4) < 2  # tends to sqrt(t), never past it
+    # added over DP replicas too: sqrt(dp) on top, whatever S and R are
+    assert cost.clip_norm_overcount(3.0, 0.0, 2, dp_summed=4) == pytest.approx(2)
+    assert cost.clip_norm_overcount(3.0, 1.0, 2, dp_summed=2) == pytest.approx(math.sqrt(5 / 2))
+    for kw, name in ((dict(sharded_sq=-1.0), "sharded_sq"), (dict(replicated_sq=float("nan")),
+                     "replicated_sq"), (dict(tp=0), "tp"), (dict(dp_summed=1.5), "dp_summed"),
+                     (dict(sharded_sq=0.0, replicated_sq=0.0), "must be > 0")):
+        with pytest.raises(ValueError, match=name):
+            cost.clip_norm_overcount(**{"sharded_sq": 3.0, "replicated_sq": 1.0, "tp": 2, **kw})

@@ -216,3 +216,16 @@ def test_tp_comm_time_across_nodes_uses_every_card():
         assert q.answer == pytest.approx(rails) and q.answer < port / 1.5
         assert f"{t // 2} cards" in q.explanation and "nccl#812" in q.explanation
     assert found >= 5
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_clip_norm_overcount_by_hand(seed):
+    q = drills.generate("clip_norm_overcount", seed=seed)
+    tp, dp, share = _numbers(r"tp = (\d+), pp = 4, dp = (\d+) .* carry (\S+)% of", q.prompt)
+    rep = "on all" in q.prompt
+    over_dp = "data-parallel replicas" in q.prompt
+    assert rep or over_dp
+    r = share / 100
+    want = math.sqrt((1 - r + (tp if rep else 1) * r) * (dp if over_dp else 1))
+    assert math.isclose(q.answer, want)
+    assert "notebook 06 §2" in q.explanation

@@ -897,6 +897,42 @@ def grad_sync_async(grad, groups):
     return grad / torch.distributed.get_world_size(group)
 
 
+def grad_norm_imports_inside(grads, groups):
+    import math
+    import torch
+    import torch.distributed as dist
+    first = dist.get_rank(groups["tp"]) == 0
+    total = torch.zeros(1, dtype=torch.float64)
+    for g in grads.values():
+        if g.tp_split is not None or first:
+            total += g.double().pow(2).sum()
+    for axis in ("tp", "pp"):
+        dist.all_reduce(total, group=groups[axis])
+    return math.sqrt(total.item())
+
+
+def grad_norm_from_import(grads, groups):
+    from torch import stack, zeros
+    from torch.distributed import all_reduce, get_rank
+    mine = [g for g in grads.values() if getattr(g, "tp_split", None) is not None
+            or get_rank(group=groups["tp"]) == 0]
+    total = stack([g.norm() ** 2 for g in mine]).sum().reshape(1) if mine else zeros(1)
+    all_reduce(total, group=groups["tp"])
+    all_reduce(total, group=groups["pp"])
+    return total.sqrt()
+
+
+def grad_norm_async(grads, groups):
+    import torch
+    tp_rank = torch.distributed.get_rank(groups["tp"])
+    squares = [torch.linalg.vector_norm(g) ** 2 for g in grads.values()
+               if g.tp_split is not None or tp_rank == 0]
+    total = torch.stack(squares).sum().reshape(1)
+    torch.distributed.all_reduce(total, group=groups["tp"], async_op=True).wait()
+    torch.distributed.all_reduce(total, group=groups["pp"], async_op=True).wait()
+    return float(total.sqrt())
+
+
 # --- notebook 07: dynamic loss scaling ---------------------------------------------------
 
 def scaled_step_imports_inside(params, optimizer, scale, good_steps, growth_interval):
@@ -1116,6 +1152,8 @@ STYLES = {
                [groups_loop, groups_comprehension, groups_helper]),
     "grad_sync": (ex06.check_grad_sync, {}, None,
                   [grad_sync_imports_inside, grad_sync_from_import, grad_sync_async]),
+    "global_grad_norm": (ex06.check_global_grad_norm, {}, "rank 0 ran 2 collectives",
+                         [grad_norm_imports_inside, grad_norm_from_import, grad_norm_async]),
     "scaled_step": (ex07.check_scaled_step, {}, None,
                     [scaled_step_imports_inside, scaled_step_one_norm, scaled_step_helper]),
     "resume": (ex08.check_resume, {}, "equal the uninterrupted run",
@@ -1142,8 +1180,8 @@ def test_every_coding_exercise_has_its_styles_here():
               "zb_h1",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "hsdp_grad_sync", "zigzag_shard",
               "expert_choice_route",
-              "ring_attention", "route", "global_route", "groups", "grad_sync", "scaled_step",
-              "resume", "layout"}
+              "ring_attention", "route", "global_route", "groups", "grad_sync", "global_grad_norm",
+              "scaled_step", "resume", "layout"}
     for module in (ex00, ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09):
         for name, fn in vars(module).items():
             if name.startswith("check_") and inspect.isfunction(fn) \

@@ -51,6 +51,8 @@ ValueError naming the argument (each module's docstring states its domains).
                  data_parallel_degree -- for parlab.planner
   precision     FORMATS (bits), unit_roundoff, ulp, vanishing_update, summation_error_bound
                  (Higham), RECIPES, training_bytes_per_param, training_bytes (ZeRO's 16 B)
+  clip          clip_norm_overcount: the global gradient norm of a split model with the
+                 TP-replicated parameters counted tp times, or summed over DP too
 """
 
 from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
@@ -87,6 +89,7 @@ from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_acti
                        megatron_flops, pipeline_p2p_time)
 from .precision import (FORMATS, RECIPES, mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
+from .clip import clip_norm_overcount
 from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve,
                           implied_gpu_mtbf_hours, interruptions_per_day, job_mtbf_hours,
                           pipeline_time_with_straggler, restart_for_goodput, synchronous_step,
@@ -127,4 +130,5 @@ __all__ = [
     "checkpoint_bytes", "checkpoint_seconds", "interruptions_per_day", "job_mtbf_hours",
     "implied_gpu_mtbf_hours", "young_interval", "daly_interval", "goodput", "goodput_curve",
     "restart_for_goodput", "pipeline_time_with_straggler", "synchronous_step",
+    "clip_norm_overcount",
 ]

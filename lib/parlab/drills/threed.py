@@ -1,5 +1,6 @@
 """Drills on 3D parallelism: degrees, memory and bubble of a layout, its data-parallel
-and pipeline traffic, an iteration's time at GPU scale (notebook 06)."""
+and pipeline traffic, an iteration's time at GPU scale, the global norm for clipping
+(notebook 06)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from ..hardware import LINK_PRESETS
 from .core import Ask, fmt, template
 
 S1 = ("06", 1, "The mesh")
+S2 = ("06", 2, "Correct first: a 3D run equals one device")  # its "Clipping by the global norm"
 S3 = ("06", 3, "Prediction vs measurement: every layout of 8 ranks")
 S4 = ("06", 4, "At GPU scale: the planner against published runs")
 BUBBLE = ("03", 4, "The bubble, predicted and measured")
@@ -109,3 +111,28 @@ def iteration_time(rng):
                f"Narayanan et al.: 96·B·s·L·h²·(1 + s/(6h) + V/(16·L·h)).", sec, "s",
                f"{fmt(flops / 1e18)} EFLOP per iteration (cost.megatron_flops) / ({n_gpus} × "
                f"312 TFLOP/s × {u}) = {fmt(sec)} s (cost.training_time).")
+
+
+@template("clip_norm_overcount", "3d", S2)
+def clip_norm_overcount(rng):
+    tp, share = rng.choice((2, 4, 8)), rng.choice((0.1, 0.2, 0.3, 0.4, 0.5))
+    dp, mistake = rng.choice((2, 4, 8, 16)), rng.choice(("replicated", "dp", "both"))
+    rep, over_dp = mistake != "dp", mistake != "replicated"
+    f = cost.clip_norm_overcount(1 - share, share, tp if rep else 1, dp_summed=dp if over_dp else 1)
+    wrong, why = [], []
+    if rep:
+        a = cost.clip_norm_overcount(1 - share, share, tp)
+        wrong.append(f"counts the tensors every TP rank holds whole on all {tp} TP ranks")
+        why.append(f"the replicated squares R counted t times beside the split ones S: "
+                   f"sqrt((S + t·R) / (S + R)) = sqrt({fmt(1 - share)} + {tp}·{fmt(share)}) = {fmt(a)}")
+    if over_dp:
+        wrong.append(f"also all-reduces the squares over the {dp} data-parallel replicas")
+        why.append(f"the replicas hold the same averaged gradient, so the sum over DP counts it "
+                   f"{dp} times: ×√{dp} = {fmt(dp ** 0.5)}")
+    return Ask(f"A tp = {tp}, pp = 4, dp = {dp} run (plain DP) clips by the global gradient norm. "
+               f"The layer norms and row-parallel biases, which every TP rank holds whole, carry "
+               f"{fmt(share * 100)}% of ||g||². Its norm code {' and '.join(wrong)}. By what factor "
+               f"is the norm it computes too large?", f, "x",
+               "; ".join(why) + (f"; together {fmt(f)}" if len(why) > 1 else "")
+               + " (cost.clip_norm_overcount). The clip factor max_norm/||g|| is that many times "
+               "too small: every clipped step comes out that much shorter.")

@@ -153,6 +153,16 @@ HINTS = {
         "same numbers: that is the DP group, not the world.",
         "All-reduce over <code>groups[\"dp\"]</code> and divide by that group's size, not by "
         "the world size."),
+    "my_global_grad_norm": (
+        "||g||² is a sum of squares, so it splits: each rank adds the squares of what it holds "
+        "(<code>g.pow(2).sum()</code>), the partial sums are added over the groups whose ranks "
+        "hold <em>different</em> pieces, and the root comes once, at the end. Which groups are "
+        "those: TP (slices), PP (layers), DP (copies)?",
+        "A tensor with <code>g.tp_split is None</code> is the same on every TP rank: count it "
+        "only where <code>dist.get_rank(groups[\"tp\"]) == 0</code>. Then "
+        "<code>dist.all_reduce</code> the one-element sum over <code>groups[\"tp\"]</code> and "
+        "<code>groups[\"pp\"]</code>, not <code>groups[\"dp\"]</code>: the replicas hold the same "
+        "averaged gradient."),
     # 07 · mixed precision (hints for parlab.exercises.precision go here)
     "my_scaled_step": (
         "Three cases. Any gradient inf or NaN (<code>torch.isfinite(g).all()</code>): do not "

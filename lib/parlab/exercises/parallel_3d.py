@@ -1,6 +1,7 @@
 """Notebook 06 (3D parallelism), "Your turn": checkers and reference solutions.
 
-Coding exercise: ``my_groups(rank, dp, pp, tp) -> {"tp": [...], "pp": [...], "dp": [...]}``,
+Coding exercises (the third, ``my_global_grad_norm``, lives in ``exercises.clip``):
+``my_groups(rank, dp, pp, tp) -> {"tp": [...], "pp": [...], "dp": [...]}``,
 the world ranks in each of ``rank``'s three groups, in the mesh order of ``parlab.mesh``
 (rank = (dp_i * pp + pp_i) * tp + tp_i: TP fastest, DP outermost). Checked first for every
 rank of 8 against ``Mesh.groups``; then really used on 8 ranks: every rank creates the
@@ -22,7 +23,8 @@ from . import core
 
 __all__ = ["check_coords", "check_tp_group", "check_bubble", "check_memory", "memory_answer",
            "check_groups", "solution_groups", "check_grad_sync", "solution_grad_sync",
-           "show_solution", "hints", "solution_html", "AXES"]
+           "check_global_grad_norm", "solution_global_grad_norm", "show_solution", "hints",
+           "solution_html", "AXES"]
 
 AXES = ("tp", "pp", "dp")
 
@@ -232,12 +234,16 @@ def check_grad_sync(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 
                         f"{next(x for x in mesh.groups('dp') if 0 in x)}), not over the world.")
 
 
-SOLUTIONS = {"my_groups": solution_groups, "my_grad_sync": solution_grad_sync}
+# the global gradient norm for clipping (§2), in its own module
+from .clip import check_global_grad_norm, solution_global_grad_norm  # noqa: E402
+
+SOLUTIONS = {"my_groups": solution_groups, "my_grad_sync": solution_grad_sync,
+             "my_global_grad_norm": solution_global_grad_norm}
 
 
 def hints(name: str):
     """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
-    ("my_groups", "my_grad_sync")."""
+    ("my_groups", "my_grad_sync", "my_global_grad_norm")."""
     return core.hints(SOLUTIONS, name)
 
 
