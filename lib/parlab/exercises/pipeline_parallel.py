@@ -142,5 +142,5 @@ def check_zb_h2_peak(answer) -> dict:
     want, one = (cost.pipeline_peak_activations(s, P, M, 0) for s in ("zb-h2", "1f1b"))
     return core.check_number(answer, want, rel_tol=0, name="peak",
                              hint="the table of §7 gives ZB-H2's peak at P = 4 against 1F1B's; "
-                             "the rule behind it is in Qi et al. §2.2.",
+                             "the rule behind it is in Qi et al. §2.3, Table 2.",
                              explanation=f"min(M, 2P - 1) = {want}, against 1F1B's {one} on rank 0.")

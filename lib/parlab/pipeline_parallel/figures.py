@@ -15,7 +15,7 @@ from ..viz.tables import table
 from ..viz.style import (INK, MICROBATCH_COLORS, TRANSPARENT, WHITE, base_layout, rank_color,
                          text_color, wheel_color)
 from .figures_zb import (interleaved_memory_table, schedule_family_table,  # noqa: F401
-                         zero_bubble_table)
+                         torch_orders_table, zero_bubble_table)
 
 # One hue per micro-batch; F drawn as a light tint, B in the full colour, W (zero-bubble
 # weight gradients) dark: read a column of one colour as one micro-batch travelling down

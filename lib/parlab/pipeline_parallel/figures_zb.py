@@ -1,6 +1,7 @@
 """Notebook 03's §7 tables (``viz.table`` underneath): ZB-H1 simulated and measured
 beside 1F1B, the schedules past ZB-H1 (``experiments_zb.schedule_family``) beside their
-papers, and interleaving's memory (``experiments_zb.interleaved_memory``). The timeline
+papers, interleaving's memory (``experiments_zb.interleaved_memory``) and torch's own V
+orders (``torch_orders.torch_v_rows``). The timeline
 they sit beside is ``figures.pipeline_timeline``; every name here is importable from
 ``figures`` as well."""
 
@@ -42,3 +43,13 @@ def interleaved_memory_table(rows: list[dict]):
                  formats=dict(factor=".4g", formula=".4g"),
                  headers=dict(chunks="chunks held (rank 0)", factor="simulated / 1F1B",
                               measured="real run / 1F1B", formula="1 + (P-1)/(P v)"))
+
+
+def torch_orders_table(rows: list[dict], p: int, m: int):
+    """``torch_orders.torch_v_rows``: our ZB-V order and torch's two V orders, replayed
+    alike (idle per rank, idle share of the step, peak in micro-batches' worth)."""
+    return table(rows, caption=f"on the V, P = {p}, M = {m}, T_F = T_B = T_W = 1, nothing "
+                 "overlapped", formats=dict(idle=".3g", step=PCT, makespan=".3g", peak=".3g"),
+                 headers=dict(order="order", idle="idle per rank (most)",
+                              step="idle share of the step", makespan="step (slots)",
+                              peak="peak (micro-batches)"))
