@@ -121,16 +121,18 @@ def _table2():
 
 
 def _korthikanti():
-    rows = (("22B", gpt("gpt-22B", 48, 6144, 64, 2048, 51200, _KORT), 8, 1, 8, 4, 4, 41.5),
-            ("175B", _GPT175, 8, 8, 64, 64, 1, 51.4),
-            ("530B", _GPT530, 8, 35, 280, 280, 1, 56.0),
-            ("1T", MODELS["megatron-1T"], 8, 64, 512, 512, 1, 56.3))
-    for name, model, tp, pp, n, B, b, mfu in rows:
+    # v: §6, "three interleaving stages (m = 3) for the 175B and 530B models"; the others
+    # have none (22B has one stage, 1T two layers per stage)
+    rows = (("22B", gpt("gpt-22B", 48, 6144, 64, 2048, 51200, _KORT), 8, 1, 8, 4, 4, 1, 41.5),
+            ("175B", _GPT175, 8, 8, 64, 64, 1, 3, 51.4),
+            ("530B", _GPT530, 8, 35, 280, 280, 1, 3, 56.0),
+            ("1T", MODELS["megatron-1T"], 8, 64, 512, 512, 1, 1, 56.3))
+    for name, model, tp, pp, n, B, b, v, mfu in rows:
         yield PublishedRun(f"Korthikanti {name}", "Korthikanti 2022 Table 5", _KORT, model,
                            "A100-SXM4-80GB", "DGX-A100", n, B,
-                           dict(tp=tp, pp=pp, micro_batch=b, recompute="selective",
+                           dict(tp=tp, pp=pp, v=v, micro_batch=b, recompute="selective",
                                 sequence_parallel=True, **_MEGATRON_2021), "mfu", mfu / 100,
-                           search=("v",), note="data-parallel size 1; interleaving not given")
+                           note="data-parallel size 1; v from §6 (3 for 175B and 530B)")
 
 
 def _mt_nlg():
