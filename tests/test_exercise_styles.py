@@ -335,6 +335,62 @@ def test_tp_dividing_after_g_is_named_the_mean_not_a_missing_all_reduce():
     assert "did g all-reduce" not in m
 
 
+# --- notebook 02 §8: the all-gather -> GEMM, chunked and pipelined ---------------------------
+
+def chunked_imports_inside(x_shard, weight, group, chunks):
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    t, (B, s, _) = dist.get_world_size(group), x_shard.shape
+    n = s // chunks
+    out = torch.empty(B, t * s, weight.shape[1])
+    bufs = [[torch.empty(B, n, x_shard.shape[2]) for _ in range(t)] for _ in range(chunks)]
+    works = [dist.all_gather(bufs[0], x_shard[:, :n].contiguous(), group=group, async_op=True)]
+    for k in range(chunks):
+        if k + 1 < chunks:
+            piece = x_shard[:, (k + 1) * n:(k + 2) * n].contiguous()
+            works.append(dist.all_gather(bufs[k + 1], piece, group=group, async_op=True))
+        works[k].wait()
+        for r in range(t):
+            out[:, r * s + k * n:r * s + (k + 1) * n] = F.linear(bufs[k][r], weight.t())
+    return out
+
+
+def chunked_from_import(x_shard, weight, group, chunks):
+    import torch
+    from torch.distributed import all_gather_into_tensor, get_world_size
+    t, (B, s, h) = get_world_size(group), x_shard.shape
+    n = s // chunks
+    flat = [torch.empty(t * B, n, h) for _ in range(chunks)]  # rank-major: (t, B, n, h)
+    works = [all_gather_into_tensor(flat[k], x_shard[:, k * n:(k + 1) * n].contiguous(),
+                                    group=group, async_op=True) for k in range(chunks)]
+    parts = []
+    for k in range(chunks):
+        works[k].wait()
+        parts.append(torch.matmul(flat[k].view(t, B, n, h), weight))  # (t, B, n, out)
+    y = torch.stack(parts, dim=1)                                      # (t, chunks, B, n, out)
+    return y.permute(2, 0, 1, 3, 4).reshape(B, t * s, -1)
+
+
+def chunked_helper(x_shard, weight, group, chunks):
+    import torch
+
+    def gather(piece):
+        bufs = [torch.empty_like(piece) for _ in range(torch.distributed.get_world_size(group))]
+        return bufs, torch.distributed.all_gather(bufs, piece, group=group, async_op=True)
+
+    pieces = [p.contiguous() for p in x_shard.chunk(chunks, dim=1)]
+    pending, results = gather(pieces[0]), []
+    for k in range(chunks):
+        bufs, work = pending
+        if k + 1 < chunks:
+            pending = gather(pieces[k + 1])
+        work.wait()
+        results.append([b @ weight for b in bufs])               # results[k][r]
+    t = len(results[0])
+    return torch.cat([results[k][r] for r in range(t) for k in range(chunks)], dim=1)
+
+
 # --- notebook 03: GPipe's forward --------------------------------------------------------------
 
 def pp_imports_inside(micro_batches, stage, n_stages, layer):
@@ -1123,6 +1179,8 @@ STYLES = {
                        [tp_fwd_imports_inside, tp_fwd_from_import, tp_fwd_async]),
     "tp_mlp": (ex02.check_tp_mlp, {}, None,
                [tp_mlp_imports_inside, tp_mlp_from_import, tp_mlp_async]),
+    "chunked_all_gather_matmul": (ex02.check_chunked_all_gather_matmul, {}, "each ran 4 all-gathers",
+                                  [chunked_imports_inside, chunked_from_import, chunked_helper]),
     "pipeline_forward": (ex03.check_pipeline_forward, {}, None,
                          [pp_imports_inside, pp_from_import, pp_batched_p2p]),
     "1f1b": (ex03.check_1f1b, dict(p=2, m=4), None,
@@ -1176,7 +1234,8 @@ def test_every_style_is_correct(exercise, style):
 def test_every_coding_exercise_has_its_styles_here():
     """A new ``check_<x>(fn, ...)`` gets its three styles in this file, or this fails."""
     import inspect
-    wanted = {"reduce_scatter", "ring_all_reduce", "two_level_all_reduce", "tp_mlp_forward", "tp_mlp", "1f1b",
+    wanted = {"reduce_scatter", "ring_all_reduce", "two_level_all_reduce", "tp_mlp_forward", "tp_mlp",
+              "chunked_all_gather_matmul", "1f1b",
               "zb_h1",
               "pipeline_forward", "partition", "dp_exchange", "zero1_step", "hsdp_grad_sync", "zigzag_shard",
               "expert_choice_route",

@@ -77,3 +77,20 @@ def test_pipeline_model():
         assert rows[0]["gain"] < r["gain"] < r["full_gain"]
     with pytest.raises(ValueError, match="chunks"):
         cost.tp_forward_overlap(**gpt3, chunks=0)
+
+
+def test_interview_g_quotes_the_chunked_model_not_a_backward_only_bound():
+    from parlab import hardware
+    from parlab.tensor_parallel import experiments as demos
+    g = demos.interview(comm=[dict(tp=2, sequence_parallel=False, measured={})])["g"]
+    spec = hardware.GPU_PRESETS["A100-SXM4-80GB"]
+    link = hardware.LINK_PRESETS[spec.link]
+    want = cost.tp_forward_overlap(**demos.GPU_MODELS["GPT-3 175B"], micro_batch=1, tp=8, chunks=4,
+                                   peak_flops=hardware.peak_flops(spec, "bf16"),
+                                   alpha=link.latency_us * 1e-6,
+                                   bandwidth=link.gb_per_s_per_direction * 1e9)
+    assert g["sp_chunked_gain"][4] == pytest.approx(want["gain"])
+    assert g["sp_backward_gain"] == pytest.approx(want["gain_backward"])
+    # no SP, backward only < SP backward only < chunked c=4 < c=8 < all hidden
+    assert (g["best_gain"] < g["sp_backward_gain"] < g["sp_chunked_gain"][4]
+            < g["sp_chunked_gain"][8] < g["sp_full_gain"])

@@ -74,6 +74,16 @@ HINTS = {
         "f is the identity going forward and all-reduces the gradient going back; g "
         "all-reduces going forward and is the identity going back. All-reduce a clone, "
         "not the tensor autograd handed you."),
+    "my_chunked_all_gather_matmul": (
+        "Cut along the sequence: <code>pieces = x_shard.chunk(chunks, dim=1)</code>. "
+        "<code>dist.all_gather(bufs, piece, group=group, async_op=True)</code> fills "
+        "<code>bufs</code> (a list of <code>t</code> tensors like <code>piece</code>) and returns "
+        "at once with a handle; <code>handle.wait()</code> before you read <code>bufs</code>.",
+        "Start piece 0's all-gather before the loop; in the loop, start piece k+1's, then wait for "
+        "piece k's and multiply it. The sequence is rank-major: rank r's piece k goes to positions "
+        "<code>r * T/t + k * n</code> onwards (n = T/(t·chunks)); write each "
+        "<code>bufs[r] @ weight</code> there in an <code>out</code> of shape (batch, T, out). "
+        "<code>torch.cat</code>'s default dim=0 is the batch."),
     # 03 · pipeline parallelism
     "my_1f1b": (
         "Return a list of <code>(\"F\", i)</code> and <code>(\"B\", i)</code> actions. A stage "

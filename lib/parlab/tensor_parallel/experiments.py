@@ -322,12 +322,22 @@ def interview(comm: list[dict] | None = None, activations: list[dict] | None = N
                                    if (t, True) in act}
     scale = {m: {r["tp"]: r for r in gpu_scale(m, platform, (1, 4, 8, 16))} for m in GPU_MODELS}
     g8 = scale["GPT-3 175B"][8]
+    spec = hardware.GPU_PRESETS[PLATFORMS[platform][0]]
+    link = hardware.LINK_PRESETS[spec.link]
+    sp = {c: cost.tp_forward_overlap(**g3, micro_batch=1, tp=8, chunks=c,
+                                     peak_flops=hardware.peak_flops(spec, "bf16"),
+                                     alpha=link.latency_us * 1e-6,
+                                     bandwidth=link.gb_per_s_per_direction * 1e9) for c in (4, 8)}
     out["g"] = dict(measured=overlap_row, comm_fraction=g8["comm_fraction"],
-                    # hiding f's backward all-reduces (what TPRun(overlap=True) does) ...
+                    # no SP: hiding f's backward all-reduces (TPRun(overlap=True)) ...
                     best_gain=g8["step_s"] / (g8["step_s"] - g8["comm_s"] / 2) - 1,
-                    # ... and, with SP's chunked all-gather/GEMM and GEMM/reduce-scatter in
-                    # forward too, all of it: the model's bound, chunking's GEMM cost left out
-                    full_gain=g8["step_s"] / (g8["step_s"] - g8["comm_s"]) - 1)
+                    # ... or all of it, had the forward all-reduces something to hide behind
+                    full_gain=g8["step_s"] / (g8["step_s"] - g8["comm_s"]) - 1,
+                    # with SP: backward hidden, forward chunked in c pieces (§8), all hidden
+                    sp_comm_fraction=sp[4]["comm_fraction"], sp_backward_gain=sp[4]["gain_backward"],
+                    sp_chunked_gain={c: r["gain"] for c, r in sp.items()},
+                    sp_exposed_share={c: r["exposed_share"] for c, r in sp.items()},
+                    sp_full_gain=sp[4]["full_gain"])
     out["h"] = {t: scale["GPT-3 175B"][t] for t in (8, 16)}
     m13 = GPU_MODELS["13B"]
     out["i"] = dict(rows={t: scale["13B"][t] for t in (1, 4, 8)},
