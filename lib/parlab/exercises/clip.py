@@ -28,6 +28,7 @@ import torch.distributed as dist
 
 from .. import cost
 from ..mesh import Mesh
+from ..tensor_parallel.layers import slice_of
 from ..validate import check_int
 from . import core
 from .watch import DistWatch
@@ -107,12 +108,6 @@ def _stage(name: str, config, pp: int) -> int:
     return 0 if name.startswith(("wte", "wpe")) else pp - 1
 
 
-def _slice(full: torch.Tensor, split, tp: int, i: int) -> torch.Tensor:
-    dim, parts = split
-    blocks = full.chunk(parts, dim) if isinstance(parts, int) else full.split(list(parts), dim)
-    return torch.cat([b.chunk(tp, dim)[i] for b in blocks], dim).clone()
-
-
 def cut(pp: int, tp: int) -> dict:
     """{(stage, tp rank): {name: (gradient piece, tp_split)}}: what each rank holds."""
     cfg = config()
@@ -120,7 +115,7 @@ def cut(pp: int, tp: int) -> dict:
     for name, g in one_device_grads().items():
         split, s = tp_split(name, cfg), _stage(name, cfg, pp)
         for t in range(tp):
-            out[s, t][name] = (g.clone() if split is None else _slice(g, split, tp, t), split)
+            out[s, t][name] = (g.clone() if split is None else slice_of(g, *split, tp, t), split)
     return out
 
 

@@ -18,11 +18,10 @@ Pipeline Parallelism", ICLR 2024, §2.1. ``check_zb_h1`` checks, in this order:
 from __future__ import annotations
 
 from .. import cost
+from ..pipeline_parallel.experiments_zb import EQUAL
 from ..pipeline_parallel.schedules import Timeline, bubble, peak_in_flight
 from . import core
 from .pipeline_schedules import check_pm, learner_schedule, replay_or_verdict, run_on_ranks
-
-EQUAL = {"F": 1.0, "B": 1.0, "W": 1.0}  # the paper's T_F = T_B = T_W, one unit each
 
 
 def solution_zb_h1(stage, n_stages, n_micro):

@@ -46,11 +46,6 @@ class Piece(NamedTuple):
     expert: bool = False
 
 
-def pieces_of(params) -> list[Piece]:
-    """Whole parameters (their ``p.grad``) as pieces: plain DP without experts."""
-    return [Piece(p.grad, getattr(p, "tp_split", None)) for p in params]
-
-
 def local_square_sum(pieces, tp_rank: int, ep_rank: int = 0) -> torch.Tensor:
     """The squares of this rank's share of the gradient: its TP slices, the TP-replicated
     pieces on TP rank 0 only, and (``ep_rank`` > 0: plain DP with experts) the dense

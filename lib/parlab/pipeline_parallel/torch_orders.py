@@ -21,11 +21,11 @@ zero-latency simulation has none of.
 
 from __future__ import annotations
 
+from .experiments_zb import EQUAL
 from .placement import Action, Placement
-from .schedules import bubble, peak_in_flight, replay
+from .schedules import Timeline, bubble, peak_in_flight, replay
 
 TORCH_V = {"torch-zbv": "ScheduleZBVZeroBubble", "torch-dualpipev": "ScheduleDualPipeV"}
-EQUAL = {"F": 1.0, "B": 1.0, "W": 1.0}
 
 
 def order_worker(cls_name: str, p: int, m: int) -> list | None:
@@ -98,14 +98,9 @@ def simulate_order(actions: list[list[Action]], p: int, m: int) -> dict:
     activations in micro-batches' worth (two half-size chunks make one) and the
     makespan."""
     events = replay(actions, p, 2, EQUAL, where=Placement("v", p, 2, m))
-    fraction, _, makespan = bubble(events, p)
-    idle = []
-    for r in range(p):
-        mine = [e for e in events if e["rank"] == r]
-        idle.append(max(e["end"] for e in mine) - min(e["start"] for e in mine)
-                    - sum(e["end"] - e["start"] for e in mine))
-    return dict(idle=max(idle), step=fraction, makespan=makespan,
-                peak=max(peak_in_flight(a) for a in actions) / 2)
+    t = Timeline(events, p, *bubble(events, p), [peak_in_flight(a) for a in actions])
+    return dict(idle=max(t.rank_idle), step=t.bubble_fraction, makespan=t.makespan,
+                peak=max(t.peak_activations) / 2)
 
 
 def torch_v_rows(p: int = 4, m: int = 8) -> list[dict]:

@@ -37,7 +37,11 @@ def shard(full: torch.Tensor, dim: int, group, parts=1) -> torch.Tensor:
     side -- a number of equal ones, or their sizes (qkv = [q | k | v], with fewer KV
     heads than query heads under GQA) -- and the rank takes its slice of each, so that it
     owns whole heads of q, k and v alike."""
-    t, r = tp_size(group), dist.get_rank(group)
+    return slice_of(full, dim, parts, tp_size(group), dist.get_rank(group))
+
+
+def slice_of(full: torch.Tensor, dim: int, parts, t: int, r: int) -> torch.Tensor:
+    """``shard`` without a process group: slice ``r`` of ``t`` (no communication)."""
     blocks = full.chunk(parts, dim) if isinstance(parts, int) else full.split(list(parts), dim)
     for b in blocks:
         if b.size(dim) % t:
