@@ -46,17 +46,41 @@ def _quiet():
         yield
 
 
-def save(state: dict, path: str, mode: str = "sync", group=None):
+def save(state: dict, path: str, mode: str = "sync", group=None, writer=None):
     """Write ``state`` to ``path``; returns (seconds the caller was blocked, future or
-    None). ``mode="async"``: stage and return; ``future.result()`` waits for the write."""
+    None). ``mode="async"``: stage and return; ``future.result()`` waits for the write.
+    ``writer``: a DCP StorageWriter for ``path`` (``WhoWrites``), else DCP's own."""
     import torch.distributed.checkpoint as dcp
+    where = {"checkpoint_id": path} if writer is None else {"storage_writer": writer}
     t0 = time.perf_counter()
     with _quiet():
         if mode == "async":
-            future = dcp.async_save(state, checkpoint_id=path, process_group=group)
+            future = dcp.async_save(state, process_group=group, **where)
             return time.perf_counter() - t0, future
-        dcp.save(state, checkpoint_id=path, process_group=group)
+        dcp.save(state, process_group=group, **where)
     return time.perf_counter() - t0, None
+
+
+def who_writes(path: str):
+    """DCP's file writer for ``path`` that also notes which thread wrote this rank's
+    files and when it finished (``.writes``: [(on the caller's thread?, perf_counter at
+    the end)]): what tells a sync save from an async one, whatever the timings."""
+    import threading
+
+    from torch.distributed.checkpoint import FileSystemWriter
+
+    class WhoWrites(FileSystemWriter):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.caller = threading.get_ident()
+            self.writes: list[tuple[bool, float]] = []
+
+        def write_data(self, plan, planner):
+            done = super().write_data(plan, planner)  # one thread: written when it returns
+            self.writes.append((threading.get_ident() == self.caller, time.perf_counter()))
+            return done
+
+    return WhoWrites(path, thread_count=1)
 
 
 def load(state: dict, path: str, group=None) -> dict:

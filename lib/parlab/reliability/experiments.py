@@ -85,21 +85,35 @@ def save_stall(config: GPTConfig = MEDIUM, ranks: int = 2, repeats: int = 3,
     want = cost.checkpoint_bytes(r["params"], ranks)
     med = {k: statistics.median(r[k]) for k in ("sync", "async", "async_total", "step")}
     return {**{f"{k}_s": v for k, v in med.items()}, "repeats": repeats, "ranks": ranks,
-            "params": r["params"], "files": r["files"], "formula_per_rank": want["per_rank"],
+            "params": r["params"], "files": r["files"], "writes": r["writes"],
+            "formula_per_rank": want["per_rank"],
             "per_param": want["per_param"], "raw": {k: r[k] for k in ("sync", "async")}}
 
 
 def stragglers(kinds=("dp", "tp", "pp"), ranks: int = 4, slowdown: float = 0.5,
                t_compute: float = 0.02, repeats: int = 3, micro_batches: int = 4,
-               pp_compute: float | None = None, timeout: float = 120.0) -> list[dict]:
+               pp_compute: float | None = None, timeout: float = 120.0,
+               bug: str | None = None) -> list[dict]:
     """Per kind, in one job: median step normal and with rank 1 (1 + slowdown) slower,
     against the prediction: DP/TP, the normal step + the slow rank's extra compute
     (``cost.synchronous_step``: the slowest rank sets the pace); PP, the normal step + the
     rise ``cost.pipeline_time_with_straggler`` predicts (an upper bound for 1F1B).
-    ``pp_compute``: one micro-batch's forward per stage for PP (default ``t_compute``)."""
+    ``pp_compute``: one micro-batch's forward per stage for PP (default ``t_compute``).
+    ``own_s`` / ``floor_s`` (dp, tp): rank 0's own part of each slowed step, which cannot
+    end before the slow rank's compute ``floor_s`` (stragglers.straggler_rank); ``bug``
+    is passed on (a planted step that does not synchronise)."""
+    from .stragglers import KINDS
+    if not kinds or any(k not in KINDS for k in kinds):
+        raise ValueError(f"kinds={kinds!r}: a non-empty choice of {KINDS}")
+    if bug not in (None, "no_sync"):
+        raise ValueError(f"bug={bug!r}: None or 'no_sync'")
+    if ranks < 2:
+        raise ValueError(f"ranks={ranks}: a straggler needs at least 2 ranks (rank 1 is slowed)")
+    if not slowdown > 0:
+        raise ValueError(f"slowdown={slowdown}: must be > 0")
     t = {k: (pp_compute or t_compute) if k == "pp" else t_compute for k in kinds}
     res = launch(kinds_rank, ranks, tuple(kinds), 1, slowdown, t, repeats, micro_batches,
-                 timeout=timeout)[0]
+                 bug, timeout=timeout)[0]
     rows = []
     for kind in kinds:
         normal, slowed = (statistics.median(res[kind][c]) for c in ("normal", "slowed"))
@@ -115,6 +129,7 @@ def stragglers(kinds=("dp", "tp", "pp"), ranks: int = 4, slowdown: float = 0.5,
         rows.append({"kind": kind, "normal_s": normal, "slowed_s": slowed, "t_compute": tc,
                      "predicted_s": predicted, "ratio": slowed / predicted, "slowdown": slowdown,
                      "ranks": ranks, "micro_batches": micro_batches,
+                     "own_s": res[kind]["own"]["slowed"], "floor_s": tc * (1 + slowdown),
                      "normal_all": res[kind]["normal"], "slowed_all": res[kind]["slowed"]})
     return rows
 

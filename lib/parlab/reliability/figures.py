@@ -75,20 +75,29 @@ def mistakes_table(result: dict):
 
 # --- §2 saves ---------------------------------------------------------------------------
 
+def _written_by(writes: list[dict]) -> str:
+    """stall.py's record of each save: which thread wrote, and whether before save returned."""
+    if all(w["on_training_thread"] and w["before_return"] for w in writes):
+        return "the training thread, before save returned"
+    if not any(w["on_training_thread"] for w in writes):
+        return "a background thread, while training went on"
+    return "both (varied between saves)"
+
+
 def stall_table(r: dict):
     """``experiments.save_stall``: seconds a save blocks training, sync and async (medians),
     and bytes per rank beside ``cost.checkpoint_bytes``."""
     sync, asyn = r["files"]["sync"], r["files"]["async"]
     rows = [dict(mode="dcp.save (sync)", blocked=r["sync_s"], total=r["sync_s"],
-                 bytes=" · ".join(_mb(b) for b in sync.values())),
+                 by=_written_by(r["writes"]["sync"]), bytes=" · ".join(_mb(b) for b in sync.values())),
             dict(mode="dcp.async_save", blocked=r["async_s"], total=r["async_total_s"],
-                 bytes=" · ".join(_mb(b) for b in asyn.values()))]
+                 by=_written_by(r["writes"]["async"]), bytes=" · ".join(_mb(b) for b in asyn.values()))]
     return table(rows, caption=f"{r['params']:,} parameters on {r['ranks']} ranks, medians of "
                                f"{r['repeats']} (this machine); one training step alone: "
                                f"{fmt_seconds(r['step_s'])}; cost.checkpoint_bytes per rank "
                                f"({r['per_param']} B/param): {_mb(r['formula_per_rank'])} MB",
                  headers=dict(blocked="training blocked (s)", total="until written (s)",
-                              bytes="MB per rank (rank 0 · 1 · ...)"),
+                              by="rank 0's files written by", bytes="MB per rank (rank 0 · 1 · ...)"),
                  formats=dict(blocked=".2f", total=".2f"))
 
 
@@ -138,15 +147,19 @@ KIND_NAMES = {"dp": "data parallel", "tp": "tensor parallel", "pp": "pipeline (1
 def straggler_table(rows: list[dict]):
     """``experiments.stragglers``: median step with all ranks equal and with one slowed,
     beside the prediction (DP/TP: the slowest rank's compute sets the step; PP: the slow
-    stage's busy time plus the fill and drain, an upper bound for 1F1B)."""
+    stage's busy time plus the fill and drain, an upper bound for 1F1B) and, for DP/TP, rank
+    0's shortest own step against rank 1's compute, a bound no load on the machine breaks."""
     return table([dict(kind=KIND_NAMES.get(r["kind"], r["kind"]), normal=r["normal_s"] * 1e3,
                        slowed=r["slowed_s"] * 1e3, predicted=r["predicted_s"] * 1e3,
-                       ratio=r["ratio"]) for r in rows],
+                       ratio=r["ratio"],
+                       own=(f"{min(r['own_s']) * 1e3:.1f} ≥ {r['floor_s'] * 1e3:.0f}"
+                            if r["kind"] != "pp" else "")) for r in rows],
                  caption=(f"{rows[0]['ranks']} ranks, rank 1 {rows[0]['slowdown']:.0%} slower "
                           f"(emulated compute; this machine, medians)") if rows else "",
                  headers=dict(kind="parallelism", normal="step, all equal (ms)",
                               slowed="step, rank 1 slow (ms)", predicted="predicted (ms)",
-                              ratio="measured / predicted"),
+                              ratio="measured / predicted",
+                              own="rank 0's shortest own step ≥ rank 1's compute (ms)"),
                  formats=dict(normal=".1f", slowed=".1f", predicted=".1f", ratio=".2f"))
 
 

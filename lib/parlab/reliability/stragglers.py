@@ -29,24 +29,34 @@ def _busy(seconds: float) -> None:
     time.sleep(max(0.0, deadline - time.perf_counter()))
 
 
-def _dp_step(t: float, factor: float, buf: torch.Tensor) -> None:
+def _dp_step(t: float, factor: float, buf: torch.Tensor, sync: bool = True) -> None:
     _busy(t * factor)
-    dist.all_reduce(buf)
-
-
-def _tp_step(t: float, factor: float, buf: torch.Tensor, layers: int) -> None:
-    for _ in range(layers):
-        _busy(t / layers * factor)
+    if sync:
         dist.all_reduce(buf)
 
 
+def _tp_step(t: float, factor: float, buf: torch.Tensor, layers: int, sync: bool = True) -> None:
+    for _ in range(layers):
+        _busy(t / layers * factor)
+        if sync:
+            dist.all_reduce(buf)
+
+
 def straggler_rank(kind: str, slow_rank: int, slowdown: float, t_compute: float,
-                   repeats: int, layers: int = 4, micro_batches: int = 4) -> dict:
-    """Rank 0: {"normal": [step seconds], "slowed": [...]}, alternating (see module doc).
-    ``t_compute``: one step's compute per rank (dp, tp), or one micro-batch's forward
-    through a stage (pp; backward 2x)."""
+                   repeats: int, layers: int = 4, micro_batches: int = 4,
+                   bug: str | None = None) -> dict:
+    """Rank 0: {"normal": [step seconds], "slowed": [...], "own": {cond: [...]}},
+    alternating (see module doc). ``own``: from rank 0 *entering* the step's start barrier
+    to the end of its own part of the step (dp, tp: its last all-reduce). No rank leaves
+    that barrier before rank 0 entered it, and rank 0's all-reduce cannot end before the
+    slow rank has slept and joined, so ``own`` >= the slow rank's compute, however loaded
+    the machine: the straggler sets the pace as a fact, not a timing. ``t_compute``: one
+    step's compute per rank (dp, tp), or one micro-batch's forward through a stage (pp;
+    backward 2x). ``bug="no_sync"`` (planted): dp/tp skip the all-reduce, so nobody waits."""
+    if bug not in (None, "no_sync"):
+        raise ValueError(f"bug={bug!r}: None or 'no_sync'")
     rank, world = dist.get_rank(), dist.get_world_size()
-    times = {"normal": [], "slowed": []}
+    times = {"normal": [], "slowed": [], "own": {"normal": [], "slowed": []}}
     buf = torch.zeros(1 << 14)
     executors = {}
     if kind == "pp":
@@ -61,24 +71,27 @@ def straggler_rank(kind: str, slow_rank: int, slowdown: float, t_compute: float,
     for i in range(2 * repeats + 1):
         cond = ("normal", "slowed")[i % 2]
         factor = 1.0 + slowdown if (cond == "slowed" and rank == slow_rank) else 1.0
+        entered = time.perf_counter()
         dist.barrier()
         t0 = time.perf_counter()
         if kind == "dp":
-            _dp_step(t_compute, factor, buf)
+            _dp_step(t_compute, factor, buf, bug is None)
         elif kind == "tp":
-            _tp_step(t_compute, factor, buf, layers)
+            _tp_step(t_compute, factor, buf, layers, bug is None)
         else:
             executors[cond].step(inputs, inputs)
+        own = time.perf_counter()
         dist.barrier()  # the step ends when the last rank is done
         if i:  # the first is a warm-up
             times[cond].append(time.perf_counter() - t0)
+            times["own"][cond].append(own - entered)
     return times if rank == 0 else None
 
 
 def kinds_rank(kinds, slow_rank: int, slowdown: float, t_compute: dict, repeats: int,
-               micro_batches: int = 4) -> dict | None:
+               micro_batches: int = 4, bug: str | None = None) -> dict | None:
     """``straggler_rank`` for each kind in one job (one start-up for all): rank 0 returns
-    {kind: {"normal": [...], "slowed": [...]}}; ``t_compute``: {kind: seconds}."""
+    {kind: {"normal": [...], "slowed": [...], "own": ...}}; ``t_compute``: {kind: seconds}."""
     out = {k: straggler_rank(k, slow_rank, slowdown, t_compute[k], repeats,
-                             micro_batches=micro_batches) for k in kinds}
+                             micro_batches=micro_batches, bug=bug) for k in kinds}
     return out if dist.get_rank() == 0 else None
