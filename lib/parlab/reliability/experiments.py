@@ -15,7 +15,7 @@ from ..launch import launch
 from ..model import GPTConfig
 from .failover import failover  # noqa: F401  (§3)
 from .stall import stall_rank
-from .stragglers import kinds_rank
+from .stragglers import KINDS, check_bug, kinds_rank
 from .training import Layout, Spec, train_rank
 
 TINY = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=2)
@@ -102,11 +102,9 @@ def stragglers(kinds=("dp", "tp", "pp"), ranks: int = 4, slowdown: float = 0.5,
     ``own_s`` / ``floor_s`` (dp, tp): rank 0's own part of each slowed step, which cannot
     end before the slow rank's compute ``floor_s`` (stragglers.straggler_rank); ``bug``
     is passed on (a planted step that does not synchronise)."""
-    from .stragglers import KINDS
     if not kinds or any(k not in KINDS for k in kinds):
         raise ValueError(f"kinds={kinds!r}: a non-empty choice of {KINDS}")
-    if bug not in (None, "no_sync"):
-        raise ValueError(f"bug={bug!r}: None or 'no_sync'")
+    check_bug(bug)
     if ranks < 2:
         raise ValueError(f"ranks={ranks}: a straggler needs at least 2 ranks (rank 1 is slowed)")
     if not slowdown > 0:

@@ -22,6 +22,12 @@ import torch
 import torch.distributed as dist
 
 KINDS = ("dp", "tp", "pp")
+BUGS = (None, "no_sync")  # planted: "no_sync", a step that skips its all-reduce
+
+
+def check_bug(bug) -> None:
+    if bug not in BUGS:
+        raise ValueError(f"bug={bug!r}: one of {BUGS}")
 
 
 def _busy(seconds: float) -> None:
@@ -53,8 +59,7 @@ def straggler_rank(kind: str, slow_rank: int, slowdown: float, t_compute: float,
     the machine: the straggler sets the pace as a fact, not a timing. ``t_compute``: one
     step's compute per rank (dp, tp), or one micro-batch's forward through a stage (pp;
     backward 2x). ``bug="no_sync"`` (planted): dp/tp skip the all-reduce, so nobody waits."""
-    if bug not in (None, "no_sync"):
-        raise ValueError(f"bug={bug!r}: None or 'no_sync'")
+    check_bug(bug)
     rank, world = dist.get_rank(), dist.get_world_size()
     times = {"normal": [], "slowed": [], "own": {"normal": [], "slowed": []}}
     buf = torch.zeros(1 << 14)
