@@ -30,7 +30,7 @@ import sys
 import time
 
 from parlab import hardware
-from parlab.data_parallel import experiments as dp_demos
+from lessons.l01_data_parallel import experiments as dp_demos
 from parlab.model import GPTConfig
 
 

@@ -4,7 +4,7 @@ Runs each notebook as CI does (pytest --nbval-lax) and, every 0.2 s, sums the
 proportional set size (PSS, /proc/<pid>/smaps_rollup) of the Jupyter kernel and every
 process below it: the fork server, the resource tracker and the ranks. A free Binder
 session has about 2 GB and kills the kernel past it; the lab's target is 1.8 GiB per
-notebook (tests/test_launch_memory.py checks it with PARLAB_MEASURE_NOTEBOOKS=1, using
+notebook (tests/parlab/launch/test_launch_memory.py checks it with PARLAB_MEASURE_NOTEBOOKS=1, using
 the same helper, tests/pss.py). Linux only.
 
     python -m bench.memory                        # every notebook

@@ -38,7 +38,7 @@ import statistics
 import sys
 
 from parlab import hardware
-from parlab.pipeline_parallel import experiments as demos
+from lessons.l03_pipeline_parallel import experiments as demos
 from parlab.pipeline_parallel import peers
 from parlab import pipeline_parallel as pp
 from parlab.model import GPTConfig

@@ -27,7 +27,7 @@ import os
 import statistics
 
 from parlab.model import GPT, GPTConfig
-from parlab.zero import experiments as zero_peers
+from lessons.l01_data_parallel import experiments_zero as zero_peers
 
 PAIRS = [(3, "fsdp2"), (2, "ddp"), (1, "ddp"), (0, "ddp")]  # (ours, peer)
 TARGETS = {3: 1.0, 2: 1.15, 1: 1.15}  # ours / peer, median per-round ratio, at most

@@ -13,7 +13,7 @@ together: what a free Binder session's memory limit counts. pytest itself is not
 counted (on Binder the Jupyter server plays its part).
 
 Linux only (it reads /proc). ``bench/memory.py`` prints this for every notebook;
-``tests/test_launch_memory.py`` uses it for the budget.
+``tests/parlab/launch/test_launch_memory.py`` uses it for the budget.
 """
 
 from __future__ import annotations

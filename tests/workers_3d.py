@@ -34,7 +34,7 @@ def buggy_3d_worker(run, bug):
     reused by later tests):
       "no_dp_sync"     the gradients are never averaged over the DP group;
       "wrong_tp_peer"  stage s+1 receives its activation from another TP rank of stage s."""
-    from parlab.parallel_3d import dp_sync, runner
+    from parlab.parallel_nd import dp_sync, runner
     saved = dp_sync.DataParallel.reduce, runner.Mesh
     if bug == "no_dp_sync":
         dp_sync.DataParallel.reduce = lambda self: None

@@ -1,4 +1,4 @@
-"""Jobs for tests/test_rank_isolation.py: learner code that changes torch for the whole
+"""Jobs for tests/parlab/launch/test_rank_isolation.py: learner code that changes torch for the whole
 process, a probe of what a later job sees, and a way to plant the bug (no reset)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Rank-side workers for tests/test_moe_variants.py (ranks import them by name)."""
+"""Rank-side workers for tests/parlab/expert_parallel/test_moe_variants.py (ranks import them by name)."""
 from parlab import moe
-from parlab.expert_parallel import layers, model, train_worker
+from parlab.expert_parallel import layers, groups as model, train_worker
 
 
 def _misaligned(experts, xs):

@@ -3,7 +3,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from parlab import byom
+from lessons.common import byom
 from parlab.data_parallel import BucketedDP, NaiveDP, ddp
 from parlab.expert_parallel import EPMoE
 from parlab.moe import MoE

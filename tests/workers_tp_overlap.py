@@ -1,4 +1,4 @@
-"""Rank-side workers for tests/test_tp_overlap.py (ranks import them by name)."""
+"""Rank-side workers for tests/parlab/tensor_parallel/test_tp_overlap.py (ranks import them by name)."""
 from parlab.tensor_parallel import collective_matmul, train_worker
 
 _RIGHT = collective_matmul.positions

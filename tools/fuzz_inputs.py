@@ -19,7 +19,7 @@ seen as such, and the next case gets a fresh worker) and lands in one category:
   silent-wrong  a bad input accepted: a result came back, no error
 
 This is a measuring tool for a person (its counts go in a closing note); the CI test of
-the same property is tests/test_fuzz_inputs.py, smaller and with hypothesis.
+the same property is tests/parlab/core/test_fuzz_inputs.py, smaller and with hypothesis.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _runs():
     from parlab.context_parallel.runner import CPRun
     from parlab.data_parallel.runner import DPRun
     from parlab.expert_parallel.runner import EPRun
-    from parlab.parallel_3d.runner import Run3D
+    from parlab.parallel_nd.runner import Run3D
     from parlab.pipeline_parallel.runner import PPRun
     from parlab.tensor_parallel.runner import TPRun
     from parlab.zero.runner import ZeroRun
@@ -159,7 +159,7 @@ def catalogue() -> list:
     # numeric answer checkers: any input gets a verdict
     def numeric(mod, fn, answer):
         import importlib
-        return getattr(importlib.import_module(f"parlab.exercises.{mod}"), fn)(answer)
+        return getattr(importlib.import_module(f"lessons.common.checkers.{mod}"), fn)(answer)
     answers = [10 ** 400, float("nan"), float("inf"), "np.array([1.0, 2.0])", ["a", 1], None,
                "3.0", True, "abc", [float("nan")]]
     for mod, fn in [("collectives", "check_ring_bytes"), ("collectives", "check_allreduce_time"),
@@ -193,22 +193,22 @@ def catalogue() -> list:
                 exec(compile(src, path, "exec"), ns)
                 kw = {"timeout": 10} if checker != "check_partition" else {}
                 try:
-                    return getattr(importlib.import_module(f"parlab.exercises.{mod}"), checker)(ns["learner"], **kw)
+                    return getattr(importlib.import_module(f"lessons.common.checkers.{mod}"), checker)(ns["learner"], **kw)
                 except TypeError as e:
                     if "timeout" in str(e):  # a checker without a timeout argument
-                        return getattr(importlib.import_module(f"parlab.exercises.{mod}"), checker)(ns["learner"])
+                        return getattr(importlib.import_module(f"lessons.common.checkers.{mod}"), checker)(ns["learner"])
                     raise
             add(f"{checker} learner {what}", ("verdict",), thunk)
 
     # checkers' own parameters
     def rs(**kw):
-        from parlab.exercises import collectives as c
+        from lessons.l00_collectives import exercises as c
         return c.check_reduce_scatter(c.solution_reduce_scatter, **kw)
     for field, v in [("per_chunk", 0), ("per_chunk", -1), ("world_size", 0), ("world_size", 1.5),
                      ("timeout", 0)]:
         add(f"check_reduce_scatter {field}={v!r}", ("field", field), lambda f=field, v=v: rs(**{f: v}))
     def c1f1b(**kw):
-        from parlab.exercises import pipeline_parallel as pp
+        from lessons.l03_pipeline_parallel import exercises as pp
         return pp.check_1f1b(pp.solution_1f1b, **kw)
     for field, v in [("p", 0), ("m", 0), ("p", 1.5), ("timeout", -1)]:
         add(f"check_1f1b {field}={v!r}", ("field", field), lambda f=field, v=v: c1f1b(**{f: v}))

@@ -1,8 +1,9 @@
-"""Parallelism Lab: run distributed-training strategies on whatever hardware is here.
+"""Parallelism Lab's library: distributed-training strategies, each a set of parts that
+wrap any model and a process group, run on whatever hardware is here.
 
-The core (launch, comm, trace, model, data, cost, hardware and the strategies)
-needs only torch and the standard library; figures (``parlab.viz``) and widgets
-(``parlab.widgets``) import plotly / ipywidgets when you import them.
+It needs only torch and the standard library, and never imports the lessons (the
+notebooks' experiments, figures, widgets and exercises live in the ``lessons`` package
+beside it).
 """
 
 from .launch import LaunchError, LaunchTimeout, launch, pool_info, run_on_ranks, shutdown

@@ -1,10 +1,7 @@
-"""Every demo from a terminal, locally or under torchrun.
+"""The library from a terminal, locally or under torchrun: every strategy trained and
+checked against one device, the planner, and the report of a real GPU.
 
     python -m parlab info                      what is here
-    python -m parlab collectives --ranks 4     each collective, before/after per rank
-    python -m parlab ring --ranks 4            the ring all-reduce, step by step
-    python -m parlab bytes --sizes 2 4 8       bytes per rank: ring vs naive vs formula
-    python -m parlab alpha-beta --ranks 4      latency/bandwidth fit, all-reduce vs model
     python -m parlab train --steps 50          the single-device reference model
     python -m parlab dp --ranks 4              data parallelism vs the single-device run
     python -m parlab zero --ranks 4 --stage 3  ZeRO: losses, bytes held, bytes moved
@@ -19,12 +16,12 @@
     python -m parlab gpu-report [--quick] [--json PATH]   the formulas vs this GPU
     python -m parlab plan --model 70B --gpus 512 --gpu H100-80GB [--global-batch N]
                           [--seq-len N] [--top N]    3D layouts ranked by predicted time
-    python -m parlab drill [--topic pp,cp] [--n 10] [--seed 1]   interview drills on stdin
-    python -m parlab failover [--ranks 2 --steps 8 --kill-at 5 --every 2]   a rank killed
-                                               under torchrun; restart, resume from DCP
+
+The lessons' own demos (each collective, the ring step by step, the interview drills, a
+failure under torchrun) are ``python -m lessons``.
 
 Locally, ``--ranks N`` processes are started by ``parlab.launch``. Under torchrun
-(``torchrun --nproc-per-node 4 -m parlab collectives``, or across nodes with
+(``torchrun --nproc-per-node 4 -m parlab dp``, or across nodes with
 ``--nnodes`` and a rendezvous endpoint) this process is one rank: the number of
 ranks is torchrun's, and rank 0 prints.
 """
@@ -35,7 +32,7 @@ import argparse
 import os
 import sys
 
-from .cli_flags import HelpWithDefaults, add_flags, check_flags, name_the_flag, world as _world
+from .cli_flags import add_flags, cli_main, world as _world
 
 
 def _printer():
@@ -54,58 +51,6 @@ def cmd_info(args, out):
     """this machine: CPU cores, memory, torch, GPUs, and the backend that --ranks would use"""
     from . import hardware
     out(hardware.describe(_world(args)))
-
-
-def cmd_collectives(args, out):
-    """each collective (all-reduce, all-gather, reduce-scatter...): every rank before / after"""
-    from .collectives.experiments import collectives_table
-    rows = collectives_table(_world(args))
-    for op in dict.fromkeys(r["op"] for r in rows):
-        out(f"\n{op}")
-        for r in (r for r in rows if r["op"] == op):
-            out(f"  rank {r['rank']}: {r['before']} -> {r['after']}")
-
-
-def cmd_ring(args, out):
-    """the ring all-reduce step by step: which chunk each rank sends, what each one holds"""
-    from .collectives.experiments import ring_frames
-    n = _world(args)
-    for f in ring_frames(n):
-        label = "start" if f["phase"] == "start" else f"{f['phase']} step {f['step'] + 1}"
-        out(f"\n{label}" + ("  " + ", ".join(f"{s}->{d}: chunk {c}" for s, d, c in f["sends"])
-                           if f["sends"] else ""))
-        for r, row in enumerate(f["state"]):
-            cells = ["+".join(str(k) for k in range(n) if m >> k & 1) for m in row]
-            out(f"  rank {r}: " + " | ".join(c.ljust(2 * n - 1) for c in cells))
-
-
-def cmd_bytes(args, out):
-    """bytes sent per rank in an all-reduce, traced: ring vs naive vs the 2(N-1)/N S formula"""
-    from .collectives.experiments import bytes_table
-    sizes = [_world(args)] if "WORLD_SIZE" in os.environ else args.sizes
-    rows = bytes_table(sizes, args.numel)
-    out(f"all-reduce of S = {_bytes(4 * args.numel)}; bytes sent per rank (traced) vs formula")
-    out(f"{'n':>3} {'algorithm':<8} {'rank':>4} {'measured':>12} {'formula':>12}")
-    for r in rows:
-        out(f"{r['n']:>3} {r['algorithm']:<8} {r['rank']:>4} {_bytes(r['measured']):>12} "
-            f"{_bytes(r['formula']):>12}")
-
-
-def cmd_alpha_beta(args, out):
-    """this machine's latency and bandwidth (alpha-beta fit), then all-reduce vs the model"""
-    from .collectives.experiments import all_reduce_vs_model, measure_alpha_beta, measure_gamma
-    n = _world(args)
-    pair = max(2, n) if "WORLD_SIZE" in os.environ else 2
-    fits = {d: measure_alpha_beta(duplex=d, world_size=pair) for d in (False, True)}
-    for d, ab in fits.items():
-        out(f"{'exchange (both ways at once)' if d else 'ping-pong (one way)':<29} rank 0 <-> 1: "
-            f"alpha = {ab['alpha'] * 1e6:.1f} us, bandwidth = {ab['bandwidth'] / 1e9:.2f} GB/s "
-            f"(r2 = {ab['r2']:.3f})")
-    out(f"\nall-reduce on {n} ranks: measured vs alpha-beta prediction")
-    out(f"{'algorithm':<14} {'size':>10} {'median':>10} {'best':>10} {'predicted':>10}")
-    for r in all_reduce_vs_model(n, fits[True], fits[False], measure_gamma()):
-        out(f"{r['algorithm']:<14} {_bytes(r['bytes']):>10} {r['measured'] * 1e6:>8.0f}us "
-            f"{r['best'] * 1e6:>8.0f}us {r['predicted'] * 1e6:>8.0f}us")
 
 
 def cmd_train(args, out):
@@ -264,7 +209,7 @@ def cmd_cp(args, out):
 
 def cmd_3d(args, out):
     """N-D parallelism (dp x pp x cp x tp, ZeRO 0-3 across replicas) vs one device"""
-    from . import parallel_3d as p3
+    from . import parallel_nd as p3
     n = _world(args)
     batch = args.batch_size or args.dp * args.micro_batches
     run = p3.Run3D(steps=args.steps, batch_size=batch, lr=args.lr, dp=args.dp, pp=args.pp,
@@ -317,57 +262,13 @@ def cmd_plan(args, out):
         out(f"     {i.label}: " + "; ".join(i.reasons))
 
 
-def cmd_failover(args, out):
-    """a real failure under torchrun: a rank is killed, the group restarts and resumes from DCP"""
-    from .reliability.failover import failover
-    if "WORLD_SIZE" in os.environ:  # it starts torchrun itself
-        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: failover starts its own "
-                         "torchrun; run it as one process (python -m parlab failover)")
-    r = failover(args.ranks, args.steps, args.kill_at, args.every)
-    out(f"torchrun --standalone --nproc-per-node {r['ranks']} --max-restarts 1: rank "
-        f"{r['ranks'] - 1} SIGKILLed itself before step {r['kill_at']}; the group restarted "
-        f"and resumed from the checkpoint of step {r['resumed_from']} (one every {r['every']})")
-    out("losses:    " + " ".join(f"{x:.4f}" for x in r["losses"]))
-    out("reference: " + " ".join(f"{x:.4f}" for x in r["reference"])
-        + f"   (one device, uninterrupted; max |diff| {r['max_loss_diff']:.1e})")
-    out(f"lost work: {r['redone_steps']} steps redone, {r['lost_seconds']:.1f} s from the kill "
-        f"until step {r['kill_at']} again (restart about {r['restart_seconds']:.1f} s, "
-        f"a step {r['step_seconds'] * 1e3:.0f} ms)")
-
-
-def cmd_drill(args, out):
-    """interview drills: questions on stdin, answers and explanations computed by parlab.cost"""
-    from .drills.quiz import parse_topics, run_quiz
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a quiz for one person, not one per rank
-        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: the drill must run as one "
-                         "process (python -m parlab drill, not torchrun)")
-    run_quiz(parse_topics(args.topic), args.n, args.seed, out=out)
+COMMANDS = [("info", cmd_info), ("train", cmd_train), ("dp", cmd_dp), ("zero", cmd_zero),
+            ("pipeline", cmd_pipeline), ("tp", cmd_tp), ("cp", cmd_cp), ("3d", cmd_3d),
+            ("ep", cmd_ep), ("gpu-report", cmd_gpu_report), ("plan", cmd_plan)]
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m parlab", description=__doc__.split("\n\n")[0],
-                                 epilog="python -m parlab <command> --help: the command's flags")
-    sub = ap.add_subparsers(dest="command", required=True)
-    for name, fn in [("info", cmd_info), ("collectives", cmd_collectives), ("ring", cmd_ring),
-                     ("bytes", cmd_bytes), ("alpha-beta", cmd_alpha_beta), ("train", cmd_train),
-                     ("dp", cmd_dp), ("zero", cmd_zero), ("pipeline", cmd_pipeline),
-                     ("tp", cmd_tp), ("cp", cmd_cp), ("3d", cmd_3d), ("ep", cmd_ep),
-                     ("gpu-report", cmd_gpu_report),
-                     ("plan", cmd_plan), ("drill", cmd_drill), ("failover", cmd_failover)]:
-        # the one line of cmd_<name>'s docstring: the command's line in --help and the
-        # description atop its own --help (tests/test_cli_help.py holds every command to
-        # one; a stand-in without one, as tests put there, gets none)
-        about = (fn.__doc__ or "").strip()
-        p = sub.add_parser(name, help=about or None, formatter_class=HelpWithDefaults,
-                           description=about[:1].upper() + about[1:] + "." if about else None)
-        p.set_defaults(fn=fn)
-        add_flags(p, name)
-    args = ap.parse_args(argv)
-    try:
-        check_flags(args)  # every flag value, before any rank starts or anything is measured
-        args.fn(args, _printer())
-    except ValueError as e:
-        sys.exit(f"error: {name_the_flag(e, args, argv)}")
+    cli_main("python -m parlab", __doc__, COMMANDS, add_flags, _printer(), argv)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """``python -m parlab``'s flags (``add_flags``: each subcommand's, with help and defaults)
-and their checks: every value is refused before any rank
+and their checks, which ``python -m lessons`` shares: every value is refused before any rank
 starts or anything is measured, the error led by the flag the user typed
 
     python -m parlab 3d --dp 0          error: --dp 0: dp=0 must be an integer >= 1
@@ -153,28 +153,12 @@ def add_flags(p, name: str) -> None:
                        help="tokens per sequence (default: the model's)")
         p.add_argument("--top", type=int, default=10, help="layouts to list")
         return
-    if name == "drill":  # a quiz: no ranks start
-        p.add_argument("--topic", default=None, help="topics, comma-separated (default: all)")
-        p.add_argument("--n", type=int, default=10, help="number of questions")
-        p.add_argument("--seed", type=int, default=0, help="the first question's seed")
-        return
-    if name == "failover":  # starts torchrun itself (parlab.reliability.failover)
-        p.add_argument("--ranks", type=int, default=2, help="torchrun --nproc-per-node")
-        p.add_argument("--steps", type=int, default=8, help="optimizer steps")
-        p.add_argument("--kill-at", type=int, default=5, help="the last rank dies before this step")
-        p.add_argument("--every", type=int, default=2, help="a DCP checkpoint every N steps")
-        return
     if name == "gpu-report":  # its ranks are the GPUs here
         from .gpu_report import add_arguments
         add_arguments(p)
         return
     p.add_argument("--ranks", type=int, default=8 if name == "3d" else 4,  # 3d: 2x2x2
                    help="local ranks (ignored under torchrun)")
-    if name == "bytes":
-        p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8],
-                       help="numbers of ranks to compare, one all-reduce each (under "
-                       "torchrun: WORLD_SIZE alone)")
-        p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
     if name in ("train", "dp", "zero", "pipeline", "tp", "cp", "ep"):
         steps = 50 if name == "train" else 3 if name in ("pipeline", "tp", "cp", "ep") else 5
         p.add_argument("--steps", type=int, default=steps, help="optimizer steps")
@@ -227,3 +211,26 @@ def add_flags(p, name: str) -> None:
         p.add_argument("--attention", default="ring", help="ring or ulysses")
     if name == "zero":
         p.add_argument("--stage", default="3", help="0, 1, 2, 3, ddp or fsdp2")
+
+
+def cli_main(prog: str, doc: str, commands, add_flags_fn, out, argv=None) -> None:
+    """Parse ``argv`` for one of ``commands`` ((name, cmd_<name>) pairs), check every flag
+    and run the command; a ValueError leaves with "error: ..." led by the flag typed."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0],
+                                 epilog=f"{prog} <command> --help: the command's flags")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name, fn in commands:
+        # the one line of cmd_<name>'s docstring: the command's line in --help and the
+        # description atop its own --help (tests hold every command to one; a stand-in
+        # without one, as tests put there, gets none)
+        about = (fn.__doc__ or "").strip()
+        p = sub.add_parser(name, help=about or None, formatter_class=HelpWithDefaults,
+                           description=about[:1].upper() + about[1:] + "." if about else None)
+        p.set_defaults(fn=fn)
+        add_flags_fn(p, name)
+    args = ap.parse_args(argv)
+    try:
+        check_flags(args)  # every flag value, before any rank starts or anything is measured
+        args.fn(args, out)
+    except ValueError as e:
+        sys.exit(f"error: {name_the_flag(e, args, argv)}")

@@ -11,7 +11,7 @@ Layout. Axes are ordered ("dp", "pp", "cp", "tp"), outermost first, so
 
 -- row-major over that shape, which is exactly what
 ``torch.distributed.device_mesh.init_device_mesh(device, (dp, pp, cp, tp),
-mesh_dim_names=("dp", "pp", "cp", "tp"))`` builds (tests/test_mesh.py checks it).
+mesh_dim_names=("dp", "pp", "cp", "tp"))`` builds (tests/parlab/core/test_mesh.py checks it).
 TP is innermost because its all-reduces run inside every layer: its ranks should be
 the closest ones, on one node's NVLink (Narayanan et al. 2021, "Efficient Large-Scale
 Language Model Training on GPU Clusters Using Megatron-LM", SC21, §3.2 and takeaway

@@ -111,10 +111,10 @@ def open_one_hint(page) -> str | None:
 
 
 def _solution_and_mistake(stem: str) -> tuple[str, str, str]:
-    from parlab.exercises import core
+    from lessons.common.checkers import core
 
     name, right, wrong = PLANTED[stem]
-    mod = importlib.import_module(f"parlab.exercises.{TOPIC[stem]}")
+    mod = importlib.import_module(f"lessons.common.checkers.{TOPIC[stem]}")
     src = core.solution_source(mod.SOLUTIONS, name)
     assert right in src, f"the planted mistake of {name} no longer fits its solution"
     return name, src, src.replace(right, wrong, 1)

@@ -1,10 +1,9 @@
-"""Collectives (notebook 00). The hand-written ring collectives themselves are in the
-core, ``parlab.comm``, because every strategy uses them; this package holds the
-notebook's companions:
+"""Collectives built from other collectives (taught in notebook 00). The hand-written
+ring collectives themselves are in the core, ``parlab.comm``, because every strategy uses
+them; this package holds what composes them:
 
-  experiments.py  rank workers and the pure functions that turn their results into data
-  explorer.py     the cost explorer's pure parts: which links reach how many ranks, its curves
-  cells.py        what the pictures hold, as plain data
-  figures.py      each collective before/after, the ring step by step, bytes, alpha-beta, tables
-  widgets.py      thin ipywidgets shells over the two
+  hierarchical.py  the two-level all-reduce: a reduce-scatter inside each node, an
+                   all-reduce of one shard across nodes, an all-gather inside the node
 """
+
+from .hierarchical import hierarchical_all_reduce, node_groups  # noqa: F401

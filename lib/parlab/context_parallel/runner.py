@@ -27,7 +27,7 @@ from ..model import GPT
 from ..runs import Recipe, RunResult, TrainRun, make_run, train
 from ..validate import check_choice
 from .layout import LAYOUTS, shard_positions, shard_sequence
-from .model import ATTENTIONS, apply_context_parallel, sync_grads
+from .apply import ATTENTIONS, apply_context_parallel, sync_grads
 
 LAYER = "blocks.0.attn"  # the layer whose traffic and work are summarised per rank
 EXTRAS = ("comm", "layer_comm", "attention_work", "positions")

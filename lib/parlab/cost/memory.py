@@ -181,7 +181,7 @@ def lab_activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads:
 
     Measured with saved-tensor hooks, fp32, s=16, b=8, h=32, a=4, per layer: tp=1
     297,216 B; tp=2 182,528 (SP 148,736); tp=4 125,184 (SP 74,496) -- all reproduced
-    exactly (tests/test_cost_tp.py). ``recompute`` "selective" (no s^2 terms, no mask:
+    exactly (tests/parlab/cost/test_cost_tp.py). ``recompute`` "selective" (no s^2 terms, no mask:
     the attention core keeps only q, k, v) and "full" (the layer input only) follow
     the same accounting but have not been measured yet.
     """
@@ -266,7 +266,7 @@ class ModelPreset:
 
 
 # n_params: exact counts of the released LLaMA checkpoints, which follow from the shapes
-# (tests/test_cost.py recomputes them): per layer 4 d^2 attention (2 d^2 + 2 d d_kv with
+# (tests/parlab/cost/test_cost.py recomputes them): per layer 4 d^2 attention (2 d^2 + 2 d d_kv with
 # grouped-query attention, 70B) + 3 d d_ff SwiGLU MLP + 2 d RMSNorm; plus untied input and
 # output embeddings 2 V d (V = 32000) and a final norm. GPT-3 XL: 12 L d^2 + V d (tied) +
 # T d positions, biases and LayerNorms left out (the paper quotes "1.3B").
@@ -303,7 +303,7 @@ MODEL_PRESETS = {p.name: p for p in [
     # tied embeddings) with every other FFN a Switch layer of 8 experts, top-1: attention
     # 36 x 4 d^2 (encoder self, decoder self + cross), 12 dense FFNs and 12 MoE FFNs of
     # 8 x 2 d d_ff + d x 8 router, V d, 62 LayerNorm weights, 2 x 32 x 12 relative
-    # position biases (tests/test_cost_ep.py recomputes it).
+    # position biases (tests/parlab/cost/test_cost_ep.py recomputes it).
     ModelPreset("switch-base-8", 619_339_008, 24, 768, 12, 512,
                 "Switch-Base-8: Fedus et al., 'Switch Transformers', 2021, §2-§3 (T5-Base "
                 "shapes, Raffel et al. 2020; experts every other FFN layer), top-1",

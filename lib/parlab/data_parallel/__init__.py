@@ -1,11 +1,10 @@
-"""Data parallelism (notebook 01). Read in this order:
+"""Data parallelism (taught in notebook 01; lessons/l01_data_parallel). Read in this order:
 
   ddp.py          NaiveDP and BucketedDP (DDP's buckets, overlapped with backward)
   compression.py  CompressedDP: fp16 / top-k / 1-bit sign gradients with error feedback
   peers.py        TorchDDP, PyTorch's DistributedDataParallel
   runner.py       DPRun (checked before any process starts), run(), the rank worker
-  experiments.py  the notebook's experiments; figures.py, widgets.py draw them
-
+  
     result = parlab.data_parallel.run(DPRun(steps=3, batch_size=8, variant="bucketed"), 2)
 """
 

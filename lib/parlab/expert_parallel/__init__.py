@@ -6,7 +6,7 @@ order (the single-device MoE layer itself is ``parlab.moe``):
   dispatch.py  the counts exchange, dispatch and combine all-to-alls (autograd)
   layers.py    EPMoE.from_moe: any MoE layer with this rank's experts only;
                apply_expert_parallel(model, group, ep_group) swaps every MoE layer
-  model.py     the EP and expert-data-parallel groups, gradient averaging
+  groups.py    the EP and expert-data-parallel groups, gradient averaging
   runner.py    EPRun and run(): the lab's run convention
   variants.py  DeepSeekMoE's shared + fine-grained experts, expert choice, dropless
   peers.py     a dense baseline (every rank every expert) and PyTorch's autograd
@@ -15,7 +15,7 @@ order (the single-device MoE layer itself is ``parlab.moe``):
 
 from . import dispatch, variants  # modules: dispatch.dispatch / combine; variants.deepseek_moe
 from .layers import EPMoE, apply_expert_parallel, set_counts_group
-from .model import make_groups, sync_grads
+from .groups import make_groups, sync_grads
 from .router import global_counts_hook
 from .runner import EPRecipe, EPRun, collect, run, train_worker
 

@@ -24,7 +24,7 @@ import torch.distributed._functional_collectives as funcol
 from .. import comm, trace
 from ..model import GPT
 from .layers import EPMoE, apply_expert_parallel, set_counts_group
-from .model import make_groups, sync_grads
+from .groups import make_groups, sync_grads
 
 
 def build_dense(run, group=None):

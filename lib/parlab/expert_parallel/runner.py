@@ -22,7 +22,7 @@ from ..model import GPT
 from ..runs import Recipe, RunResult, TrainRun, make_run, train
 from ..validate import check_int
 from .layers import apply_expert_parallel
-from .model import make_groups, sync_grads
+from .groups import make_groups, sync_grads
 
 EXTRAS = ("tokens_per_expert", "routed", "dropped", "a2a_bytes", "collectives", "moe_stats")
 

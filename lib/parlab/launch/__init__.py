@@ -118,7 +118,7 @@ def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None
                  filename: str = "<ranks>") -> list[dict]:
     """Execute Python source on every rank, in a namespace that persists between calls.
 
-    This is what the ``%%ranks`` cell magic (``parlab.interactive``) calls. The
+    This is what the ``%%ranks`` cell magic (``lessons.common.interactive``) calls. The
     namespace starts with ``torch``, ``dist``, ``rank`` and ``world_size``; the
     process group is kept between calls so groups and tensors made in one cell are
     there in the next, and so is torch's state (a default dtype a cell set, say) until

@@ -1,4 +1,4 @@
-"""Pipeline parallelism (notebook 03). Read in this order:
+"""Pipeline parallelism (taught in notebook 03). Read in this order:
 
   schedules.py    schedules as data (GPipe, 1F1B, interleaved 1F1B, ZB-H1) and a simulator
   schedules_zb.py ZB-H2, ZB-V and DualPipe as data; placement.py: which rank holds each stage
@@ -7,8 +7,6 @@
   compute.py      what an op computes: real stages or emulated (sleeps)
   runner.py       PPRun (checked before any process starts), run(), PipelineResult
   peers.py        torch.distributed.pipelining on the same stages
-  experiments.py  the notebook's experiments (§7's: experiments_zb.py); figures.py (§7's
-                  tables: figures_zb.py) and widgets.py draw them
 
     result = run(PPRun(config=GPTConfig(...), steps=3, batch_size=8, schedule="1f1b",
                        p=2, micro_batches=4), world_size=2)

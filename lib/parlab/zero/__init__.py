@@ -1,4 +1,4 @@
-"""ZeRO (Rajbhandari et al., SC 2020), stages 0-3, and PyTorch's FSDP2 (notebook 01).
+"""ZeRO (Rajbhandari et al., SC 2020), stages 0-3, and PyTorch's FSDP2 (taught in notebook 01).
 Read in this order:
 
   flat.py         how each tensor is cut into one chunk per rank (FSDP2's per-parameter
@@ -13,8 +13,6 @@ Read in this order:
   peers.py        torch_peer: FSDP2 (fully_shard) and DDP on the same model
   runner.py       ZeroRun (checked before any process starts), run(): the stages as these
                   parts applied to the lab's GPT
-  experiments.py  step_times: ours and PyTorch's, interleaved in the same processes
-  widgets.py      the memory calculator (notebook 01)
 
     opt = ShardedOptimizer(model.parameters(), torch.optim.AdamW, group, stage=2, lr=1e-3)
     model = FullyShard(model, group); opt = torch.optim.AdamW(model.parameters())

@@ -1,0 +1,147 @@
+"""The lessons' demos from a terminal, locally or under torchrun.
+
+    python -m lessons collectives --ranks 4     each collective, before/after per rank
+    python -m lessons ring --ranks 4            the ring all-reduce, step by step
+    python -m lessons bytes --sizes 2 4 8       bytes per rank: ring vs naive vs formula
+    python -m lessons alpha-beta --ranks 4      latency/bandwidth fit, all-reduce vs model
+    python -m lessons drill [--topic pp,cp] [--n 10] [--seed 1]   interview drills on stdin
+    python -m lessons failover [--ranks 2 --steps 8 --kill-at 5 --every 2]   a rank killed
+                                                under torchrun; restart, resume from DCP
+
+The library's own commands (every strategy trained against one device, the planner, the
+GPU report) are ``python -m parlab``. Under torchrun (``torchrun --nproc-per-node 4 -m
+lessons collectives``) this process is one rank: the number of ranks is torchrun's, and
+rank 0 prints.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from parlab.cli_flags import add_flags as add_library_flags
+from parlab.cli_flags import cli_main, world as _world
+
+
+def _printer():
+    quiet = os.environ.get("RANK", "0") != "0"
+    return (lambda *a, **k: None) if quiet else print
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+
+
+def cmd_collectives(args, out):
+    """each collective (all-reduce, all-gather, reduce-scatter...): every rank before / after"""
+    from .l00_collectives.experiments import collectives_table
+    rows = collectives_table(_world(args))
+    for op in dict.fromkeys(r["op"] for r in rows):
+        out(f"\n{op}")
+        for r in (r for r in rows if r["op"] == op):
+            out(f"  rank {r['rank']}: {r['before']} -> {r['after']}")
+
+
+def cmd_ring(args, out):
+    """the ring all-reduce step by step: which chunk each rank sends, what each one holds"""
+    from .l00_collectives.experiments import ring_frames
+    n = _world(args)
+    for f in ring_frames(n):
+        label = "start" if f["phase"] == "start" else f"{f['phase']} step {f['step'] + 1}"
+        out(f"\n{label}" + ("  " + ", ".join(f"{s}->{d}: chunk {c}" for s, d, c in f["sends"])
+                           if f["sends"] else ""))
+        for r, row in enumerate(f["state"]):
+            cells = ["+".join(str(k) for k in range(n) if m >> k & 1) for m in row]
+            out(f"  rank {r}: " + " | ".join(c.ljust(2 * n - 1) for c in cells))
+
+
+def cmd_bytes(args, out):
+    """bytes sent per rank in an all-reduce, traced: ring vs naive vs the 2(N-1)/N S formula"""
+    from .l00_collectives.experiments import bytes_table
+    sizes = [_world(args)] if "WORLD_SIZE" in os.environ else args.sizes
+    rows = bytes_table(sizes, args.numel)
+    out(f"all-reduce of S = {_bytes(4 * args.numel)}; bytes sent per rank (traced) vs formula")
+    out(f"{'n':>3} {'algorithm':<8} {'rank':>4} {'measured':>12} {'formula':>12}")
+    for r in rows:
+        out(f"{r['n']:>3} {r['algorithm']:<8} {r['rank']:>4} {_bytes(r['measured']):>12} "
+            f"{_bytes(r['formula']):>12}")
+
+
+def cmd_alpha_beta(args, out):
+    """this machine's latency and bandwidth (alpha-beta fit), then all-reduce vs the model"""
+    from .l00_collectives.experiments import all_reduce_vs_model, measure_alpha_beta, measure_gamma
+    n = _world(args)
+    pair = max(2, n) if "WORLD_SIZE" in os.environ else 2
+    fits = {d: measure_alpha_beta(duplex=d, world_size=pair) for d in (False, True)}
+    for d, ab in fits.items():
+        out(f"{'exchange (both ways at once)' if d else 'ping-pong (one way)':<29} rank 0 <-> 1: "
+            f"alpha = {ab['alpha'] * 1e6:.1f} us, bandwidth = {ab['bandwidth'] / 1e9:.2f} GB/s "
+            f"(r2 = {ab['r2']:.3f})")
+    out(f"\nall-reduce on {n} ranks: measured vs alpha-beta prediction")
+    out(f"{'algorithm':<14} {'size':>10} {'median':>10} {'best':>10} {'predicted':>10}")
+    for r in all_reduce_vs_model(n, fits[True], fits[False], measure_gamma()):
+        out(f"{r['algorithm']:<14} {_bytes(r['bytes']):>10} {r['measured'] * 1e6:>8.0f}us "
+            f"{r['best'] * 1e6:>8.0f}us {r['predicted'] * 1e6:>8.0f}us")
+
+
+def cmd_failover(args, out):
+    """a real failure under torchrun: a rank is killed, the group restarts and resumes from DCP"""
+    from .l08_checkpoints_and_failures.failover import failover
+    if "WORLD_SIZE" in os.environ:  # it starts torchrun itself
+        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: failover starts its own "
+                         "torchrun; run it as one process (python -m lessons failover)")
+    r = failover(args.ranks, args.steps, args.kill_at, args.every)
+    out(f"torchrun --standalone --nproc-per-node {r['ranks']} --max-restarts 1: rank "
+        f"{r['ranks'] - 1} SIGKILLed itself before step {r['kill_at']}; the group restarted "
+        f"and resumed from the checkpoint of step {r['resumed_from']} (one every {r['every']})")
+    out("losses:    " + " ".join(f"{x:.4f}" for x in r["losses"]))
+    out("reference: " + " ".join(f"{x:.4f}" for x in r["reference"])
+        + f"   (one device, uninterrupted; max |diff| {r['max_loss_diff']:.1e})")
+    out(f"lost work: {r['redone_steps']} steps redone, {r['lost_seconds']:.1f} s from the kill "
+        f"until step {r['kill_at']} again (restart about {r['restart_seconds']:.1f} s, "
+        f"a step {r['step_seconds'] * 1e3:.0f} ms)")
+
+
+def cmd_drill(args, out):
+    """interview drills: questions on stdin, answers and explanations computed by parlab.cost"""
+    from .common.drills.quiz import parse_topics, run_quiz
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a quiz for one person, not one per rank
+        raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: the drill must run as one "
+                         "process (python -m lessons drill, not torchrun)")
+    run_quiz(parse_topics(args.topic), args.n, args.seed, out=out)
+
+
+def add_flags(p, name: str) -> None:
+    """The flags of the lessons' subcommand ``name`` on its parser ``p``."""
+    if name == "drill":  # a quiz: no ranks start
+        p.add_argument("--topic", default=None, help="topics, comma-separated (default: all)")
+        p.add_argument("--n", type=int, default=10, help="number of questions")
+        p.add_argument("--seed", type=int, default=0, help="the first question's seed")
+        return
+    if name == "failover":  # starts torchrun itself (l08_checkpoints_and_failures.failover)
+        p.add_argument("--ranks", type=int, default=2, help="torchrun --nproc-per-node")
+        p.add_argument("--steps", type=int, default=8, help="optimizer steps")
+        p.add_argument("--kill-at", type=int, default=5, help="the last rank dies before this step")
+        p.add_argument("--every", type=int, default=2, help="a DCP checkpoint every N steps")
+        return
+    add_library_flags(p, name)  # --ranks
+    if name == "bytes":
+        p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8],
+                       help="numbers of ranks to compare, one all-reduce each (under "
+                       "torchrun: WORLD_SIZE alone)")
+        p.add_argument("--numel", type=int, default=1 << 18, help="float32 elements")
+
+
+COMMANDS = [("collectives", cmd_collectives), ("ring", cmd_ring), ("bytes", cmd_bytes),
+            ("alpha-beta", cmd_alpha_beta), ("drill", cmd_drill), ("failover", cmd_failover)]
+
+
+def main(argv=None) -> None:
+    cli_main("python -m lessons", __doc__, COMMANDS, add_flags, _printer(), argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The question bank: every topic module's templates, and ``templates`` / ``generate``
+over them. (The topic modules register their templates in ``core`` when imported here.)"""
+
+from __future__ import annotations
+
+import random
+
+from lessons.l00_collectives import drills as collectives
+from lessons.l05_context_parallel import drills as cp
+from lessons.l01_data_parallel import drills as dp_zero, drills_memory as memory_flops
+from lessons.l04_expert_parallel import drills as moe_ep
+from lessons.l03_pipeline_parallel import drills as pp
+from lessons.l07_mixed_precision import drills as precision
+from lessons.l08_checkpoints_and_failures import drills as reliability
+from lessons.l06_3d_parallel import drills as threed
+from lessons.l02_tensor_parallel import drills as tp_sp
+from .core import _REGISTRY, TOPICS, Question, Template
+
+# importing these registered their templates in core
+MODULES = (collectives, dp_zero, tp_sp, pp, moe_ep, memory_flops, cp, threed, precision, reliability)
+
+
+def registry() -> dict[str, Template]:
+    """Every template by name (registered by the topic modules imported above)."""
+    return dict(_REGISTRY)
+
+
+def _topics(topic) -> tuple:
+    if topic is None:
+        return TOPICS
+    names = (topic,) if isinstance(topic, str) else tuple(topic)
+    for t in names:
+        if t not in TOPICS:
+            raise ValueError(f"topic={t!r} must be one of {', '.join(TOPICS)}")
+    if not names:
+        raise ValueError(f"topic={topic!r} must name at least one of {', '.join(TOPICS)}")
+    return names
+
+
+def templates(topic=None) -> list[str]:
+    """Names of the question templates (of ``topic``: a name or a tuple of names), in
+    topic order."""
+    topics = _topics(topic)
+    reg = registry()
+    return [n for t in topics for n, tp in reg.items() if tp.topic == t]
+
+
+def generate(template: str | None = None, topic=None, seed: int = 0) -> Question:
+    """One question. ``template`` given: that template with parameters drawn from
+    ``seed``. Else a template of ``topic`` (None: all topics; a name or a tuple of names):
+    consecutive seeds walk through every template of those topics in a shuffled order
+    before any repeats, with new parameters each round."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed={seed!r} must be an integer")
+    reg = registry()
+    if template is None:
+        pool = templates(topic)
+        order = sorted(pool)
+        random.Random("order:" + ",".join(_topics(topic))).shuffle(order)
+        template = order[seed % len(order)]
+    elif template not in reg:
+        raise ValueError(f"template={template!r} must be one of {', '.join(sorted(reg))}")
+    elif topic is not None and reg[template].topic not in _topics(topic):
+        raise ValueError(f"template={template!r} belongs to topic={reg[template].topic!r}, "
+                         f"not {topic!r}")
+    t = reg[template]
+    ask = t.make(random.Random(f"{template}:{seed}"))
+    tol = "Exact answer expected." if ask.rel_tol == 0 else \
+        f"Accepted within {ask.rel_tol:.0%} of the answer."
+    unit = {"": "", "x": " Answer as a ratio (a number, e.g. 2.5).",
+            "%": " Answer in % (12.5 or 12.5%)."}.get(ask.unit, f" Answer in {ask.unit}.")
+    explanation = f"{ask.working}\n{tol} Measured or computed in {t.citation}."
+    return Question(template, t.topic, seed, ask.prompt + unit, float(ask.answer), ask.unit,
+                    ask.rel_tol, explanation, t.citation)

@@ -1,0 +1,88 @@
+"""The terminal quiz behind ``python -m parlab drill``: one question at a time, the
+answer read from stdin (a pipe works; end of input stops the quiz cleanly), right or
+wrong with how far off and a second try, then the answer and its explanation; the score
+at the end, counted by ``session``'s rules (the widget's too)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from parlab.validate import check_int
+from .bank import generate
+from .core import TOPICS, Question
+from .session import Attempt, Tally
+
+
+def parse_topics(text: str | None):
+    """``--topic`` as typed: None (all), "pp", or "pp,cp"; a ValueError lists the valid
+    names."""
+    if text is None or not text.strip():
+        return None
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    for t in names:
+        if t not in TOPICS:
+            raise ValueError(f"topic={t!r} must be one of {', '.join(TOPICS)}")
+    return names[0] if len(names) == 1 else names
+
+
+def quiz_questions(topic=None, n: int = 10, seed: int = 0) -> list[Question]:
+    """The questions a quiz asks: ``generate(topic=topic, seed=seed + i)`` for i < n."""
+    n, seed = check_int("n", n), check_int("seed", seed, None)
+    return [generate(topic=topic, seed=seed + i) for i in range(n)]
+
+
+def _wrap(text: str, indent: str = "") -> str:
+    return "\n".join(textwrap.fill(line, 92, initial_indent=indent, subsequent_indent=indent)
+                     for line in text.splitlines())
+
+
+def run_quiz(topic=None, n: int = 10, seed: int = 0, read=input, out=print,
+             tries: int = 2) -> Tally:
+    """Ask ``n`` questions; ``read(prompt)`` returns the typed line (EOFError ends the
+    quiz). A wrong answer gets its verdict (how far off, which way; "did you mean 3.03%?")
+    and another go, up to ``tries`` counted tries; an empty answer skips or gives up and
+    shows the answer. Scored as ``session`` says: first tries count. Returns the Tally."""
+    tries = check_int("tries", tries)
+    questions = quiz_questions(topic, n, seed)
+    tally, asked = Tally(), 0
+    for i, q in enumerate(questions, 1):
+        out(f"\nQuestion {i}/{n}  [{q.topic} · {q.template}]")
+        out(_wrap(q.prompt))
+        attempt = Attempt(q, tally)
+        ask = f"your answer{' (' + q.unit + ')' if q.unit else ''}, empty to skip> "
+        while True:
+            try:
+                text = (read(ask) or "").strip()
+            except EOFError:
+                out("\n(end of input: quiz stopped)")
+                return _end(tally, asked, n, out, stopped=True)
+            if not text:
+                attempt.reveal()
+                out(f"skipped. The answer is {q.answer_text}." if attempt.tries == 0 else
+                    f"wrong: the answer is {q.answer_text}.")
+                break
+            v = attempt.answer(text)
+            if v["ok"]:
+                again = f" on try {attempt.tries}" if attempt.tries > 1 else ""
+                out(f"right{again}: {q.answer_text} ({q.tolerance_text}).")
+                break
+            if v.get("unreadable") or v.get("did_you_mean"):
+                out(f"{v['detail'].rstrip('.')} (not counted as a try).")
+            elif attempt.tries >= tries:
+                attempt.reveal()
+                out(f"wrong: you said {text}: {v['detail'].rstrip('.')}; the answer is "
+                    f"{q.answer_text}.")
+                break
+            else:
+                out(f"not yet: {v['detail']}")
+            ask = "try again, empty to see the answer> "
+        asked += 1
+        out(_wrap(q.explanation, "    "))
+    return _end(tally, asked, n, out)
+
+
+def _end(tally: Tally, asked: int, n: int, out, stopped: bool = False) -> Tally:
+    """The score line; ``stopped``: input ended, after ``asked`` questions had a verdict."""
+    note = f" (stopped after {asked} of {n})" if stopped else ""
+    out(f"\nscore: {tally.text()}{note}")
+    return tally

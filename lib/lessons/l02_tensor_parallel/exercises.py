@@ -1,0 +1,305 @@
+"""Notebook 02's "Your turn": checkers and reference solutions (tensor parallelism).
+
+Coding exercises, run on real ranks (``core.run_learner``):
+
+* ``check_tp_mlp_forward(fn)``: ``fn(x, w1_shard, w2_shard, rank, world_size)`` is
+  Megatron's MLP forward on t ranks, ``GeLU(x W1_r) W2_r`` summed over the ranks by
+  exactly one collective (Shoeybi et al. 2019, §3). Checked: every rank's output
+  against the single-device MLP, and how many collectives the forward called.
+* ``check_tp_mlp(fn)``: the same with gradients, f and g written as
+  ``torch.autograd.Function``s inside ``fn`` (f: identity forward, all-reduce backward;
+  g: the reverse). Checked: output, and the gradients of x, W1_r and W2_r on each rank.
+* ``check_chunked_all_gather_matmul(fn)`` (§8, in ``tp_overlap``): SP's all-gather -> GEMM
+  in chunks, pipelined.
+
+Numeric exercises compare with ``parlab.cost`` (``check_number``). Every checker
+returns ``{"ok", "message"}`` and never raises on a wrong or missing answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import warnings
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from parlab import cost
+from parlab.validate import check_int
+from lessons.common.checkers import core
+from .hints import HINTS
+from lessons.common.checkers.watch import DistWatch
+
+__all__ = ["check_tp_mlp_forward", "check_tp_mlp", "check_chunked_all_gather_matmul",
+           "check_block_collectives", "check_activation_bytes", "check_where_f",
+           "check_layer_bytes", "WHERE_F", "solution_tp_mlp_forward", "solution_tp_mlp",
+           "solution_chunked_all_gather_matmul", "show_solution", "hints", "mlp_inputs"]
+
+FP32 = 4
+ROWS, HIDDEN = 4, 8                    # x is (ROWS, HIDDEN); W1 (HIDDEN, 4 HIDDEN); W2 back
+
+
+# --- reference solutions (shown on demand; the tests run every checker on them) ---------------
+
+def solution_tp_mlp_forward(x, w1_shard, w2_shard, rank, world_size):
+    # column-parallel: this rank's hidden features, from the whole input (no communication)
+    y = torch.nn.functional.gelu(x @ w1_shard)
+    # row-parallel: this rank's term of the sum; g = one all-reduce adds the t terms
+    z = y @ w2_shard
+    dist.all_reduce(z)
+    return z
+
+
+def solution_tp_mlp(x, w1_shard, w2_shard, rank, world_size):
+    class MyF(torch.autograd.Function):
+        """f: identity forward; backward all-reduces the input gradient (each rank
+        holds one term of dL/dx, from its own column slice)."""
+        @staticmethod
+        def forward(ctx, a):
+            return a.view_as(a)
+
+        @staticmethod
+        def backward(ctx, grad):
+            grad = grad.clone()
+            dist.all_reduce(grad)
+            return grad
+
+    class MyG(torch.autograd.Function):
+        """g: all-reduce forward (add the partial sums); identity backward (the
+        output gradient is already whole on every rank)."""
+        @staticmethod
+        def forward(ctx, a):
+            a = a.clone()
+            dist.all_reduce(a)
+            return a
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    y = torch.nn.functional.gelu(MyF.apply(x) @ w1_shard)
+    return MyG.apply(y @ w2_shard)
+
+
+from .exercises_overlap import check_chunked_all_gather_matmul, solution_chunked_all_gather_matmul  # noqa
+
+SOLUTIONS = {"my_tp_mlp_forward": solution_tp_mlp_forward, "my_tp_mlp": solution_tp_mlp,
+             "my_chunked_all_gather_matmul": solution_chunked_all_gather_matmul}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_tp_mlp_forward", "my_tp_mlp", "my_chunked_all_gather_matmul")."""
+    return core.hints(SOLUTIONS, HINTS, name)
+
+
+def show_solution(name: str) -> None:
+    """Print the reference solution of exercise ``name`` (one of ``SOLUTIONS``)."""
+    core.show_solution(SOLUTIONS, name)
+
+
+# --- the coding exercises: harness on the ranks, comparison here -------------------------------
+
+def mlp_inputs(seed: int = 0, rows: int = ROWS, h: int = HIDDEN):
+    """(x, W1, W2, dZ): the whole MLP's input, weights and an output gradient, from a seed."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, h, generator=g)
+    w1 = torch.randn(h, 4 * h, generator=g) / h ** 0.5
+    w2 = torch.randn(4 * h, h, generator=g) / (2 * h)
+    dz = torch.randn(rows, h, generator=g)
+    return x, w1, w2, dz
+
+
+def _tp_harness(source, name, seed, with_grads):
+    fn = core.load_learner(source, name)
+    r, t = dist.get_rank(), dist.get_world_size()
+    x, w1, w2, dz = mlp_inputs(seed)
+    x = x.clone().requires_grad_(with_grads)
+    w1s = w1.chunk(t, dim=1)[r].clone().requires_grad_(with_grads)
+    w2s = w2.chunk(t, dim=0)[r].clone().requires_grad_(with_grads)
+    # watched on torch.distributed itself: counted however the learner imports it
+    with DistWatch() as fwd:
+        out = fn(x, w1s, w2s, r, t)
+    res = dict(out=out.detach().clone() if isinstance(out, torch.Tensor) else out,
+               forward_calls=fwd.calls)
+    if with_grads and isinstance(out, torch.Tensor):
+        if not out.requires_grad:
+            res["no_graph"] = True
+            return res
+        with DistWatch() as bwd, warnings.catch_warnings():
+            # a plain dist.all_reduce in the graph warns; the checker says what is wrong
+            warnings.filterwarnings("ignore", message=".*autograd kernel was not registered")
+            (out * dz).sum().backward()
+        res.update(backward_calls=bwd.calls,
+                   grads={k: (v.grad.clone() if v.grad is not None else None)
+                          for k, v in (("x", x), ("w1_shard", w1s), ("w2_shard", w2s))})
+    return res
+
+
+def _reference(seed: int, t: int):
+    x, w1, w2, dz = mlp_inputs(seed)
+    x, w1, w2 = (a.clone().requires_grad_(True) for a in (x, w1, w2))
+    z = F.gelu(x @ w1) @ w2
+    (z * dz).sum().backward()
+    return z.detach(), [dict(x=x.grad, w1_shard=w1.grad.chunk(t, dim=1)[r],
+                             w2_shard=w2.grad.chunk(t, dim=0)[r]) for r in range(t)]
+
+
+def _is_placeholder(fn) -> bool:
+    """True when ``fn``'s body is only ``raise NotImplementedError`` (and a docstring):
+    no need to start ranks to say "not answered yet"."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    body = [s for s in tree.body[0].body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return (len(body) == 1 and isinstance(body[0], ast.Raise) and body[0].exc is not None
+            and "NotImplementedError" in ast.unparse(body[0].exc))
+
+
+def _ops(calls) -> str:
+    return ", ".join(f"{op} x{calls.count(op)}" for op in dict.fromkeys(calls)) or "none"
+
+
+def _output_hint(out, want, t: int) -> str:
+    """Why a right-shaped output is wrong: the mean of the t terms (an all-reduce then a
+    division by t), one rank's term only (no all-reduce), or something else."""
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(want.shape):
+        return ""
+    out = out.detach()
+    if torch.allclose(out * t, want, atol=1e-5, rtol=1e-4):
+        return (f" It is 1/{t} of the sum: the mean over the {t} ranks. g's all-reduce "
+                f"already adds the {t} terms into the output: don't divide.")
+    if torch.allclose(out / t, want, atol=1e-5, rtol=1e-4):
+        return f" It is {t}x the sum: the terms were added {t} times (one all-reduce is all g does)."
+    return " Each rank holds one term of the sum: did g all-reduce the row-parallel output?"
+
+
+def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
+    core.check_ranks("world_size", world_size, 2)
+    check_int("seed", seed, 0)
+    name = getattr(fn, "__name__", "your function")
+    if _is_placeholder(fn):
+        return core.missing(f"write {name} (it still raises NotImplementedError)")
+    results, bad = core.run_learner(_tp_harness, fn, world_size, seed, with_grads)
+    if bad:
+        return bad
+    want, want_grads = _reference(seed, world_size)
+    for r, res in enumerate(results):
+        wrong = core.compare_tensors(res["out"], want, where=f"rank {r}, output", atol=1e-5, rtol=1e-4)
+        if wrong:
+            return core.verdict(False, wrong + "." + _output_hint(res["out"], want, world_size))
+        n = len(res["forward_calls"])
+        if n != 1:
+            return core.verdict(False, f"rank {r}: the output is right, but the forward called "
+                                f"{n} collectives ({_ops(res['forward_calls'])}); Megatron's MLP "
+                                "needs exactly one all-reduce (g, after the row-parallel matmul).")
+    if not with_grads:
+        return core.verdict(True, f"Every rank of {world_size} returns the whole MLP output, "
+                            "with one all-reduce in forward.")
+    for r, res in enumerate(results):
+        if res.get("no_graph"):
+            return core.verdict(False, f"rank {r}: the output has no autograd graph (it does not "
+                                "require grad): a plain dist.all_reduce is invisible to autograd; "
+                                "wrap it in MyG.apply.")
+        for k in ("w2_shard", "w1_shard", "x"):  # in the order backward reaches them
+            wrong = core.compare_tensors(res["grads"][k], want_grads[r][k],
+                                         where=f"rank {r}, gradient of {k}", atol=1e-5, rtol=1e-4)
+            if wrong:
+                hint = {"x": " Each rank's dL/dx is one term (from its own column slice): "
+                             "f's backward must all-reduce it.",
+                        "w1_shard": " Is the output gradient reaching the column layer whole "
+                                    "(g's backward is the identity)?",
+                        "w2_shard": " Is the output gradient reaching the row layer whole "
+                                    "(g's backward is the identity, not another all-reduce)?"}[k]
+                return core.verdict(False, wrong + "." + hint)
+        ops = _ops(res["backward_calls"])
+        if len(res["backward_calls"]) != 1:
+            return core.verdict(False, f"rank {r}: values right, but the backward called {ops}; "
+                                "f's all-reduce is the only one backward needs.")
+    return core.verdict(True, f"Output and the gradients of x, W1 and W2's shards equal the "
+                        f"single-device MLP on all {world_size} ranks; one all-reduce forward (g), "
+                        "one backward (f).")
+
+
+def check_tp_mlp_forward(fn, world_size: int = 2, seed: int = 0) -> dict:
+    """Coding exercise 1: the forward of Megatron's MLP on ``world_size`` ranks."""
+    return _check_mlp(fn, world_size, seed, with_grads=False)
+
+
+def check_tp_mlp(fn, world_size: int = 2, seed: int = 0) -> dict:
+    """Coding exercise 2: forward and backward, f and g as autograd functions."""
+    return _check_mlp(fn, world_size, seed, with_grads=True)
+
+
+# --- numeric exercises (answer_box) -----------------------------------------------------------
+
+WHERE_F = {"A": "before qkv and before fc1: the inputs of the column-parallel layers",
+           "B": "after proj and after fc2: the outputs of the row-parallel layers",
+           "C": "between qkv and proj, around the attention core",
+           "D": "on the residual additions"}
+
+
+def check_block_collectives(forward, backward=None, tp: int = 4, sequence_parallel: bool = True) -> dict:
+    """One block's collectives in one training step, as {op: count} per pass
+    (``cost.tp_comm_per_layer``)."""
+    if forward is None or backward is None:
+        return core.missing("give forward and backward as dicts like {'all_reduce': 2}")
+    want = cost.tp_comm_per_layer(1, tp, 1, tp, sequence_parallel)  # counts only: any shape
+    wrong = []
+    for d, got in (("forward", forward), ("backward", backward)):
+        if not isinstance(got, dict):
+            return core.verdict(False, f"{d} must be a dict like {{'all_gather': 1}}, got "
+                                f"{core.shown(got)}")
+        counts = {}
+        for op, n in got.items():
+            n, why = core.as_number(n, whole=True)
+            if why:
+                return core.verdict(False, f"{d}[{op!r}] (a count of calls) {why}")
+            if n:
+                counts[op] = n
+        if counts != want[d]:
+            wrong.append(d)
+    if not wrong:
+        return core.verdict(True, f"Forward {want['forward']}, backward {want['backward']}.")
+    return core.verdict(False, f"the {' and '.join(wrong)} pass is off: think of what g and ḡ do "
+                        "in each direction, and what backward needs from the saved shard.")
+
+
+def check_activation_bytes(answer, seq_len: int = 64, micro_batch: int = 2, d_model: int = 128,
+                           n_heads: int = 4, tp: int = 2, sequence_parallel: bool = True) -> dict:
+    """Bytes one of our fp32 blocks saves per rank (``cost.lab_activation_memory``)."""
+    want = cost.lab_activation_memory(seq_len, micro_batch, d_model, n_heads, 1, tp,
+                                      sequence_parallel, "none", FP32)
+    return core.check_number(answer, want, unit="bytes", hint="Did you count fp32 (4 bytes), "
+                             "the (s, s) scores per head, and which tensors SP divides by t?")
+
+
+def check_where_f(answer) -> dict:
+    """Where does f go? One of ``WHERE_F``'s keys."""
+    if core.blank(answer):
+        return core.missing(f"answer one of {', '.join(WHERE_F)}")
+    answer = str(answer).strip().upper()
+    if answer not in WHERE_F:
+        return core.verdict(False, f"answer with one of {', '.join(WHERE_F)}")
+    if answer == "A":
+        return core.verdict(True, "f copies the whole input to every rank's column slice "
+                            "(identity forward) and sums the ranks' partial input gradients "
+                            "(all-reduce backward).")
+    why = {"B": "g goes (partial sums to add up)",
+           "C": "nothing is needed: every rank works on its own heads",
+           "D": "the full activation already is on every rank"}[answer]
+    return core.verdict(False, f"{WHERE_F[answer]} is where {why}.")
+
+
+def check_layer_bytes(answer, micro_batch: int = 1, seq_len: int = 2048, d_model: int = 12288,
+                      tp: int = 8, sequence_parallel: bool = False) -> dict:
+    """Bytes one rank sends for one layer in one training step (fp16, ring),
+    ``cost.tp_comm_per_layer``."""
+    want = cost.tp_comm_per_layer(micro_batch, seq_len, d_model, tp, sequence_parallel)["bytes"]
+    return core.check_number(answer, want, unit="bytes", hint="How many collectives per step, "
+                             "and what does a ring all-reduce send per rank?")

@@ -1,0 +1,94 @@
+"""Widgets of notebook 02 (tensor parallelism): thin shells over ``experiments`` and ``figures``."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from lessons.common.viz.controls import LAYOUT, STYLE
+from lessons.common.viz.style import WARNING_COLOR, fmt_bytes, fmt_seconds
+from . import experiments
+
+# each result box keeps its numbers on one line: the two boxes sit side by side when
+# the notebook is wide enough, one under the other when it is not
+BOX = {"min_width": "380px", "flex": "1 1 380px", "margin": "0 12px 0 0"}
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    """Label, value rows; a value never wraps (no "7041 ms /" above "81 ms")."""
+    return ("<table>" + "".join(f"<tr><td style='padding-right:10px'>{html.escape(a)}</td>"
+                                f"<td style='white-space:nowrap'><b>{html.escape(b)}</b></td></tr>"
+                                for a, b in rows) + "</table>")
+
+
+def _ops(d: dict) -> str:
+    return " + ".join(f"{n} {op.replace('_', '-')}" for op, n in sorted(d.items())) or "none"
+
+
+def live_html(res: dict) -> str:
+    """``experiments.live``'s result as a small table (or its error)."""
+    if "error" in res:
+        return f"<p style='color:{WARNING_COLOR}'>{html.escape(res['error'])}</p>"
+    b, f = res["block"], res["formula"]
+    acts = sorted(set(res["activations"]))
+    return ("<h4>measured here, on CPU ranks</h4>"
+            f"<p><i>{html.escape(res['load'])}</i></p>") + _table([
+        ("step time (median)", f"{res['step_s'] * 1e3:.1f} ms"),
+        ("tokens/s", f"{res['tokens_per_s']:,.0f}"),
+        ("one block, forward", _ops(b["forward"])),
+        ("one block, backward", _ops(b["backward"])),
+        ("bytes sent per rank, block, step", f"{fmt_bytes(b['bytes'])} (formula {fmt_bytes(f['bytes'])})"),
+        ("activations per block, each rank", ", ".join(fmt_bytes(a) for a in acts) +
+         f" (formula {fmt_bytes(res['activation_formula'])})")])
+
+
+def gpu_html(row: dict, model: str, platform: str) -> str:
+    """One ``experiments.gpu_scale`` row as a small table."""
+    return f"<h4>predicted: {html.escape(model)}, {html.escape(platform)}</h4>" + _table([
+        ("TP group over", f"{row['link_name']} ({row['bandwidth'] / 1e9:g} GB/s per direction)"),
+        ("compute per micro-batch", fmt_seconds(row["compute_s"])),
+        ("communication per micro-batch", fmt_seconds(row["comm_s"]) if row["comm_s"] else "none"),
+        ("communication share", f"{row['comm_fraction']:.1%}"),
+        ("MFU", f"{row['mfu']:.1%}"),
+        ("tokens/s per GPU", f"{row['tokens_per_s_per_gpu']:,.0f}")])
+
+
+def tp_explorer(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32,
+                d_model: int = 64, model: str = "GPT-3 175B",
+                platform: str = "A100 (NVLink3, IB-HDR)", run_now: bool = True):
+    """Choose the TP degree, sequence parallelism, sequence length and width: the
+    GPU-scale prediction (``experiments.gpu_scale``) updates at once; "run live" trains a
+    2-block GPT on that many CPU ranks (``experiments.live``) and shows what it measured."""
+    tps = w.ToggleButtons(options=[1, 2, 4], value=tp, description="TP degree t", style=STYLE)
+    sp = w.Checkbox(value=sequence_parallel, description="sequence parallelism", indent=False)
+    seq = w.Dropdown(options=[16, 32, 64, 128], value=seq_len, description="sequence length",
+                     layout=LAYOUT, style=STYLE)
+    width = w.Dropdown(options=[32, 64, 128, 256], value=d_model, description="d_model",
+                       layout=LAYOUT, style=STYLE)
+    models = w.Dropdown(options=list(experiments.GPU_MODELS), value=model,
+                        description="GPU-scale model", layout=LAYOUT, style=STYLE)
+    platforms = w.Dropdown(options=list(experiments.PLATFORMS), value=platform,
+                           description="platform", layout=LAYOUT, style=STYLE)
+    button = w.Button(description="run live on CPU ranks", icon="play", layout={"width": "auto"})
+    live_out, gpu_out = w.HTML(layout=BOX), w.HTML(layout=BOX)
+
+    def predict(_=None):
+        rows = experiments.gpu_scale(models.value, platforms.value, (tps.value,),
+                                     sequence_parallel=sp.value and tps.value > 1)
+        gpu_out.value = gpu_html(rows[0], models.value, platforms.value)
+
+    def run_live(_=None):
+        live_out.value = "<p>running ...</p>"
+        live_out.value = live_html(experiments.live(tps.value, sp.value, seq.value, width.value))
+
+    for control in (tps, sp, models, platforms):
+        control.observe(predict, names="value")
+    for control in (tps, sp, seq, width):  # a stale measurement would mislead: clear it
+        control.observe(lambda _: setattr(live_out, "value", "<p>press <i>run live</i></p>"),
+                        names="value")
+    button.on_click(run_live)
+    predict()
+    run_live() if run_now else setattr(live_out, "value", "<p>press <i>run live</i></p>")
+    return w.VBox([tps, w.HBox([sp, button]), w.HBox([seq, width]), w.HBox([models, platforms]),
+                   w.HBox([live_out, gpu_out], layout={"flex_flow": "row wrap"})])

@@ -1,0 +1,147 @@
+"""Exercises of notebook 03 (pipeline parallelism): checkers and reference solutions.
+
+Coding, on real ranks (each in its own module, every name importable from here):
+  my_1f1b(stage, n_stages, n_micro) -> list of ("F", mb) / ("B", mb)
+      1F1B written as data (``pipeline_schedules.py``): validated, replayed in the
+      simulator, its peak and bubble against 1F1B's, then RUN on P ranks with the lab's
+      executor and real compute: the loss and every gradient must equal one device's.
+  my_zb_h1(stage, n_stages, n_micro) -> the same with ("W", mb) as well
+      ZB-H1 (``zero_bubble.py``): W deferred to fill the cool-down, peak at most P,
+      idle per stage at most (P - 1)(T_F + T_B - T_W), then run on P ranks.
+  my_pipeline_forward(micro_batches, stage, n_stages, layer) -> outputs (last stage)
+      GPipe's forward with dist.send / dist.recv between neighbouring stages
+      (``pipeline_forward.py``): the micro-batch, stage and element that differ.
+Coding, pure (run in a child process, ``core.call_learner``, like the plan of my_1f1b):
+  my_partition(n_layers, n_stages) -> list of layer counts per stage, balanced.
+Numeric (answer_box): ``check_bubble``, ``check_interleaved``, ``check_min_m``,
+``check_peak``, ``check_zb_h2_peak`` -- computed from ``parlab.cost``.
+
+Checkers never raise on a wrong or missing answer; they return a verdict.
+"""
+
+from __future__ import annotations
+
+from parlab import cost
+from parlab.validate import check_int
+from lessons.common.checkers import core
+from .hints import HINTS
+from .exercises_forward import check_pipeline_forward, solution_pipeline_forward  # noqa: F401
+from .exercises_schedules import check_1f1b, plan_1f1b, solution_1f1b  # noqa: F401
+from .exercises_zero_bubble import check_zb_h1, plan_zb_h1, solution_zb_h1  # noqa: F401
+
+# the notebook's sizes for the numeric questions
+P, M, V, TARGET, PEAK_STAGE = 8, 24, 3, 0.10, 2
+GPIPE_EXAMPLE = "[('F', i) for i in range(n_micro)] + [('B', i) for i in range(n_micro)]"
+
+
+def solution_partition(n_layers, n_stages):
+    """Sizes differ by at most one; the larger stages first."""
+    base, extra = divmod(n_layers, n_stages)
+    return [base + (s < extra) for s in range(n_stages)]
+
+
+SOLUTIONS = {"my_1f1b": solution_1f1b, "my_zb_h1": solution_zb_h1,
+             "my_pipeline_forward": solution_pipeline_forward, "my_partition": solution_partition}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution of a coding exercise, each behind a click
+    ("my_1f1b", "my_zb_h1", "my_pipeline_forward", "my_partition")."""
+    return core.hints(SOLUTIONS, HINTS, name)
+
+
+def show_solution(name: str) -> None:
+    """Print the reference solution of exercise ``name`` (a key of SOLUTIONS)."""
+    core.show_solution(SOLUTIONS, name)
+
+
+# ----------------------------------------------------------------------------- partition
+
+def _check_cases(cases) -> list[tuple[int, int]]:
+    """``cases``: (n_layers, n_stages) pairs, at least one layer per stage."""
+    try:
+        cases = [tuple(c) for c in cases]
+    except TypeError:
+        raise ValueError(f"cases={cases!r} must be a list of (n_layers, n_stages) pairs") from None
+    if not cases or any(len(c) != 2 for c in cases):
+        raise ValueError(f"cases={cases!r} must be a non-empty list of (n_layers, n_stages) pairs")
+    for n_layers, n_stages in cases:
+        check_int("n_stages", n_stages, 1)
+        check_int("n_layers", n_layers, n_stages)  # no stage may be empty
+    return cases
+
+
+def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5)),
+                    timeout: float = 10.0) -> dict:
+    """``fn(n_layers, n_stages)`` -> layer counts per stage: all layers, none empty,
+    sizes differing by at most one, the larger stages first (the last one carries the
+    head and the loss, so it should not also get an extra block). ``fn`` runs in a
+    child process (``core.call_learner``), never here."""
+    cases = _check_cases(cases)
+    core.check_timeout(timeout)
+    results, failed = core.call_learner(fn, cases, label="my_partition", timeout=timeout)
+    for (n_layers, n_stages), got in zip(cases, results):
+        want = solution_partition(n_layers, n_stages)
+        where = f"my_partition({n_layers}, {n_stages}) = {got!r}"
+        if not isinstance(got, (list, tuple)) or len(got) != n_stages:
+            return core.verdict(False, f"{where}: expected a list of {n_stages} layer counts")
+        counts, why = core.as_numbers(got, whole=True)
+        if why:
+            return core.verdict(False, f"{where}: the layer counts {why}")
+        if sum(counts) != n_layers:
+            return core.verdict(False, f"{where}: covers {sum(counts)} layers, not {n_layers}")
+        for s, (g, w) in enumerate(zip(counts, want)):
+            if g != w:
+                return core.verdict(False, f"{where}: stage {s} gets {g} layers, expected {w} "
+                                    f"(sizes differ by at most one, larger stages first)")
+    if failed:
+        return failed
+    return core.verdict(True, "Balanced, larger stages first, as pp.split_layers cuts them.")
+
+
+# ----------------------------------------------------------------------------- numeric
+
+def check_bubble(answer) -> dict:
+    """Idle share of the step, 1F1B, P = 8, M = 24 (a fraction, e.g. 0.25)."""
+    return core.check_number(answer, cost.bubble_fraction(P, M), rel_tol=0.01, share=True,
+                             hint="(P - 1) / (M + P - 1), as a fraction of the whole step.",
+                             explanation="7 idle slots out of 31 per rank.", name="bubble")
+
+
+def check_interleaved(answer) -> dict:
+    """The same with v = 3 chunks per rank (interleaved 1F1B)."""
+    return core.check_number(answer, cost.bubble_fraction(P, M, V), rel_tol=0.01, share=True,
+                             hint="each chunk's op is v times shorter: (P - 1) / (vM + P - 1).",
+                             explanation="v divides the ideal bubble; messages grow by "
+                                         "(vP - 1)/(P - 1).", name="bubble")
+
+
+def check_min_m(answer) -> dict:
+    """Fewest micro-batches for an idle share <= 10% at P = 8 (1F1B)."""
+    want = cost.min_micro_batches(P, TARGET)
+    got, bad = core.read_number(answer, "M", whole=True)
+    if bad:
+        return bad
+    if got == want:
+        return core.verdict(True, f"M = {want}: (P-1)/(M+P-1) = {cost.bubble_fraction(P, want):.2%}; "
+                            f"M = {want - 1} gives {cost.bubble_fraction(P, want - 1):.2%}.")
+    if got < want:
+        return core.verdict(False, f"At M = {got:g} the bubble is still "
+                            f"{cost.bubble_fraction(P, got) if got >= 1 else 1:.2%}")
+    return core.verdict(False, f"M = {got:g} works but is not the fewest: try smaller")
+
+
+def check_peak(answer) -> dict:
+    """Micro-batches whose activations stage 2 holds at its peak, 1F1B, P = 8, M = 24."""
+    return core.check_number(answer, cost.pipeline_peak_activations("1f1b", P, M, PEAK_STAGE),
+                             rel_tol=0, hint="1F1B runs P - stage forwards before its first "
+                             "backward, then frees one per new one.", name="peak")
+
+
+def check_zb_h2_peak(answer) -> dict:
+    """Micro-batches whose activations rank 0 holds at its peak under ZB-H2, P = 8, M = 24."""
+    want, one = (cost.pipeline_peak_activations(s, P, M, 0) for s in ("zb-h2", "1f1b"))
+    return core.check_number(answer, want, rel_tol=0, name="peak",
+                             hint="the table of §7 gives ZB-H2's peak at P = 4 against 1F1B's; "
+                             "the rule behind it is in Qi et al. §2.3, Table 2.",
+                             explanation=f"min(M, 2P - 1) = {want}, against 1F1B's {one} on rank 0.")

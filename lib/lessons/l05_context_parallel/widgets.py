@@ -1,0 +1,92 @@
+"""Widgets of notebook 05 (context parallelism): thin shells over ``experiments`` and ``figures``."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from lessons.common.viz.controls import LAYOUT, STYLE, show
+from lessons.common.viz.style import WARNING_COLOR, fmt_bytes
+from . import experiments, figures
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    return ("<table>" + "".join(f"<tr><td>{html.escape(a)}</td><td><b>{html.escape(b)}</b></td></tr>"
+                                for a, b in rows) + "</table>")
+
+
+def _work(blocks) -> str:
+    return ", ".join(f"{b:g}" for b in blocks)
+
+
+def predict_html(res: dict) -> str:
+    """``experiments.predict``'s result as a small table (or its error)."""
+    if "error" in res:
+        return f"<p style='color:{WARNING_COLOR}'>{html.escape(res['error'])}</p>"
+    return "<h4>predicted (parlab.cost)</h4>" + _table([
+        ("bytes per rank, one layer, one step", f"{fmt_bytes(res['bytes'])} "
+         f"(Megatron SP at t={res['cp']}: {fmt_bytes(res['megatron_bytes'])})"),
+        ("attention memory per rank", fmt_bytes(res["memory"])),
+        ("work per rank (blocks)", _work(res["work"])),
+        ("imbalance (max/mean)", f"{res['imbalance']:.2f}")])
+
+
+def live_html(res: dict) -> str:
+    """``experiments.live``'s measurements as a small table (or its error)."""
+    if "error" in res:
+        return f"<p style='color:{WARNING_COLOR}'>{html.escape(res['error'])}</p>"
+    work = res["counted_work"]
+    return "<h4>measured on CPU ranks</h4>" + _table([
+        ("bytes rank 0 sent, one layer, one step", f"{fmt_bytes(res['counted_bytes'])} "
+         f"(formula {fmt_bytes(res['bytes'])})"),
+        ("attention memory per rank (peak allocated)", f"{fmt_bytes(res['counted_memory'])} "
+         f"(largest tensor {fmt_bytes(res['largest'])})"),
+        ("work per rank (blocks, counted)", _work(work)),
+        ("imbalance (max/mean)", f"{max(work) / (sum(work) / len(work)):.2f}"),
+        ("training step (median)", f"{res['step_s'] * 1e3:.1f} ms"),
+        ("machine", res["load"])])
+
+
+def cp_explorer(seq_len: int = 32, cp: int = 2, layout: str = "zigzag", attention: str = "ring",
+                run_now: bool = True):
+    """Choose the sequence length, cp, the layout and ring vs Ulysses: the formulas update at
+    once (``experiments.predict``); "run live" trains the 2-block GPT on cp CPU ranks and
+    shows one attention call per rank on a timeline with what it counted and measured
+    (``experiments.live``)."""
+    seq = w.Dropdown(options=[16, 32, 64, 128, 256], value=seq_len, description="sequence length",
+                     layout=LAYOUT, style=STYLE)
+    cps = w.ToggleButtons(options=[1, 2, 4], value=cp, description="CP degree", style=STYLE)
+    lay = w.ToggleButtons(options=["contiguous", "zigzag"], value=layout, description="layout",
+                          style=STYLE)
+    att = w.ToggleButtons(options=["ring", "ulysses"], value=attention, description="attention",
+                          style=STYLE)
+    button = w.Button(description="run live on CPU ranks", icon="play", layout={"width": "auto"})
+    pred_out, live_out, fig_out = w.HTML(), w.HTML(), w.Output()
+
+    def predict(_=None):
+        pred_out.value = predict_html(experiments.predict(seq.value, cps.value, lay.value, att.value))
+
+    def stale(_=None):  # a stale measurement would mislead: clear it
+        live_out.value = "<p>press <i>run live</i></p>"
+        fig_out.clear_output()
+
+    def run_live(_=None):
+        live_out.value = "<p>running ...</p>"
+        res = experiments.live(seq.value, cps.value, lay.value, att.value)
+        live_out.value = live_html(res)
+        fig_out.clear_output(wait=True)
+        if "error" not in res:
+            with fig_out:
+                show(figures.ring_timeline(res["events"], f"one forward attention call, "
+                                           f"{res['attention']}, cp={res['cp']}, {res['layout']}"))
+
+    for control in (seq, cps, lay, att):
+        control.observe(predict, names="value")
+        control.observe(stale, names="value")
+    button.on_click(run_live)
+    predict()
+    run_live() if run_now else stale()
+    return w.VBox([w.HBox([seq, button]), cps, lay, att,
+                   w.HBox([pred_out, live_out], layout={"justify_content": "space-around"}),
+                   fig_out])

@@ -1,0 +1,138 @@
+"""Drills on 3D parallelism: degrees, memory and bubble of a layout, its data-parallel
+and pipeline traffic, an iteration's time at GPU scale, the global norm for clipping
+(notebook 06)."""
+
+from __future__ import annotations
+
+from parlab import cost
+from parlab.hardware import LINK_PRESETS
+from lessons.common.drills.core import Ask, fmt, template
+
+S1 = ("06", 1, "The mesh")
+S2 = ("06", 2, "Correct first: a 3D run equals one device")  # its "Clipping by the global norm"
+S3 = ("06", 3, "Prediction vs measurement: every layout of 8 ranks")
+S4 = ("06", 4, "At GPU scale: the planner against published runs")
+BUBBLE = ("03", 4, "The bubble, predicted and measured")
+
+N_PARAMS = (7, 13, 70, 175)  # billions: round, so n / (tp pp) stays whole
+
+
+def layout(rng):
+    """(n_gpus, tp, pp, dp) with tp inside an 8-GPU node."""
+    tp, pp, dp = rng.choice((1, 2, 4, 8)), rng.choice((1, 2, 4, 8, 16)), \
+        rng.choice((2, 4, 8, 16, 32, 64))
+    return tp * pp * dp, tp, pp, dp
+
+
+@template("dp_degree", "3d", S1)
+def dp_degree(rng):
+    n, tp, pp, dp = layout(rng)
+    d = cost.data_parallel_degree(n, tp, pp)
+    return Ask(f"{n} GPUs are laid out as tensor-parallel degree {tp} and pipeline-parallel "
+               f"degree {pp}. What is the data-parallel degree?", d, "",
+               f"n = dp·tp·pp, so dp = {n}/({tp}·{pp}) = {d} (cost.data_parallel_degree; "
+               f"Narayanan et al. §3).", rel_tol=0)
+
+
+@template("layout_model_states", "3d", S4)
+def layout_model_states(rng):
+    n, tp, pp, dp = layout(rng)
+    N, stage = rng.choice(N_PARAMS) * 10 ** 9, rng.choice((0, 1))
+    m = cost.zero_memory(N // (tp * pp), dp, stage)["total"] / 1e9
+    return Ask(f"A {N // 10 ** 9}B-parameter model on tp = {tp}, pp = {pp}, dp = {dp}, "
+               f"mixed-precision Adam (2 + 2 + 12 B per parameter), "
+               f"{cost.ZERO_STAGE_NAMES[stage]} across the data-parallel replicas. How many GB "
+               f"of model states per GPU (weights split evenly over tp·pp)?", m, "GB",
+               f"Each GPU owns N/(tp·pp) = {fmt(N / (tp * pp) / 1e9)}e9 parameters; "
+               + ("16 B each" if stage == 0 else "4 B each + 12 B / dp of optimizer state")
+               + f": {fmt(m)} GB (cost.zero_memory).")
+
+
+@template("layout_bubble", "3d", BUBBLE)
+def layout_bubble(rng):
+    n, tp, pp, dp = layout(rng)
+    pp = max(pp, 2)
+    b = rng.choice((1, 2))
+    m = rng.choice((4, 8, 16, 32))
+    B = m * b * dp
+    f = cost.bubble_fraction(pp, m) * 100
+    return Ask(f"Global batch {B} sequences, micro-batch {b}, data-parallel degree {dp}, "
+               f"pipeline of pp = {pp} stages (1F1B). What share of each step is the "
+               f"pipeline bubble?", f, "%",
+               f"m = B/(b·dp) = {B}/({b}·{dp}) = {m} micro-batches per replica; "
+               f"(pp-1)/(m+pp-1) = {pp - 1}/{m + pp - 1} = {fmt(f)}% (cost.bubble_fraction). "
+               f"More dp at a fixed global batch means fewer micro-batches and a bigger bubble.")
+
+
+@template("layout_grad_sync", "3d", S3)
+def layout_grad_sync(rng):
+    n, tp, pp, dp = layout(rng)
+    N = rng.choice(N_PARAMS) * 10 ** 9
+    spec = LINK_PRESETS[rng.choice(("IB-HDR", "IB-NDR"))]
+    alpha, bw = spec.latency_us * 1e-6, spec.gb_per_s_per_direction * 1e9
+    ms = cost.dp_grad_sync(N // (tp * pp), dp, alpha, bw)["time_s"] * 1e3
+    return Ask(f"A {N // 10 ** 9}B model on tp = {tp}, pp = {pp}, dp = {dp}; the data-parallel "
+               f"groups cross nodes over {spec.name} (α = {fmt(spec.latency_us)} µs, B = "
+               f"{fmt(spec.gb_per_s_per_direction)} GB/s). How many ms does each GPU's bf16 "
+               f"gradient all-reduce (ring) take per step, if nothing overlaps it?", ms, "ms",
+               f"Ψ = N/(tp·pp) × 2 B = {fmt(2 * N / (tp * pp) / 1e9)} GB; 2(dp-1)·α + "
+               f"2(dp-1)/dp·Ψ/B = {fmt(ms)} ms (cost.dp_grad_sync).")
+
+
+@template("layout_p2p_time", "3d", S3)
+def layout_p2p_time(rng):
+    n, tp, pp, dp = layout(rng)
+    pp, b, s, h = max(pp, 2), rng.choice((1, 2)), rng.choice((2048, 4096)), \
+        rng.choice((4096, 8192, 12288))
+    m = rng.choice((8, 16, 32))
+    spec = LINK_PRESETS[rng.choice(("IB-HDR", "IB-NDR"))]
+    alpha, bw = spec.latency_us * 1e-6, spec.gb_per_s_per_direction * 1e9
+    ms = cost.pipeline_p2p_time(b, s, h, pp, m, alpha, bw, tp=tp) * 1e3
+    return Ask(f"1F1B pipeline, pp = {pp} stages across nodes over {spec.name} (α = "
+               f"{fmt(spec.latency_us)} µs, B = {fmt(spec.gb_per_s_per_direction)} GB/s), "
+               f"m = {m} micro-batches of b = {b} × s = {s} tokens, h = {h}, bf16, tp = {tp} "
+               f"with the scatter/gather optimisation (each TP rank sends 1/tp). Blocking "
+               f"sends: how many ms of point-to-point time per step on the critical path?",
+               ms, "ms",
+               f"2(m + pp - 1) transfers of α + b·s·h·2 B/(tp·B) = {2 * (m + pp - 1)} × "
+               f"{fmt(ms / (2 * (m + pp - 1)))} ms = {fmt(ms)} ms (cost.pipeline_p2p_time; "
+               f"Narayanan et al. §4.1).")
+
+
+@template("iteration_time", "3d", S4)
+def iteration_time(rng):
+    B, n_gpus = rng.choice((512, 1024, 1536)), rng.choice((384, 768, 1536, 3072))
+    u, peak = rng.choice((0.4, 0.45, 0.5)), 312e12
+    flops = cost.megatron_flops(B, 2048, 96, 12288, 51200, "full")
+    sec = cost.training_time(flops, n_gpus, peak, u)
+    return Ask(f"GPT-3 175B (L = 96, h = 12288, V = 51200, s = 2048), global batch {B}, full "
+               f"activation recomputation, on {n_gpus} A100s (312 TFLOP/s bf16) reaching "
+               f"{fmt(u * 100)}% of peak. How many seconds per iteration? Count FLOPs as "
+               f"Narayanan et al.: 96·B·s·L·h²·(1 + s/(6h) + V/(16·L·h)).", sec, "s",
+               f"{fmt(flops / 1e18)} EFLOP per iteration (cost.megatron_flops) / ({n_gpus} × "
+               f"312 TFLOP/s × {u}) = {fmt(sec)} s (cost.training_time).")
+
+
+@template("clip_norm_overcount", "3d", S2)
+def clip_norm_overcount(rng):
+    tp, share = rng.choice((2, 4, 8)), rng.choice((0.1, 0.2, 0.3, 0.4, 0.5))
+    dp, mistake = rng.choice((2, 4, 8, 16)), rng.choice(("replicated", "dp", "both"))
+    rep, over_dp = mistake != "dp", mistake != "replicated"
+    f = cost.clip_norm_overcount(1 - share, share, tp if rep else 1, dp_summed=dp if over_dp else 1)
+    wrong, why = [], []
+    if rep:
+        a = cost.clip_norm_overcount(1 - share, share, tp)
+        wrong.append(f"counts the tensors every TP rank holds whole on all {tp} TP ranks")
+        why.append(f"the replicated squares R counted t times beside the split ones S: "
+                   f"sqrt((S + t·R) / (S + R)) = sqrt({fmt(1 - share)} + {tp}·{fmt(share)}) = {fmt(a)}")
+    if over_dp:
+        wrong.append(f"also all-reduces the squares over the {dp} data-parallel replicas")
+        why.append(f"the replicas hold the same averaged gradient, so the sum over DP counts it "
+                   f"{dp} times: ×√{dp} = {fmt(dp ** 0.5)}")
+    return Ask(f"A tp = {tp}, pp = 4, dp = {dp} run (plain DP) clips by the global gradient norm. "
+               f"The layer norms and row-parallel biases, which every TP rank holds whole, carry "
+               f"{fmt(share * 100)}% of ||g||². Its norm code {' and '.join(wrong)}. By what factor "
+               f"is the norm it computes too large?", f, "x",
+               "; ".join(why) + (f"; together {fmt(f)}" if len(why) > 1 else "")
+               + " (cost.clip_norm_overcount). The clip factor max_norm/||g|| is that many times "
+               "too small: every clipped step comes out that much shorter.")

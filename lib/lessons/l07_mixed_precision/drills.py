@@ -1,0 +1,75 @@
+"""Drills on precision (notebook 07): the formats' ulps and thresholds, bytes per parameter
+by recipe and ZeRO stage, the error bound of a bf16 gradient sum, fp8 scaling factors."""
+
+from __future__ import annotations
+
+from parlab import cost
+from lessons.common.drills.core import Ask, fmt, template
+
+S1 = ("07", 1, "The formats")
+S2 = ("07", 2, "Why fp32 master weights")
+S5 = ("07", 5, "The precision of communication")
+S6 = ("07", 6, "FP8")
+S7 = ("07", 7, "16 bytes per parameter, byte by byte")
+
+
+@template("vanishing_update", "precision", S2)
+def vanishing_update(rng):
+    w, f = rng.choice((0.5, 1.0, 2.0, 4.0, 0.03, 0.25)), rng.choice(("bf16", "fp16"))
+    t = cost.vanishing_update(w, f)
+    return Ask(f"A weight of {w:g} is stored in {f} and updated in place with round-to-nearest. "
+               f"Below what |update| does the weight not change at all?", t, "",
+               f"{f} has {cost.mantissa_bits(f)} mantissa bits: ulp({w:g}) = {fmt(cost.ulp(w, f))}; "
+               f"half of it, {fmt(t)}, rounds back (cost.vanishing_update).", rel_tol=0.001)
+
+
+@template("unit_roundoff", "precision", S1)
+def unit_roundoff(rng):
+    f = rng.choice(("bf16", "fp16", "e4m3", "e5m2"))
+    u = cost.unit_roundoff(f)
+    return Ask(f"What is the unit roundoff u (largest relative error of one round-to-nearest) of "
+               f"{f}?", u, "", f"u = 2^-(mantissa bits + 1) = 2^-{cost.mantissa_bits(f) + 1} = {fmt(u)} "
+               f"(cost.unit_roundoff; Higham §2.1).", rel_tol=0.001)
+
+
+@template("training_bytes", "precision", S7)
+def training_bytes(rng):
+    n, stage, dp = rng.choice((1.3, 7, 13, 70)), rng.choice((0, 1, 2, 3)), rng.choice((8, 16, 64))
+    r = cost.training_bytes(n * 1e9, "bf16_mixed", dp, stage)
+    return Ask(f"A {n:g}B-parameter model trains with bf16 mixed precision and Adam (fp32 master "
+               f"weights, m and v) on dp = {dp} GPUs with ZeRO stage {stage}. How many GB of model "
+               f"states per GPU (no activations)?", r["total"] / 1e9, "GB",
+               f"2 + 2 + 12 B per parameter, stage {stage} divides "
+               f"{['nothing', 'the 12', 'the 12 and the grads', 'all 16'][stage]} by {dp}: "
+               f"{fmt(r['total'] / 1e9)} GB (cost.training_bytes, ZeRO §5).")
+
+
+@template("allreduce_error", "precision", S5)
+def allreduce_error(rng):
+    n = rng.choice((8, 32, 64, 128, 200))
+    b = cost.summation_error_bound(n, "bf16")
+    return Ask(f"A ring all-reduce sums gradients over {n} ranks in bf16, each hop rounding its "
+               f"partial sum. What is the bound on |error| / sum|x_i| (gamma_(n-1)), in percent?",
+               100 * b, "%", f"gamma_(n-1) = (n-1)u / (1-(n-1)u) with u = 2^-8: {fmt(100 * b)}% "
+               f"(cost.summation_error_bound; Higham §4.2).")
+
+
+@template("fp8_scale", "precision", S6)
+def fp8_scale(rng):
+    amax, f = rng.choice((0.5, 3.0, 12.0, 80.0, 1000.0)), rng.choice(("e4m3", "e5m2"))
+    top = {"e4m3": 448.0, "e5m2": 57344.0}[f]
+    return Ask(f"Per-tensor current scaling to {f}: a tensor's amax is {amax:g}. By what factor "
+               f"is it multiplied before the cast?", top / amax, "x",
+               f"s = fp8 max / amax = {top:g} / {amax:g} = {fmt(top / amax)} (the largest value "
+               f"lands on {f}'s max, from its bits in cost.FORMATS; Micikevicius et al. 2022).")
+
+
+@template("adam_state_share", "precision", S7)
+def adam_state_share(rng):
+    recipe = rng.choice(("fp32", "bf16_mixed"))
+    b = cost.training_bytes_per_param(recipe)
+    share = 100 * (b["master"] + b["adam_m"] + b["adam_v"]) / b["total"]
+    return Ask(f"Recipe {recipe} with Adam: what share (%) of the model-state bytes per parameter "
+               f"is optimizer state (master copy, m, v)?", share, "%",
+               f"{b['master'] + b['adam_m'] + b['adam_v']:g} of {b['total']:g} B "
+               f"(cost.training_bytes_per_param): what ZeRO-1 shards first.")

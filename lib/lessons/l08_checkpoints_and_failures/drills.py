@@ -1,0 +1,109 @@
+"""Drills on reliability (notebook 08): checkpoint bytes and write time, interruptions per
+day, Young's interval, goodput, and what a straggler costs a synchronous step."""
+
+from __future__ import annotations
+
+from parlab import cost
+from lessons.common.drills.core import Ask, fmt, template
+
+S1 = ("08", 1, "Sharded checkpoints with DCP")
+S2 = ("08", 2, "Sync and async saves")
+S4 = ("08", 4, "Goodput at scale")
+S5 = ("08", 5, "Stragglers")
+
+MODELS = (7, 13, 70, 175, 405)
+
+
+@template("checkpoint_total", "reliability", S2)
+def checkpoint_total(rng):
+    n, weights = rng.choice(MODELS), rng.choice((0, 2))
+    r = cost.checkpoint_bytes(n * 1e9, weights=weights)
+    extra = " and the bf16 weights as well" if weights else " (not the bf16 copy of the weights)"
+    return Ask(f"A {n}B-parameter model trains with mixed precision and AdamW. Its checkpoint "
+               f"holds the fp32 master weights and both fp32 moments{extra}. How many GB is one "
+               f"checkpoint?", r["total"] / 1e9, "GB",
+               f"{r['per_param']} B per parameter x {n}e9 = {fmt(r['total'] / 1e9)} GB "
+               f"(cost.checkpoint_bytes).")
+
+
+@template("checkpoint_per_rank", "reliability", S1)
+def checkpoint_per_rank(rng):
+    n, dp = rng.choice(MODELS), rng.choice((8, 64, 256, 1024))
+    r = cost.checkpoint_bytes(n * 1e9, dp)
+    return Ask(f"A {n}B-parameter model, ZeRO-3/FSDP over dp = {dp} ranks, saved with sharded DCP: "
+               f"each rank writes only its shard of the fp32 master weights and AdamW's two fp32 "
+               f"moments. How many GB does one rank write?", r["per_rank"] / 1e9, "GB",
+               f"12 B x {n}e9 / {dp} = {fmt(r['per_rank'] / 1e9)} GB (cost.checkpoint_bytes); "
+               f"plus a small .metadata file for the whole checkpoint.")
+
+
+@template("checkpoint_write_time", "reliability", S2)
+def checkpoint_write_time(rng):
+    n, bw = rng.choice(MODELS), rng.choice((10, 50, 100, 500, 2000))
+    size = cost.checkpoint_bytes(n * 1e9, weights=2)["total"]
+    c = cost.checkpoint_seconds(size, bw * 1e9)
+    return Ask(f"A {n}B-parameter model's checkpoint at 14 B/param (fp32 master weights, AdamW m and "
+               f"v, bf16 weights) is written to storage that sustains {bw} GB/s for the whole job. How "
+               f"many seconds does a synchronous save stall training?", c, "s",
+               f"{fmt(size / 1e12)} TB / {bw} GB/s = {fmt(c)} s (cost.checkpoint_bytes, "
+               f"cost.checkpoint_seconds). An async save stalls only for the copy to host memory.")
+
+
+@template("interruptions_per_day", "reliability", S4)
+def interruptions_per_day(rng):
+    n, years = rng.choice((2048, 4096, 16384, 32768, 100000)), rng.choice((1, 3, 5, 10))
+    per_day = cost.interruptions_per_day(n, years * cost.reliability.HOURS_PER_YEAR)
+    return Ask(f"Each GPU fails independently with a mean time between failures of {years} year(s). "
+               f"A synchronous job on {n:,} GPUs stops at any failure. How many interruptions per day "
+               f"does it expect?", per_day, "",
+               f"24 h x {n:,} / ({years} x 8,760 h) = {fmt(per_day)} per day "
+               f"(cost.interruptions_per_day). Llama 3 saw 419 unexpected ones in 54 days on 16,384 GPUs.")
+
+
+@template("young_interval", "reliability", S4)
+def young_interval(rng):
+    c, m_h = rng.choice((10, 30, 60, 120, 300)), rng.choice((1, 2, 3, 6, 12))
+    tau = cost.young_interval(c, m_h * 3600)
+    return Ask(f"A checkpoint stalls training for C = {c} s and the job fails on average every "
+               f"{m_h} h. By Young's first-order rule, how many minutes of training should pass "
+               f"between checkpoints?", tau / 60, "min",
+               f"tau = sqrt(2 C M) = sqrt(2 x {c} x {m_h * 3600}) s = {fmt(tau)} s = {fmt(tau / 60)} min "
+               f"(cost.young_interval; Young 1974). Daly's higher-order form differs by under C.")
+
+
+@template("goodput", "reliability", S4)
+def goodput(rng):
+    c, m_h, r = rng.choice((10, 30, 60)), rng.choice((3, 6, 12, 24)), rng.choice((60, 300, 600))
+    m = m_h * 3600
+    tau = cost.young_interval(c, m)
+    g = cost.goodput(tau, c, m, r)["goodput"] * 100
+    return Ask(f"Checkpoint stall C = {c} s, job MTBF {m_h} h, restart R = {r} s, and a checkpoint "
+               f"every tau = sqrt(2CM) = {tau:,.0f} s. Each failure loses on average tau/2 + C + R. "
+               f"What percentage of wall time is useful training (goodput)?", g, "%",
+               f"(1 - (tau/2 + C + R)/M) x tau/(tau + C) = {fmt(g)}% (cost.goodput).", rel_tol=0.01)
+
+
+@template("dp_straggler", "reliability", S5)
+def dp_straggler(rng):
+    n, t, s = rng.choice((8, 64, 1024)), rng.choice((100, 250, 500)), rng.choice((10, 20, 50))
+    computes = [t] * n
+    computes[0] = t * (1 + s / 100)
+    comm = rng.choice((20, 50))
+    step = cost.synchronous_step(computes, comm)
+    return Ask(f"Data parallelism on {n} GPUs: each computes its micro-batch in {t} ms, then the "
+               f"gradient all-reduce takes {comm} ms once everyone has joined. One GPU runs {s}% slow "
+               f"(thermal throttling). How many ms is the step?", step, "ms",
+               f"The all-reduce cannot finish before the last rank joins: max compute {fmt(max(computes))} "
+               f"ms + {comm} ms = {fmt(step)} ms (cost.synchronous_step): one slow GPU slows all {n}.")
+
+
+@template("pipeline_straggler", "reliability", S5)
+def pipeline_straggler(rng):
+    p, m, tf, s = rng.choice((4, 8)), rng.choice((8, 16, 32)), rng.choice((5, 10)), rng.choice((25, 50, 100))
+    t = cost.pipeline_time_with_straggler(p, m, tf, 2 * tf, s / 100)
+    return Ask(f"A pipeline of p = {p} stages, m = {m} micro-batches, forward {tf} ms and backward "
+               f"{2 * tf} ms per micro-batch per stage; one stage is {s}% slower. Counting the slow "
+               f"stage's busy time plus one fill and drain through the others, how many ms is the "
+               f"step (an upper bound for 1F1B)?", t, "ms",
+               f"m (1 + s)(t_f + t_b) + (p - 1)(t_f + t_b) = {fmt(t)} ms "
+               f"(cost.pipeline_time_with_straggler); all equal: {fmt((m + p - 1) * 3 * tf)} ms.")

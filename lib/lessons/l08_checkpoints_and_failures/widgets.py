@@ -1,0 +1,63 @@
+"""Widgets of notebook 08: the goodput explorer, a thin shell over
+``experiments.goodput_at_scale`` and ``figures.goodput_figure``."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from lessons.common.viz.controls import LAYOUT, STYLE, show
+from lessons.common.viz.style import WARNING_COLOR, fmt_seconds
+from . import experiments, figures
+
+GPUS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+
+
+def explorer_html(res: dict) -> str:
+    """``experiments.goodput_at_scale``'s numbers as a small table."""
+    rows = [("interruptions per day", f"{res['per_day']:.1f}"),
+            ("job MTBF", fmt_seconds(res["job_mtbf_s"]) + f" ({res['job_mtbf_s'] / 3600:.2f} h)"),
+            ("checkpoint stall C", fmt_seconds(res["checkpoint_s"])),
+            ("Young's τ* = √(2CM)", fmt_seconds(res["young_s"])),
+            ("Daly's τ", fmt_seconds(res["daly_s"])),
+            ("goodput at τ*", f"{res['goodput']:.1%}")]
+    return "<table>" + "".join(f"<tr><td>{html.escape(a)}</td><td><b>{html.escape(b)}</b></td></tr>"
+                               for a, b in rows) + "</table>"
+
+
+def goodput_explorer(n_gpus: int = 16384, mtbf_years: float | None = None, checkpoint_tb: float = 4.86,
+                     bandwidth_gb_s: float = 81.0, restart_s: float = 600.0):
+    """Sliders for the GPUs, the MTBF per GPU (years), the checkpoint size (TB), the storage
+    bandwidth (GB/s, aggregate) and the restart time (s): interruptions per day, tau*,
+    goodput and the goodput curve update at once."""
+    if mtbf_years is None:
+        mtbf_years = experiments.LLAMA3_GPU_MTBF_H / (24 * 365)
+    gpus = w.SelectionSlider(options=GPUS, value=n_gpus if n_gpus in GPUS else 16384,
+                             description="GPUs", layout=LAYOUT, style=STYLE)
+    mtbf = w.FloatLogSlider(value=mtbf_years, base=10, min=-0.5, max=2, step=0.05,
+                            description="MTBF per GPU (years)", layout=LAYOUT, style=STYLE)
+    size = w.FloatLogSlider(value=checkpoint_tb, base=10, min=-1, max=1.5, step=0.05,
+                            description="checkpoint (TB)", layout=LAYOUT, style=STYLE)
+    bw = w.FloatLogSlider(value=bandwidth_gb_s, base=10, min=0, max=4, step=0.05,
+                          description="storage (GB/s)", layout=LAYOUT, style=STYLE)
+    restart = w.FloatLogSlider(value=restart_s, base=10, min=0, max=4, step=0.05,
+                               description="restart R (s)", layout=LAYOUT, style=STYLE)
+    numbers, fig_out = w.HTML(), w.Output()
+
+    def update(_=None):
+        try:
+            res = experiments.goodput_at_scale(gpus.value, mtbf.value * 24 * 365, size.value * 1e12,
+                                               bw.value * 1e9, restart.value)
+        except ValueError as e:
+            numbers.value = f"<p style='color:{WARNING_COLOR}'>{html.escape(str(e))}</p>"
+            return
+        numbers.value = explorer_html(res)
+        fig_out.clear_output(wait=True)
+        with fig_out:
+            show(figures.goodput_figure(res))
+
+    for control in (gpus, mtbf, size, bw, restart):
+        control.observe(update, names="value")
+    update()
+    return w.VBox([w.HBox([w.VBox([gpus, mtbf, size, bw, restart]), numbers]), fig_out])

@@ -1,0 +1,103 @@
+"""Notebook 09's exercise: the decision rule as code. ``my_layout`` gets a model's size and
+a cluster and returns tp, pp and dp; the checker asks the planner (notebook 06 §4) where
+that layout ranks among every layout that fits, for five jobs from 4 to 3072 GPUs. A
+layout is right when it fits and the planner cannot tell it from the best: slower than
+the best even at the best end of its error band and the worst end of the best's
+(``Plan.distinguishable``) is "Not yet"."""
+
+from __future__ import annotations
+
+from parlab import cost, planner
+from parlab.validate import check_int
+from lessons.common.checkers import core
+from .hints import HINTS
+
+# (model, GPUs, GPU): one node or less, a few nodes, and a large cluster
+CASES = (("7B", 4, "A100-80GB"), ("13B", 16, "A100-80GB"), ("70B", 64, "H100"),
+         ("175B", 1024, "A100-80GB"), ("megatron-1T", 3072, "A100-80GB"))
+GPUS_PER_NODE = 8
+
+
+def solution_layout(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
+    """Split only what must be split: states must fit in ~70% of the GPU (the rest is for
+    activations); TP inside a node first, then PP; data parallelism (with ZeRO) for the rest."""
+    budget = 0.7 * gpu_memory_gb * 1e9
+
+    def states(tp, pp):  # bytes per GPU: ZeRO-2 without a pipeline, ZeRO-1 with one
+        dp = n_gpus // (tp * pp)
+        kept = 2 if pp == 1 else 4  # fp16 weights (and, with a pipeline, fp16 grads) whole
+        return n_params / (tp * pp) * (kept + (16 - kept) / dp)
+
+    tp, pp = 1, 1
+    while states(tp, pp) > budget and tp < gpus_per_node and n_heads % (2 * tp) == 0 \
+            and 2 * tp * pp <= n_gpus:
+        tp *= 2
+    while states(tp, pp) > budget and n_layers % (2 * pp) == 0 and 2 * tp * pp <= n_gpus:
+        pp *= 2
+    return {"tp": tp, "pp": pp, "dp": n_gpus // (tp * pp)}
+
+
+SOLUTIONS = {"my_layout": solution_layout}
+
+
+def hints(name: str):
+    """Hint 1, hint 2, then the reference solution ("my_layout"), each behind a click."""
+    return core.hints(SOLUTIONS, HINTS, name)
+
+
+def _case_args(model: str, n_gpus: int, gpu: str) -> tuple:
+    spec = planner.resolve_model(model)
+    n_params = spec.n_layers * cost.layer_params(spec.shape)["total"] + spec.embedding_params()
+    return (n_params, spec.n_layers, spec.n_heads, n_gpus, GPUS_PER_NODE,
+            planner.resolve_gpu(gpu).memory_gb)
+
+
+def _judge(model, n_gpus, gpu, got) -> str | None:
+    """None when ``got`` is a layout the planner cannot tell from the best; else why not."""
+    where = f"{model} on {n_gpus} × {gpu}: my_layout returned {core.shown(got, 60)}"
+    if not isinstance(got, dict) or any(k not in got for k in ("tp", "pp", "dp")):
+        return f"{where}; return a dict with keys 'tp', 'pp', 'dp'"
+    degrees, why = core.as_numbers([got["tp"], got["pp"], got["dp"]], whole=True)
+    if why:
+        return f"{where}: the degrees {why}"
+    tp, pp, dp = degrees
+    if min(degrees) < 1 or tp * pp * dp != n_gpus:
+        return f"{where}: tp · pp · dp = {tp * pp * dp}, it must be {n_gpus} (every GPU used once)"
+    p = planner.plan(model, n_gpus, gpu, cps=(1,))
+    mine = next((c for c in p.ranked if (c.tp, c.pp) == (tp, pp)), None)
+    if mine is None:
+        why = next((i.reasons[0] for i in p.infeasible if (i.tp, i.pp) == (tp, pp)),
+                   "the planner has no such layout")
+        return f"{model} on {n_gpus} × {gpu}, tp={tp} pp={pp} dp={dp}: {why}"
+    if p.distinguishable(mine):
+        return (f"{model} on {n_gpus} × {gpu}, tp={tp} pp={pp} dp={dp} fits but ranks "
+                f"#{p.ranked.index(mine) + 1} of {len(p.ranked)}, "
+                f"{mine.rank_time / p.best.rank_time - 1:+.0%} against the best "
+                f"({p.best.label}): slower beyond the planner's error bar")
+    return None
+
+
+def check_layout(fn, cases=CASES, timeout: float = 30.0) -> dict:
+    """``fn(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb)`` -> dict
+    tp, pp, dp for each case of ``cases`` ((model, GPUs, GPU) with model a
+    ``planner.MODELS`` key), judged by the planner. ``fn`` runs in a child process."""
+    if not cases or any(not isinstance(c, tuple) or len(c) != 3 for c in cases):
+        raise ValueError(f"cases={cases!r} must be (model, n_gpus, gpu) tuples")
+    for model, n, gpu in cases:
+        if model not in planner.MODELS:
+            raise ValueError(f"cases: model={model!r} must be one of {', '.join(planner.MODELS)}")
+        check_int("n_gpus", n)
+        planner.resolve_gpu(gpu)
+    core.check_timeout(timeout)
+    results, failed = core.call_learner(fn, [_case_args(*c) for c in cases],
+                                        label="my_layout", timeout=timeout)
+    for case, got in zip(cases, results):
+        why = _judge(*case, got)
+        if why:
+            return core.verdict(False, why)
+    if failed:
+        return failed
+    picked = ", ".join(f"{m} on {n}: tp={g['tp']} pp={g['pp']} dp={g['dp']}"
+                       for (m, n, _), g in zip(cases, results))
+    return core.verdict(True, f"every layout fits and is as fast as the best within the "
+                        f"planner's error bar ({picked}).")

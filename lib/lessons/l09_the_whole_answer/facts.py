@@ -1,0 +1,72 @@
+"""The numbers the mock interview quotes, each from the function that the notebook which
+measures it uses (``cost``, ``planner`` and the notebooks' own ``interview`` helpers).
+Nothing here runs ranks: the measurements stay in their notebooks, linked by section."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from parlab import cost, planner
+
+GB = 1e9
+
+
+@lru_cache(maxsize=1)
+def facts() -> dict:
+    """Every figure of the 30-second and 3-minute answers, the follow-ups and the claims
+    table, keyed by topic. Cached: about a second the first time (the 3D planner checks)."""
+    from lessons.l06_3d_parallel.experiments import interview as threed
+    from lessons.l03_pipeline_parallel.experiments import interview as pipeline
+    from lessons.l08_checkpoints_and_failures.experiments import goodput_at_scale, llama3_check
+
+    f: dict = {}
+    S = 14e9  # 7B's fp16 gradients, the all-reduce 00 and 01 count
+    f["ring"] = {n: cost.collective_bytes("all_reduce", S, n) / S for n in (2, 8, 1024)}
+    f["ring_steps"] = {n: cost.collective_steps("all_reduce", n) for n in (8, 1024)}
+
+    f["bytes_per_param"] = cost.zero_memory(1, 1, 0)["total"]
+    seven = cost.MODEL_PRESETS["7B"]
+    f["7b_params"] = seven.n_params
+    f["7b_fp16_gb"] = 2 * seven.n_params / GB
+    f["7b_ddp"] = cost.memory_plan("7B", 4, 80.0, stage=0, recompute="full")
+    f["7b_zero1"] = cost.memory_plan("7B", 4, 80.0, stage=1)
+    f["7b_zero3_full"] = cost.memory_plan("7B", 4, 80.0, stage=3, recompute="full")
+    f["7b_best"] = planner.plan("7B", 4, "A100-80GB").best.label
+    f["7b_zero_stage_that_fits"] = next(
+        s for s in range(4) if cost.memory_plan("7B", 4, 80.0, stage=s, recompute="full")["fits"])
+
+    tp = cost.tp_comm_per_layer(1, 2048, 12288, 8)  # GPT-3 175B's layer, t = 8
+    MiB = 2 ** 20  # the seed's "48 MB" and "96 MB" are MiB: b·s·h·2 = 48 MiB exactly
+    f["tp"] = dict(collectives=tp["collectives"], forward=tp["forward"]["all_reduce"],
+                   message_mib=tp["message_bytes"] / MiB, step_mib=tp["bytes"] / MiB,
+                   seed_mib=2 * tp["message_bytes"] / MiB,
+                   sp_step_mib=cost.tp_comm_per_layer(1, 2048, 12288, 8,
+                                                      sequence_parallel=True)["bytes"] / MiB)
+
+    p = pipeline()
+    f["bubble"] = dict(p=p["b"]["p"], m=p["b"]["m"], fraction=p["b"]["fraction"],
+                       ratio=p["b"]["ratio"], m20=p["a"]["m20"],
+                       at_4p={q: share for q, share, _ in p["c"]["rows"]},
+                       peak={m: held for m, held in p["d"].items()},
+                       interleaved_v2=cost.bubble_fraction(4, 8, 2))
+
+    f["capacity"] = dict(tokens=4096, experts=8, cf=1.25,
+                         slots=cost.expert_capacity(4096, 8, 1.25))
+
+    t = threed()
+    seed = t["a"]["seed"]
+    f["gpt3_seed"] = dict(product=seed["product"], layers_per_stage=seed["layers_per_stage"],
+                          at_52=seed["claimed_tflops_at_52pct"],
+                          table2={n: r["paper"] for n, r in t["a"]["table2"].items()})
+    f["order"] = t["c"]["order"]
+    f["thirteen"] = t["c"]["thirteen"]  # "13B: TP = 4 + PP = 2" on one 8-GPU A100 node
+    one_t = dict(batch=1, seq_len=2048, n_layers=128, d_model=25600, vocab_size=51200)
+    f["mfu_1t"] = cost.mfu_from_hfu(0.52, cost.megatron_flops(**one_t, recompute="none"),
+                                    cost.megatron_flops(**one_t, recompute="full"))
+    f["gpt3_mfu"] = 0.213  # PaLM (Chowdhery et al. 2022), Table 3: GPT-3's own training run
+
+    f["bf16_ulp"] = cost.ulp(1.0, "bf16")
+    f["llama3"] = llama3_check()
+    # the same job with Llama 3's own storage (§3.3.1: 2 TB/s), as notebook 08 §4 checks it
+    f["llama3_fast"] = {k: v for k, v in goodput_at_scale(bandwidth=2e12).items() if k != "curve"}
+    return f

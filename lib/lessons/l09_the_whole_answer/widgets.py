@@ -1,0 +1,95 @@
+"""Notebook 09's controls: the decision walk-through (model, GPUs, GPU type) and the timed
+mixed drill (English / 中文). Thin shells: ``walkthrough.decide`` and ``drill.TimedDrill``
+decide everything; these only draw."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from parlab import planner
+from lessons.common.viz.style import VERDICT_COLORS
+from .drill import TimedDrill
+from .figures import walkthrough_html
+from .walkthrough import decide
+
+_GPUS = ("A100-80GB", "H100", "H200")
+_COUNTS = (4, 8, 16, 64, 256, 1024, 4096, 16384)
+
+
+def walkthrough_widget(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100"):
+    """Pick a model, a GPU count and a GPU: the walk-through redraws."""
+    m = W.Dropdown(options=list(planner.MODELS), value=model, description="model")
+    n = W.Dropdown(options=_COUNTS, value=n_gpus, description="GPUs")
+    g = W.Dropdown(options=_GPUS, value=gpu, description="GPU")
+    out = W.HTML()
+
+    def draw(_=None):
+        try:
+            out.value = walkthrough_html(decide(m.value, n.value, g.value))
+        except ValueError as e:  # e.g. a GPU count the model's heads cannot divide
+            out.value = f"<i>{html.escape(str(e))}</i>"
+
+    for c in (m, n, g):
+        c.observe(draw, names="value")
+    draw()
+    return W.VBox([W.HBox([m, n, g]), out])
+
+
+def timed_drill_widget(seed: int = 0):
+    """Ten questions, one per topic, against the clock; the prompt in English or 中文."""
+    state = {"drill": TimedDrill(seed), "i": 0, "last": None}
+    lang = W.ToggleButtons(options=[("English", "en"), ("中文", "zh")], value="en")
+    prompt, feedback, answer, score = W.HTML(), W.HTML(), W.HTML(), W.HTML()
+    box = W.Text(placeholder="your answer", continuous_update=False, layout=W.Layout(width="200px"))
+    check = W.Button(description="Check", button_style="primary", layout=W.Layout(width="90px"))
+    reveal = W.Button(description="Show answer", layout=W.Layout(width="120px"))
+    nxt = W.Button(description="Next", layout=W.Layout(width="90px"))
+    again = W.Button(description="Start again", layout=W.Layout(width="110px"))
+
+    def show():
+        d, i = state["drill"], state["i"]
+        q, zh = d.questions[i]
+        text = q.prompt if lang.value == "en" else zh
+        prompt.value = (f"<b>{i + 1} / {len(d.questions)}</b> <small>[{html.escape(q.topic)}]"
+                        f"</small><br>{html.escape(text)}")
+        box.placeholder = f"your answer{' in ' + q.unit if q.unit else ''}"
+        score.value = f"<small>{html.escape(d.score()['text'])}</small>"
+
+    def on_check(_=None):
+        value = box.value.strip()
+        if not value or value == state["last"]:
+            return
+        state["last"] = value
+        v = state["drill"].answer(state["i"], value)
+        colour = VERDICT_COLORS["right" if v["ok"] else "wrong"]
+        feedback.value = f"<span style='color:{colour}'>{html.escape(v['message'])}</span>"
+        show()
+
+    def on_reveal(_=None):
+        d, i = state["drill"], state["i"]
+        d.reveal(i)
+        q = d.questions[i][0]
+        answer.value = f"<b>{html.escape(q.answer_text)}</b>: {html.escape(q.explanation)}"
+        show()
+
+    def on_next(_=None):
+        state["i"] = (state["i"] + 1) % len(state["drill"].questions)
+        state["last"], box.value, feedback.value, answer.value = None, "", "", ""
+        show()
+
+    def on_again(_=None):
+        state.update(drill=TimedDrill(state["drill"].questions[0][0].seed + 1), i=0, last=None)
+        box.value, feedback.value, answer.value = "", "", ""
+        show()
+
+    check.on_click(on_check)
+    reveal.on_click(on_reveal)
+    nxt.on_click(on_next)
+    again.on_click(on_again)
+    box.observe(lambda ch: on_check() if ch["new"].strip() else None, names="value")
+    lang.observe(lambda ch: show(), names="value")
+    show()
+    return W.VBox([W.HTML("<b>Timed drill</b> · one question from every topic"), lang, prompt,
+                   W.HBox([box, check, reveal, nxt, again]), feedback, answer, score])

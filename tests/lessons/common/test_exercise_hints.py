@@ -1,0 +1,74 @@
+"""Tiered help: every coding exercise has hint 1, hint 2 and its solution, each behind
+its own click, and nothing of them shows before a click."""
+
+from __future__ import annotations
+
+import importlib
+from html.parser import HTMLParser
+
+import pytest
+
+from lessons.common.checkers import hints as hints_mod
+
+TOPICS = ["collectives", "data_parallel", "tensor_parallel", "pipeline_parallel",
+          "expert_parallel", "context_parallel", "parallel_3d", "precision", "reliability",
+          "capstone"]
+EXERCISES = [(t, n) for t in TOPICS
+             for n in importlib.import_module(f"lessons.common.checkers.{t}").SOLUTIONS]
+
+
+class _Visible(HTMLParser):
+    """The text a browser shows with every <details> closed: summaries of the open
+    levels only (a closed details shows its summary and nothing else)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.shown, self.in_summary = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "details":
+            self.stack.append(False)  # closed: only its summary is visible
+        elif tag == "summary":
+            self.in_summary += 1
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self.stack.pop()
+        elif tag == "summary":
+            self.in_summary -= 1
+
+    def handle_data(self, data):
+        # visible: outside any details, or the summary of the outermost closed one
+        depth = len(self.stack)
+        if depth == 0 or (depth == 1 and self.in_summary):
+            self.shown.append(data)
+
+
+def test_every_exercise_has_two_hints_and_no_stale_ones():
+    names = {n for _, n in EXERCISES}
+    assert set(hints_mod.HINTS) == names
+    for name, tiers in hints_mod.HINTS.items():
+        assert len(tiers) == 2 and all(len(t) > 40 for t in tiers), name
+        assert tiers[0] != tiers[1], name
+
+
+@pytest.mark.parametrize("topic,name", EXERCISES)
+def test_hints_open_one_level_at_a_time_and_hide_the_solution(topic, name):
+    mod = importlib.import_module(f"lessons.common.checkers.{topic}")
+    page = mod.hints(name).data
+    assert page.count("<details>") == 3  # hint 1 > hint 2 > solution, nested
+    assert page.index("Hint 2") > page.index(hints_mod.HINTS[name][0][:20])
+    assert page.index("Reference solution") > page.index(hints_mod.HINTS[name][1][:20])
+    assert f"def {name}(" in page  # the solution, under the exercise's own name
+    seen = _Visible()
+    seen.feed(page)
+    visible = "".join(seen.shown)
+    assert "Hint 1" in visible and name in visible
+    for hidden in (*hints_mod.HINTS[name], "Hint 2", "def "):
+        assert hidden[:20] not in visible, (name, hidden)
+
+
+def test_an_unknown_exercise_is_a_value_error_naming_the_known_ones():
+    from lessons.l00_collectives import exercises as collectives
+    with pytest.raises(ValueError, match="my_reduce_scatter"):
+        collectives.hints("my_reduce")
