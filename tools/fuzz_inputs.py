@@ -47,14 +47,14 @@ def _runs():
     from parlab.context_parallel.runner import CPRun
     from parlab.data_parallel.runner import DPRun
     from parlab.expert_parallel.runner import EPRun
-    from parlab.parallel_nd.runner import Run3D
+    from parlab.parallel_nd.runner import NDRun
     from parlab.pipeline_parallel.runner import PPRun
     from parlab.tensor_parallel.runner import TPRun
     from parlab.zero.runner import ZeroRun
     return {"tp": (TPRun, "tensor_parallel"), "cp": (CPRun, "context_parallel"),
             "dp": (DPRun, "data_parallel"), "zero": (ZeroRun, "zero"),
             "pp": (PPRun, "pipeline_parallel"), "ep": (EPRun, "expert_parallel"),
-            "3d": (Run3D, "parallel_3d")}
+            "3d": (NDRun, "parallel_nd")}
 
 
 def _small(**kw):
@@ -159,16 +159,16 @@ def catalogue() -> list:
     # numeric answer checkers: any input gets a verdict
     def numeric(mod, fn, answer):
         import importlib
-        return getattr(importlib.import_module(f"lessons.common.checkers.{mod}"), fn)(answer)
+        return getattr(importlib.import_module(f"lessons.{mod}.exercises"), fn)(answer)
     answers = [10 ** 400, float("nan"), float("inf"), "np.array([1.0, 2.0])", ["a", 1], None,
                "3.0", True, "abc", [float("nan")]]
-    for mod, fn in [("collectives", "check_ring_bytes"), ("collectives", "check_allreduce_time"),
-                    ("pipeline_parallel", "check_bubble"), ("pipeline_parallel", "check_min_m"),
-                    ("data_parallel", "check_zero_memory"), ("expert_parallel", "check_capacity"),
-                    ("tensor_parallel", "check_activation_bytes"),
-                    ("context_parallel", "check_imbalance"), ("parallel_3d", "check_bubble"),
-                    ("parallel_3d", "check_coords"), ("parallel_3d", "check_tp_group"),
-                    ("context_parallel", "check_zigzag_positions")]:
+    for mod, fn in [("l00_collectives", "check_ring_bytes"), ("l00_collectives", "check_allreduce_time"),
+                    ("l03_pipeline_parallel", "check_bubble"), ("l03_pipeline_parallel", "check_min_m"),
+                    ("l01_data_parallel", "check_zero_memory"), ("l04_expert_parallel", "check_capacity"),
+                    ("l02_tensor_parallel", "check_activation_bytes"),
+                    ("l05_context_parallel", "check_imbalance"), ("l06_3d_parallel", "check_bubble"),
+                    ("l06_3d_parallel", "check_coords"), ("l06_3d_parallel", "check_tp_group"),
+                    ("l05_context_parallel", "check_zigzag_positions")]:
         for a in answers:
             def thunk(mod=mod, fn=fn, a=a):
                 import numpy as np
@@ -180,9 +180,9 @@ def catalogue() -> list:
               "sys.exit(3)": "import sys; sys.exit(3)",
               "KeyboardInterrupt": "raise KeyboardInterrupt", "raises": "raise RuntimeError('x')"}
     for what, body in bodies.items():
-        for mod, checker in [("pipeline_parallel", "check_partition"),
-                             ("parallel_3d", "check_groups"), ("pipeline_parallel", "check_1f1b"),
-                             ("collectives", "check_reduce_scatter")]:
+        for mod, checker in [("l03_pipeline_parallel", "check_partition"),
+                             ("l06_3d_parallel", "check_groups"), ("l03_pipeline_parallel", "check_1f1b"),
+                             ("l00_collectives", "check_reduce_scatter")]:
             def thunk(mod=mod, checker=checker, sig="*args, **kwargs", body=body):
                 import importlib
                 import linecache
@@ -193,10 +193,10 @@ def catalogue() -> list:
                 exec(compile(src, path, "exec"), ns)
                 kw = {"timeout": 10} if checker != "check_partition" else {}
                 try:
-                    return getattr(importlib.import_module(f"lessons.common.checkers.{mod}"), checker)(ns["learner"], **kw)
+                    return getattr(importlib.import_module(f"lessons.{mod}.exercises"), checker)(ns["learner"], **kw)
                 except TypeError as e:
                     if "timeout" in str(e):  # a checker without a timeout argument
-                        return getattr(importlib.import_module(f"lessons.common.checkers.{mod}"), checker)(ns["learner"])
+                        return getattr(importlib.import_module(f"lessons.{mod}.exercises"), checker)(ns["learner"])
                     raise
             add(f"{checker} learner {what}", ("verdict",), thunk)
 

@@ -212,7 +212,7 @@ def cmd_3d(args, out):
     from . import parallel_nd as p3
     n = _world(args)
     batch = args.batch_size or args.dp * args.micro_batches
-    run = p3.Run3D(steps=args.steps, batch_size=batch, lr=args.lr, dp=args.dp, pp=args.pp,
+    run = p3.NDRun(steps=args.steps, batch_size=batch, lr=args.lr, dp=args.dp, pp=args.pp,
                    cp=args.cp, tp=args.tp, micro_batches=args.micro_batches,
                    schedule=args.schedule, zero_stage=args.zero_stage,
                    sequence_parallel=args.sequence_parallel, compute=args.compute)

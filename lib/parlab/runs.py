@@ -65,7 +65,7 @@ class TrainRun:
         if getattr(self.config, "n_experts", 0) and not self.trains_moe:
             raise ValueError(f"config.n_experts={self.config.n_experts}: {type(self).__name__} "
                              "trains dense models only; a MoE config trains with "
-                             "parlab.expert_parallel (EPRun) or parlab.parallel_nd (Run3D)")
+                             "parlab.expert_parallel (EPRun) or parlab.parallel_nd (NDRun)")
         check_int("steps", self.steps)
         check_int("batch_size", self.batch_size)
         check_float("lr", self.lr)

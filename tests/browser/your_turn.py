@@ -11,11 +11,8 @@ import re
 import time
 
 import notebook_page as nbp
+from lessons import NOTEBOOKS
 
-TOPIC = {"00": "collectives", "01": "data_parallel", "02": "tensor_parallel",
-         "03": "pipeline_parallel", "04": "expert_parallel", "05": "context_parallel",
-         "06": "parallel_3d", "07": "precision", "08": "reliability",
-         "09": "capstone"}
 # One coding exercise per notebook, and a planted mistake a learner could make in it:
 # (exercise, text in the reference solution, what the mistake puts there instead)
 PLANTED = {
@@ -114,7 +111,7 @@ def _solution_and_mistake(stem: str) -> tuple[str, str, str]:
     from lessons.common.checkers import core
 
     name, right, wrong = PLANTED[stem]
-    mod = importlib.import_module(f"lessons.common.checkers.{TOPIC[stem]}")
+    mod = importlib.import_module(f"lessons.{NOTEBOOKS[stem]}.exercises")
     src = core.solution_source(mod.SOLUTIONS, name)
     assert right in src, f"the planted mistake of {name} no longer fits its solution"
     return name, src, src.replace(right, wrong, 1)

@@ -1,8 +1,8 @@
 """Notebook 06's exercise on §2's clipping: the global gradient norm of a model split over a
-dp x pp x tp mesh, from what each rank holds (the rule of ``parallel_3d/clip.py``).
+dp x pp x tp mesh, from what each rank holds (the rule of ``parallel_nd/clip.py``).
 
 ``my_global_grad_norm(grads, groups)``: ``grads`` is this rank's gradients {name: tensor} of
-the lab's small GPT, cut as ``Run3D`` cuts it (its stage's layers, its TP slice of each split
+the lab's small GPT, cut as ``NDRun`` cuts it (its stage's layers, its TP slice of each split
 parameter); each tensor's ``tp_split`` is what ``parallelize`` marks: ``(dim, parts)`` for a
 TP slice, None for a tensor every TP rank holds whole (layer norms, row-parallel biases,
 wpe). ``groups``: this rank's {"tp", "pp", "dp"} process groups (``Mesh.init()``). Every
@@ -55,10 +55,10 @@ def solution_global_grad_norm(grads, groups):
     return total.sqrt().item()
 
 
-# --- one device's gradient, cut as Run3D cuts the model ----------------------------------
+# --- one device's gradient, cut as NDRun cuts the model ----------------------------------
 
 def config():
-    """Notebook 06's small GPT of §2's clipping (``parallel_3d.clip_experiments.CLIP_CFG``)."""
+    """Notebook 06's small GPT of §2's clipping (``parallel_nd.clip_experiments.CLIP_CFG``)."""
     from .experiments_clip import CLIP_CFG
     return CLIP_CFG
 

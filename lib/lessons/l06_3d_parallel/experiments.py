@@ -1,4 +1,4 @@
-"""Notebook 06's experiments: pure functions over ``parallel_3d.run``, ``mesh.Mesh``,
+"""Notebook 06's experiments: pure functions over ``parallel_nd.run``, ``mesh.Mesh``,
 ``parlab.cost`` and ``parlab.planner``, returning plain data that ``figures`` draws and
 ``widgets`` shows. The exercises' checkers are in ``lessons.l06_3d_parallel.exercises``.
 
@@ -24,7 +24,7 @@ import torch.distributed as dist
 from parlab import cost, hardware, planner
 from parlab.mesh import Mesh
 from parlab.model import GPT, GPTConfig, llama_config, max_differences, reference_train
-from parlab.parallel_nd.runner import Run3D, run
+from parlab.parallel_nd.runner import NDRun, run
 
 SMALL = GPTConfig(vocab_size=64, seq_len=16, d_model=64, n_heads=8, n_layers=8)
 BATCH, MICRO = 32, 4           # the sweep's global batch and micro-batches per replica
@@ -44,7 +44,7 @@ def mesh_layout(dp: int, pp: int, tp: int, gpus_per_node: int | None = None) -> 
 
 def factorizations(world: int = 8, config: GPTConfig = SMALL, batch_size: int = BATCH,
                    micro_batches: int = MICRO) -> list[tuple[int, int, int]]:
-    """Every (dp, pp, tp) with dp pp tp = world that ``Run3D.check`` accepts."""
+    """Every (dp, pp, tp) with dp pp tp = world that ``NDRun.check`` accepts."""
     out = []
     for tp in range(1, world + 1):
         for pp in range(1, world // tp + 1):
@@ -52,7 +52,7 @@ def factorizations(world: int = 8, config: GPTConfig = SMALL, batch_size: int = 
                 continue
             dp = world // (tp * pp)
             try:
-                Run3D(config=config, batch_size=batch_size, dp=dp, pp=pp, tp=tp,
+                NDRun(config=config, batch_size=batch_size, dp=dp, pp=pp, tp=tp,
                       micro_batches=micro_batches).check(world)
             except ValueError:
                 continue
@@ -69,7 +69,7 @@ def reference_check(layouts=((2, 2, 2),), config: GPTConfig = SMALL, steps: int 
     ref = reference_train(config, steps, batch_size)
     rows = []
     for dp, pp, tp in layouts:
-        r = run(Run3D(config=config, steps=steps, batch_size=batch_size, dp=dp, pp=pp, tp=tp,
+        r = run(NDRun(config=config, steps=steps, batch_size=batch_size, dp=dp, pp=pp, tp=tp,
                       micro_batches=micro_batches, **kw), dp * pp * tp)
         rows.append(dict(dp=dp, pp=pp, tp=tp, **max_differences(r, ref),
                          coords=[x["coords"] for x in r.ranks]))
@@ -91,11 +91,11 @@ TODAY = {
 
 
 def todays_layouts(layouts: dict = TODAY, steps: int = 3, batch_size: int = 16) -> list[dict]:
-    """Each named (config, Run3D fields) trained on 8 ranks against ``reference_train``:
+    """Each named (config, NDRun fields) trained on 8 ranks against ``reference_train``:
     the largest |difference| of losses, last gradients and final parameters."""
     rows = []
     for name, (config, kw) in layouts.items():
-        r = run(Run3D(**{"config": config, "steps": steps, "batch_size": batch_size,
+        r = run(NDRun(**{"config": config, "steps": steps, "batch_size": batch_size,
                          "micro_batches": 4, **kw}), 8)
         rows.append(dict(layout=name, **max_differences(r, reference_train(config, steps, batch_size))))
     return rows
@@ -235,7 +235,7 @@ def emulated_sweep(layouts=None, probe: dict | None = None, config: GPTConfig = 
     probe = probe or comm_probe(world)
     rows = []
     for dp, pp, tp in layouts:
-        r = run(Run3D(config=config, steps=steps, batch_size=batch_size, dp=dp, pp=pp, tp=tp,
+        r = run(NDRun(config=config, steps=steps, batch_size=batch_size, dp=dp, pp=pp, tp=tp,
                       micro_batches=micro_batches, compute="emulated", t_fwd=t_fwd,
                       t_bwd=t_bwd), world)
         times = [_synced(r, s) for s in range(1, steps)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from parlab.launch import launch
 from parlab.model import GPTConfig, max_differences, reference_train
-from parlab.parallel_nd.runner import Run3D, collect
+from parlab.parallel_nd.runner import NDRun, collect
 
 CLIP_CFG = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4)
 MISTAKES = {"replicated_t_times": "TP-replicated parameters counted on every TP rank",
@@ -15,14 +15,14 @@ MISTAKES = {"replicated_t_times": "TP-replicated parameters counted on every TP 
             "dense_on_every_ep_rank": "EP: dense gradients counted on every rank of the EP group"}
 
 
-def clip_worker(run: Run3D, bug: str | None = None) -> dict:
-    """parallel_3d's train_worker with ``max_grad_norm`` set and, if ``bug`` names one of
+def clip_worker(run: NDRun, bug: str | None = None) -> dict:
+    """parallel_nd's train_worker with ``max_grad_norm`` set and, if ``bug`` names one of
     ``MISTAKES``, that mistake planted in the norm (restored after: ranks are reused)."""
     from parlab.parallel_nd import clip, runner
     from parlab.runs import train
     if bug is not None and bug not in MISTAKES:
         raise ValueError(f"bug={bug!r} must be None or one of {', '.join(MISTAKES)}")
-    recipe = runner.Recipe3D(run)
+    recipe = runner.NDRecipe(run)
     saved = clip.local_square_sum, clip.sum_over
     if bug == "replicated_t_times":
         clip.local_square_sum = lambda pieces, tp_rank, ep_rank=0: saved[0](pieces, 0, ep_rank)
@@ -40,7 +40,7 @@ def clip_worker(run: Run3D, bug: str | None = None) -> dict:
         clip.local_square_sum, clip.sum_over = saved
 
 
-def clipped_run(run: Run3D, bug: str | None = None, timeout: float = 200.0):
+def clipped_run(run: NDRun, bug: str | None = None, timeout: float = 200.0):
     """The RunResult of ``run`` on dp*pp*tp ranks through ``clip_worker``."""
     if bug is not None and bug not in MISTAKES:
         raise ValueError(f"bug={bug!r} must be None or one of {', '.join(MISTAKES)}")
@@ -57,7 +57,7 @@ def clip_rows(max_norm: float = 0.5, steps: int = 2, batch_size: int = 16) -> li
              ((2, 2, 1), "summed_over_dp"), ((1, 2, 2), "no_pp_sum")]
     rows = []
     for (dp, pp, tp), bug in cases:
-        run = Run3D(config=CLIP_CFG, steps=steps, batch_size=batch_size, lr=1e-3,
+        run = NDRun(config=CLIP_CFG, steps=steps, batch_size=batch_size, lr=1e-3,
                     micro_batches=2, dp=dp, pp=pp, tp=tp, max_grad_norm=max_norm)
         r = clipped_run(run, bug)
         norm = r.ranks[0]["grad_norms"][0]

@@ -1,6 +1,6 @@
 """One slow rank in a synchronous job (a straggler), emulated: one rank's sleeps last
 (1 + slowdown) times longer. Sleeps, not math, so the lesson does not depend on how
-many ranks share a core (parallel_3d/emulated.py does the same for notebook 06).
+many ranks share a core (parallel_nd/emulated.py does the same for notebook 06).
 
 * DP: each rank "computes" t, then all-reduces its gradients; the all-reduce cannot end
   before the last rank joins, so the step is max over ranks + the all-reduce.

@@ -1,5 +1,5 @@
 """Clipping by the global gradient norm when the model is split over TP (and PP, DP): what a
-wrong reduction of the squares does to the norm (notebook 06 §2; ``parallel_3d/clip.py``).
+wrong reduction of the squares does to the norm (notebook 06 §2; ``parallel_nd/clip.py``).
 
 Domains: square sums finite and >= 0, not both 0; ``tp`` and ``dp_summed`` integers >= 1.
 """

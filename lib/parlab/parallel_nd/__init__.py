@@ -6,17 +6,17 @@ et al. 2021, SC21) grown to the layouts Llama 3 and DeepSeek-V3 train with. Read
 this order:
 
   ../mesh.py   the named axes: which ranks share a TP group, a PP stage, a DP replica
-  runner.py    Run3D (checked before any process starts), the composition, run()
+  runner.py    NDRun (checked before any process starts), the composition, run()
   dp_sync.py   after the flush: ZeRO stage 0-3 over the right groups, and the full state
   emulated.py  emulated compute that still issues the TP collectives (timing sweeps)
 
-    result = run(Run3D(config=GPTConfig(...), dp=2, pp=2, tp=2, micro_batches=4), 8)
+    result = run(NDRun(config=GPTConfig(...), dp=2, pp=2, tp=2, micro_batches=4), 8)
 """
 
 from ..mesh import Mesh
 from .dp_sync import DataParallel
 from .emulated import EmulatedTPCompute
-from .runner import Recipe3D, Run3D, collect, run, train_worker
+from .runner import NDRecipe, NDRun, collect, run, train_worker
 
-__all__ = ["Mesh", "Run3D", "Recipe3D", "run", "collect", "train_worker", "DataParallel",
+__all__ = ["Mesh", "NDRun", "NDRecipe", "run", "collect", "train_worker", "DataParallel",
            "EmulatedTPCompute"]

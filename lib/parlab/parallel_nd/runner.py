@@ -1,6 +1,6 @@
 """One N-D parallel training run, composed from the strategies' parts:
 
-    result = parallel_3d.run(Run3D(config=GPTConfig(...), steps=3, batch_size=16, dp=2,
+    result = parallel_nd.run(NDRun(config=GPTConfig(...), steps=3, batch_size=16, dp=2,
                                    pp=2, tp=2, micro_batches=4), world_size=8)
 
 Narayanan et al. 2021 (PTD-P, SC21) compose tensor, pipeline and data parallelism (§2,
@@ -62,7 +62,7 @@ COMPUTE = ("real", "emulated")
 
 
 @dataclass(frozen=True)
-class Run3D(TrainRun):
+class NDRun(TrainRun):
     """dp x pp x cp x tp ranks (== world_size), ``ep`` folded over dp x cp.
     ``micro_batches``: per replica, per step; ``schedule``: "gpipe", "1f1b" or
     "interleaved" (``v`` >= 2 chunks per rank); ``zero_stage``: 0 (all-reduce), 1, 2
@@ -146,10 +146,10 @@ class Run3D(TrainRun):
             raise ValueError(f"ep={ep} needs a MoE config (n_experts > 0)")
 
 
-class Recipe3D(Recipe):
+class NDRecipe(Recipe):
     """This rank's share of the composed model, and the loop's step for it."""
 
-    def __init__(self, run: Run3D):
+    def __init__(self, run: NDRun):
         super().__init__(run, None)
         self.mesh = Mesh(dp=run.dp, pp=run.pp, cp=run.cp, tp=run.tp, ep=run.ep).init()
         me, fold = self.mesh.my_coords(), self.mesh.folded(dist.get_rank())
@@ -274,13 +274,13 @@ class Recipe3D(Recipe):
                 "stash_peak": self.executor.peak, "grad_norms": self.grad_norms}
 
 
-def train_worker(run: Run3D) -> dict:
+def train_worker(run: NDRun) -> dict:
     """Rank worker: the mesh, this rank's composed share of the model, ``run.steps``
     steps of the shared training loop."""
-    return train(Recipe3D(run))
+    return train(NDRecipe(run))
 
 
-def collect(run: Run3D, ranks: list[dict]) -> RunResult:
+def collect(run: NDRun, ranks: list[dict]) -> RunResult:
     """The ``RunResult`` of the world's ``train_worker`` returns (world-rank order): the
     mean over replicas of their loss, parameters and gradients merged over the stages
     of replica 0 (experts from the first EP group); ``ranks[i]``: coords, step_times,
@@ -296,4 +296,4 @@ def collect(run: Run3D, ranks: list[dict]) -> RunResult:
     return result
 
 
-run = make_run(Run3D, train_worker, collect, backend="gloo", timeout=300.0)
+run = make_run(NDRun, train_worker, collect, backend="gloo", timeout=300.0)

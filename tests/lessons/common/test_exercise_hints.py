@@ -8,13 +8,15 @@ from html.parser import HTMLParser
 
 import pytest
 
-from lessons.common.checkers import hints as hints_mod
+from lessons import NOTEBOOKS
 
-TOPICS = ["collectives", "data_parallel", "tensor_parallel", "pipeline_parallel",
-          "expert_parallel", "context_parallel", "parallel_3d", "precision", "reliability",
-          "capstone"]
+TOPICS = list(NOTEBOOKS.values())  # every lesson has exercises, and hints for its coding ones
 EXERCISES = [(t, n) for t in TOPICS
-             for n in importlib.import_module(f"lessons.common.checkers.{t}").SOLUTIONS]
+             for n in importlib.import_module(f"lessons.{t}.exercises").SOLUTIONS]
+
+
+def hints_of(topic: str) -> dict:
+    return importlib.import_module(f"lessons.{topic}.hints").HINTS
 
 
 class _Visible(HTMLParser):
@@ -45,26 +47,28 @@ class _Visible(HTMLParser):
 
 
 def test_every_exercise_has_two_hints_and_no_stale_ones():
-    names = {n for _, n in EXERCISES}
-    assert set(hints_mod.HINTS) == names
-    for name, tiers in hints_mod.HINTS.items():
+    for topic in TOPICS:  # each lesson's hints are for its own exercises, every one of them
+        names = {n for t, n in EXERCISES if t == topic}
+        assert set(hints_of(topic)) == names, topic
+    for name, tiers in ((n, t) for topic in TOPICS for n, t in hints_of(topic).items()):
         assert len(tiers) == 2 and all(len(t) > 40 for t in tiers), name
         assert tiers[0] != tiers[1], name
 
 
 @pytest.mark.parametrize("topic,name", EXERCISES)
 def test_hints_open_one_level_at_a_time_and_hide_the_solution(topic, name):
-    mod = importlib.import_module(f"lessons.common.checkers.{topic}")
+    mod = importlib.import_module(f"lessons.{topic}.exercises")
+    hints = hints_of(topic)
     page = mod.hints(name).data
     assert page.count("<details>") == 3  # hint 1 > hint 2 > solution, nested
-    assert page.index("Hint 2") > page.index(hints_mod.HINTS[name][0][:20])
-    assert page.index("Reference solution") > page.index(hints_mod.HINTS[name][1][:20])
+    assert page.index("Hint 2") > page.index(hints[name][0][:20])
+    assert page.index("Reference solution") > page.index(hints[name][1][:20])
     assert f"def {name}(" in page  # the solution, under the exercise's own name
     seen = _Visible()
     seen.feed(page)
     visible = "".join(seen.shown)
     assert "Hint 1" in visible and name in visible
-    for hidden in (*hints_mod.HINTS[name], "Hint 2", "def "):
+    for hidden in (*hints[name], "Hint 2", "def "):
         assert hidden[:20] not in visible, (name, hidden)
 
 

@@ -12,12 +12,9 @@ from pathlib import Path
 
 import pytest
 import paths
+from lessons import NOTEBOOKS
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-TOPIC = {"00": "collectives", "01": "data_parallel", "02": "tensor_parallel",
-         "03": "pipeline_parallel", "04": "expert_parallel", "05": "context_parallel",
-         "06": "parallel_3d", "07": "precision", "08": "reliability",
-         "09": "capstone"}
 MAX_MARKDOWN = 1500  # characters of one prose cell; longer ones become notes, figures or two cells
 # words about our own test machinery, which a learner has no use for
 PLUMBING = re.compile(r"tests?/|pytest|nbval|\bCI\b|test suite|\bhogs?\b|unit tests?", re.I)
@@ -54,7 +51,7 @@ def test_tables_come_from_a_named_figure_function(path):
 def test_every_coding_exercise_has_its_tiered_help(path):
     cells = _cells(path)
     code = "\n".join(s for _, kind, s in cells if kind == "code")
-    solutions = importlib.import_module(f"lessons.common.checkers.{TOPIC[path.name[:2]]}").SOLUTIONS
+    solutions = importlib.import_module(f"lessons.{NOTEBOOKS[path.name[:2]]}.exercises").SOLUTIONS
     missing = [n for n in solutions if not re.search(rf"\.hints\(\s*[\"']{n}[\"']\s*\)", code)]
     assert not missing, f"{path.name}: no hints(...) cell for {missing}"
     old = [i for i, _, s in cells if "show_solution" in s or "solution_html" in s]

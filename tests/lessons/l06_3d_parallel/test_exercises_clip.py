@@ -1,5 +1,5 @@
 """Notebook 06's clipping exercise (``lessons.l06_3d_parallel.exercises_clip``, re-exported by
-``exercises.parallel_3d``): the reference passes on real ranks, each typical mistake is
+``exercises.parallel_nd``): the reference passes on real ranks, each typical mistake is
 named with its factor, the placeholder gets "not answered", a slow or hanging per-tensor
 norm is said to be one, and bad settings are ValueErrors naming the field before any rank
 starts. The gradient given to the ranks is marked as ``parallelize_gpt`` marks the model."""

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from parlab import (context_parallel, data_parallel, expert_parallel, parallel_nd as parallel_3d,
+from parlab import (context_parallel, data_parallel, expert_parallel, parallel_nd,
                     pipeline_parallel, tensor_parallel, zero)
 from parlab.config import GPTConfig, llama_config
 from parlab.data import MIN_VOCAB, MarkovData, check_vocab
@@ -84,7 +84,7 @@ def _runs(config_kw):
         (zero, zero.ZeroRun(config=dense)),
         (pipeline_parallel, pipeline_parallel.PPRun(config=dense, p=2, micro_batches=2)),
         (expert_parallel, expert_parallel.EPRun(config=moe)),
-        (parallel_3d, parallel_3d.Run3D(config=dense, dp=1, pp=1, tp=2, micro_batches=1)),
+        (parallel_nd, parallel_nd.NDRun(config=dense, dp=1, pp=1, tp=2, micro_batches=1)),
     ]
 
 

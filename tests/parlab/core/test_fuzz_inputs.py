@@ -49,7 +49,7 @@ RUNS = {  # strategy module, run class, world size, a good run's fields, its own
                                            "compute": "choice", "t_fwd": "pos_float",
                                            "t_bwd": "pos_float", "checkpoint": "bool"}),
     "expert_parallel": ("EPRun", 2, {}, {}),
-    "parallel_3d": ("Run3D", 4, dict(dp=2, pp=1, tp=2),
+    "parallel_nd": ("NDRun", 4, dict(dp=2, pp=1, tp=2),
                     {"dp": "pos_int", "pp": "pos_int", "cp": "pos_int", "tp": "pos_int",
                      "micro_batches": "pos_int", "schedule": "choice", "zero_stage": "choice",
                      "sequence_parallel": "bool", "compute": "choice"}),
@@ -231,12 +231,12 @@ def test_the_planner_answers_huge_batches_and_names_its_own_arguments():
             plan(**{**dict(model="13B", n_gpus=64, gpu="A100-80GB"), **kw})
 
 
-NUMERIC = [("collectives", "check_ring_bytes"), ("collectives", "check_allreduce_time"),
-           ("pipeline_parallel", "check_bubble"), ("pipeline_parallel", "check_min_m"),
-           ("data_parallel", "check_zero_memory"), ("expert_parallel", "check_capacity"),
-           ("tensor_parallel", "check_activation_bytes"), ("context_parallel", "check_imbalance"),
-           ("parallel_3d", "check_bubble"), ("parallel_3d", "check_coords"),
-           ("parallel_3d", "check_tp_group"), ("context_parallel", "check_zigzag_positions")]
+NUMERIC = [("l00_collectives", "check_ring_bytes"), ("l00_collectives", "check_allreduce_time"),
+           ("l03_pipeline_parallel", "check_bubble"), ("l03_pipeline_parallel", "check_min_m"),
+           ("l01_data_parallel", "check_zero_memory"), ("l04_expert_parallel", "check_capacity"),
+           ("l02_tensor_parallel", "check_activation_bytes"), ("l05_context_parallel", "check_imbalance"),
+           ("l06_3d_parallel", "check_bubble"), ("l06_3d_parallel", "check_coords"),
+           ("l06_3d_parallel", "check_tp_group"), ("l05_context_parallel", "check_zigzag_positions")]
 ANSWERS = st.one_of(
     st.integers(-10 ** 500, 10 ** 500), st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=8), st.none(), st.booleans(),
@@ -250,7 +250,7 @@ ANSWERS = st.one_of(
 @given(checker=st.sampled_from(NUMERIC), answer=ANSWERS)
 def test_a_numeric_checker_answers_any_input(checker, answer):
     mod, name = checker
-    got = getattr(importlib.import_module(f"lessons.common.checkers.{mod}"), name)(answer)
+    got = getattr(importlib.import_module(f"lessons.{mod}.exercises"), name)(answer)
     assert isinstance(got, dict) and isinstance(got.get("message"), str) and "ok" in got
     if isinstance(answer, float) and not math.isfinite(answer):
         assert not got["ok"]

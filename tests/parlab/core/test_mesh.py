@@ -5,7 +5,7 @@ picture; bad input refused."""
 import itertools
 
 import pytest
-import workers_3d
+import workers_nd
 
 from parlab import launch
 from parlab.mesh import AXES, Mesh
@@ -108,7 +108,7 @@ def test_a_small_picture_is_not_summarised():
                                           (dict(dp=1, pp=2, tp=2), 4),
                                           (dict(dp=2, pp=1, cp=2, tp=1), 4)])
 def test_groups_equal_torch_device_mesh(shape, world):
-    out = launch(workers_3d.mesh_groups, world, shape, timeout=120)
+    out = launch(workers_nd.mesh_groups, world, shape, timeout=120)
     m = Mesh(**shape)
     for r in out:
         assert r["ours"] == r["theirs"], r

@@ -37,8 +37,8 @@ def run_classes():
     out.append((CPRun(layout="zigzag", attention="ulysses"), 2))
     from parlab.expert_parallel import EPRun
     out.append((EPRun(config=GPTConfig(n_experts=4, top_k=2, capacity_factor=1.25)), 2))
-    from parlab.parallel_nd import Run3D
-    out.append((Run3D(dp=2, pp=2, tp=2, micro_batches=4, sequence_parallel=True), 8))
+    from parlab.parallel_nd import NDRun
+    out.append((NDRun(dp=2, pp=2, tp=2, micro_batches=4, sequence_parallel=True), 8))
     return out
 
 

@@ -180,11 +180,11 @@ def test_the_widget_and_the_quiz_score_the_same_way():
 def test_the_notebooks_bubble_boxes_take_a_fraction_or_a_percent():
     """03 and 06's bubble answers are shares: 0.2258, 22.58% and 22.58 all read as the share."""
     from parlab import cost
-    from lessons.l06_3d_parallel import exercises as parallel_3d
+    from lessons.l06_3d_parallel import exercises as parallel_nd
     from lessons.l03_pipeline_parallel import exercises as pipeline_parallel
     for check, want in ((pipeline_parallel.check_bubble, cost.bubble_fraction(8, 24)),
                         (pipeline_parallel.check_interleaved, cost.bubble_fraction(8, 24, 3)),
-                        (parallel_3d.check_bubble, cost.bubble_fraction(4, 8))):
+                        (parallel_nd.check_bubble, cost.bubble_fraction(4, 8))):
         for answer in (want, f"{want:.2%}", f"{want * 100:.2f} %", want * 100):
             assert check(answer)["ok"], (check.__qualname__, answer)
         assert not check(want * 2)["ok"]

@@ -4,15 +4,15 @@ across replicas, on a Mesh. Every factorization of 4 ranks and the 8-rank layout
 today's runs equal reference_train (fp32): dp2·cp2·tp2, pp2·cp2·tp2, dp2·pp2·tp2 with
 ZeRO-1 and ZeRO-3, a MoE model at dp4·tp2 with ep2 and one with pp2, the Llama-style
 config at dp2·pp2·tp2; planted bugs are caught; the emulated compute path times
-schedules and communication; Run3D refuses bad input."""
+schedules and communication; NDRun refuses bad input."""
 
 import pytest
-import workers_3d
+import workers_nd
 
 from parlab import launch
 from parlab import parallel_nd as p3
 from parlab.model import GPTConfig, llama_config, max_differences, reference_train
-from parlab.parallel_nd import Run3D
+from parlab.parallel_nd import NDRun
 
 CFG = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4)
 STEPS, BATCH, LR = 3, 16, 1e-3
@@ -27,7 +27,7 @@ def ref():
 
 def make(dp, pp, tp, **kw):
     fields = dict(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, micro_batches=4)
-    return Run3D(**{**fields, **kw}, dp=dp, pp=pp, tp=tp)
+    return NDRun(**{**fields, **kw}, dp=dp, pp=pp, tp=tp)
 
 
 def within(result, ref):
@@ -86,7 +86,7 @@ def refs():
 @pytest.mark.parametrize("name", list(LAYOUTS))
 def test_todays_layouts_match_the_reference(refs, name):
     cfg, kw = LAYOUTS[name]
-    result = p3.run(Run3D(**{**dict(config=cfg, steps=STEPS, batch_size=BATCH, lr=LR,
+    result = p3.run(NDRun(**{**dict(config=cfg, steps=STEPS, batch_size=BATCH, lr=LR,
                                     micro_batches=4), **kw}), 8, timeout=500)
     d = max_differences(result, refs[id(cfg)])
     # (MoE and Llama: more rounding in routing and rotations; still 100x below what
@@ -110,7 +110,7 @@ def test_options_keep_the_numbers(ref, dp, pp, tp, kw):
 
 
 def buggy(run, bug):
-    return p3.collect(run, launch(workers_3d.buggy_3d_worker, 4, run, bug, timeout=200))
+    return p3.collect(run, launch(workers_nd.buggy_3d_worker, 4, run, bug, timeout=200))
 
 
 @pytest.mark.timeout(300)
@@ -178,9 +178,9 @@ def test_bad_input_is_refused_before_any_rank_starts(kw, world, field):
     fields = dict(config=CFG, batch_size=BATCH)
     fields.update(kw)
     with pytest.raises(ValueError, match=field):
-        p3.run(Run3D(**fields), world)
+        p3.run(NDRun(**fields), world)
 
 
 def test_run_wants_a_run3d():
-    with pytest.raises(ValueError, match="Run3D"):
+    with pytest.raises(ValueError, match="NDRun"):
         p3.run(object(), 4)

@@ -30,7 +30,7 @@ class _CrossedMesh(Mesh):
 
 
 def buggy_3d_worker(run, bug):
-    """parallel_3d's train_worker with one mistake planted (restored after: the ranks are
+    """parallel_nd's train_worker with one mistake planted (restored after: the ranks are
     reused by later tests):
       "no_dp_sync"     the gradients are never averaged over the DP group;
       "wrong_tp_peer"  stage s+1 receives its activation from another TP rank of stage s."""

@@ -1,4 +1,4 @@
-"""Clipping by the global gradient norm on a dp x pp x tp mesh (parallel_3d/clip.py):
+"""Clipping by the global gradient norm on a dp x pp x tp mesh (parallel_nd/clip.py):
 the norm each step equals one device's (torch.nn.utils.clip_grad_norm_), clipping
 changes the run (max_norm below the norm), and losses and parameters after the clipped
 steps equal the clipped reference. Planted: TP-replicated parameters counted t times,
@@ -8,7 +8,7 @@ differ over the EP group) the norm is still one device's; planted there: ZeRO's 
 never summed over DP, the dense gradients counted on every rank of the EP group."""
 import pytest
 from parlab.model import GPTConfig, max_differences, reference_train
-from parlab.parallel_nd import Run3D
+from parlab.parallel_nd import NDRun
 from lessons.l06_3d_parallel.experiments_clip import clip_rows, clipped_run
 
 CFG = GPTConfig(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=4)
@@ -31,7 +31,7 @@ def moe_ref():
 def make(dp, pp, tp, **kw):
     fields = dict(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, micro_batches=2,
                   max_grad_norm=MAX_NORM)
-    return Run3D(**{**fields, **kw}, dp=dp, pp=pp, tp=tp)
+    return NDRun(**{**fields, **kw}, dp=dp, pp=pp, tp=tp)
 
 
 def _norm(grads):
