@@ -16,7 +16,7 @@ the lessons' demos from a terminal.
 """
 
 # each notebook's lesson folder, by the notebook's number
-NOTEBOOKS = {"00": "l00_collectives", "01": "l01_data_parallel", "02": "l02_tensor_parallel",
-             "03": "l03_pipeline_parallel", "04": "l04_expert_parallel",
-             "05": "l05_context_parallel", "06": "l06_3d_parallel", "07": "l07_mixed_precision",
-             "08": "l08_checkpoints_and_failures", "09": "l09_the_whole_answer"}
+FOLDERS = {"00": "l00_collectives", "01": "l01_data_parallel", "02": "l02_tensor_parallel",
+           "03": "l03_pipeline_parallel", "04": "l04_expert_parallel",
+           "05": "l05_context_parallel", "06": "l06_3d_parallel", "07": "l07_mixed_precision",
+           "08": "l08_checkpoints_and_failures", "09": "l09_the_whole_answer"}

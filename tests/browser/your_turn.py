@@ -11,7 +11,7 @@ import re
 import time
 
 import notebook_page as nbp
-from lessons import NOTEBOOKS
+from lessons import FOLDERS
 
 # One coding exercise per notebook, and a planted mistake a learner could make in it:
 # (exercise, text in the reference solution, what the mistake puts there instead)
@@ -111,7 +111,7 @@ def _solution_and_mistake(stem: str) -> tuple[str, str, str]:
     from lessons.common.checkers import core
 
     name, right, wrong = PLANTED[stem]
-    mod = importlib.import_module(f"lessons.{NOTEBOOKS[stem]}.exercises")
+    mod = importlib.import_module(f"lessons.{FOLDERS[stem]}.exercises")
     src = core.solution_source(mod.SOLUTIONS, name)
     assert right in src, f"the planted mistake of {name} no longer fits its solution"
     return name, src, src.replace(right, wrong, 1)

@@ -8,9 +8,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from lessons import NOTEBOOKS
+from lessons import FOLDERS
 
-TOPICS = list(NOTEBOOKS.values())  # every lesson has exercises, and hints for its coding ones
+TOPICS = list(FOLDERS.values())  # every lesson has exercises, and hints for its coding ones
 EXERCISES = [(t, n) for t in TOPICS
              for n in importlib.import_module(f"lessons.{t}.exercises").SOLUTIONS]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import paths
-from lessons import NOTEBOOKS
+from lessons import FOLDERS
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 MAX_MARKDOWN = 1500  # characters of one prose cell; longer ones become notes, figures or two cells
@@ -51,7 +51,7 @@ def test_tables_come_from_a_named_figure_function(path):
 def test_every_coding_exercise_has_its_tiered_help(path):
     cells = _cells(path)
     code = "\n".join(s for _, kind, s in cells if kind == "code")
-    solutions = importlib.import_module(f"lessons.{NOTEBOOKS[path.name[:2]]}.exercises").SOLUTIONS
+    solutions = importlib.import_module(f"lessons.{FOLDERS[path.name[:2]]}.exercises").SOLUTIONS
     missing = [n for n in solutions if not re.search(rf"\.hints\(\s*[\"']{n}[\"']\s*\)", code)]
     assert not missing, f"{path.name}: no hints(...) cell for {missing}"
     old = [i for i, _, s in cells if "show_solution" in s or "solution_html" in s]

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from parlab.__main__ import main
+from clis import main
 
 
 def _diffs(text: str) -> list[float]:
@@ -171,7 +171,7 @@ def test_ep_command_matches_the_single_device_and_reports_drops(argv, capsys):
         assert "dropped 0 of" in out, out
 
 
-# --- python -m parlab drill ------------------------------------------------------------
+# --- python -m lessons drill ------------------------------------------------------------
 
 def _drill(monkeypatch, capsys, answers, argv):
     import io
@@ -217,7 +217,7 @@ def test_drill_through_a_real_pipe():
     import sys
     from lessons.common.drills.quiz import quiz_questions
     q = quiz_questions("collectives", 1, 7)[0]
-    run = subprocess.run([sys.executable, "-m", "parlab", "drill", "--topic", "collectives",
+    run = subprocess.run([sys.executable, "-m", "lessons", "drill", "--topic", "collectives",
                           "--n", "2", "--seed", "7"], input=f"{q.answer!r}\nnonsense\n",
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr

@@ -1,4 +1,4 @@
-"""`python -m parlab ...` refuses a bad flag value naming the flag typed, with a nonzero
+"""`python -m parlab ...` (and `python -m lessons ...`) refuses a bad flag value naming the flag typed, with a nonzero
 exit and no traceback, before any rank starts or anything is measured."""
 import os
 import subprocess
@@ -7,14 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import parlab.__main__ as cli
-from parlab.launch import MAX_LOCAL_RANKS
+import clis
 import paths
+from parlab.launch import MAX_LOCAL_RANKS
 
 ROOT = paths.ROOT
-
-COMMANDS = ["info", "collectives", "ring", "bytes", "alpha-beta", "train", "dp", "zero",
-            "pipeline", "tp", "cp", "3d", "ep", "plan", "drill"]
+COMMANDS = [c for c in clis.COMMANDS if c not in ("gpu-report", "failover")]
 
 
 @pytest.fixture
@@ -73,7 +71,7 @@ CASES = [
 def test_a_bad_flag_is_refused_naming_it_before_any_rank_starts(argv, message, no_ranks,
                                                                   capsys):
     with pytest.raises(SystemExit, match="^error: " + message) as e:
-        cli.main(argv)
+        clis.main(argv)
     assert e.value.code not in (0, None)  # a string: printed to stderr, exit status 1
     assert "Traceback" not in capsys.readouterr().err
 
@@ -82,7 +80,10 @@ def test_a_bad_flag_is_refused_naming_it_before_any_rank_starts(argv, message, n
 def test_the_defaults_of_every_command_pass_the_flag_checks(command, monkeypatch):
     """The checks refuse nothing a command accepts by default (3d: 8 ranks for 2x2x2)."""
     called = []
-    monkeypatch.setattr(cli, "cmd_" + command.replace("-", "_"), lambda args, out: called.append(1))
+    cli = clis.cli_of(command)
+    stand_in = lambda args, out: called.append(1)  # noqa: E731
+    monkeypatch.setattr(cli, "COMMANDS", [(n, stand_in if n == command else fn)
+                                          for n, fn in cli.COMMANDS])
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     cli.main([command])
     assert called == [1]
@@ -92,10 +93,10 @@ def test_under_torchrun_the_ranks_are_torchruns(no_ranks, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "4")  # --ranks is ignored: neither checked nor named
     with pytest.raises(SystemExit, match=r"^error: --dp 1 --pp 1 --cp 1 --tp 2: dp\*pp\*cp\*tp "
                                          r"= 2 must equal WORLD_SIZE=4"):
-        cli.main(["3d", "--ranks", "2", "--dp", "1", "--pp", "1", "--tp", "2"])
+        clis.main(["3d", "--ranks", "2", "--dp", "1", "--pp", "1", "--tp", "2"])
     with pytest.raises(SystemExit, match=r"^error: tp=3 must divide n_heads=4"):
         monkeypatch.setenv("WORLD_SIZE", "3")
-        cli.main(["tp", "--ranks", "3"])
+        clis.main(["tp", "--ranks", "3"])
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -106,7 +107,7 @@ def test_under_torchrun_the_ranks_are_torchruns(no_ranks, monkeypatch):
 def test_from_a_terminal_one_error_line_and_a_nonzero_exit(argv, message):
     """The real command line: exit status 1, `error: ...` on stderr, no traceback, and
     nothing printed first (alpha-beta printed its measurements, then refused 33 ranks)."""
-    run = subprocess.run([sys.executable, "-m", "parlab", *argv], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", clis.package_of(argv[0]), *argv], capture_output=True,
                          text=True, timeout=120, cwd=ROOT,
                          env={k: v for k, v in os.environ.items() if k != "WORLD_SIZE"})
     assert run.returncode == 1, run.stderr

@@ -1,27 +1,26 @@
-"""`python -m parlab --help` gives every subcommand its line, and each
-`python -m parlab <command> --help` a description and a help text for every flag."""
+"""`python -m parlab --help` (and `python -m lessons --help`) gives every subcommand its
+line, and each `<command> --help` a description and a help text for every flag."""
 import re
 
 import pytest
 
-from parlab.__main__ import main
-
-COMMANDS = ["info", "collectives", "ring", "bytes", "alpha-beta", "train", "dp", "zero",
-            "pipeline", "tp", "cp", "3d", "ep", "gpu-report", "plan", "drill",
-            "failover"]
+import clis
+from clis import COMMANDS
 
 
-def _help(argv, capsys) -> str:
+def _help(argv, capsys, cli=None) -> str:
     with pytest.raises(SystemExit) as e:
-        main(argv)
+        (cli.main if cli is not None else clis.main)(argv)
     assert e.value.code == 0
     return capsys.readouterr().out
 
 
-def test_top_level_help_describes_every_command(capsys):
-    out = _help(["--help"], capsys)
+@pytest.mark.parametrize("cli, commands", [(clis.parlab_cli, clis.LIBRARY),
+                                           (clis.lessons_cli, clis.LESSONS)])
+def test_top_level_help_describes_every_command(cli, commands, capsys):
+    out = _help(["--help"], capsys, cli)
     listed = dict(re.findall(r"^    ([\w-]+) +(\S.*)$", out, re.M))
-    assert sorted(listed) == sorted(COMMANDS), out
+    assert sorted(listed) == sorted(commands), out
     assert all(len(text) > 10 for text in listed.values()), out
 
 

@@ -6,8 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from test_cli_help import COMMANDS
 import paths
+from clis import COMMANDS
 
 ROOT = paths.ROOT
 SCRIPT = ROOT / "tools" / "slurm" / "parlab.sbatch"
@@ -22,7 +22,7 @@ def _slurm_section() -> str:
 def test_every_command_has_a_slurm_line():
     section = _slurm_section()
     named = set(re.findall(r"parlab\.sbatch ([\w-]+)", section))
-    named |= set(re.findall(r"python -m parlab ([\w-]+)", section))
+    named |= set(re.findall(r"python -m (?:parlab|lessons) ([\w-]+)", section))
     if "MODULE=lessons.l08_checkpoints_and_failures.elastic_worker" in section:
         named.add("failover")  # its Slurm form runs the worker that `failover` starts
     assert set(COMMANDS) <= named, f"no Slurm line for {sorted(set(COMMANDS) - named)}"

@@ -15,6 +15,8 @@ import types
 import pytest
 from test_launch import wait_dead
 
+import paths
+
 from parlab.launch import prewarm
 from parlab.launch.processes import mp_context
 
@@ -93,7 +95,6 @@ def test_first_launch_after_import_reuses_the_early_fork_server():
     that server (no second one), and ranks that import parlab start none of their own."""
     p = python("""
 import workers_isolation as w
-import paths
 parents = parlab.launch(w.parent_pid, 2)
 def fork_servers_of(parent):
     found = []
