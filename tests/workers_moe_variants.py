@@ -1,6 +1,6 @@
 """Rank-side workers for tests/parlab/expert_parallel/test_moe_variants.py (ranks import them by name)."""
 from parlab import moe
-from parlab.expert_parallel import layers, groups as model, train_worker
+from parlab.expert_parallel import layers, train_worker
 
 
 def _misaligned(experts, xs):
@@ -20,7 +20,7 @@ def _local_choice(self, probs, logits):
 
 
 _SAVED = {"padded_mlp": moe.padded_mlp, "plan_expert_choice": moe.MoE.plan_expert_choice,
-          "shared_output": moe.MoE.shared_output, "is_expert": model.is_expert}
+          "shared_output": moe.MoE.shared_output, "expert_parameters": layers.expert_parameters}
 BUGS = {
     # the EP layer forgets the shared experts (only the routed output comes back)
     "shared_dropped": ("shared_output", layers.EPMoE, lambda self, x2: 0),
@@ -28,8 +28,10 @@ BUGS = {
     "shared_twice": ("shared_output", layers.EPMoE,
                      lambda self, x2: 2 * _SAVED["shared_output"](self, x2)),
     # the shared experts' gradients synced as a routed expert's (sum over replicas / W)
-    "shared_as_expert": ("is_expert", model,
-                         lambda n: ".moe.experts." in n or ".moe.shared." in n),
+    "shared_as_expert": ("expert_parameters", layers,
+                         lambda model: _SAVED["expert_parameters"](model) + [
+                             p for m in model.modules() if isinstance(m, layers.EPMoE)
+                             for p in m.shared.parameters()]),
     # each rank's experts choose among its own tokens, not the global batch's
     "local_choice": ("plan_expert_choice", layers.EPMoE, _local_choice),
     # the padded GEMM's outputs taken from the wrong rows of each group

@@ -13,13 +13,12 @@ OPTIMIZERS = {"sgd": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, weigh
               "adam": lambda ps: torch.optim.Adam(ps, lr=1e-2, weight_decay=0.01)}
 
 
-def _train(model, opt, steps=3, finish=lambda: None):
+def _train(model, opt, steps=3):
     rank, world = dist.get_rank(), dist.get_world_size()
     for step in range(steps):
         loss = model(*byom.tokens(step, 8, rank, world))
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        finish()
+        loss.backward()  # every part's gradient sync finishes inside it
         opt.step()
 
 
@@ -37,7 +36,7 @@ def buggy_parts(bug):
             model = BucketedDP(net, find_unused_parameters=True)
             opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-2,
                                     weight_decay=0.1)
-            _train(model, opt, finish=model.finish_backward)
+            _train(model, opt)
         elif bug == "untie":
             def per_name(params):  # a layout from names: the alias becomes a second tensor
                 out = []
@@ -54,7 +53,7 @@ def buggy_parts(bug):
             net.frozen.requires_grad_(True)
             model = NaiveDP(net, find_unused_parameters=True)
             opt = torch.optim.AdamW(net.parameters(), lr=1e-2, weight_decay=0.1)
-            _train(model, opt, finish=model.finish_backward)
+            _train(model, opt)
     finally:
         ddp.broadcast_state, sharded.named_trainable = saved
     return {"state": {n: p.detach().clone() for n, p in net.state_dict().items()}}
@@ -66,7 +65,7 @@ def unused_without_option(part):
     net = byom.TiedNet()
     model = (NaiveDP if part == "naive" else BucketedDP)(net)
     opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad])
-    _train(model, opt, 1, model.finish_backward)
+    _train(model, opt, 1)  # the sync at the end of backward names the unused one
 
 
 def sharded_with(name):
@@ -89,7 +88,7 @@ def fsdp_mixed(dtype):
     seen = []
     model.module.blocks[0][0].register_forward_pre_hook(
         lambda m, a: seen.append(str(m.weight.dtype)))
-    _train(model, opt, finish=model.finish_backward)
+    _train(model, opt)
     return {"state": model.full_state_dict(), "master_dtype": str(next(model.parameters()).dtype),
             "gathered_dtype": seen[0]}
 

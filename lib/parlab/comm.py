@@ -316,21 +316,23 @@ def broadcast(tensor, src: int, group=None, label: str | None = None, **meta):
 
 # --- the same, launched asynchronously: they run beside the compute -----------------
 
-def _in_flight(work, op: str, nbytes: int, group, label: str | None, meta: dict):
+def _in_flight(work, op: str, tensor, group, label: str | None, meta: dict):
+    """A started collective on ``tensor`` (its whole buffer), traced: its bytes and dtype."""
     return trace.in_flight(work, f"{op} {label}" if label else op, async_op=True,
-                           **modelled_bytes(op, nbytes, group), **meta)
+                           **modelled_bytes(op, _nbytes(tensor), group),
+                           dtype=str(tensor.dtype).removeprefix("torch."), **meta)
 
 
 def all_reduce_async(tensor, group=None, label: str | None = None, **meta):
     """Start a sum all-reduce of ``tensor``; returns ``wait()`` (call it before reading)."""
     work = dist.all_reduce(tensor, group=group, async_op=True)
-    return _in_flight(work, "all_reduce", _nbytes(tensor), group, label, meta)
+    return _in_flight(work, "all_reduce", tensor, group, label, meta)
 
 
 def all_gather_async(output, input, group=None, label: str | None = None, **meta):
     """Start ``all_gather``'s flat form (``input`` may be this rank's slice of ``output``)."""
     work = _all_gather_flat(output, input, group=group, async_op=True)
-    return _in_flight(work, "all_gather", _nbytes(output), group, label, meta)
+    return _in_flight(work, "all_gather", output, group, label, meta)
 
 
 def reduce_scatter_async(output, input, group=None, label: str | None = None, **meta):
@@ -346,11 +348,11 @@ def reduce_scatter_async(output, input, group=None, label: str | None = None, **
     it received (measured at 0.4-0.6x the all-reduce). NCCL gets torch's own."""
     if dist.get_backend(group) != "gloo":
         work = _reduce_scatter_flat(output, input, group=group, async_op=True)
-        return _in_flight(work, "reduce_scatter", _nbytes(input), group, label, meta)
+        return _in_flight(work, "reduce_scatter", input, group, label, meta)
     n = dist.get_world_size(group)
     received = torch.empty_like(input)  # slice r of every rank's input, in rank order
     work = dist.all_to_all_single(received, input, group=group, async_op=True)
-    arrived = _in_flight(work, "reduce_scatter", _nbytes(input), group, label, meta)
+    arrived = _in_flight(work, "reduce_scatter", input, group, label, meta)
 
     def wait():
         arrived()

@@ -135,11 +135,11 @@ class Recipe:
                           optimizer=optimizer_states(_as_list(self.optimizer)))
 
     def full_state(self):
+        """(parameters and buffers, gradients) by reference name, full, on the ranks that
+        keep them (default: rank 0 of the group, whose ``model`` holds them whole)."""
         if self.rank != 0:
             return None, None
-        return ({k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
-                {n: p.grad.detach().cpu().clone() for n, p in self.model.named_parameters()
-                 if p.grad is not None})
+        return module_state(self.model)
 
     def report(self, events: list, windows: list) -> dict:
         return {}
@@ -149,14 +149,60 @@ def _as_list(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+def snapshot(values: dict, grads: dict) -> tuple[dict, dict]:
+    """The full state as a result keeps it, from {reference name: tensor} of the
+    parameters and buffers and {reference name: gradient} (None: left out): detached
+    copies on the CPU. Every run's ``full_state`` ends here."""
+    def copy(t):
+        return t.detach().cpu().clone()
+    return ({n: copy(t) for n, t in values.items()},
+            {n: copy(g) for n, g in grads.items() if g is not None})
+
+
+def module_state(module, names: dict | None = None) -> tuple[dict, dict]:
+    """``snapshot`` of a module that holds its tensors whole: its state_dict and its
+    parameters' gradients; ``names``: {id(tensor): reference name} for a module that is
+    a piece of the reference model (a pipeline stage), only the named ones kept."""
+    if names is None:
+        return snapshot(module.state_dict(), {n: p.grad for n, p in module.named_parameters()})
+    tensors = [*module.parameters(), *module.buffers()]
+    return snapshot({names[id(t)]: t for t in tensors if id(t) in names},
+                    {names[id(p)]: p.grad for p in module.parameters() if id(p) in names})
+
+
+def names_of(module) -> dict:
+    """{id(tensor): [its names]} for a module's parameters and persistent buffers, a tied
+    parameter under each of its names (the first first). Taken before a part moves the
+    tensors out of the module (ZeRO-3 keeps them in its units)."""
+    out: dict = {}
+    for name, t in module.state_dict(keep_vars=True).items():
+        out.setdefault(id(t), []).append(name)
+    return out
+
+
+def named_state(names: dict, values: dict, grads: dict) -> tuple[dict, dict]:
+    """``snapshot`` of full tensors keyed by the tensors they stand for (a part's
+    ``full_tensors``): each value under every name of its tensor, each gradient under
+    the first, as ``named_parameters`` names it. ``names``: ``names_of`` the module."""
+    return snapshot({n: v for t, v in values.items() for n in names[id(t)]},
+                    {names[id(t)][0]: g for t, g in grads.items()})
+
+
 def step_once(recipe: Recipe, step: int, batch=None):
     """One training step as ``train`` runs it (for timers that interleave recipes);
     ``batch``: (x, y) made beforehand, else ``recipe.batch(step)``. Returns the loss."""
     x, y = recipe.batch(step) if batch is None else batch
     recipe.before_step()
+    return _step(recipe, x, y)
+
+
+def _step(recipe: Recipe, x, y):
+    """The order of one step, the only place it is written: gradients cleared, the
+    recipe's forward, backward and gradient sync, the optimizer step."""
     recipe.zero_grad()
     loss = recipe.train_step(x, y)
-    recipe.step()
+    with trace.span("optimizer"):
+        recipe.step()
     return loss
 
 
@@ -172,10 +218,7 @@ def train(recipe: Recipe) -> dict:
         recipe.before_step()
         with trace.tagged(step=step):
             t0 = trace.now()
-            recipe.zero_grad()
-            losses.append(recipe.train_step(x, y))
-            with trace.span("optimizer"):
-                recipe.step()
+            losses.append(_step(recipe, x, y))
             windows.append((t0, trace.now()))
     events = [dict(e, rank=recipe.rank) for e in trace.stop()]
     state, grads = recipe.full_state()

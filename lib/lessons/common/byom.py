@@ -141,8 +141,7 @@ def data_parallel_worker(kind: str, steps: int = 3, batch: int = 8) -> dict:
     for step in range(steps):
         loss = model(*tokens(step, batch, rank, world))
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        getattr(model, "finish_backward", lambda: None)()
+        loss.backward()  # every part finishes its gradient sync inside backward
         opt.step()
     state = model.full_state_dict() if kind == "fsdp" else \
         {n: p.detach().clone() for n, p in net.state_dict().items()}
@@ -233,7 +232,7 @@ def composed_worker(dp: int, pp: int, tp: int, micro_batches: int = 4, steps: in
         opt.zero_grad(set_to_none=True)
         with sync.no_sync(), trace.tagged(step=step):
             pipe.step(list(x.chunk(m)), list(y.chunk(m)))
-        sync.finish_backward()
+        sync.finish_grad_sync()  # the pipeline's backwards ran under no_sync: send once
         opt.step()
     full = full_tensors(stage, mesh.group("tp"), names=names)
     return {"state": full if me["dp"] == 0 else {}}

@@ -33,8 +33,7 @@ def _train_step(dp, opt, x, y) -> None:
     with trace.span("forward"):
         loss = dp(x, y)[1]
     with trace.span("backward"):
-        loss.backward()
-    dp.finish_backward()
+        loss.backward()  # the part's gradient sync finishes inside it
     with trace.span("optimizer"):
         opt.step()
 

@@ -36,7 +36,8 @@ def stall_rank(config: GPTConfig, directory: str, repeats: int = 3, batch_size: 
     from parlab.zero.peers import torch_peer
     gpt = GPT(config, 0)
     n_params = sum(p.numel() for p in gpt.parameters())
-    fs, opt = torch_peer("fsdp2", gpt, None, lr=1e-3, betas=ADAMW_BETAS)
+    peer = torch_peer("fsdp2", gpt, None, lr=1e-3)
+    fs, opt = peer.model, peer.optimizer
     group = checkpoint.ckpt_group()
     _step(fs, opt, config, 0, batch_size)
     out = {"sync": [], "async": [], "async_total": [], "step": [], "files": {},

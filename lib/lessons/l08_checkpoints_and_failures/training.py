@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from parlab.data import local_batch
-from parlab.model import ADAMW_BETAS, GPT, GPTConfig, reference_optimizer
+from parlab.model import GPT, GPTConfig, reference_optimizer
 from parlab.checkpoint import dcp as checkpoint, state as dcp_state
 
 KINDS = ("one", "ours", "fsdp2")
@@ -97,7 +97,8 @@ def _build(spec: Spec):
         return gpt, fs, opt, lambda: dcp_state.fully_shard_state(fs, opt), \
             lambda: {k: v for k, v in fs.full_state_dict().items() if "." in k}
     from parlab.zero.peers import torch_peer
-    model, opt = torch_peer("fsdp2", gpt, None, lr=spec.lr, betas=ADAMW_BETAS)
+    peer = torch_peer("fsdp2", gpt, None, lr=spec.lr)
+    model, opt = peer.model, peer.optimizer
     return gpt, model, opt, lambda: dcp_state.torch_state(gpt, opt), \
         lambda: {n: p.full_tensor().detach().clone() for n, p in gpt.named_parameters()}
 
@@ -148,8 +149,6 @@ def train_rank(spec: Spec, hook=None) -> dict:
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if spec.layout.kind == "ours":
-            model.finish_backward()
         opt.step()
         mean = loss.detach().clone()
         if dp > 1:

@@ -12,7 +12,8 @@ import math
 
 import torch
 from .. import comm, trace
-from .ddp import NaiveDP, trainable, used_parameters
+from .ddp import NaiveDP
+from .grad_sync import trainable, used_parameters
 
 COMPRESSORS = (None, "fp16", "topk", "sign")
 
@@ -105,9 +106,7 @@ class CompressedDP(NaiveDP):
         self.params = [p for _, p in reversed(trainable(module))]
         self.residual = [torch.zeros_like(p) for p in self.params] if error_feedback else None
 
-    def finish_backward(self) -> None:
-        if not self.sync:
-            return
+    def _finish(self) -> None:
         used_parameters(trainable(self.module), False)  # raises, naming any without a gradient
         with trace.span("compress", kind="compute"):
             payloads = []

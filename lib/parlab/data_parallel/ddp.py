@@ -22,7 +22,8 @@ model brings, and how they meet it (Li et al. §3.2.1, §4.2):
 * a parameter shared by two modules (tied weights) is one tensor with one gradient,
   which autograd has already summed over its uses: it is reduced once.
 
-Gradient accumulation: ``no_sync()`` (DDP's name) skips the exchange; gradients then
+Both finish their exchange inside backward and share the family's interface,
+``no_sync()`` and ``finish_grad_sync()`` (``grad_sync.py``): under ``no_sync`` gradients
 add up locally over micro-batches and are averaged once, on the last one.
 
 Why the result equals single-device training: with a global batch of B rows split in
@@ -32,95 +33,21 @@ average of the W slice gradients -- exactly what all-reduce(sum) / W computes.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import torch
 import torch.distributed as dist
 
 from .. import comm, trace
-from ..mesh import check_group, global_rank
+from ..mesh import check_group
 from ..validate import check_bool, check_int
+from .grad_sync import (GradSync, broadcast_state, broadcast_tensors, raise_without_gradient,
+                        trainable, used_anywhere, used_parameters)
 
 DDP_BUCKET_BYTES = 25 * 2 ** 20  # DistributedDataParallel's default bucket_cap_mb=25
 
 
-# --- what every data-parallel part needs ---------------------------------------------
-
-@torch.no_grad()
-def broadcast_tensors(tensors, group=None) -> None:
-    """Make every rank's ``tensors`` (in place) those of the group's first rank."""
-    if dist.get_world_size(group) == 1:
-        return
-    first = global_rank(group, 0)
-    for t in tensors:
-        dist.broadcast(t.data, src=first, group=group)
-
-
-def broadcast_state(module: torch.nn.Module, group=None) -> None:
-    """Make every rank's parameters and buffers those of the group's first rank."""
-    broadcast_tensors([*module.parameters(), *module.buffers()], group)
-
-
-class NoSync:
-    """``no_sync()``, DDP's name for gradient accumulation: backward passes inside add up
-    locally, and the part sends nothing until the next backward (or step) outside."""
-
-    sync = True
-
-    @contextmanager
-    def no_sync(self):
-        self.sync = False
-        try:
-            yield
-        finally:
-            self.sync = True
-
-
-def trainable(module: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
-    """(name, parameter) of every parameter that trains, each once (a tied parameter
-    under its first name), in ``named_parameters`` order."""
-    return [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-
-
-def raise_without_gradient(names: list[str]):
-    raise RuntimeError(
-        f"{len(names)} parameter(s) got no gradient in this backward pass: "
-        f"{', '.join(names[:6])}{' ...' if len(names) > 6 else ''}. Every rank must "
-        "reduce the same gradients; if some parameters are unused, pass "
-        "find_unused_parameters=True (DDP's option), or freeze them")
-
-
-def used_anywhere(flags: list[bool], group=None) -> list[bool]:
-    """Whether each parameter got a gradient on some rank of ``group`` (``flags``: on this
-    one): one MAX all-reduce of a byte per parameter (bookkeeping, untraced)."""
-    used = torch.tensor(flags, dtype=torch.uint8, device=comm.device(group))
-    if dist.get_world_size(group) > 1:
-        dist.all_reduce(used, op=dist.ReduceOp.MAX, group=group)
-    return [bool(u) for u in used.tolist()]
-
-
-def used_parameters(named, find_unused_parameters: bool, group=None) -> list:
-    """The (name, parameter) pairs whose gradients the group reduces this step. Without
-    ``find_unused_parameters`` every one must have a gradient (else RuntimeError naming
-    those without); with it, one MAX all-reduce of a used-mask tells which got one on
-    some rank: they get zeros here if they got none, the rest stay without a gradient."""
-    if not find_unused_parameters:
-        missing = [n for n, p in named if p.grad is None]
-        if missing:
-            raise_without_gradient(missing)
-        return list(named)
-    out = []
-    for (n, p), anywhere in zip(named, used_anywhere([p.grad is not None for _, p in named], group)):
-        if anywhere:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            out.append((n, p))
-    return out
-
-
-class _DataParallel(NoSync, torch.nn.Module):
+class _DataParallel(GradSync, torch.nn.Module):
     """What NaiveDP and BucketedDP share: the wrapped module, the group, the broadcast at
-    construction, ``no_sync``. ``params``: the parameters this part synchronises (default
+    construction, the gradient-sync interface. ``params``: the parameters this part synchronises (default
     every trainable one of ``module``; a subset when others are someone else's, as
     experts are the expert-data-parallel group's); ``divide_by``: the number of replicas
     the mean is over (default the group's size)."""
@@ -146,6 +73,15 @@ class _DataParallel(NoSync, torch.nn.Module):
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
 
+    def held_gradients(self) -> list:
+        """(parameter, the gradient this rank steps it with): whole, averaged."""
+        return [(p, p.grad) for _, p in self.named]
+
+    def full_tensors(self, grads: bool = False) -> dict:
+        """{parameter: its full value (or gradient)}: every replica holds them whole."""
+        return {p: p.grad if grads else p.detach() for _, p in self.named
+                if not grads or p.grad is not None}
+
 
 # --- 1. naive: all-reduce every gradient after backward ------------------------------
 
@@ -154,9 +90,16 @@ class NaiveDP(_DataParallel):
     the network idles during backward and the cores idle during communication, and each
     small tensor pays a full collective latency (Li et al. §3.2.1, Fig. 2(a))."""
 
-    def finish_backward(self) -> None:
-        if not self.sync:
-            return
+    def __init__(self, module: torch.nn.Module, group=None, find_unused_parameters=False,
+                 params=None, divide_by: int | None = None):
+        super().__init__(module, group, find_unused_parameters, params, divide_by)
+        for _, p in self.named:  # only to learn that a backward ran: its end finishes the round
+            p.register_post_accumulate_grad_hook(lambda p: self.grad_ready())
+
+    def collective_groups(self) -> list[list]:
+        return [[p] for _, p in reversed(self.named)]  # one all-reduce per tensor
+
+    def _finish(self) -> None:
         named = used_parameters(self.named, self.find_unused_parameters, self.group)
         for _, p in reversed(named):  # the order backward made them
             comm.all_reduce(p.grad, group=self.group)
@@ -204,11 +147,12 @@ class BucketedDP(_DataParallel):
     gradient arrives, the bucket's all-reduce is launched asynchronously and backward
     carries on. Buckets are launched strictly in index order (like DDP's Reducer):
     collectives must be issued in the same order on every rank, or they would pair up
-    the wrong buffers. ``finish_backward`` waits for all of them and copies back.
+    the wrong buffers. At the end of backward the round is finished: the buckets still
+    to go are launched, all are waited for, and the averages copied back.
 
     ``gradient_as_bucket_view`` (DDP's option): the gradients *are* views of the bucket
     buffers, so no second copy of them is held. ``find_unused_parameters``: a bucket
-    missing an unused parameter's gradient waits for ``finish_backward`` and goes with
+    missing an unused parameter's gradient waits for the end of backward and goes with
     zeros in its place (DDP instead walks the autograd graph at the start of backward to
     mark such parameters ready); after the last bucket the ranks agree which parameters
     no rank used, and those keep no gradient.
@@ -233,7 +177,11 @@ class BucketedDP(_DataParallel):
                     p.grad = b.views[j]
         self._next = 0  # the next bucket to launch
 
+    def collective_groups(self) -> list[list]:
+        return [b.params for b in self.buckets]
+
     def _grad_ready(self, p: torch.Tensor) -> None:
+        self.grad_ready()
         b, j = self._slot[p]
         if not self.sync:
             b.held.add(j)  # accumulated under no_sync: sent with the next exchange
@@ -263,12 +211,10 @@ class BucketedDP(_DataParallel):
         b.ready, b.held = set(), set()
         b.wait = comm.all_reduce_async(b.buffer, self.group, f"bucket{i} grads", bucket=i)
 
-    def finish_backward(self) -> None:
+    def _finish(self) -> None:
         """Launch the buckets still to go (those whose gradients ``no_sync`` accumulated,
         or that miss an unused parameter's), wait for all, average, and put the results
         in the gradients."""
-        if not self.sync:
-            return
         missing = {p for b in self.buckets[self._next:] for j, p in enumerate(b.params)
                    if j not in b.ready | b.held}
         if missing and not self.find_unused_parameters:  # it would hang the others: name them

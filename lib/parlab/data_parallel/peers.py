@@ -10,14 +10,15 @@ from .ddp import DDP_BUCKET_BYTES
 
 
 class TorchDDP(DistributedDataParallel):
-    """DistributedDataParallel with our parts' signature (module, group, bucket_bytes).
-    Its C++ Reducer implements the design of BucketedDP and waits for its buckets by
-    itself at the end of backward, so ``finish_backward`` has nothing to do."""
+    """DistributedDataParallel with our parts' signature (module, group, bucket_bytes) and
+    interface (``no_sync`` is DDP's own). Its C++ Reducer implements the design of
+    BucketedDP and waits for its buckets by itself at the end of backward, so
+    ``finish_grad_sync`` has nothing to do."""
 
     def __init__(self, module: torch.nn.Module, group=None,
                  bucket_bytes: int = DDP_BUCKET_BYTES, **options):
         super().__init__(module, bucket_cap_mb=bucket_bytes / 2 ** 20, process_group=group,
                          **options)
 
-    def finish_backward(self) -> None:
-        pass
+    def finish_grad_sync(self) -> bool:
+        return False

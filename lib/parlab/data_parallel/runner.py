@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .. import comm, trace
 from ..memory import held_bytes, optimizer_states
 from ..model import GPT
-from ..runs import Recipe, RunResult, TrainRun, make_run, train
+from ..runs import Recipe, RunResult, TrainRun, make_run, module_state, train
 from ..validate import check_bool, check_choice, check_float, check_int
 from .compression import COMPRESSORS, CompressedDP
 from .ddp import DDP_BUCKET_BYTES, BucketedDP, NaiveDP
@@ -90,8 +90,7 @@ class DPRecipe(Recipe):
                 with trace.span("backward"):
                     (loss / m).backward()  # mean over the rank's rows = mean of micro means
             total += loss.item()
-        self.model.finish_backward()
-        return total / m
+        return total / m  # the last backward, outside no_sync, finished the gradient sync
 
     def memory(self) -> dict:
         params = list(self.gpt.parameters())
@@ -101,8 +100,7 @@ class DPRecipe(Recipe):
                           + list(getattr(self.model, "residual", None) or []))
 
     def full_state(self):  # every replica returns its own: the tests check they are equal
-        return ({k: v.detach().cpu().clone() for k, v in self.gpt.state_dict().items()},
-                {n: p.grad.detach().cpu().clone() for n, p in self.gpt.named_parameters()})
+        return module_state(self.gpt)
 
     def report(self, events, windows) -> dict:
         return {"bytes_sent": sum(e["bytes_sent"] for e in events if e["kind"] == "comm"),

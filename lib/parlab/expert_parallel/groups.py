@@ -38,18 +38,16 @@ def make_groups(group, ep: int):
     return ep_group, dp_group
 
 
-def is_expert(name: str) -> bool:
-    return ".moe.experts." in name
-
-
 def sync_grads(model, group=None, dp_group=None) -> None:
-    """Replicated parameters: mean over all ranks. Experts: sum over their replicas / W."""
+    """Replicated parameters: mean over all ranks. Experts (``layers.expert_parameters``:
+    those of the expert-parallel layers' experts): sum over their replicas / W."""
+    from .layers import expert_parameters
     W = dist.get_world_size(group)
-    named = list(model.named_parameters())
+    experts = expert_parameters(model)
+    mine = {id(p) for p in experts}
     with trace.tagged(layer="all", direction="backward", operator="dp_grads"):
-        comm.all_reduce_grads([p for n, p in named if not is_expert(n)], group, 1.0 / W,
-                              "dp_grads")
-    experts = [p for n, p in named if is_expert(n)]
+        comm.all_reduce_grads([p for p in model.parameters() if id(p) not in mine], group,
+                              1.0 / W, "dp_grads")
     if dp_group is not None:  # each expert lives on world/ep ranks
         with trace.tagged(layer="all", direction="backward", operator="expert_dp_grads"):
             comm.all_reduce_grads(experts, dp_group, 1.0 / W, "expert_dp_grads")

@@ -83,6 +83,20 @@ def apply_expert_parallel(model: nn.Module, group=None, ep_group=None, cls=EPMoE
     return model
 
 
+def expert_parameters(model: nn.Module) -> list:
+    """The parameters of the experts ``model``'s expert-parallel layers hold on this rank:
+    known by membership in the wrapped experts, never by name (their gradients are summed
+    over the expert-data-parallel group, not averaged over every rank)."""
+    seen, out = set(), []
+    for m in model.modules():
+        if isinstance(m, EPMoE):
+            for p in m.experts.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    out.append(p)
+    return out
+
+
 def set_counts_group(model: nn.Module, group=None) -> None:
     """Without expert parallelism: every MoE layer still counts capacity and f_i over the
     whole batch, i.e. over the ranks of ``group``."""

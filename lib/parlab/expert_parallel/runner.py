@@ -19,7 +19,7 @@ import torch.distributed as dist
 
 from .. import trace
 from ..model import GPT
-from ..runs import Recipe, RunResult, TrainRun, make_run, train
+from ..runs import Recipe, RunResult, TrainRun, make_run, module_state, train
 from ..validate import check_int
 from .layers import apply_expert_parallel
 from .groups import make_groups, sync_grads
@@ -92,7 +92,7 @@ class EPRecipe(Recipe):
     def full_state(self):
         if self.rank >= self.ep:  # the first EP group holds every expert once
             return None, None
-        return super_full_state(self.model)
+        return module_state(self.model)
 
     def report(self, events, windows) -> dict:
         collectives = trace.comm_rows(events, windows, ("op", "layer", "direction", "operator",
@@ -106,13 +106,6 @@ class EPRecipe(Recipe):
         return {"tokens_per_expert": self.tokens, "routed": self.routed,
                 "dropped": self.dropped, "a2a_bytes": a2a, "collectives": collectives,
                 "moe_stats": self.stats}
-
-
-def super_full_state(model):
-    """(state_dict, gradients) of this rank's model on the CPU, by reference name."""
-    return ({k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-            {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()
-             if p.grad is not None})
 
 
 def train_worker(run: EPRun, group=None, builder=None) -> dict:

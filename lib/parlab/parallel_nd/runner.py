@@ -42,7 +42,7 @@ from ..context_parallel.layout import shard_positions, shard_sequence
 from ..context_parallel.apply import apply_context_parallel
 from ..context_parallel.runner import check_cp
 from ..data import get_batch
-from ..expert_parallel.layers import apply_expert_parallel, set_counts_group
+from ..expert_parallel.layers import apply_expert_parallel, expert_parameters, set_counts_group
 from ..mesh import Mesh
 from ..model import GPT
 from ..moe import moe_layers
@@ -180,13 +180,14 @@ class NDRecipe(Recipe):
         trace.label_modules(gpt, {mod: n for n, mod in gpt.named_modules() if n})
         self.stages = gpt_stages(gpt, run.pp, me["pp"], run.v, positions=self.positions)
         self.names = {id(t): n for n, t in gpt.state_dict(keep_vars=True).items()}
+        experts = expert_parameters(gpt)  # summed over their expert-data-parallel group
         self.aux = []
         for moe in [x for st in self.stages for x in moe_layers(st)]:
             moe.register_forward_hook(lambda mod, a, out: self.aux.append(mod.aux_loss.item() / m))
         del gpt  # what this rank does not hold is freed: the stages keep their own layers
         if real:
             compute = RealCompute(self.stages, m, False)
-            self.dp = DataParallel(self.stages, run, g, self.names)
+            self.dp = DataParallel(self.stages, run, g, experts)
             self.optimizer = self.dp.optimizers
         else:
             share = run.dp * m * run.pp * run.tp
@@ -196,7 +197,7 @@ class NDRecipe(Recipe):
                 shape, run.pp * run.v, g["tp"],
                 [sum(n.startswith("blocks") for n in st.names) for st in self.stages],
                 run.sequence_parallel)
-            self.dp = DataParallel(self.stages, run, g, self.names, emulated=True)
+            self.dp = DataParallel(self.stages, run, g, emulated=True)
         self.executor = PipelineExecutor(run.schedule, run.pp, m, run.v, compute, shape, g["pp"])
 
     def batch(self, step: int):
@@ -223,7 +224,7 @@ class NDRecipe(Recipe):
             if self.run.sequence_parallel and self.run.compute == "real":
                 for st in self.stages:  # partial sums over the TP ranks' positions first
                     sync_sequence_parallel_grads(st, self.groups["tp"])
-            self.dp.reduce()
+            self.dp.finish_grad_sync()
         for st in self.stages:
             for moe in moe_layers(st):
                 moe.update_bias_()

@@ -14,13 +14,14 @@ from typing import ClassVar
 
 import torch
 import torch.distributed as dist
+import torch.nn as nn
 
 from .. import comm, mesh
 from ..data import get_batch
 from ..memory import held_bytes, optimizer_states
 from ..model import GPT
 from ..moe import moe_layers
-from ..runs import Recipe, RunResult, TrainRun, make_run, train
+from ..runs import Recipe, RunResult, TrainRun, make_run, module_state, train
 from ..validate import check_bool, check_choice, check_float
 from .compute import EmulatedCompute, RealCompute
 from .executor import PipelineExecutor
@@ -177,13 +178,8 @@ class PPRecipe(Recipe):
                              optimizer=optimizer_states(self.optimizer) if self.optimizer else []),
                 "activations": self.executor.peak_bytes}
 
-    def full_state(self):
-        tensors = [t for st in self.stages for t in [*st.parameters(), *st.buffers()]]
-        state = {self.names[id(t)]: t.detach().cpu().clone() for t in tensors
-                 if id(t) in self.names}
-        grads = {self.names[id(q)]: q.grad.detach().cpu().clone()
-                 for st in self.stages for q in st.parameters() if q.grad is not None}
-        return state, grads
+    def full_state(self):  # each stage's own layers, under the reference's names
+        return module_state(nn.ModuleList(self.stages), self.names)
 
     def report(self, events, windows) -> dict:
         return {"stash_peak": self.executor.peak, "times": windows}

@@ -163,8 +163,8 @@ def sync_sequence_parallel_grads(model: nn.Module, group=None) -> None:
 @torch.no_grad()
 def full_tensors(model: nn.Module, group=None, grads: bool = False, names=None) -> dict:
     """{name: full parameter (or gradient)}, reassembled from every rank's slice of it (a
-    collective over the group, untraced: bookkeeping, not training). ``names``: {id(param):
-    reference name} (default: the model's own names)."""
+    collective over the group, untraced: bookkeeping, not training), on the CPU.
+    ``names``: {id(param): reference name} (default: the model's own names)."""
     import torch.distributed as dist
     t, out = tp_size(group), {}
     pairs = [(names[id(p)], p) for p in model.parameters() if id(p) in names] \
@@ -176,7 +176,7 @@ def full_tensors(model: nn.Module, group=None, grads: bool = False, names=None) 
         value = value.detach().contiguous()
         split = getattr(p, "tp_split", None)
         if split is None or t == 1:
-            out[name] = value.cpu().clone()
+            out[name] = value.cpu()
             continue
         shards = [torch.empty_like(value) for _ in range(t)]
         dist.all_gather(shards, value, group=group)

@@ -58,7 +58,7 @@ from .. import comm
 from ..data import get_batch
 from ..memory import held_bytes, optimizer_states
 from ..model import MLP, GPTConfig, causal_attention, init_tensor, norm
-from ..runs import Recipe, make_run, train
+from ..runs import Recipe, make_run, snapshot, train
 from .runner import TPRun, collect
 
 
@@ -181,14 +181,14 @@ def parallelize(model: PeerGPT, group=None, sequence_parallel: bool = False) -> 
 
 
 def _full(t: torch.Tensor) -> torch.Tensor:
-    return (t.full_tensor() if hasattr(t, "full_tensor") else t).detach().cpu().clone()
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
 
 
 @torch.no_grad()
 def full_tensors(model: PeerGPT, grads: bool = False) -> dict:
     """{reference name: full parameter (or gradient)}: DTensors gathered (a collective
     over the group), q, k and v glued back into qkv."""
-    out = {n: _full(p.grad if grads else p) for n, p in model.named_parameters()}
+    out = {n: _full((p.grad if grads else p).detach()) for n, p in model.named_parameters()}
     for name in [n for n in out if ".attn.q." in n]:
         parts = [out.pop(name.replace(".q.", f".{x}.")) for x in "qkv"]
         out[name.replace(".q.", ".qkv.")] = torch.cat(parts, 0)
@@ -230,7 +230,7 @@ class TorchTPRecipe(Recipe):
 
     def full_state(self):
         state, grads = full_tensors(self.model), full_tensors(self.model, grads=True)
-        return (state, grads) if self.rank == 0 else (None, None)
+        return snapshot(state, grads) if self.rank == 0 else (None, None)
 
     def report(self, events, windows) -> dict:  # DTensor's collectives are not ours to label
         return {"collectives": [], "activations": {"per_layer": [], "other": 0}}

@@ -18,7 +18,7 @@ from .. import comm, trace
 from ..data import get_batch
 from ..memory import ActivationCounter
 from ..model import GPT
-from ..runs import Recipe, RunResult, TrainRun, make_run, train
+from ..runs import Recipe, RunResult, TrainRun, make_run, snapshot, train
 from ..validate import check_bool, check_choice
 from .collective_matmul import check_chunks
 from .parallelize import (check_tp, full_tensors, parallelize_gpt, recompute_attention,
@@ -97,7 +97,7 @@ class TPRecipe(Recipe):
     def full_state(self):  # a collective: every rank gathers, rank 0 keeps
         state = full_tensors(self.model, self.group)
         grads = full_tensors(self.model, self.group, grads=True)
-        return (state, grads) if self.rank == 0 else (None, None)
+        return snapshot(state, grads) if self.rank == 0 else (None, None)
 
     def report(self, events, windows) -> dict:
         counts = self.counter.bytes.get("step 0", {})

@@ -13,11 +13,12 @@ Units (FSDP's wrapping policy): by default every child of every ``nn.ModuleList`
 transformer's blocks), and the root -- the rest: embeddings, final norm, head. A
 parameter used by two units (tied weights) belongs to the root, which is gathered for
 the whole forward. The parameters the optimizer sees are the shards
-(``FullyShard.parameters()``): after ``finish_backward()`` each trainable one has a
-gradient of its own shape and dtype, so any torch optimizer steps it.
+(``FullyShard.parameters()``): when backward returns, each trainable one has the
+averaged gradient of its own shape and dtype (the family's interface,
+data_parallel/grad_sync.py), so any torch optimizer steps it.
 
 Gradient accumulation: under ``no_sync()`` full gradients add up on each rank (FSDP2's
-set_requires_gradient_sync(False)); the next backward outside, or ``finish_backward``,
+set_requires_gradient_sync(False)); the next backward outside, or ``finish_grad_sync()``,
 sends them. ``compute_dtype`` (FSDP2's MixedPrecisionPolicy param_dtype = reduce_dtype): the shards
 stay fp32 (the master weights); what is gathered, computed with and reduce-scattered is
 cast to it, and so are a unit's floating-point inputs. ``reshard_after_forward=False``
@@ -34,7 +35,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .. import comm, trace
-from ..data_parallel.ddp import NoSync, broadcast_state, used_anywhere
+from ..data_parallel.grad_sync import GradSync, broadcast_state, used_anywhere
 from ..mesh import check_group
 from ..validate import check_bool, check_choice
 from .flat import ShardLayout
@@ -55,7 +56,7 @@ class _Unit:
         self.used = [False] * len(params)  # got a gradient this step (on this rank)
 
 
-class FullyShard(NoSync, nn.Module):
+class FullyShard(GradSync, nn.Module):
     """ZeRO-3 over ``group`` (default: the world) for ``module``; see the module doc.
     ``units``: submodules to gather one at a time (default: the children of every
     ModuleList); ``probe``: a ``zero.MemoryProbe`` told of every gathered buffer."""
@@ -172,6 +173,7 @@ class FullyShard(NoSync, nn.Module):
 
     # --- backward: the unit's gradients, reduce-scattered into the shards -----------
     def _gradients_in(self, u: _Unit, gathered, grads) -> None:
+        self.grad_ready()
         if gathered.regathered is not None or not self.reshard:
             gathered.regathered = None
             self._freed(u, gathered)
@@ -195,17 +197,16 @@ class FullyShard(NoSync, nn.Module):
                                             f"{u.label or 'root'} grads")
         u.waits.append((arrived, out))
 
-    def finish_backward(self) -> None:
+    def _finish(self) -> None:
         """Send what ``no_sync`` held, wait for every reduce-scatter; each trainable
         shard's gradient is then the average over the group of its part of the gradient
         (summed over micro-batches)."""
         if self.prefetcher is not None:
             self.prefetcher.drain()  # a gather no unit asked for: the shards change next
-        if self.sync:
-            for u in self.units:
-                if u.held is not None:
-                    held, u.held = u.held, None
-                    self._launch(u, held)
+        for u in self.units:
+            if u.held is not None:
+                held, u.held = u.held, None
+                self._launch(u, held)
         with trace.span("wait for gradients", kind="wait"):
             for u in self.units:
                 for arrived, out in u.waits:
@@ -214,8 +215,6 @@ class FullyShard(NoSync, nn.Module):
                         if s.requires_grad:
                             s.grad = piece.clone() if s.grad is None else s.grad.add_(piece)
                 u.waits = []
-        if not self.sync:
-            return
         # A parameter no rank used keeps no gradient (the ranks agree after the last
         # reduce-scatter: one MAX all-reduce of a byte each), so an optimizer skips it.
         pairs = [(u, i) for u in self.units for i, s in enumerate(u.shards) if s.requires_grad]
@@ -251,6 +250,18 @@ class FullyShard(NoSync, nn.Module):
     def full_grads(self) -> dict:
         """Every trainable parameter's averaged gradient, full, by name (a collective)."""
         return {n: t.cpu() for p, t in self.gather_full(grads=True).items() for n in self.names[p]}
+
+    def full_tensors(self, grads: bool = False) -> dict:
+        """{original parameter: its full value, or its full averaged gradient}: a
+        collective (the name the family shares for ``gather_full``)."""
+        return self.gather_full(grads)
+
+    def collective_groups(self) -> list[list]:
+        return [u.params for u in self.units]
+
+    def held_gradients(self) -> list:
+        """(original parameter, the gradient of this rank's shard of it)."""
+        return [(p, s.grad) for u in self.units for p, s in zip(u.params, u.shards)]
 
     def states(self) -> dict:
         """What this rank keeps between steps: its shards and their gradients."""

@@ -9,8 +9,8 @@ other replicas (the replicate group), so only Psi / S bytes per rank cross the s
 links (``cost.hsdp_comm_volume``). Memory per rank is ZeRO-3's over S, not over F.
 torch's equivalent is ``fully_shard(module, mesh=DeviceMesh(("replicate", "shard")))``.
 
-``HybridShard`` is ``FullyShard`` over the shard group plus that one all-reduce: the
-parts compose, nothing is copied.
+``HybridShard`` is ``FullyShard`` over the shard group plus that one all-reduce when its
+round of gradients finishes: the parts compose, nothing is copied.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .. import comm
-from ..data_parallel.ddp import broadcast_state, used_anywhere
+from ..data_parallel.grad_sync import broadcast_state, used_anywhere
 from ..mesh import check_group
 from .fully_shard import FullyShard
 
@@ -44,45 +44,28 @@ def hsdp_groups(replicate: int, group=None):
     return mine["shard"], mine["replicate"]
 
 
-class HybridShard(nn.Module):
-    """HSDP of ``module``: ``FullyShard(module, shard_group, **kwargs)`` and the
-    all-reduce of its gradient shards over ``replicate_group``. Train it as a
-    FullyShard: ``parameters()`` are the shards, call ``finish_backward()`` after
-    backward."""
+class HybridShard(FullyShard):
+    """HSDP of ``module``: a ``FullyShard`` over ``shard_group`` (``**kwargs`` are its
+    options) whose finished round of gradients is then all-reduced, shard by shard, over
+    ``replicate_group``. Train it as a FullyShard: ``parameters()`` are the shards, and
+    when backward returns their gradients are the mean over all R x S ranks."""
 
     def __init__(self, module: nn.Module, shard_group, replicate_group, **kwargs):
-        super().__init__()
         check_group(shard_group, "shard_group")
-        self.replicate = check_group(replicate_group, "replicate_group")
-        self.replicas = dist.get_world_size(replicate_group)
+        replicate = check_group(replicate_group, "replicate_group")
         broadcast_state(module, replicate_group)  # then FullyShard's within the shard group:
-        self.fsdp = FullyShard(module, shard_group, **kwargs)  # every rank has rank 0's
+        super().__init__(module, shard_group, **kwargs)  # every rank has rank 0's weights
+        self.replicate = replicate
+        self.replicas = dist.get_world_size(replicate_group)
 
-    def forward(self, *args, **kwargs):
-        return self.fsdp(*args, **kwargs)
-
-    def no_sync(self):
-        return self.fsdp.no_sync()
-
-    def finish_backward(self) -> None:
+    def _finish(self) -> None:
         """The shard group's reduce-scatters, then each gradient shard averaged over the
-        replicas: afterwards every shard's gradient is the mean over all R x S ranks."""
-        self.fsdp.finish_backward()
-        if not self.fsdp.sync:
-            return
-        shards = [s for s in self.fsdp.shards if s.requires_grad]
+        replicas."""
+        super()._finish()
+        shards = [s for s in self.shards if s.requires_grad]
         for s, anywhere in zip(shards, used_anywhere([s.grad is not None for s in shards],
                                                      self.replicate)):
             if anywhere and s.grad is None:  # used in another replica only
                 s.grad = torch.zeros_like(s)
         comm.all_reduce_grads(shards, self.replicate, 1.0 / self.replicas,
                               label="grad shards (across replicas)", axis="replicate")
-
-    def full_state_dict(self) -> dict:
-        return self.fsdp.full_state_dict()
-
-    def full_grads(self) -> dict:
-        return self.fsdp.full_grads()
-
-    def states(self) -> dict:
-        return self.fsdp.states()

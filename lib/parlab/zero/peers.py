@@ -6,16 +6,21 @@ and theirs in the same processes.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 import torch.distributed as dist
 
 from ..data_parallel.peers import TorchDDP
+from ..model import ADAMW_BETAS
+from .stages import Zero
 
 PEERS = ("ddp", "fsdp2")  # torch's own implementations, for comparison
 
 
 class _Peer(torch.nn.Module):
-    """A torch-wrapped model with ``full_state() -> (params, grads)`` by reference name."""
+    """A torch-wrapped model with our parts' gradient-sync interface (torch's own finish
+    inside backward too: ``finish_grad_sync`` has nothing to do)."""
 
     def __init__(self, model, inner):
         super().__init__()
@@ -24,14 +29,43 @@ class _Peer(torch.nn.Module):
     def forward(self, *args, **kwargs):
         return self.model(*args, **kwargs)
 
-    def full_state(self) -> tuple[dict, dict]:
-        full = lambda t: t.full_tensor() if hasattr(t, "full_tensor") else t  # noqa: E731  DTensor
-        return ({n: full(p.detach()).cpu().clone() for n, p in self.inner.named_parameters()},
-                {n: full(p.grad).cpu().clone() for n, p in self.inner.named_parameters()})
+    @contextmanager
+    def no_sync(self):
+        if hasattr(self.model, "no_sync"):  # DDP
+            with self.model.no_sync():
+                yield
+            return
+        self.model.set_requires_gradient_sync(False)  # FSDP2's name for it
+        try:
+            yield
+        finally:
+            self.model.set_requires_gradient_sync(True)
+
+    def finish_grad_sync(self) -> bool:
+        return False
+
+    def collective_groups(self) -> list[list]:
+        return []  # torch's own buckets / units, not ours to list
+
+    def held_gradients(self) -> list:
+        return [(p, _local(p.grad)) for p in self.inner.parameters()]
+
+    def full_tensors(self, grads: bool = False) -> dict:
+        """{parameter: its full value or gradient}: FSDP2's DTensors gathered (a collective)."""
+        def full(t):
+            return t.full_tensor() if hasattr(t, "full_tensor") else t
+        return {p: full((p.grad if grads else p).detach()) for p in self.inner.parameters()
+                if not grads or p.grad is not None}
+
+
+def _local(t):
+    """A DTensor's local shard (FSDP2's parameters), or the tensor itself."""
+    return t.to_local() if hasattr(t, "to_local") else t
 
 
 def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
-               reshard_after_forward: bool = True, replicate: int = 1, **optimizer_kwargs):
+               reshard_after_forward: bool = True, replicate: int = 1, lr: float = 1e-3,
+               weight_decay: float = 0.0) -> Zero:
     """``kind='fsdp2'``: FSDP2, ``torch.distributed.fsdp.fully_shard`` (PyTorch's
     documentation, "torch.distributed.fsdp.fully_shard"): each parameter sharded on dim 0
     as a DTensor, each block one FSDP unit and the root holding embeddings and head --
@@ -40,7 +74,8 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
     of ``replicate`` x (ranks / replicate), consecutive ranks one shard group (as
     ``hybrid.hsdp_groups``).
     ``kind='ddp'``: DistributedDataParallel (Li et al., "PyTorch Distributed", VLDB 2020)
-    over ``group``, buckets of ``bucket_bytes``. Returns (module, AdamW)."""
+    over ``group``, buckets of ``bucket_bytes``. Returns a ``stages.Zero``: the module to
+    call (with our parts' interface), itself as the sync, and an AdamW as ours."""
     if kind == "fsdp2":
         try:
             from torch.distributed.fsdp import fully_shard
@@ -55,7 +90,9 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
         model = _Peer(gpt, gpt)
     else:
         model = _Peer(TorchDDP(gpt, group, bucket_bytes), gpt)
-    return model, torch.optim.AdamW(gpt.parameters(), **optimizer_kwargs)
+    optimizer = torch.optim.AdamW(gpt.parameters(), lr=lr, betas=ADAMW_BETAS,
+                                  weight_decay=weight_decay)
+    return Zero(model, model, optimizer)
 
 
 def _mesh(group, device_type: str):

@@ -13,7 +13,7 @@ The order is static, as FSDP1's is after the first iteration: forward runs the r
 owns the embeddings) and then the blocks in order; backward starts with the root (the
 head's weights) and runs the blocks in reverse. A gather is keyed by (unit, pass) and
 waited on before its buffer is read; one issued for a unit that never asked for it is
-waited on and dropped in ``FullyShard.finish_backward`` (after that the shards change).
+waited on and dropped when the round of gradients finishes (after that the shards change).
 """
 
 from __future__ import annotations

@@ -23,16 +23,14 @@ import torch
 
 from .. import comm, trace
 from ..cost import ZERO_STAGES
-from ..data_parallel.ddp import DDP_BUCKET_BYTES, BucketedDP
+from ..data_parallel.ddp import DDP_BUCKET_BYTES
 from ..memory import optimizer_states
-from ..model import ADAMW_BETAS, GPT
-from ..runs import Recipe, RunResult, TrainRun, make_run, train
+from ..model import GPT
+from ..runs import Recipe, RunResult, TrainRun, make_run, named_state, names_of, train
 from ..validate import check_bool, check_choice, check_int
-from .fully_shard import FullyShard
-from .hybrid import HybridShard, hsdp_groups
 from .peers import PEERS, torch_peer
 from .probes import MemoryProbe, Tracer
-from .sharded import ShardedOptimizer
+from .stages import apply_zero
 
 EXTRAS = ("comm_bytes", "bytes_sent", "buckets")
 
@@ -81,28 +79,9 @@ def units(gpt: GPT) -> dict:
     return {**out, "head": (gpt.ln_f, gpt.lm_head)}
 
 
-def apply_zero(gpt: GPT, run: ZeroRun, group=None, probe=None):
-    """(the module to train, its optimizer) for ``run.zero_stage`` over ``group``."""
-    stage, opt = run.zero_stage, dict(lr=run.lr, betas=ADAMW_BETAS, weight_decay=run.weight_decay)
-    if stage in PEERS:
-        fsdp = dict(reshard_after_forward=run.reshard_after_forward, replicate=run.replicate) \
-            if stage == "fsdp2" else {}
-        return torch_peer(stage, gpt, group, run.bucket_bytes, **fsdp, **opt)
-    if stage == 0:
-        model = BucketedDP(gpt, group, run.bucket_bytes, gradient_as_bucket_view=True)
-        return model, torch.optim.AdamW(gpt.parameters(), **opt)
-    if stage in (1, 2):
-        return gpt, ShardedOptimizer(gpt.named_parameters(), torch.optim.AdamW, group, stage,
-                                     run.bucket_bytes, probe=probe, **opt)
-    kw = dict(probe=probe, reshard_after_forward=run.reshard_after_forward, prefetch=run.prefetch)
-    if run.replicate > 1:
-        model = HybridShard(gpt, *hsdp_groups(run.replicate, group), **kw)
-    else:
-        model = FullyShard(gpt, group, **kw)
-    return model, torch.optim.AdamW(model.parameters(), **opt)
-
-
 class ZeroRecipe(Recipe):
+    """The lab's GPT under ``run.zero_stage`` (``stages.apply_zero``) or torch's peer."""
+
     def __init__(self, run: ZeroRun, group=None, probe=None, tracer=None):
         super().__init__(run, group)
         self.probe, self.tracer = probe or MemoryProbe(), tracer or Tracer()
@@ -113,7 +92,19 @@ class ZeroRecipe(Recipe):
             with trace.span("forward loss"):
                 return loss_fn(logits, targets)
         self.gpt.loss_fn = timed_loss
-        self.model, self.optimizer = apply_zero(self.gpt, run, group, self.probe)
+        self.names = names_of(self.gpt)  # before ZeRO-3 takes the parameters out
+        opt = dict(lr=run.lr, weight_decay=run.weight_decay)
+        fsdp = dict(reshard_after_forward=run.reshard_after_forward, replicate=run.replicate)
+        if run.zero_stage in PEERS:
+            self.zero = torch_peer(run.zero_stage, self.gpt, group, run.bucket_bytes,
+                                   **(fsdp if run.zero_stage == "fsdp2" else {}), **opt)
+            self.names = names_of(self.gpt)  # FSDP2 swapped every parameter for a DTensor
+        else:
+            if run.zero_stage == 3:
+                opt.update(fsdp, prefetch=run.prefetch)
+            self.zero = apply_zero(self.gpt, run.zero_stage, group, bucket_bytes=run.bucket_bytes,
+                                   probe=self.probe, **opt)
+        self.model, self.optimizer = self.zero.model, self.zero.optimizer
         self.tracer.attach(units(self.gpt))  # after the part's hooks: a unit's gather comes first
 
     def zero_grad(self) -> None:
@@ -124,49 +115,36 @@ class ZeroRecipe(Recipe):
         device = comm.device(self.group)
         _, loss = self.model(x.to(device), y.to(device))
         with self.tracer.backward():
-            loss.backward()  # the parts' hooks launch their collectives meanwhile
-        sync = getattr(self.model, "finish_backward", None) or getattr(
-            self.optimizer, "reduce_gradients", None)
-        if sync is not None:
-            sync()
+            loss.backward()  # the part's hooks reduce the gradients, finished by its end
         return loss.item()
 
     def states(self) -> dict:
-        if isinstance(self.model, (FullyShard, HybridShard)):
-            held = self.model.states()
-        else:
-            params = list(self.gpt.parameters())
-            held = {"params": [_local(p) for p in params],
-                    "grads": [_local(p.grad) for p in params]}
-            if isinstance(self.optimizer, ShardedOptimizer):
-                held["grads"] += [s.grad for s in self.optimizer.shards()]
-        return {**held, "optimizer": [_local(t) for t in optimizer_states(
-            getattr(self.optimizer, "inner", self.optimizer))]}
+        """What this rank keeps between steps: the parameters it holds (whole, or its
+        shards), their gradients and the shards' (ZeRO-1/2), the optimizer's states."""
+        params = list(self.model.parameters())
+        return {"params": [_local(p) for p in params],
+                "grads": [_local(p.grad) for p in params]
+                + [_local(g) for _, g in self.zero.sync.held_gradients()],
+                "optimizer": [_local(t) for t in optimizer_states(self.optimizer)]}
 
     def memory(self) -> dict:
         return self.probe.held(self.states())
 
-    def full_state(self):
-        if isinstance(self.model, (FullyShard, HybridShard)):
-            params, grads = self.model.full_state_dict(), self.model.full_grads()
-        elif hasattr(self.model, "full_state"):  # a torch peer
-            params, grads = self.model.full_state()
-        else:
-            params = {k: v.detach().cpu().clone() for k, v in self.gpt.state_dict().items()}
-            grads = (self.optimizer.gathered_gradients()
-                     if isinstance(self.optimizer, ShardedOptimizer) else
-                     {n: p.grad.detach().cpu().clone() for n, p in self.gpt.named_parameters()})
-        return (params, {n: g.cpu() for n, g in grads.items()}) if self.rank == 0 else (None, None)
+    def full_state(self):  # a collective: ZeRO's shards gathered, rank 0 keeps them
+        sync = self.zero.sync
+        values, grads = sync.full_tensors(), sync.full_tensors(grads=True)
+        if self.rank != 0:
+            return None, None
+        buffers = {b: b for b in self.gpt.buffers() if id(b) in self.names}
+        return named_state(self.names, {**values, **buffers}, grads)
 
     def report(self, events, windows) -> dict:
         sent = [0] * self.run.steps
         for e in events:
             if e["kind"] == "comm" and e["meta"].get("step") is not None:
                 sent[e["meta"]["step"]] += e["bytes_sent"]
-        buckets = getattr(self.optimizer, "buckets", None) or getattr(self.model, "buckets", None) \
-            or getattr(getattr(self.model, "fsdp", self.model), "units", [])
         return {"comm_bytes": sent, "bytes_sent": sum(sent),
-                "buckets": [len(getattr(b, "params", ())) for b in buckets]}
+                "buckets": [len(g) for g in self.zero.sync.collective_groups()]}
 
 
 def _local(t):

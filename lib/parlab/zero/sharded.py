@@ -25,10 +25,12 @@ Exactness: the optimizer steps each shard with that shard's gradient, which for 
 elementwise rule (SGD, Adam, AdamW, ...) is the arithmetic of the whole tensor; LBFGS's
 line search or Adafactor's factored moments look across elements, and are refused.
 
-Gradient accumulation: under ``no_sync()`` nothing is exchanged and gradients add up
-in full (stage 2 too, as FSDP2's ``set_requires_gradient_sync(False)``); without it,
-stage 2 reduce-scatters every micro-batch and sums the shards -- m times the traffic,
-never the full gradients.
+The exchange finishes inside backward (the family's interface, data_parallel/grad_sync.py):
+when ``loss.backward()`` returns, each rank's shard gradients are averaged. Gradient
+accumulation: under ``no_sync()`` nothing is exchanged and gradients add up in full
+(stage 2 too, as FSDP2's ``set_requires_gradient_sync(False)``); without it, stage 2
+reduce-scatters every micro-batch and sums the shards -- m times the traffic, never the
+full gradients.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ import torch
 import torch.distributed as dist
 
 from .. import comm, trace
-from ..data_parallel.ddp import (DDP_BUCKET_BYTES, NoSync, assign_buckets, broadcast_tensors,
-                                 used_anywhere)
+from ..data_parallel.ddp import DDP_BUCKET_BYTES, assign_buckets
+from ..data_parallel.grad_sync import GradSync, broadcast_tensors, used_anywhere
 from ..mesh import check_group
 from ..validate import check_choice, check_int
 from .flat import ShardLayout
@@ -77,14 +79,14 @@ class _Bucket:
         self.ready, self.held, self.incoming, self.wait = set(), set(), None, None
 
 
-class ShardedOptimizer(NoSync, torch.optim.Optimizer):
+class ShardedOptimizer(GradSync, torch.optim.Optimizer):
     """ZeRO stage 1 or 2 over ``group`` (default: the world) for ``params`` (parameters
     or ``named_parameters()``), stepping ``optimizer_cls(shards, **optimizer_kwargs)``.
-    Use it as any optimizer: ``loss.backward(); opt.step(); opt.zero_grad()``; ``step``
-    first finishes the gradients' reduce-scatters (``reduce_gradients``, callable on
-    its own), divides by the group size (the mean over replicas; ``divide_by``: over
-    another count), updates this rank's
-    shards and all-gathers the parameters. At construction the group's first rank
+    Use it as any optimizer: ``loss.backward(); opt.step(); opt.zero_grad()``: backward
+    reduce-scatters the gradients and divides them by the group size (the mean over
+    replicas; ``divide_by``: over another count), ``step`` updates this rank's shards
+    (finishing first a round that ``no_sync`` held: ``finish_grad_sync``) and
+    all-gathers the parameters. At construction the group's first rank
     broadcasts the parameters (the frozen ones given too). A parameter no rank used
     keeps no gradient, so the optimizer skips it as on one device."""
 
@@ -117,16 +119,16 @@ class ShardedOptimizer(NoSync, torch.optim.Optimizer):
         self._slot = {p: (b, i) for b in self.buckets for i, p in enumerate(b.params)}
         shards = {p: b.shards[i] for p, (b, i) in self._slot.items()}
         self.inner = optimizer_cls([shards[p] for _, p in named], **optimizer_kwargs)
+        self.state = self.inner.state  # what this rank keeps: its shards' states, by shard
         for p in self._slot:
             p.register_post_accumulate_grad_hook(self._grad_ready)
-        self._next = 0  # the next bucket to launch, in index order
-        self._reduced = False  # reduce_gradients ran since the last gradient arrived
-        self._got = set()      # parameters with a gradient on this rank since the last step
+        self._next = 0    # the next bucket to launch, in index order
+        self._got = set()  # parameters with a gradient on this rank since the last round
 
     # --- backward: buckets reduce-scattered as they fill ----------------------------
     def _grad_ready(self, p: torch.Tensor) -> None:
+        self.grad_ready()
         b, i = self._slot[p]
-        self._reduced = False
         self._got.add(p)
         if not self.sync:
             b.held.add(i)  # accumulated under no_sync: sent with the next exchange
@@ -178,9 +180,9 @@ class ShardedOptimizer(NoSync, torch.optim.Optimizer):
         for s, piece in zip(b.shards, b.layout.split(reduced.div_(self.divide_by), real=True)):
             s.grad = piece if s.grad is None else s.grad.add_(piece)  # views of one block
 
-    def reduce_gradients(self) -> None:
-        """Finish this step's gradient exchange: every bucket reduce-scattered and
-        averaged into this rank's shard gradients. ``step`` calls it. A bucket still
+    def _finish(self) -> None:
+        """Finish this round's gradient exchange: every bucket reduce-scattered and
+        averaged into this rank's shard gradients. A bucket still
         missing a gradient goes now with zeros in its place; then the ranks agree which
         parameters no rank used (one MAX all-reduce of a byte each), and those keep none."""
         if self._next:  # a round under way: finish it
@@ -200,7 +202,7 @@ class ShardedOptimizer(NoSync, torch.optim.Optimizer):
             if not anywhere:
                 b, i = self._slot[p]
                 b.shards[i].grad = None  # unused on every rank: skipped, as on one device
-        self._next, self._reduced, self._got = 0, True, set()
+        self._next, self._got = 0, set()
 
     # --- the step: update this rank's shards, gather the parameters -----------------
     @torch.no_grad()
@@ -208,8 +210,7 @@ class ShardedOptimizer(NoSync, torch.optim.Optimizer):
         if closure is not None:
             raise ValueError("closure: ShardedOptimizer does not re-evaluate the loss "
                              "(elementwise optimizers need none)")
-        if not self._reduced:
-            self.reduce_gradients()
+        self.finish_grad_sync()  # a round no_sync held (else the backward finished it)
         with trace.span("optimizer shards"):
             self.inner.step()
         self.all_gather_parameters()
@@ -230,7 +231,6 @@ class ShardedOptimizer(NoSync, torch.optim.Optimizer):
                 b.layout.unpack_into(full, b.params)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        self._reduced = False
         for b in self.buckets:
             for p, s in zip(b.params, b.shards):
                 p.grad = s.grad = None
@@ -239,17 +239,28 @@ class ShardedOptimizer(NoSync, torch.optim.Optimizer):
         """This rank's shard of every parameter (what its optimizer steps)."""
         return [s for b in self.buckets for s in b.shards]
 
+    def collective_groups(self) -> list[list]:
+        return [b.params for b in self.buckets]
+
+    def held_gradients(self) -> list:
+        """(parameter, the gradient of this rank's shard of it): what it steps from."""
+        return [(p, s.grad) for b in self.buckets for p, s in zip(b.params, b.shards)]
+
     @torch.no_grad()
-    def gathered_gradients(self) -> dict:
-        """{name: the full averaged gradient} of the last step, on every rank (a
-        collective; bookkeeping -- ZeRO itself never needs them whole)."""
+    def full_tensors(self, grads: bool = False) -> dict:
+        """{parameter: its full value, or its full averaged gradient}. The parameters are
+        whole on every rank after each step; the gradients are gathered from the shards
+        (a collective -- bookkeeping: ZeRO itself never needs them whole)."""
+        if not grads:
+            return {p: p.detach() for b in self.buckets for p in b.params}
         out = {}
         for b in self.buckets:
             own = b.layout.own([s.grad if s.grad is not None else torch.zeros_like(s)
                                 for s in b.shards])
             full = own.new_empty(self.dp * own.numel())
             comm.all_gather(full, own, self.group, label="full gradients")
-            out.update({n: g for n, g, s in zip(b.names, b.layout.unpack(full), b.shards)})
+            out.update({p: g for p, g, s in zip(b.params, b.layout.unpack(full), b.shards)
+                        if s.grad is not None})
         return out
 
     def state_dict(self):

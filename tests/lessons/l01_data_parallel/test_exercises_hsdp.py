@@ -195,10 +195,9 @@ def hybrid_worker():
     torch.set_num_threads(1)
     shard, rep = zero.hsdp_groups(2)
     model = zero.HybridShard(_Flat(hsdp.NUMEL), shard, rep)
-    model(hsdp.inputs(dist.get_rank())).backward()
-    model.finish_backward()
+    model(hsdp.inputs(dist.get_rank())).backward()  # synchronised by its end
     ours = hsdp.solution_hsdp_grad_sync(hsdp.inputs(dist.get_rank()), shard, rep)
-    return model.fsdp.shards[0].grad.clone(), ours, dist.get_rank(shard)
+    return model.shards[0].grad.clone(), ours, dist.get_rank(shard)
 
 
 def test_the_wanted_shard_is_hybrid_shards():

@@ -104,7 +104,7 @@ def test_buckets_are_ddps_buckets(bucket_bytes):
 def buggy_run(run, bug):
     """train_worker with a classic bug planted in NaiveDP (restored afterwards: the ranks
     are reused by later tests)."""
-    original = dp.NaiveDP.finish_backward
+    original = dp.NaiveDP._finish
 
     def no_division(self):
         for p in self.module.parameters():
@@ -115,11 +115,11 @@ def buggy_run(run, bug):
             dist.all_reduce(p.grad)
             p.grad.div_(self.world)
 
-    dp.NaiveDP.finish_backward = {"no_division": no_division, "forgets_one": forgets_one}[bug]
+    dp.NaiveDP._finish = {"no_division": no_division, "forgets_one": forgets_one}[bug]
     try:
         return dp.train_worker(run)
     finally:
-        dp.NaiveDP.finish_backward = original
+        dp.NaiveDP._finish = original
 
 
 @pytest.mark.parametrize("bug", ["no_division", "forgets_one"])
@@ -178,9 +178,8 @@ def test_accumulation_syncs_once_per_step():
 
 def unused_parameter():
     model = torch.nn.ModuleDict({"used": torch.nn.Linear(3, 3), "unused": torch.nn.Linear(3, 3)})
-    sync = dp.BucketedDP(model, bucket_bytes=1)
-    model["used"](torch.ones(2, 3)).sum().backward()
-    sync.finish_backward()
+    dp.BucketedDP(model, bucket_bytes=1)
+    model["used"](torch.ones(2, 3)).sum().backward()  # the sync at its end names them
 
 
 def test_unused_parameter_is_an_error_not_a_hang():
@@ -260,9 +259,7 @@ def error_feedback_step(kind):
     model = torch.nn.Linear(50, 20)
     sync = compression.CompressedDP(model, kind=kind, topk_ratio=0.1)
     grads = [torch.randn_like(p) for p in sync.params]
-    for p, g in zip(sync.params, grads):
-        p.grad = g.clone()
-    sync.finish_backward()
+    sum((p * g).sum() for p, g in zip(sync.params, grads)).backward()  # gradients = grads
     return grads, [p.grad for p in sync.params], sync.residual
 
 

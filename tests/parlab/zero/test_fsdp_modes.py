@@ -88,7 +88,7 @@ def prefetch_frees_everything():
     x = torch.randint(0, CFG.vocab_size, (2, CFG.seq_len))
     _, loss = z(x, x)
     loss.backward()
-    z.finish_backward()
+    assert not z.finish_grad_sync()  # the backward finished the round: nothing left
     del loss
     deadline = time.monotonic() + 2.0  # gloo drops its reference on its own thread
     while probe.alive("gathered") and time.monotonic() < deadline:
@@ -169,27 +169,27 @@ def test_hsdp_equals_one_device_and_its_bytes_the_formula(hsdp):
 class _NoAllReduce(zero.HybridShard):
     """Forgets the cross-replica all-reduce: each replica keeps its own half's gradient."""
 
-    def finish_backward(self):
-        self.fsdp.finish_backward()
+    def _finish(self):
+        zero.FullyShard._finish(self)
 
 
 class _AveragedOverTheWorld(zero.HybridShard):
     """Divides the replicas' sum by every rank (R x S) instead of the R replicas."""
 
-    def finish_backward(self):
-        self.fsdp.finish_backward()
-        shards = [s for s in self.fsdp.shards if s.requires_grad]
+    def _finish(self):
+        zero.FullyShard._finish(self)
+        shards = [s for s in self.shards if s.requires_grad]
         from parlab import comm
         comm.all_reduce_grads(shards, self.replicate, 1.0 / 4, axis="replicate")
 
 
 def planted_hsdp(bug, run):
-    saved = zero.runner.HybridShard
-    zero.runner.HybridShard = {"no_all_reduce": _NoAllReduce, "world": _AveragedOverTheWorld}[bug]
+    saved = zero.stages.HybridShard
+    zero.stages.HybridShard = {"no_all_reduce": _NoAllReduce, "world": _AveragedOverTheWorld}[bug]
     try:
         return zero.train_worker(run)
     finally:
-        zero.runner.HybridShard = saved
+        zero.stages.HybridShard = saved
 
 
 @pytest.mark.timeout(120)
@@ -222,7 +222,6 @@ def tiednet_worker(kind, steps=3):
         loss = model(*byom.tokens(step, 8, rank, world))
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        model.finish_backward()
         opt.step()
     return model.full_state_dict()
 

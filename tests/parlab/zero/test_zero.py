@@ -190,7 +190,6 @@ def gathered_after_forward(keep_weights_for_backward=False):
     _, loss = z(x, x)
     after_forward = _wait_freed(probe)
     loss.backward()
-    z.finish_backward()
     del loss
     return after_forward, _wait_freed(probe), dist.get_rank()
 
@@ -227,7 +226,6 @@ def wrong_zero3_grads():
     x, y = local_batch(0, 8, CFG.seq_len, CFG.vocab_size, dist.get_rank(), dist.get_world_size())
     _, loss = z(x, y)
     loss.backward()
-    z.finish_backward()
     return z.full_grads()
 
 
