@@ -28,7 +28,6 @@ ranks is torchrun's, and rank 0 prints.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 

@@ -209,7 +209,8 @@ def composed_worker(dp: int, pp: int, tp: int, micro_batches: int = 4, steps: in
     from parlab import trace
     from parlab.data_parallel import BucketedDP
     from parlab.mesh import Mesh
-    from parlab.pipeline_parallel import PipelineExecutor, PipelineStage, RealCompute, split_layers
+    from parlab.pipeline_parallel import (PipelineExecutor, PipelineStage, RealCompute,
+                                          make_schedule, placement_of, split_layers)
     from parlab.tensor_parallel import Colwise, Rowwise, full_tensors, parallelize
     torch.set_num_threads(1)
     mesh = Mesh(dp=dp, pp=pp, tp=tp).init()
@@ -224,8 +225,8 @@ def composed_worker(dp: int, pp: int, tp: int, micro_batches: int = 4, steps: in
     sync = BucketedDP(stage, mesh.group("dp"))
     opt = _adamw(stage.parameters())
     rows = 8 // (dp * m)
-    pipe = PipelineExecutor("1f1b", pp, m, 1, RealCompute([stage], m, False),
-                            (rows, 16), mesh.group("pp"))
+    pipe = PipelineExecutor(make_schedule("1f1b", pp, m), placement_of("1f1b", pp, 1, m),
+                            RealCompute([stage], m, False), (rows, 16), mesh.group("pp"))
     for step in range(steps):
         x, y = regression(step)
         x, y = x.chunk(dp)[me["dp"]], y.chunk(dp)[me["dp"]]

@@ -153,22 +153,24 @@ def _run_harness(source, name, run, p, m):
     from parlab.model import GPT
     from parlab.pipeline_parallel.compute import RealCompute
     from parlab.pipeline_parallel.executor import PipelineExecutor
-    from parlab.pipeline_parallel.schedules import SPLIT_BACKWARD
+    from parlab.pipeline_parallel.schedules import SPLIT_BACKWARD, placement_of
     from parlab.pipeline_parallel.stages import gpt_stages
 
     fn = core.load_learner(source, name)
     torch.set_num_threads(1)
     rank, c, split = dist.get_rank(), run.config, run.schedule in SPLIT_BACKWARD
-    acts, problem = as_actions(fn(rank, p, m), rank, "FBW" if split else "FB")
-    if problem:
-        raise ValueError(problem)
+    schedule = []  # every stage's list, as the executor takes them (fn is pure: any rank asks)
+    for stage in range(p):
+        acts, problem = as_actions(fn(stage, p, m), stage, "FBW" if split else "FB")
+        if problem:
+            raise ValueError(problem)
+        schedule.append(acts)
     gpt = GPT(c, run.seed)
     names = {id(q): n for n, q in gpt.named_parameters()}
     stages = gpt_stages(gpt, p, rank)
     compute = RealCompute(stages, m, split)
-    me = PipelineExecutor(run.schedule, p, m, 1, compute,
-                          (run.batch_size // m, c.seq_len, c.d_model))
-    me.actions = acts  # the learner's schedule instead of ours
+    me = PipelineExecutor(schedule, placement_of(run.schedule, p, 1, m), compute,
+                          (run.batch_size // m, c.seq_len, c.d_model))  # the learner's lists
     x, y = get_batch(0, run.batch_size, c.seq_len, c.vocab_size, seed=run.data_seed)
     with trace.tagged(step=0):
         loss = me.step([t.clone() for t in x.chunk(m)], [t.clone() for t in y.chunk(m)])

@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import time
 
-import torch
 import torch.distributed as dist
 
 from parlab.data import local_batch
-from parlab.model import ADAMW_BETAS, GPT, GPTConfig
+from parlab.model import GPT, GPTConfig
 from parlab.checkpoint import dcp as checkpoint, state as dcp_state
 
 

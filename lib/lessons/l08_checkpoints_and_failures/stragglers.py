@@ -67,11 +67,14 @@ def straggler_rank(kind: str, slow_rank: int, slowdown: float, t_compute: float,
     if kind == "pp":
         from parlab.pipeline_parallel.compute import EmulatedCompute
         from parlab.pipeline_parallel.executor import PipelineExecutor
+        from parlab.pipeline_parallel.schedules import make_schedule, placement_of
         shape = (1, 4, 8)
         for cond, f in (("normal", 1.0), ("slowed", 1.0 + slowdown)):
             f = f if rank == slow_rank else 1.0
             compute = EmulatedCompute({"F": t_compute * f, "B": 2 * t_compute * f}, shape, world)
-            executors[cond] = PipelineExecutor("1f1b", world, micro_batches, 1, compute, shape)
+            executors[cond] = PipelineExecutor(make_schedule("1f1b", world, micro_batches),
+                                               placement_of("1f1b", world, 1, micro_batches),
+                                               compute, shape)
         inputs = [torch.zeros(shape) for _ in range(micro_batches)]
     for i in range(2 * repeats + 1):
         cond = ("normal", "slowed")[i % 2]

@@ -34,7 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import torch
 import torch.distributed as dist
 
 from .. import comm, trace
@@ -45,12 +44,12 @@ from ..data import get_batch
 from ..expert_parallel.layers import apply_expert_parallel, expert_parameters, set_counts_group
 from ..mesh import Mesh
 from ..model import GPT
-from ..moe import moe_layers
 from ..pipeline_parallel.compute import RealCompute
 from ..pipeline_parallel.executor import PipelineExecutor
-from ..pipeline_parallel.schedules import op_durations, validate
+from ..pipeline_parallel.schedules import make_schedule, op_durations, placement_of, validate
 from ..pipeline_parallel.stages import gpt_stages
-from ..runs import Recipe, RunResult, TrainRun, make_run, train
+from ..pipeline_parallel.runner import StagesRecipe
+from ..runs import RunResult, TrainRun, make_run, train
 from ..tensor_parallel.parallelize import check_tp, parallelize_gpt, sync_sequence_parallel_grads
 from ..validate import check_bool, check_choice, check_float, check_int
 from .clip import clip_grad_norm_
@@ -146,7 +145,7 @@ class NDRun(TrainRun):
             raise ValueError(f"ep={ep} needs a MoE config (n_experts > 0)")
 
 
-class NDRecipe(Recipe):
+class NDRecipe(StagesRecipe):
     """This rank's share of the composed model, and the loop's step for it."""
 
     def __init__(self, run: NDRun):
@@ -175,15 +174,9 @@ class NDRecipe(Recipe):
                 apply_expert_parallel(gpt, g["dp_cp"], g["ep"])
             else:
                 set_counts_group(gpt, g["dp_cp"])
-            for moe in moe_layers(gpt):
-                moe.aux_scale = 1.0 / m
         trace.label_modules(gpt, {mod: n for n, mod in gpt.named_modules() if n})
-        self.stages = gpt_stages(gpt, run.pp, me["pp"], run.v, positions=self.positions)
-        self.names = {id(t): n for n, t in gpt.state_dict(keep_vars=True).items()}
+        self.hold_stages(gpt, gpt_stages(gpt, run.pp, me["pp"], run.v, positions=self.positions), m)
         experts = expert_parameters(gpt)  # summed over their expert-data-parallel group
-        self.aux = []
-        for moe in [x for st in self.stages for x in moe_layers(st)]:
-            moe.register_forward_hook(lambda mod, a, out: self.aux.append(mod.aux_loss.item() / m))
         del gpt  # what this rank does not hold is freed: the stages keep their own layers
         if real:
             compute = RealCompute(self.stages, m, False)
@@ -198,7 +191,9 @@ class NDRecipe(Recipe):
                 [sum(n.startswith("blocks") for n in st.names) for st in self.stages],
                 run.sequence_parallel)
             self.dp = DataParallel(self.stages, run, g, emulated=True)
-        self.executor = PipelineExecutor(run.schedule, run.pp, m, run.v, compute, shape, g["pp"])
+        self.executor = PipelineExecutor(make_schedule(run.schedule, run.pp, m, run.v),
+                                         placement_of(run.schedule, run.pp, run.v, m),
+                                         compute, shape, g["pp"])
 
     def batch(self, step: int):
         r, c = self.run, self.run.config
@@ -206,29 +201,20 @@ class NDRecipe(Recipe):
         x, y = x.chunk(r.dp)[self.me["dp"]], y.chunk(r.dp)[self.me["dp"]]  # this replica's rows
         if r.cp > 1:  # ... and this rank's positions of them
             x, y = (shard_sequence(t, 1, r.cp, self.me["cp"], r.layout) for t in (x, y))
-        device = comm.device(self.groups["tp"])
-        return ([t.clone().to(device) for t in x.chunk(r.micro_batches)],
-                [t.clone().to(device) for t in y.chunk(r.micro_batches)])
-
-    def before_step(self) -> None:
-        dist.barrier()  # every rank starts the step together: step times are comparable
+        return self.micro_batches(x, y, r.micro_batches, comm.device(self.groups["tp"]))
 
     def zero_grad(self) -> None:
         self.dp.zero_grad()
 
     def train_step(self, xs, ys):
-        self.aux = []
         with trace.span("pipeline"), self.dp.no_sync():
-            loss = self.executor.step(xs, ys)
+            loss = self.run_pipeline(xs, ys)
         with trace.span("grad sync"):
             if self.run.sequence_parallel and self.run.compute == "real":
                 for st in self.stages:  # partial sums over the TP ranks' positions first
                     sync_sequence_parallel_grads(st, self.groups["tp"])
             self.dp.finish_grad_sync()
-        for st in self.stages:
-            for moe in moe_layers(st):
-                moe.update_bias_()
-        return loss + sum(self.aux)
+        return loss + self.after_pipeline()
 
     def step(self) -> None:
         if self.run.max_grad_norm is not None:  # after the DP average, before the update

@@ -1,13 +1,12 @@
 """One executor for any pipeline schedule (Huang et al. 2019, "GPipe", §2.2).
 
-The reference GPT is cut by layers into ``p`` stages, one per rank of the pipeline's
-process group (``v`` chunks per rank for interleaved schedules: chunk c of rank r is
-virtual stage c * p + r; ZB-V's V and DualPipe's two directions are other
-placements, asked wherever a message goes). A schedule (``schedules.py``) is this
-rank's list of actions; the executor walks it, and every message is implied by the
-actions: F receives its input from the previous virtual stage and sends its output
-on; B receives the output gradient and sends the input gradient back; W (zero-bubble
-schedules) needs no message.
+The executor takes a schedule as data: every rank's ordered list of actions and the
+placement of the stages (``placement.py``: round-robin, ZB-V's V, DualPipe's two
+directions). A named schedule is only a function that returns such lists
+(``schedules.make_schedule``); a learner's own lists run the same way. The executor
+walks this rank's list, and every message is implied by the actions: F receives its
+input from the previous stage and sends its output on; B receives the output gradient
+and sends the input gradient back; W (zero-bubble schedules) needs no message.
 
 Sends never block and every message has its own tag, so a rank only ever waits for
 data it really needs: any schedule whose order respects the data dependencies runs
@@ -25,22 +24,27 @@ import torch.distributed as dist
 
 from .. import comm, mesh, trace
 from .compute import Stash
-from .schedules import make_schedule, placement_of
+from .placement import Action, Placement, check_actions
 
 
 class PipelineExecutor:
     """This rank's part of a pipeline over ``group`` (default: the world), step after
-    step. ``shape``: one micro-batch's activation, (B/m, T, d_model)."""
+    step. ``actions``: every rank's ordered list of ``Action``s, ``placement``: where the
+    stages live (both checked together by ``placement.check_actions``: each op once, in
+    an order that cannot deadlock); ``compute``: what an op computes; ``shape``: one
+    micro-batch's activation, (B/m, T, d_model)."""
 
-    def __init__(self, schedule: str, p: int, m: int, v: int, compute, shape, group=None):
+    def __init__(self, actions: list[list[Action]], placement: Placement, compute, shape,
+                 group=None):
         self.group, self.rank = group, dist.get_rank(group)  # the stage, not the world rank
-        if dist.get_world_size(group) != p:
-            raise ValueError(f"p={p} stages need a group of p ranks, got "
-                             f"{dist.get_world_size(group)}")
-        self.where = placement_of(schedule, p, v, m)  # which rank holds each stage
-        self.p, self.n_stages, self.compute, self.shape = p, self.where.n_stages, compute, shape
-        self.actions = make_schedule(schedule, p, m, v)[self.rank]
-        self.split_backward = any(a.op == "W" for a in self.actions)
+        if dist.get_world_size(group) != placement.p:
+            raise ValueError(f"a placement over p={placement.p} ranks needs a group of "
+                             f"{placement.p}, got {dist.get_world_size(group)}")
+        check_actions(actions, placement)
+        self.where, self.p, self.n_stages = placement, placement.p, placement.n_stages
+        self.compute, self.shape = compute, shape
+        self.actions = list(actions[self.rank])
+        self.split_backward = any(a.op == "W" for acts in actions for a in acts)
         self.stash: dict[tuple, Stash] = {}   # (micro-batch, chunk) -> what F kept
         self.local: dict[int, torch.Tensor] = {}  # messages to a chunk on this rank (p = 1)
         self.pending: list = []               # (send request, its tensor)

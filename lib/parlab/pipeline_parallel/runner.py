@@ -25,7 +25,8 @@ from ..runs import Recipe, RunResult, TrainRun, make_run, module_state, train
 from ..validate import check_bool, check_choice, check_float
 from .compute import EmulatedCompute, RealCompute
 from .executor import PipelineExecutor
-from .schedules import SPLIT_BACKWARD, Timeline, bubble, op_durations, placement_of, validate
+from .schedules import (SPLIT_BACKWARD, Timeline, bubble, make_schedule, op_durations,
+                        placement_of, validate)
 from .stages import check_uneven, gpt_stages
 
 COMPUTE = ("real", "emulated")
@@ -113,7 +114,58 @@ class PipelineResult(RunResult):
         return self.timeline().bubble_fraction
 
 
-class PPRecipe(Recipe):
+class StagesRecipe(Recipe):
+    """What every rank of a pipeline does, in a pipeline run and in a composed one: it
+    holds ``stages`` (cut from ``model``, whose names are the reference's), runs them
+    with ``executor``, takes each micro-batch's share of its MoE layers' auxiliary
+    losses, and starts each step with the other ranks of ``group``."""
+
+    def __init__(self, run: TrainRun, group=None):
+        super().__init__(run, group)
+        self.stages, self.names, self.aux = [], {}, []
+        self.executor: PipelineExecutor | None = None
+
+    def hold_stages(self, model, stages: list, m: int) -> None:
+        """Keep ``stages`` of ``model`` and their tensors' reference names; weigh each
+        MoE layer's auxiliary loss by 1/m (one micro-batch of m) and note it."""
+        self.stages = stages
+        mine = {id(t) for st in stages for t in [*st.parameters(), *st.buffers()]}
+        self.names = {id(t): n for n, t in model.state_dict(keep_vars=True).items()
+                      if id(t) in mine}
+        self.aux = []
+        for moe in moe_layers(model):
+            moe.aux_scale = 1.0 / m
+        for moe in [x for st in stages for x in moe_layers(st)]:
+            moe.register_forward_hook(lambda mod, a, out: self.aux.append(
+                mod.aux_loss.item() / m) if mod.aux_loss is not None else None)
+
+    @staticmethod
+    def micro_batches(x, y, m: int, device):
+        """Micro-batch i = rows [i B/m, (i+1) B/m) of the batch, each its own tensor."""
+        return ([t.clone().to(device) for t in x.chunk(m)],
+                [t.clone().to(device) for t in y.chunk(m)])
+
+    def before_step(self) -> None:
+        dist.barrier(group=self.group)  # the ranks start each step together
+
+    def run_pipeline(self, xs, ys) -> float:
+        """This rank's actions once over the micro-batches; its summed loss."""
+        self.aux = []
+        return self.executor.step(xs, ys)
+
+    def after_pipeline(self) -> float:
+        """Each stage's own MoE layers balance themselves (DeepSeek-V3's bias); the
+        auxiliary losses of the step, to add to the loss reported."""
+        for st in self.stages:
+            for moe in moe_layers(st):
+                moe.update_bias_()
+        return sum(self.aux)
+
+    def full_state(self):  # each stage's own layers, under the reference's names
+        return module_state(nn.ModuleList(self.stages), self.names)
+
+
+class PPRecipe(StagesRecipe):
     """This rank's stages of the lab's GPT (or emulated ops) and the pipeline executor."""
 
     def __init__(self, run: PPRun, group=None):
@@ -121,52 +173,38 @@ class PPRecipe(Recipe):
         self.replica = 0  # one model: the loss is the sum of what every stage reports
         c, m, device = run.config, run.micro_batches, comm.device(group)
         shape = (run.batch_size // m, c.seq_len, c.d_model)  # one micro-batch's activation
-        self.stages, self.names, self.aux = [], {}, []
+        where = placement_of(run.schedule, run.p, run.v, m)
+        self.twins = None
         if run.compute == "real":
             gpt = GPT(c, run.seed).to(device)
-            where = placement_of(run.schedule, run.p, run.v, m)
-            self.stages = gpt_stages(gpt, run.p, self.rank, run.v, run.checkpoint, where=where,
-                                     first=run.first_stage_layers, last=run.last_stage_layers)
-            mine = {id(q) for st in self.stages for q in [*st.parameters(), *st.buffers()]}
-            saved = gpt.state_dict(keep_vars=True)  # reference names (persistent buffers too)
-            self.names = {id(t): n for n, t in saved.items() if id(t) in mine}
-            for moe in moe_layers(gpt):  # each micro-batch's share of the auxiliary losses
-                moe.aux_scale = 1.0 / m
-                moe.register_forward_hook(lambda mod, a, out: self.aux.append(
-                    mod.aux_loss.item() / m) if mod.aux_loss is not None else None)
+            self.hold_stages(gpt, gpt_stages(gpt, run.p, self.rank, run.v, run.checkpoint,
+                                             where=where, first=run.first_stage_layers,
+                                             last=run.last_stage_layers), m)
             compute = RealCompute(self.stages, m, run.schedule in SPLIT_BACKWARD)
             self.optimizer = self.make_optimizer(compute.params)
-            self.twins = twin_groups(run.p, group) if run.schedule == "dualpipe" else None
+            if run.schedule == "dualpipe":
+                self.twins = twin_groups(run.p, group)
         else:
             self.replica = None  # emulated ops compute no loss
-            n_stages = placement_of(run.schedule, run.p, run.v, m).n_stages
             compute = EmulatedCompute(op_durations(run.schedule, run.v, run.t_fwd, run.t_bwd),
-                                      shape, n_stages, device)
-        self.executor = PipelineExecutor(run.schedule, run.p, m, run.v, compute, shape, group)
+                                      shape, where.n_stages, device)
+        self.executor = PipelineExecutor(make_schedule(run.schedule, run.p, m, run.v), where,
+                                         compute, shape, group)
 
     def batch(self, step: int):
         r, c = self.run, self.run.config
         x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
-        device = comm.device(self.group)  # micro-batch i = rows [i B/m, (i+1) B/m), owned
-        return ([t.clone().to(device) for t in x.chunk(r.micro_batches)],
-                [t.clone().to(device) for t in y.chunk(r.micro_batches)])
-
-    def before_step(self) -> None:
-        dist.barrier(group=self.group)  # the ranks start each step together, as simulated
+        return self.micro_batches(x, y, r.micro_batches, comm.device(self.group))
 
     def zero_grad(self) -> None:
         if self.optimizer is not None:
             super().zero_grad()
 
     def train_step(self, xs, ys):
-        self.aux = []
-        loss = self.executor.step(xs, ys)
-        if getattr(self, "twins", None) is not None:
+        loss = self.run_pipeline(xs, ys)
+        if self.twins is not None:
             sum_twin_grads(self.stages, self.names, self.twins)
-        for st in self.stages:  # each stage's own MoE layers balance themselves
-            for moe in moe_layers(st):
-                moe.update_bias_()
-        return loss + sum(self.aux)
+        return loss + self.after_pipeline()
 
     def step(self) -> None:
         if self.optimizer is not None:
@@ -177,9 +215,6 @@ class PPRecipe(Recipe):
         return {**held_bytes(params=params, grads=[q.grad for q in params],
                              optimizer=optimizer_states(self.optimizer) if self.optimizer else []),
                 "activations": self.executor.peak_bytes}
-
-    def full_state(self):  # each stage's own layers, under the reference's names
-        return module_state(nn.ModuleList(self.stages), self.names)
 
     def report(self, events, windows) -> dict:
         return {"stash_peak": self.executor.peak, "times": windows}

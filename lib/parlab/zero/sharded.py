@@ -170,9 +170,9 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
         if self.stage == 2:  # at most two buckets in flight: wait for the older ones
             for older in [c for c in self.buckets if c.wait is not None and c is not b][:-1]:
                 with trace.span("wait for a bucket", kind="wait"):
-                    self._finish(older)
+                    self._finish_bucket(older)
 
-    def _finish(self, b: _Bucket) -> None:
+    def _finish_bucket(self, b: _Bucket) -> None:
         reduced, b.wait = b.wait(), None
         if self.probe is not None:
             self.probe.freed("buckets", b.incoming.nbytes)
@@ -196,7 +196,7 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
         with trace.span("wait for gradients", kind="wait"):
             for b in self.buckets:
                 if b.wait is not None:
-                    self._finish(b)
+                    self._finish_bucket(b)
         params = [p for b in self.buckets for p in b.params]
         for p, anywhere in zip(params, used_anywhere([p in self._got for p in params], self.group)):
             if not anywhere:
