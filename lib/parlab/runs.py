@@ -206,26 +206,52 @@ def _step(recipe: Recipe, x, y):
     return loss
 
 
-def train(recipe: Recipe) -> dict:
-    """The training loop of every run, on one rank: ``run.steps`` steps of the recipe.
-    Events carry the rank in the recipe's group and the step in their meta."""
+class Hook:
+    """What is attached to the loop from outside, as trace and probes are: a checkpointer
+    (``parlab.checkpoint.Checkpointing``), a log, fault injection. Each method is called
+    on every rank; these defaults do nothing."""
+
+    def start(self, recipe: Recipe) -> int | None:
+        """Before the first step: the step to start from (None: 0), e.g. after a resume."""
+
+    def before_step(self, recipe: Recipe, step: int) -> None:
+        """Before step ``step`` (before its batch is made and its clock starts)."""
+
+    def after_step(self, recipe: Recipe, step: int, loss) -> None:
+        """After step ``step`` (``loss``: this rank's part of its loss), off its clock."""
+
+    def report(self) -> dict:
+        """Extra fields for this rank's return."""
+        return {}
+
+
+def train(recipe: Recipe, hooks=()) -> dict:
+    """The training loop of every run, on one rank: ``run.steps`` steps of the recipe, from
+    the step the ``hooks`` start at (0 unless one resumes). Events carry the rank in the
+    recipe's group and the step in their meta."""
     torch.set_num_threads(1)
     run = recipe.run
+    first = max((h.start(recipe) or 0 for h in hooks), default=0)
     losses, windows = [], []
     trace.start()
-    for step in range(run.steps):
+    for step in range(first, run.steps):
+        for h in hooks:
+            h.before_step(recipe, step)
         x, y = recipe.batch(step)
         recipe.before_step()
         with trace.tagged(step=step):
             t0 = trace.now()
             losses.append(_step(recipe, x, y))
             windows.append((t0, trace.now()))
+        for h in hooks:
+            h.after_step(recipe, step, losses[-1])
     events = [dict(e, rank=recipe.rank) for e in trace.stop()]
     state, grads = recipe.full_state()
-    return {"rank": recipe.rank, "replica": recipe.replica, "local_losses": losses,
-            "windows": windows, "step_times": [b - a for a, b in windows],
-            "events": events, "memory": recipe.memory(), "state_dict": state, "grads": grads,
-            **recipe.report(events, windows)}
+    return {"rank": recipe.rank, "replica": recipe.replica, "first_step": first,
+            "local_losses": losses, "windows": windows,
+            "step_times": [b - a for a, b in windows], "events": events,
+            "memory": recipe.memory(), "state_dict": state, "grads": grads,
+            **recipe.report(events, windows), **{k: v for h in hooks for k, v in h.report().items()}}
 
 
 # --- the caller: one result from every rank's return ---------------------------------
@@ -255,21 +281,23 @@ class RunResult:
         the loss parts summed within each replica and averaged over replicas (equal
         slices of the batch); the full parameters and gradients merged from the ranks
         that kept them; a step as long as its slowest rank; ``extras``: per-rank keys kept
-        on ``ranks``; ``fields``: more of this class's fields."""
+        on ``ranks``; ``fields``: more of this class's fields. A run resumed at step k
+        (a hook's ``start``) has losses and times for steps k .. steps - 1."""
+        n = len(ranks[0]["step_times"])  # the steps run (all of them, unless resumed)
         replicas: dict = {}
         for r in ranks:
             if r["replica"] is not None:
-                parts = replicas.setdefault(r["replica"], [0.0] * run.steps)
+                parts = replicas.setdefault(r["replica"], [0.0] * n)
                 for s, v in enumerate(r["local_losses"]):
                     parts[s] += v
         losses = [sum(p[s] for p in replicas.values()) / len(replicas)
-                  for s in range(run.steps)] if replicas else []
+                  for s in range(n)] if replicas else []
         merged = {key: {k: t for r in ranks if r[key] for k, t in r[key].items()}
                   for key in ("state_dict", "grads")}
         return cls(losses=losses, state_dict=merged["state_dict"], grads=merged["grads"],
                    events=[e for r in ranks for e in r["events"]] if run.trace else [],
                    memory=[r["memory"] for r in ranks],
-                   step_times=[max(r["step_times"][s] for r in ranks) for s in range(run.steps)],
+                   step_times=[max(r["step_times"][s] for r in ranks) for s in range(n)],
                    ranks=[{k: r[k] for k in ("rank", "local_losses", "step_times", *extras)}
                           for r in ranks], **fields)
 

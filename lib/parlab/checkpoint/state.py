@@ -135,3 +135,50 @@ def torch_state(model, optimizer) -> tuple[dict, dict]:
 def set_torch_state(model, optimizer, model_sd: dict, optim_sd: dict) -> None:
     from torch.distributed.checkpoint.state_dict import set_state_dict
     set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd)
+
+
+# --- the state of what a run trains, whatever its layout -------------------------------
+
+def _uses_dtensors(module) -> bool:
+    return any(hasattr(p, "placements") for p in module.parameters())
+
+
+def whole_state(module, optimizer) -> tuple[dict, dict]:
+    """(model, optimizer) state dicts of a module whose tensors are whole on every rank
+    (one device, or data-parallel replicas), in the same format as the sharded ones."""
+    init_adam_state(optimizer)
+    name_of = {p: n for n, p in module.named_parameters()}
+    return (dict(module.state_dict()),
+            {"state": {name_of[p]: optimizer.state[p] for p in name_of if p in optimizer.state},
+             "param_groups": _groups(optimizer, name_of)})
+
+
+def training_state(model, optimizer) -> tuple[dict, dict]:
+    """The DCP state dicts (model, optimizer), keyed by the reference names, of what a run
+    trains: our ``FullyShard`` (flat shards as boxes), a module torch parallelized into
+    DTensors (FSDP2, DTensor TP: torch's own state dicts), or a module whose tensors are
+    whole (one device, data-parallel replicas). A data-parallel wrapper is looked through
+    (its ``module``)."""
+    from ..zero.fully_shard import FullyShard
+    if isinstance(model, FullyShard):
+        return fully_shard_state(model, optimizer)
+    module = getattr(model, "module", model)
+    if _uses_dtensors(module):
+        return torch_state(module, optimizer)
+    return whole_state(module, optimizer)
+
+
+def restore_training_state(model, optimizer, state: dict) -> None:
+    """After ``dcp.load`` filled ``state`` ({"model", "optim"?}): put what did not load in
+    place into ``model`` and ``optimizer`` (FullyShard's boxes and whole tensors load in
+    place; torch's DTensor state dicts go back through ``set_state_dict``), and the
+    optimizer's hyper-parameters."""
+    from ..zero.fully_shard import FullyShard
+    module = getattr(model, "module", model)
+    if not isinstance(model, FullyShard) and _uses_dtensors(module):
+        set_torch_state(module, optimizer, state["model"],
+                        state.get("optim", torch_state(module, optimizer)[1]))
+    elif not isinstance(model, FullyShard):
+        module.load_state_dict(state["model"])
+    if "optim" in state:
+        restore_param_groups(optimizer, state["optim"]["param_groups"])

@@ -1,6 +1,7 @@
-"""The peers of ``parlab.zero``: torch's own FSDP2 and DDP on the same model, built as
-our parts are (``torch_peer`` returns a module and its optimizer). Tests use them to show
-that our ZeRO-3 computes what FSDP2 computes; ``zero.experiments.step_times`` times ours
+"""The peers of ``parlab.zero``: torch's own FSDP2 and DDP on the same model, applied as
+our stages are (``torch_peer`` returns what ``stages.apply_zero`` returns: the module to
+call, its gradient sync, its optimizer). Tests use them to show that our ZeRO-3 computes
+what FSDP2 computes; the lesson's step timer (``lessons.l01_data_parallel``) times ours
 and theirs in the same processes.
 """
 
@@ -22,9 +23,9 @@ class _Peer(torch.nn.Module):
     """A torch-wrapped model with our parts' gradient-sync interface (torch's own finish
     inside backward too: ``finish_grad_sync`` has nothing to do)."""
 
-    def __init__(self, model, inner):
+    def __init__(self, model, module):
         super().__init__()
-        self.model, self.inner = model, inner
+        self.model, self.module = model, module
 
     def forward(self, *args, **kwargs):
         return self.model(*args, **kwargs)
@@ -48,13 +49,13 @@ class _Peer(torch.nn.Module):
         return []  # torch's own buckets / units, not ours to list
 
     def held_gradients(self) -> list:
-        return [(p, _local(p.grad)) for p in self.inner.parameters()]
+        return [(p, _local(p.grad)) for p in self.module.parameters()]
 
     def full_tensors(self, grads: bool = False) -> dict:
         """{parameter: its full value or gradient}: FSDP2's DTensors gathered (a collective)."""
         def full(t):
             return t.full_tensor() if hasattr(t, "full_tensor") else t
-        return {p: full((p.grad if grads else p).detach()) for p in self.inner.parameters()
+        return {p: full((p.grad if grads else p).detach()) for p in self.module.parameters()
                 if not grads or p.grad is not None}
 
 
