@@ -35,9 +35,9 @@ def buggy_3d_worker(run, bug):
       "no_dp_sync"     the gradients are never averaged over the DP group;
       "wrong_tp_peer"  stage s+1 receives its activation from another TP rank of stage s."""
     from parlab.parallel_nd import dp_sync, runner
-    saved = dp_sync.DataParallel.reduce, runner.Mesh
+    saved = dp_sync.DataParallel.finish_grad_sync, runner.Mesh
     if bug == "no_dp_sync":
-        dp_sync.DataParallel.reduce = lambda self: None
+        dp_sync.DataParallel.finish_grad_sync = lambda self: None
     elif bug == "wrong_tp_peer":
         runner.Mesh = _CrossedMesh
     else:
@@ -45,5 +45,5 @@ def buggy_3d_worker(run, bug):
     try:
         return runner.train_worker(run)
     finally:
-        dp_sync.DataParallel.reduce, runner.Mesh = saved
+        dp_sync.DataParallel.finish_grad_sync, runner.Mesh = saved
 

@@ -96,7 +96,10 @@ class Recipe:
 
     def __init__(self, run: TrainRun, group=None):
         self.run, self.group = run, group
-        self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
+        if dist.is_initialized():
+            self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
+        else:  # one device, in this process: no process group needed
+            self.rank, self.world = 0, 1
         self.replica = self.rank
         self.model = self.optimizer = None
 

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 KINDS = ("compute", "comm", "wait")
+FINISH_GRAD_SYNC = "finish grad sync"  # a data-parallel part's round, finished at backward's end
 
 
 @dataclass
@@ -325,8 +326,10 @@ def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
 def overlap_fraction(events: list[dict]) -> float:
     """Share of the time gradients were on the wire that backward was still computing.
     Per rank, C = the union of its comm events (buckets in flight at once count once) and
-    B = its backward spans; the result is sum |C ∩ B| / sum |C| over ranks and steps.
-    0 = fully exposed (as in NaiveDP), 1 = fully hidden behind backward."""
+    B = its backward spans, less the round a part finishes at backward's end (its span
+    "finish grad sync": inside ``loss.backward()``, after the last gradient); the result is
+    sum |C ∩ B| / sum |C| over ranks and steps. 0 = fully exposed (as in NaiveDP), 1 =
+    fully hidden behind backward."""
     on_wire = inside = 0.0
     for rank in {e["rank"] for e in events}:
         busy = []  # merged comm intervals of this rank
@@ -338,10 +341,22 @@ def overlap_fraction(events: list[dict]) -> float:
                 busy.append([s, t])
         backward = [(e["start"], e["end"]) for e in events
                     if e["rank"] == rank and e["name"] == "backward"]
+        finish = [(e["start"], e["end"]) for e in events
+                  if e["rank"] == rank and e["name"] == FINISH_GRAD_SYNC]
+        backward = [piece for b in backward for piece in _minus(b, finish)]
         for s, t in busy:
             on_wire += t - s
             inside += sum(max(0.0, min(t, b1) - max(s, b0)) for b0, b1 in backward)
     return inside / on_wire if on_wire > 0 else 0.0
+
+
+def _minus(interval, holes) -> list:
+    """``interval`` (start, end) with the ``holes`` cut out: the pieces left."""
+    pieces = [interval]
+    for h0, h1 in holes:
+        pieces = [p for s, t in pieces
+                  for p in ((s, min(t, h0)), (max(s, h1), t)) if p[1] > p[0]]
+    return pieces
 
 
 def backward_segments(t0: float, t1: float, comms, marks, min_s: float = 1e-6):

@@ -32,14 +32,14 @@ import torch
 import torch.distributed as dist
 
 from parlab.checkpoint import Checkpointing, restore_train_state
-from parlab.model import GPTConfig
-from parlab.runs import Hook, train
+from parlab.model import GPT, GPTConfig
+from parlab.runs import Hook, Recipe, train
 from parlab.zero import ZeroRecipe, ZeroRun
 
 KINDS = ("one", "ours", "fsdp2")
 PLANTED = (None, "no_optimizer", "data_off_by_one", "no_rng")
 RNG_SEED = 1234  # the replicated dropout stream's seed, the same on every rank
-STAGE = {"one": 0, "ours": 3, "fsdp2": "fsdp2"}  # each layout as a ZeRO run
+STAGE = {"ours": 3, "fsdp2": "fsdp2"}  # the sharded layouts as ZeRO runs
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,19 @@ class Spec:
     log: str | None = None      # rank 0 appends "step loss time" lines here (failover)
 
     def run(self) -> ZeroRun:
-        """The ZeRO run this spec trains (its layout's stage)."""
+        """The run this spec trains: ZeRO-3 (ours), FSDP2, or the same fields on one device."""
         return ZeroRun(config=self.config, steps=self.steps, batch_size=self.batch_size,
                        lr=self.lr, seed=self.seed, trace=False,
-                       zero_stage=STAGE[self.layout.kind])
+                       zero_stage=STAGE.get(self.layout.kind, 0))
+
+
+class OneDevice(Recipe):
+    """The reference layout: the whole model and batch in this process, no process group."""
+
+    def __init__(self, run: ZeroRun):
+        super().__init__(run)
+        self.gpt = self.model = GPT(run.config, run.seed)
+        self.optimizer = self.make_optimizer(self.model.parameters())
 
 
 class GlobalDropout:
@@ -150,9 +159,10 @@ def train_rank(spec: Spec, hook=None) -> dict:
     step trained, "step_end": {step: time.time() at its end}}. ``hook``: the learner's
     resume of the data position and RNG, instead of ours."""
     run = spec.run()
-    run.check(dist.get_world_size())
+    one = spec.layout.kind == "one"
+    run.check(1 if one else dist.get_world_size())
     torch.manual_seed(RNG_SEED + spec.seed)  # the replicated stream, the same everywhere
-    recipe = ZeroRecipe(run)
+    recipe = OneDevice(run) if one else ZeroRecipe(run)
     rows = spec.batch_size // recipe.world
     recipe.gpt.wte.register_forward_hook(GlobalDropout(
         spec.dropout, spec.batch_size, slice(recipe.rank * rows, (recipe.rank + 1) * rows)))

@@ -44,7 +44,7 @@ from contextlib import contextmanager
 import torch
 import torch.distributed as dist
 
-from .. import comm
+from .. import comm, trace
 from ..mesh import global_rank
 
 
@@ -75,7 +75,9 @@ class GradSync:
 
     def _end_of_backward(self) -> None:
         self._queued = False
-        self.finish_grad_sync()
+        # inside backward's call, but after its last gradient: the round's exposed part
+        with trace.span(trace.FINISH_GRAD_SYNC, kind="wait"):
+            self.finish_grad_sync()
 
     def finish_grad_sync(self) -> bool:
         """Finish this round: everything sent, waited for and averaged into the
