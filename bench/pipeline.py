@@ -33,21 +33,21 @@ Bubble mode: "<schedule>-m<M>/formula@<P>", the median measured bubble over
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
 
 from parlab import hardware
 from lessons.l03_pipeline_parallel import experiments as demos
-from parlab.pipeline_parallel import peers
 from parlab import pipeline_parallel as pp
 from parlab.model import GPTConfig
 from parlab.pipeline_parallel import PPRun
 
 
 # (our schedule, torch's peer): ZB-V against torch's ZBV and its DualPipeV on the same V
-CASES = (("gpipe", None), ("1f1b", None), ("interleaved", None), ("zb-v", None),
-         ("zb-v", "dualpipev"))
+CASES = (("gpipe", "pipelining"), ("1f1b", "pipelining"), ("interleaved", "pipelining"),
+         ("zb-v", "pipelining"), ("zb-v", "dualpipev"))
 
 
 def step_time_table(ps, cases, config, batch_size, m, steps, repeats) -> list[dict]:
@@ -59,11 +59,11 @@ def step_time_table(ps, cases, config, batch_size, m, steps, repeats) -> list[di
                 continue
             run = PPRun(config=config, steps=steps, batch_size=batch_size, schedule=schedule,
                         p=p, micro_batches=m, v=v)
-            name = peer or schedule.replace("zb-v", "zbv")
+            name = schedule.replace("zb-v", "zbv") if peer == "pipelining" else peer
             ours, theirs, ratios = [], [], []
             for _ in range(repeats):  # A/B interleaved: noise hits both alike
                 o = pp.run(run, p, timeout=300).step_times[1:]
-                t = peers.torch_run(run, p, timeout=300, peer=peer).step_times[1:]
+                t = pp.run(dataclasses.replace(run, peer=peer), p, timeout=300).step_times[1:]
                 ours, theirs = ours + o, theirs + t
                 ratios.append(statistics.median(o) / statistics.median(t))
             o, t = statistics.median(ours), statistics.median(theirs)

@@ -1,8 +1,10 @@
 """Rank-side workers for the pipeline sub-group tests (ranks import them by name)."""
+import dataclasses
+
 import torch.distributed as dist
 
 from parlab import mesh
-from parlab.pipeline_parallel import peers, train_worker
+from parlab.pipeline_parallel import train_worker
 
 
 def pipelines_on_subgroups(runs, peer=False):
@@ -11,6 +13,6 @@ def pipelines_on_subgroups(runs, peer=False):
     rank's worker result, with the world rank and the group index beside it."""
     group, index = mesh.split(runs[0].p)
     runs[index].check(dist.get_world_size(group))
-    worker = peers.torch_worker if peer else train_worker
-    out = worker(runs[index], group)
+    run = dataclasses.replace(runs[index], peer="pipelining") if peer else runs[index]
+    out = train_worker(run, group)
     return dict(out, world_rank=dist.get_rank(), group=index)

@@ -99,7 +99,8 @@ def cases(n: int) -> list[dict]:
              ("zero", "ZeroRun", ("ZeRO-3", {"zero_stage": 3}, "run"),
               ("FSDP2", {"zero_stage": "fsdp2"}, "run")),
              ("pipeline_parallel", "PPRun", ("1F1B", {"schedule": "1f1b", "p": n, "micro_batches": 2 * n}, "run"),
-              ("torch Schedule1F1B", {"schedule": "1f1b", "p": n, "micro_batches": 2 * n}, "peers:torch_run")),
+              ("torch Schedule1F1B", {"schedule": "1f1b", "p": n, "micro_batches": 2 * n,
+                                      "peer": "pipelining"}, "run")),
              ("tensor_parallel", "TPRun", ("Megatron TP", {}, "run"),
               ("torch DTensor TP", {}, "peers:torch_run"))]
     out = []

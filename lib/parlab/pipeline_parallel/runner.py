@@ -25,6 +25,7 @@ from ..runs import Recipe, RunResult, TrainRun, make_run, module_state, train
 from ..validate import check_bool, check_choice, check_float
 from .compute import EmulatedCompute, RealCompute
 from .executor import PipelineExecutor
+from .peers import TorchPipelineRecipe, check_peer
 from .schedules import (SPLIT_BACKWARD, Timeline, bubble, make_schedule, op_durations,
                         placement_of, validate)
 from .stages import check_uneven, gpt_stages
@@ -47,7 +48,9 @@ class PPRun(TrainRun):
     ``first_stage_layers`` / ``last_stage_layers``: blocks on the first / last stage,
     the others balanced over the stages between (``stages.split_layers``). "zb-v" and
     "dualpipe" take v=2 (``schedules.FIXED_V``); DualPipe holds every stage twice, on
-    ranks r and p - 1 - r, and sums the two copies' gradients (``sum_twin_grads``)."""
+    ranks r and p - 1 - r, and sums the two copies' gradients (``sum_twin_grads``).
+    ``peer``: torch's own pipelining on the same stages instead of ours (``peers.py``:
+    "pipelining", or "dualpipev" on ZB-V's V)."""
     schedule: str = "1f1b"
     p: int = 2
     micro_batches: int = 4
@@ -58,6 +61,7 @@ class PPRun(TrainRun):
     checkpoint: bool = False
     first_stage_layers: int | None = None  # blocks on the first / last stage (None: balanced)
     last_stage_layers: int | None = None
+    peer: str | None = None  # torch's own pipelining instead of ours (peers.PEERS)
     trace: bool = True  # the timeline and the bubble are read off the events
     trains_moe: ClassVar[bool] = True
 
@@ -84,6 +88,8 @@ class PPRun(TrainRun):
             check_uneven(self.config.n_layers,
                          placement_of(self.schedule, self.p, self.v, self.micro_batches).n_stages,
                          self.first_stage_layers, self.last_stage_layers)
+        if self.peer is not None:
+            check_peer(self)
 
 
 @dataclass(kw_only=True)
@@ -245,14 +251,17 @@ def sum_twin_grads(stages, names: dict, twins) -> None:
 
 def train_worker(run: PPRun, group=None) -> dict:
     """One rank of a pipeline over ``group`` (default: the world): ``run.steps`` steps of
-    this rank's action list. Events carry the stage rank (the group's), not the world's."""
-    return train(PPRecipe(run, group))
+    this rank's action list (or of torch's schedule, ``run.peer``). Events carry the stage
+    rank (the group's), not the world's."""
+    return train((TorchPipelineRecipe if run.peer else PPRecipe)(run, group))
 
 
 def collect(run: PPRun, ranks: list[dict]) -> PipelineResult:
     """The ``PipelineResult`` of the ``p`` ranks' ``train_worker`` returns, in stage
     order: state_dict and grads merged over the stages; ``memory[r]["activations"]``:
-    rank r's most stashed bytes."""
+    rank r's most stashed bytes (a peer's run: a plain ``RunResult``)."""
+    if run.peer:
+        return RunResult.gather(run, ranks)
     return PipelineResult.gather(run, ranks, ("times",), schedule=run.schedule, p=run.p,
                                  micro_batches=run.micro_batches, v=run.v,
                                  stash_peak=[r["stash_peak"] for r in ranks])

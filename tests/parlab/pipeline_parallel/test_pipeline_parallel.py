@@ -1,6 +1,7 @@
 """Pipeline parallelism: schedules as data, simulator, executor vs the reference, vs torch.
 (Pipelines on sub-groups of a bigger launch: test_pp_groups.py.)"""
 
+import dataclasses
 import math
 import sys
 from collections import Counter
@@ -10,7 +11,6 @@ import torch
 
 from parlab import cost
 from lessons.l03_pipeline_parallel import experiments as demos
-from parlab.pipeline_parallel import peers
 from parlab import pipeline_parallel as pp
 from parlab.model import GPT, GPTConfig, reference_train
 from parlab.pipeline_parallel import PPRun
@@ -110,7 +110,7 @@ def test_bad_input_raises_before_launch(monkeypatch, kwargs, words):
     with pytest.raises(ValueError, match=words):
         pp.run(PPRun(**kwargs), world_size)
     with pytest.raises(ValueError, match=words):
-        peers.torch_run(PPRun(**kwargs), world_size)
+        pp.run(PPRun(**kwargs, peer="pipelining"), world_size)
 
 
 def test_world_size_must_equal_p_and_emulated_runs_need_no_layers(monkeypatch):
@@ -122,9 +122,9 @@ def test_world_size_must_equal_p_and_emulated_runs_need_no_layers(monkeypatch):
     with pytest.raises(ValueError, match="must be a PPRun"):
         pp.run(dict(p=2, m=2), 2)
     with pytest.raises(ValueError, match="the peer has"):
-        peers.torch_run(PPRun(config=CFG, schedule="zb-h1", p=2, micro_batches=2), 2)
+        pp.run(PPRun(config=CFG, schedule="zb-h1", p=2, micro_batches=2, peer="pipelining"), 2)
     with pytest.raises(ValueError, match="real model only"):
-        peers.torch_run(PPRun(config=CFG, p=2, micro_batches=2, compute="emulated"), 2)
+        pp.run(PPRun(config=CFG, p=2, micro_batches=2, compute="emulated", peer="pipelining"), 2)
     # emulated ops have no layers: 8 stages of a 4-layer model are fine
     PPRun(config=CFG, p=8, micro_batches=8, compute="emulated").check(8)
     with pytest.raises(ValueError, match="n_layers=4"):
@@ -289,7 +289,7 @@ def test_emulated_mode_runs_the_schedule_with_real_messages():
 def test_same_losses_as_torch_pipelining(ref, schedule, p, m, v):
     run = PPRun(config=CFG, steps=STEPS, batch_size=BATCH, lr=LR, schedule=schedule, p=p, micro_batches=m,
                 v=v)
-    theirs = peers.torch_run(run, p, timeout=60)
+    theirs = pp.run(dataclasses.replace(run, peer="pipelining"), p, timeout=60)
     ours = pp.run(run, p, timeout=60)
     assert ours.losses == pytest.approx(theirs["losses"], abs=1e-6)
     assert max((ours.state_dict[k] - t).abs().max().item()
