@@ -360,3 +360,35 @@ def test_message_costs_read_back_what_the_simulator_charged():
     assert free == pytest.approx(cost.bubble_fraction(2, 12, 3))
     assert paid > 3 * free
     assert demos.message_costs([], 2) == dict(t_comm=0.0, t_gap=0.0)
+
+
+# --- the executor takes data ------------------------------------------------------------
+
+def _by_hand(m: int = 4):
+    """GPipe on 2 ranks written out, not named: all forwards, then all backwards."""
+    from parlab.pipeline_parallel import Action
+    return [[Action("F", i, 0) for i in range(m)] + [Action("B", i, 0) for i in reversed(range(m))]
+            for _ in range(2)]
+
+
+@pytest.mark.timeout(120)
+def test_the_executor_runs_lists_it_is_given():
+    import parlab
+    import workers_pp
+    assert parlab.launch(workers_pp.executor_on_lists, 2, _by_hand()) == [(8, 4), (8, 4)]
+    ours = pp.make_schedule("1f1b", 2, 4)  # a named schedule is only lists
+    assert [peak for _, peak in parlab.launch(workers_pp.executor_on_lists, 2, ours)] == [2, 1]
+
+
+@pytest.mark.timeout(120)
+def test_the_executor_refuses_lists_that_cannot_run():
+    import parlab
+    import workers_pp
+    lists = _by_hand()
+    del lists[1][-1]  # rank 1 never runs micro-batch 0's backward
+    with pytest.raises(parlab.LaunchError, match=r"rank 1: \[B0\] missing"):
+        parlab.launch(workers_pp.executor_on_lists, 2, lists, timeout=60)
+    deadlock = _by_hand()
+    deadlock[1] = deadlock[1][4:] + deadlock[1][:4]  # rank 1 backward before any forward
+    with pytest.raises(parlab.LaunchError, match="comes before|deadlocks"):
+        parlab.launch(workers_pp.executor_on_lists, 2, deadlock, timeout=60)
