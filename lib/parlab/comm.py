@@ -69,7 +69,8 @@ def _ring(group):
 def chunk_bounds(numel: int, n: int) -> list[tuple[int, int]]:
     """[start, end) of each of the n chunks of a flat buffer of ``numel`` elements."""
     base, extra = divmod(numel, n)
-    bounds, start = [], 0
+    bounds = []
+    start = 0
     for i in range(n):
         end = start + base + (1 if i < extra else 0)
         bounds.append((start, end))
@@ -125,11 +126,13 @@ def _reduce_scatter_phase(flat, bounds, op, group, on_step=None) -> None:
     rank's contribution per hop; after n - 1 hops it arrives, complete, at rank c.
     """
     r, n, ranks = _ring(group)
-    right, left = ranks[(r + 1) % n], ranks[(r - 1) % n]
+    right = ranks[(r + 1) % n]
+    left = ranks[(r - 1) % n]
     reduce = _REDUCE[op]
     scratch = flat.new_empty(max(e - b for b, e in bounds))  # one receive buffer, reused
     for s in range(n - 1):
-        send_c, recv_c = (r - s - 1) % n, (r - s - 2) % n
+        send_c = (r - s - 1) % n
+        recv_c = (r - s - 2) % n
         (a, b), (c, d) = bounds[send_c], bounds[recv_c]
         incoming = scratch[:d - c]
         exchange(flat[a:b], right, incoming, left, group, name="ring_reduce_scatter",
@@ -146,9 +149,11 @@ def _all_gather_phase(flat, bounds, group, on_step=None) -> None:
     Step s: send chunk (r - s), receive chunk (r - s - 1) straight into place.
     """
     r, n, ranks = _ring(group)
-    right, left = ranks[(r + 1) % n], ranks[(r - 1) % n]
+    right = ranks[(r + 1) % n]
+    left = ranks[(r - 1) % n]
     for s in range(n - 1):
-        send_c, recv_c = (r - s) % n, (r - s - 1) % n
+        send_c = (r - s) % n
+        recv_c = (r - s - 1) % n
         (a, b), (c, d) = bounds[send_c], bounds[recv_c]
         exchange(flat[a:b], right, flat[c:d], left, group, name="ring_all_gather",
                  phase="all_gather", step=s, chunk=recv_c)

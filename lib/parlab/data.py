@@ -85,7 +85,9 @@ class MarkovData:
             raise ValueError(f"branching={branching} must be >= 1")
         if branching > vocab_size:
             raise ValueError(f"branching={branching} must be <= vocab_size={vocab_size}")
-        self.vocab_size, self.seed, self.branching = vocab_size, seed, branching
+        self.vocab_size = vocab_size
+        self.seed = seed
+        self.branching = branching
         V = vocab_size
         g = torch.Generator().manual_seed(_stable_seed("markov", seed, V, branching))
 

@@ -217,7 +217,8 @@ WIDTH = 100  # characters of a printed line in a notebook: longer ones run off t
 
 def describe(world_size: int | None = None) -> str:
     """A short multi-line summary of this machine for a notebook (lines of at most WIDTH)."""
-    hw, yn = detect(), (lambda b: "yes" if b else "no")
+    hw = detect()
+    yn = lambda b: "yes" if b else "no"
     mem = f"{hw.memory_gb:.1f} GiB RAM" if hw.memory_gb else "RAM unknown"
     lines = [f"CPU: {hw.cpu_model or 'unknown'} | {hw.usable_cpus} usable of {hw.logical_cpus} cores | {mem}",
              _memory_line(hw),
@@ -288,7 +289,8 @@ def timing_note() -> tuple[bool, str]:
     the numbers below can be trusted. Busy = the 1-minute load average exceeds the
     usable cores: other programs then take turns with the ranks, and a measured
     difference of a few tens of percent can flip."""
-    avg, cores = _load_average(), detect().usable_cpus or 1
+    avg = _load_average()
+    cores = detect().usable_cpus or 1
     if avg != avg:  # NaN: no load average on this platform
         return True, "load average unknown on this platform"
     if avg <= cores:

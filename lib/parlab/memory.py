@@ -19,7 +19,8 @@ import torch
 def held_bytes(**kinds) -> dict:
     """{kind: bytes of the distinct storages behind its tensors (None skipped; a storage
     already counted under an earlier kind is not counted again)} plus "total"."""
-    seen, out = set(), {}
+    seen = set()
+    out = {}
     for kind, tensors in kinds.items():
         out[kind] = 0
         for t in tensors:
@@ -80,7 +81,8 @@ class ActivationCounter:
         if key in self.bytes:
             yield lambda t: t
             return
-        self._seen, counts = {}, {}
+        self._seen = {}
+        counts = {}
         try:
             with torch.autograd.graph.saved_tensors_hooks(self.keep, lambda t: t):
                 yield self.keep

@@ -158,7 +158,8 @@ class Mesh:
         stride = {a: 1 for a in AXES}
         for inner, outer in zip(AXES[::-1], AXES[-2::-1]):
             stride[outer] = stride[inner] * self.shape[inner]
-        step, n = stride[axis], self.shape[axis]
+        step = stride[axis]
+        n = self.shape[axis]
         out = []
         for fixed in itertools.product(*(range(self.shape[a]) for a in others)):
             start = sum(i * stride[a] for a, i in zip(others, fixed))
@@ -201,7 +202,9 @@ class Mesh:
         limit = check_int("limit", limit, 2)
         lines = [f"{self!r}: {self.size} ranks, rank = "
                  "((dp_i * pp + pp_i) * cp + cp_i) * tp + tp_i"]
-        dp, pp, tp = self.shape["dp"], self.shape["pp"], self.shape["tp"]
+        dp = self.shape["dp"]
+        pp = self.shape["pp"]
+        tp = self.shape["tp"]
         for d in _some(range(dp), limit):
             if d is None:
                 lines.append(f"... {dp - 2 * (limit // 2)} DP replicas left out ...")
@@ -237,7 +240,8 @@ class Mesh:
         if dist.get_world_size() != self.size:
             raise ValueError(f"{self!r} needs {self.size} ranks, the world has "
                              f"{dist.get_world_size()}")
-        me, mine = dist.get_rank(), {}
+        me = dist.get_rank()
+        mine = {}
         for axis in AXES + FOLDED:
             for ranks in self.groups(axis):
                 group = dist.new_group(ranks)

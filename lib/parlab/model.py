@@ -94,8 +94,10 @@ def rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tens
     half = x.size(-1) // 2
     freqs = theta ** (-torch.arange(half, dtype=torch.float32, device=x.device) / half)
     angles = positions.to(x.device, torch.float32)[:, None] * freqs      # (T, hd/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    x1, x2 = x[..., :half], x[..., half:]
+    cos = angles.cos().to(x.dtype)
+    sin = angles.sin().to(x.dtype)
+    x1 = x[..., :half]
+    x2 = x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
@@ -112,8 +114,10 @@ class CausalSelfAttention(nn.Module):
     # so a rank holding a slice of the heads runs this very code.
     def __init__(self, config: GPTConfig):
         super().__init__()
-        c, hd = config, config.head_dim
-        self.head_dim, self.q_per_kv = hd, c.n_heads // c.n_kv_heads
+        c = config
+        hd = config.head_dim
+        self.head_dim = hd
+        self.q_per_kv = c.n_heads // c.n_kv_heads
         self.rope_theta = c.rope_theta if c.positions == "rope" else None
         # output laid out [q | k | v]: n_heads, n_kv_heads and n_kv_heads heads of hd each
         self.qkv = nn.Linear(c.d_model, (c.n_heads + 2 * c.n_kv_heads) * hd, bias=c.bias)
@@ -129,7 +133,8 @@ class CausalSelfAttention(nn.Module):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))                # (B, heads, T, hd)
         if self.rope_theta is not None:
             positions = torch.arange(T, device=q.device) if positions is None else positions
-            q, k = rotary(q, positions, self.rope_theta), rotary(k, positions, self.rope_theta)
+            q = rotary(q, positions, self.rope_theta)
+            k = rotary(k, positions, self.rope_theta)
         if self.q_per_kv > 1:  # grouped-query attention: each KV head serves q_per_kv heads
             k, v = (t.repeat_interleave(self.q_per_kv, dim=1) for t in (k, v))
         y = self.core(q, k, v)
@@ -173,7 +178,9 @@ class Block(nn.Module):
 
     def __init__(self, config: GPTConfig, layer: int = 0):
         super().__init__()
-        self.ln1, self.attn, self.ln2 = norm(config), CausalSelfAttention(config), norm(config)
+        self.ln1 = norm(config)
+        self.attn = CausalSelfAttention(config)
+        self.ln2 = norm(config)
         if config.is_moe_layer(layer):
             self.moe = moe_layer(config, layer)
         else:
@@ -196,7 +203,9 @@ class Embed(nn.Module):
 
     def __init__(self, model: "GPT"):
         super().__init__()
-        self.config, self.wte, self.wpe = model.config, model.wte, model.wpe
+        self.config = model.config
+        self.wte = model.wte
+        self.wpe = model.wpe
 
     def forward(self, idx: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         if positions is None:
@@ -213,7 +222,8 @@ class Head(nn.Module):
 
     def __init__(self, model: "GPT"):
         super().__init__()
-        self.ln_f, self.lm_head = model.ln_f, model.lm_head
+        self.ln_f = model.ln_f
+        self.lm_head = model.lm_head
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lm_head(self.ln_f(x))
@@ -224,7 +234,8 @@ class GPT(nn.Module):
 
     def __init__(self, config: GPTConfig, seed: int = 0):
         super().__init__()
-        self.config, self.seed = config, seed
+        self.config = config
+        self.seed = seed
         c = config
         # Built on the meta device: no memory and no default init (which would
         # consume the global RNG); then materialised and filled from init_tensor.
@@ -314,7 +325,9 @@ def reference_train(config: GPTConfig, steps: int, batch_size: int, lr: float = 
     opt = reference_optimizer(model.parameters(), lr, weight_decay)
     if max_grad_norm is not None:
         check_float("max_grad_norm", max_grad_norm)
-    losses, moe, norms = [], [], []
+    losses = []
+    moe = []
+    norms = []
     for step in range(steps):
         x, y = get_batch(step, batch_size, config.seq_len, config.vocab_size, seed=data_seed)
         _, loss = model(x.to(device), y.to(device))

@@ -120,10 +120,17 @@ class MoE(nn.Module):
         if not experts or any(not 0 <= e < self.n_experts for e in experts):
             raise ValueError(f"experts must be numbered 0..{self.n_experts - 1} (the router's "
                              f"outputs), got {sorted(experts)}")
-        self.top_k, self.capacity_factor, self.renormalize = top_k, capacity_factor, renormalize
-        self.aux_loss_coef, self.z_loss_coef = aux_loss_coef, z_loss_coef
-        self.balancer, self.bias_update_rate, self.layer = balancer, bias_update_rate, layer
-        self.router, self.routing, self.expert_gemm = router, routing, expert_gemm
+        self.top_k = top_k
+        self.capacity_factor = capacity_factor
+        self.renormalize = renormalize
+        self.aux_loss_coef = aux_loss_coef
+        self.z_loss_coef = z_loss_coef
+        self.balancer = balancer
+        self.bias_update_rate = bias_update_rate
+        self.layer = layer
+        self.router = router
+        self.routing = routing
+        self.expert_gemm = expert_gemm
         self.shared = nn.ModuleList(shared)  # replicated like attention: not "experts"
         # A dict keyed by the global expert number: a rank holding experts 4..7 names
         # them experts.4.. exactly as the reference does (init and checks by name).
@@ -131,8 +138,11 @@ class MoE(nn.Module):
         # persistent only when it is trained state (DeepSeek-V3's balancer)
         self.register_buffer("expert_bias", torch.zeros(self.n_experts),
                              persistent=balancer == "bias")
-        self.counts_hook, self.aux_scale = None, 1.0
-        self.aux_loss, self.stats, self._load = None, {}, None
+        self.counts_hook = None
+        self.aux_scale = 1.0
+        self.aux_loss = None
+        self.stats = {}
+        self._load = None
 
     # --- routing --------------------------------------------------------------------
     def route(self, x2: torch.Tensor):
@@ -153,16 +163,21 @@ class MoE(nn.Module):
         """Which assignments fit (n, k) bool, and the auxiliary loss; fills ``stats``."""
         if self.routing == "expert_choice":
             return self.plan_expert_choice(probs, logits)
-        n, E, k = idx.size(0), self.n_experts, self.top_k
+        n = idx.size(0)
+        E = self.n_experts
+        k = self.top_k
         counts = F.one_hot(idx, E).sum(0)                         # (k, E) this rank
         if self.counts_hook is None:
-            counts_all, rank = counts.unsqueeze(0), 0
+            counts_all = counts.unsqueeze(0)
+            rank = 0
         else:
             counts_all, rank = self.counts_hook(counts)
-        W, total = counts_all.size(0), counts_all.sum(0)
+        W = counts_all.size(0)
+        total = counts_all.sum(0)
         routed = total.sum(0)                                     # (E,) global load
         if self.capacity_factor is None:
-            keep, cap = torch.ones_like(idx, dtype=torch.bool), None
+            keep = torch.ones_like(idx, dtype=torch.bool)
+            cap = None
         else:
             cap = expert_capacity(n * W, E, self.capacity_factor, k)
             keep = slot_positions(idx, E, positions_before(counts_all, rank)) < cap
@@ -188,9 +203,11 @@ class MoE(nn.Module):
         loss (every expert is exactly full), the z-loss if set. Stats: ``experts_per_token``
         [tokens with 0, 1, 2, ... experts] and ``unrouted`` (global ids of the tokens
         with none: they pass on through the residual alone)."""
-        n, E = probs.size(0), self.n_experts
+        n = probs.size(0)
+        E = self.n_experts
         if self.counts_hook is None:
-            probs_all, rank = probs.detach(), 0
+            probs_all = probs.detach()
+            rank = 0
         else:  # every rank's scores: (W, n, E) -> the global batch's (W n, E)
             probs_all, rank = self.counts_hook(probs.detach().contiguous())
             probs_all = probs_all.reshape(-1, E)
@@ -221,7 +238,8 @@ class MoE(nn.Module):
     def run_experts(self, x2: torch.Tensor, idx: torch.Tensor, keep: torch.Tensor):
         """(n k, d): each kept assignment's expert output, in (token, choice) order;
         zeros for dropped ones. Expert parallelism overrides this (dispatch/combine)."""
-        flat, slots = idx.reshape(-1), keep.reshape(-1).nonzero().squeeze(-1)
+        flat = idx.reshape(-1)
+        slots = keep.reshape(-1).nonzero().squeeze(-1)
         rows = [slots[flat[slots] == int(e)] for e in self.experts]
         out = self.expert_outputs(list(self.experts.values()),
                                   [x2[r // idx.size(1)] for r in rows])
@@ -251,7 +269,8 @@ class MoE(nn.Module):
         """DeepSeek-V3 §2.1.2: after the step, bias -= gamma for an overloaded expert,
         += gamma for an underloaded one (load: the assignments routed since the last
         update -- every micro-batch of the step)."""
-        load, self._load = self._load, None
+        load = self._load
+        self._load = None
         if self.balancer != "bias" or load is None:
             return
         load = load.float()

@@ -95,19 +95,24 @@ class Recipe:
     within a replica, averaged over replicas), None if it reports no loss."""
 
     def __init__(self, run: TrainRun, group=None):
-        self.run, self.group = run, group
+        self.run = run
+        self.group = group
         if dist.is_initialized():
-            self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
+            self.rank = dist.get_rank(group)
+            self.world = dist.get_world_size(group)
         else:  # one device, in this process: no process group needed
-            self.rank, self.world = 0, 1
+            self.rank = 0
+            self.world = 1
         self.replica = self.rank
-        self.model = self.optimizer = None
+        self.model = None
+        self.optimizer = None
 
     def make_optimizer(self, params):
         return reference_optimizer(params, self.run.lr, self.run.weight_decay)
 
     def batch(self, step: int):
-        r, c = self.run, self.run.config
+        r = self.run
+        c = self.run.config
         return local_batch(step, r.batch_size, c.seq_len, c.vocab_size, self.rank, self.world,
                            seed=r.data_seed)
 
@@ -235,7 +240,8 @@ def train(recipe: Recipe, hooks=()) -> dict:
     torch.set_num_threads(1)
     run = recipe.run
     first = max((h.start(recipe) or 0 for h in hooks), default=0)
-    losses, windows = [], []
+    losses = []
+    windows = []
     trace.start()
     for step in range(first, run.steps):
         for h in hooks:

@@ -152,7 +152,8 @@ def label_modules(model, names: dict | None = None) -> list:
     that communicate in backward keep the tags of their forward (see ``tensor_parallel.
     mappings``). Returns the hook handles (``.remove()`` them to stop)."""
     names = names if names is not None else {m: n for n, m in model.named_modules()}
-    handles, open_ = [], {}
+    handles = []
+    open_ = {}
 
     def enter(module, args):
         meta = {"layer": names[module]}
@@ -246,11 +247,13 @@ def sync_clocks(rounds: int = 8, group=None) -> float:
     from .mesh import global_rank
 
     global _offset
-    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    rank = dist.get_rank(group)
+    world = dist.get_world_size(group)
     buf = torch.zeros(1, dtype=torch.float64)
     best = (float("inf"), 0.0)
     for peer in range(1, world):
-        peer_global, root_global = global_rank(group, peer), global_rank(group, 0)
+        peer_global = global_rank(group, peer)
+        root_global = global_rank(group, 0)
         for _ in range(rounds):
             if rank == 0:
                 dist.recv(buf, src=peer_global, group=group)
@@ -301,7 +304,8 @@ def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
 
     from .validate import check_int
     check_int("rounds", rounds)
-    labels, sync = list(steps), sync or (lambda: None)
+    labels = list(steps)
+    sync = sync or (lambda: None)
     out = {"times": {v: [] for v in labels}, "events": {v: [] for v in labels}}
     for k in range(warmup + rounds):
         for v in labels[k % len(labels):] + labels[:k % len(labels)]:
@@ -330,7 +334,8 @@ def overlap_fraction(events: list[dict]) -> float:
     "finish grad sync": inside ``loss.backward()``, after the last gradient); the result is
     sum |C ∩ B| / sum |C| over ranks and steps. 0 = fully exposed (as in NaiveDP), 1 =
     fully hidden behind backward."""
-    on_wire = inside = 0.0
+    on_wire = 0.0
+    inside = 0.0
     for rank in {e["rank"] for e in events}:
         busy = []  # merged comm intervals of this rank
         for s, t in sorted((e["start"], e["end"]) for e in events
@@ -365,7 +370,9 @@ def backward_segments(t0: float, t1: float, comms, marks, min_s: float = 1e-6):
     unit label), from a hook on the unit's output). Returns [(start, end, label)], the
     part before the first mark labelled "loss" (the loss function's own backward)."""
     cuts = sorted([(t, 1, label) for t, label in marks] + [(s, 0, e) for s, e in comms])
-    out, cursor, label = [], t0, "loss"
+    out = []
+    cursor = t0
+    label = "loss"
 
     def emit(end):
         if end - cursor >= min_s:
@@ -393,7 +400,8 @@ def in_flight(work, name: str, **fields):
     ``comm.modelled_bytes(...)``). gloo completes async work on a background thread;
     a callback there notes the time, so the bar ends when the data arrived, not when
     the caller got round to waiting. The event is recorded only while recording."""
-    start, done = now(), []
+    start = now()
+    done = []
     if _recording:
         work.get_future().then(lambda _f: done.append(now()))
 

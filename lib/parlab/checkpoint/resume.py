@@ -42,8 +42,11 @@ class Checkpointing(Hook):
                  restore_optimizer: bool = True, resume=restore_train_state):
         if save_at and directory is None:
             raise ValueError(f"save_at={tuple(save_at)} needs a directory to save into")
-        self.directory, self.save_at = directory, tuple(save_at)
-        self.resume_from, self.restore_optimizer, self.resume = resume_from, restore_optimizer, resume
+        self.directory = directory
+        self.save_at = tuple(save_at)
+        self.resume_from = resume_from
+        self.restore_optimizer = restore_optimizer
+        self.resume = resume
         self.saved: dict[int, str] = {}
 
     def start(self, recipe) -> int | None:

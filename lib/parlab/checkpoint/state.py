@@ -40,13 +40,15 @@ def flat_boxes(shape, start: int, stop: int) -> list[tuple[list[int], list[int],
     if len(shape) <= 1:
         return [([start], [stop - start], 0)]
     inner = math.prod(shape[1:])
-    out, pos = [], start
+    out = []
+    pos = start
 
     def row_part(row, lo, hi):  # part of one row: recurse into it
         for offs, sizes, at in flat_boxes(shape[1:], lo, hi):
             out.append(([row] + offs, [1] + sizes, pos - start + at))
 
-    first, last = start // inner, (stop - 1) // inner
+    first = start // inner
+    last = (stop - 1) // inner
     if start % inner or first == last:  # a partial first row (or the range is in one row)
         hi = min(stop, (first + 1) * inner)
         row_part(first, start % inner, hi - first * inner)
@@ -72,9 +74,11 @@ def _sharded(flat_local: torch.Tensor, shape, parts: int, index: int, group):
     numel = math.prod(shape)
     c = -(-numel // parts)
     ranks = dist.get_process_group_ranks(group) if group is not None else list(range(parts))
-    metas, local = [], []
+    metas = []
+    local = []
     for r in range(parts):  # every rank's boxes: DCP's global metadata, with no collective
-        lo, hi = r * c, min((r + 1) * c, numel)
+        lo = r * c
+        hi = min((r + 1) * c, numel)
         for offs, sizes, at in flat_boxes(shape, lo, hi):
             md = ShardMetadata(offs, sizes, f"rank:{ranks[r]}/cpu")
             metas.append(md)
@@ -106,7 +110,9 @@ def fully_shard_state(fs, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]
     {"step", "exp_avg", "exp_avg_sq"}}, "param_groups": [... "params": [names]]}. The
     pieces are views: ``dcp.load`` into them writes the shards in place."""
     init_adam_state(optimizer)
-    model, state, name_of = {}, {}, {}
+    model = {}
+    state = {}
+    name_of = {}
     for u in fs.units:
         for i, (p, shard) in enumerate(zip(u.params, u.shards)):
             name = fs.names[p][0]

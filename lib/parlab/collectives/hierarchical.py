@@ -34,10 +34,12 @@ def node_groups(gpus_per_node: int):
     ``gpus_per_node`` consecutive ranks; the cross-node group holds the ranks with the same
     local index on every node (one rail). Every rank must call it: ``new_group`` is a
     collective over the world."""
-    g, world = check_int("gpus_per_node", gpus_per_node), dist.get_world_size()
+    g = check_int("gpus_per_node", gpus_per_node)
+    world = dist.get_world_size()
     if world % g:
         raise ValueError(f"gpus_per_node={g} must divide the world size {world}")
-    rank, mine = dist.get_rank(), {}
+    rank = dist.get_rank()
+    mine = {}
     for node in range(world // g):
         ranks = list(range(node * g, (node + 1) * g))
         group = dist.new_group(ranks)

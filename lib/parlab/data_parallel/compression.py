@@ -102,7 +102,8 @@ class CompressedDP(NaiveDP):
         if kind not in COMPRESSORS[1:]:
             raise ValueError(f"compression={kind!r} must be one of {COMPRESSORS[1:]}")
         super().__init__(module, group)
-        self.kind, self.ratio = kind, topk_ratio
+        self.kind = kind
+        self.ratio = topk_ratio
         self.params = [p for _, p in reversed(trainable(module))]
         self.residual = [torch.zeros_like(p) for p in self.params] if error_feedback else None
 

@@ -57,7 +57,8 @@ class _DataParallel(GradSync, torch.nn.Module):
         super().__init__()
         if not isinstance(module, torch.nn.Module):
             raise ValueError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-        self.module, self.group = module, check_group(group)
+        self.module = module
+        self.group = check_group(group)
         self.world = dist.get_world_size(group)
         self.divide_by = self.world if divide_by is None else check_int("divide_by", divide_by)
         self.find_unused_parameters = check_bool("find_unused_parameters",
@@ -114,27 +115,33 @@ def assign_buckets(nbytes: list[int], bucket_bytes: int, keys=None) -> list[list
     DDP's ``_compute_bucket_assignment_by_size`` does, and also where ``keys[i]`` (e.g.
     the dtype: one flat buffer holds one dtype) changes. Returns lists of indices."""
     check_int("bucket_bytes", bucket_bytes)
-    buckets, current, size = [], [], 0
+    buckets = []
+    current = []
+    size = 0
     for i, b in enumerate(nbytes):
         if current and keys is not None and keys[i] != keys[current[-1]]:
             buckets.append(current)
-            current, size = [], 0
+            current = []
+            size = 0
         current.append(i)
         size += b
         if size >= bucket_bytes:
             buckets.append(current)
-            current, size = [], 0
+            current = []
+            size = 0
     return buckets + ([current] if current else [])
 
 
 class _Bucket:
     def __init__(self, named: list):
-        self.names, self.params = [n for n, _ in named], [p for _, p in named]
+        self.names = [n for n, _ in named]
+        self.params = [p for _, p in named]
         self.buffer = self.params[0].new_zeros(sum(p.numel() for p in self.params))  # once
         # one view of the buffer per parameter, shaped like it: copies in and out are cheap
         self.views = [v.view_as(p) for v, p in
                       zip(self.buffer.split([p.numel() for p in self.params]), self.params)]
-        self.ready, self.held = set(), set()  # this round: complete, and kept by no_sync
+        self.ready = set()  # this round: complete, and kept by no_sync
+        self.held = set()
         self.wait = None  # once launched: waits for its all-reduce
 
 
@@ -195,7 +202,8 @@ class BucketedDP(_DataParallel):
             self._next += 1
 
     def _into_bucket(self, b: _Bucket, j: int) -> None:
-        p, view = b.params[j], b.views[j]
+        p = b.params[j]
+        view = b.views[j]
         if p.grad is None:
             view.zero_()
         elif p.grad.data_ptr() != view.data_ptr():
@@ -208,7 +216,8 @@ class BucketedDP(_DataParallel):
         for j in range(len(b.params)):  # what no_sync accumulated (or zeros): in now
             if j not in b.ready:
                 self._into_bucket(b, j)
-        b.ready, b.held = set(), set()
+        b.ready = set()
+        b.held = set()
         b.wait = comm.all_reduce_async(b.buffer, self.group, f"bucket{i} grads", bucket=i)
 
     def _finish(self) -> None:

@@ -79,9 +79,11 @@ class DPRecipe(Recipe):
         self.optimizer = self.make_optimizer(self.gpt.parameters())
 
     def train_step(self, x, y):
-        x, y = x.to(comm.device(self.group)), y.to(comm.device(self.group))
+        x = x.to(comm.device(self.group))
+        y = y.to(comm.device(self.group))
         m = self.run.micro_batches
-        rows, total = x.size(0) // m, 0.0
+        rows = x.size(0) // m
+        total = 0.0
         for i in range(m):
             # sync only on the last micro-batch; before it, gradients add up locally
             with self.model.no_sync() if i < m - 1 else nullcontext(), trace.tagged(mb=i):

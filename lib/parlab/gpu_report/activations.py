@@ -29,7 +29,8 @@ from ..model import Block, GPTConfig
 from .attention import ATTENTION, with_attention
 from .common import ERROR, empty_cache, ratio, short, synchronize
 
-D_MODEL, N_HEADS = 2048, 16
+D_MODEL = 2048
+N_HEADS = 16
 QUICK_SHAPES = ((1024, 4), (2048, 2))  # (seq_len, micro_batch)
 FULL_SHAPES = ((1024, 8), (2048, 4), (4096, 2))
 
@@ -103,7 +104,8 @@ def lines(rec: dict) -> list[str]:
         if r.get("status") == ERROR:
             out.append(f"{head} error: {r['reason']}")
             continue
-        x, lab = r["allocator_vs_korthikanti"], r["allocator_vs_lab"]
+        x = r["allocator_vs_korthikanti"]
+        lab = r["allocator_vs_lab"]
         out.append(f"{head} {mb(r['allocator_bytes'])} {mb(r['saved_bytes'])} "
                    f"{mb(r['korthikanti_bytes'])} {mb(r['lab_bytes'])}   "
                    + ("-" if x is None else f"x{x:.3f}") + ("" if lab is None else f" (lab x{lab:.3f})"))

@@ -12,7 +12,9 @@ import traceback
 import torch
 import torch.distributed as dist
 
-OK, SKIPPED, ERROR = "ok", "skipped", "error"
+OK = "ok"
+SKIPPED = "skipped"
+ERROR = "error"
 
 
 def skipped(reason: str) -> dict:
@@ -94,7 +96,8 @@ def time_op(fn, device="cpu", warmup: int = 3, iters: int = 10, rounds: int = 3)
     times = []
     for _ in range(rounds):
         if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(iters):
                 fn()

@@ -68,7 +68,8 @@ def section(quick: bool, device="cuda") -> dict:
     preset's dense peak for its dtype (None when this GPU has no preset)."""
     name = gpu_name(device)
     spec = hardware.match_gpu(name)
-    rows, skipped_dtypes = [], {}
+    rows = []
+    skipped_dtypes = {}
     cuda = torch.device(device).type == "cuda"
     fp8 = fp8_reason(torch.cuda.get_device_capability(device) if cuda else None)
     dtypes = ["bf16"] + (["fp8"] if fp8 is None else [])

@@ -43,7 +43,8 @@ def _op(name: str, nbytes: int, n: int, device):
 
 def nccl_worker(sizes, ops=OPS, warmup: int = 5, iters: int = 20) -> list[dict]:
     """Rank side: seconds per collective for each op and size, the slowest rank's."""
-    n, device = dist.get_world_size(), comm.device()
+    n = dist.get_world_size()
+    device = comm.device()
     rows = []
     for name in ops:
         for nbytes in sizes:

@@ -79,7 +79,8 @@ def section_lines(name: str, rec: dict) -> list[str]:
 
 def headline(report: dict) -> list[str]:
     """The few figures worth a line each (the notebook shows these)."""
-    out, dev = [], report["device"]
+    out = []
+    dev = report["device"]
     out.append(f"device: {dev['gpus'][0]['name'] if dev['gpus'] else 'no GPU'}, torch {dev['torch']}")
     for name in GPU_SECTIONS:
         rec = report.get(name) or skipped("not run")

@@ -152,7 +152,8 @@ def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None
             results = pool.run(("exec", (code, filename), None, sys.path, dict(os.environ)),
                                timeout, label="%%ranks cell", cell=True)
         except LaunchError as e:
-            e.restarted, e.restarts = restarted, restarts
+            e.restarted = restarted
+            e.restarts = restarts
             raise
     for r in results:
         r.update(restarted=restarted, restarts=restarts)
@@ -311,7 +312,8 @@ def _py_files(root: str) -> list[str]:
     key, files = _walked.get(root, (None, []))
     if key is not None and all(_dir_mtime(d) == m for d, m in key):
         return files
-    key, files = [], []
+    key = []
+    files = []
     for d, _, names in os.walk(root):
         if os.path.basename(d).startswith(("__", ".")) and d != root:
             continue  # __pycache__: its files change on every compile and are not sources

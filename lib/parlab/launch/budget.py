@@ -20,7 +20,8 @@ import sys
 
 from .errors import MemoryBudgetError
 
-MiB, GiB = 2 ** 20, 2 ** 30
+MiB = 2 ** 20
+GiB = 2 ** 30
 # A new rank's cost, from bench/memory.py runs of the notebooks: a rank holds ~40-90 MiB
 # while and after it runs a lab-sized job, its share of the fork server's pages included.
 RANK_BYTES = int(float(os.environ.get("PARLAB_RANK_MIB", "96")) * MiB)
@@ -56,7 +57,8 @@ def descendants(pid: int) -> list[int]:
                     kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
             except (OSError, ValueError, IndexError):
                 pass
-    out, todo = [], [pid]
+    out = []
+    todo = [pid]
     while todo:
         out.append(todo.pop())
         todo.extend(kids.get(out[-1], []))

@@ -85,7 +85,8 @@ def timeout(label: str, world_size: int, running: list[int], ops: dict[int, str]
     ``ops``: rank -> traced op from its status slot; ``dumps``: rank -> its
     faulthandler dump ('' when it did not answer in time).
     """
-    blocked, in_comm = {}, []
+    blocked = {}
+    in_comm = []
     for r in running:
         frame, comm_frame = innermost_user_frame(dumps.get(r, ""))
         op = ops.get(r, "")

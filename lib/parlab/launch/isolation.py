@@ -69,7 +69,8 @@ def _settings() -> list[tuple]:
                                               torch.set_autocast_dtype(d, v[1]),
                                               torch.clear_autocast_cache())))
     if torch.cuda.is_available():
-        cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+        cudnn = torch.backends.cudnn
+        matmul = torch.backends.cuda.matmul
         for obj, name in ((cudnn, "enabled"), (cudnn, "benchmark"), (cudnn, "deterministic"),
                           (cudnn, "allow_tf32"), (matmul, "allow_tf32")):
             settings.append((lambda o=obj, n=name: getattr(o, n),

@@ -32,10 +32,17 @@ DUMP_WAIT = 1.0  # seconds to wait for the stuck ranks' stacks (all ranks togeth
 
 class Pool:
     def __init__(self, world_size: int, backend: str):
-        self.world_size, self.backend = world_size, backend
-        self.jobs, self.busy, self.closing, self.closed = 0, False, False, False
+        self.world_size = world_size
+        self.backend = backend
+        self.jobs = 0
+        self.busy = False
+        self.closing = False
+        self.closed = False
         self.watched: dict[str, float] = {}
-        self.procs, self.conns, self.dumps, self.lifeline = [], [], [], None
+        self.procs = []
+        self.conns = []
+        self.dumps = []
+        self.lifeline = None
         self.fork_servers: list[int | None] = []  # per rank: the pid of the one it came from
         atexit.register(self.close)
         ctx = mp_context()
@@ -196,7 +203,9 @@ class Pool:
         session; it kills the ranks only if some are still busy a second later.
         """
         msg = pickle.dumps(job)
-        results, errs, infos = [None] * self.world_size, {}, {}
+        results = [None] * self.world_size
+        errs = {}
+        infos = {}
         outputs = [[] for _ in range(self.world_size)]
         pending = set(range(self.world_size))
 

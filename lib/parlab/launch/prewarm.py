@@ -28,7 +28,8 @@ import sys
 
 from .torchrun import under_torchrun
 
-OFF, ON = ("0", "off", "false", "no"), ("1", "on", "true", "yes")
+OFF = ("0", "off", "false", "no")
+ON = ("1", "on", "true", "yes")
 
 
 def in_kernel() -> bool:

@@ -127,7 +127,8 @@ def ctrl_c_deferred():
     land inside the block; a handler installed from C (getsignal gives None) is left
     alone because it could not be put back.
     """
-    caught, previous = [], None
+    caught = []
+    previous = None
     if (threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGINT) is not None):
         previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))

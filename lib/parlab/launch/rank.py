@@ -38,7 +38,8 @@ class _RankStream(io.TextIOBase):
     """sys.stdout/stderr of a rank: whole lines go to the caller as they are printed."""
 
     def __init__(self, send):
-        self._send, self._buf = send, ""
+        self._send = send
+        self._buf = ""
 
     def writable(self):
         return True
@@ -128,7 +129,8 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
     # that no earlier job (learner code among them) changes a library run's result
     start_state = isolation.snapshot()
     send(("ready",))
-    stdout, stderr = sys.stdout, sys.stderr
+    stdout = sys.stdout
+    stderr = sys.stderr
     namespace = {"torch": torch, "dist": dist, "rank": rank, "world_size": world_size}
     fresh = True  # the process group has not been used since it was made
     kept = resident_bytes()  # what the rank held after it last gave memory back
@@ -178,10 +180,13 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
                          cell_error_info(e))
         finally:
             sys.stdout.flush()
-            sys.stdout, sys.stderr = stdout, stderr
+            sys.stdout = stdout
+            sys.stderr = stderr
         send(reply)
         del job, body, reply
-        fn = args = kwargs = None
+        fn = None
+        args = None
+        kwargs = None
         clean = False  # a cell's changes stay for the next cell; a run resets them
         if not kept or resident_bytes() > kept + RELEASE_ABOVE:
             release_memory()

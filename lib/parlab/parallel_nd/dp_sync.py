@@ -37,7 +37,9 @@ class DataParallel:
     ``experts``: the parameters of the experts this rank holds (EP), the rest are dense."""
 
     def __init__(self, stages: list, run, groups: dict, experts=(), emulated: bool = False):
-        self.stage, self.emulated, self.groups = run.zero_stage, emulated, groups
+        self.stage = run.zero_stage
+        self.emulated = emulated
+        self.groups = groups
         chain = nn.ModuleList(stages)
         self.params = list(chain.parameters())
         self.experts = {id(p) for p in experts}
@@ -82,7 +84,8 @@ class DataParallel:
             if self.stage == 0:
                 comm.all_reduce_grads(self.params, g, 1.0, "dp grads")
             else:  # a reduce-scatter and an all-gather: ZeRO's bytes (3 Psi / 2 for stage 3 aside)
-                n, flat = dist.get_world_size(g), torch.cat([z.view(-1) for z in zeros])
+                n = dist.get_world_size(g)
+                flat = torch.cat([z.view(-1) for z in zeros])
                 flat = torch.cat([flat, flat.new_zeros(-flat.numel() % n)])
                 mine = flat.new_empty(flat.numel() // n)
                 comm.reduce_scatter_async(mine, flat, g, "dp grads")()
@@ -121,12 +124,14 @@ def full_state(dp: DataParallel, stages, names: dict, groups: dict, fold: dict, 
     """(parameters, gradients) by reference name, full, on TP rank 0 of the first replica
     (experts: of the first EP group); (None, None) elsewhere. A collective: every rank
     calls it (ZeRO's shards are gathered over dp x cp, TP slices over TP)."""
-    values, grads = {}, {}
+    values = {}
+    grads = {}
     for z in dp.zeros:
         values.update(z.sync.full_tensors())
         grads.update(z.sync.full_tensors(grads=True))
     buffers = {t: t for st in stages for t in st.buffers() if id(t) in names}
-    state, grad_out = {}, {}
+    state = {}
+    grad_out = {}
     if fold["dp_cp"] == 0:  # the first replica joins its TP slices (a TP collective)
         for p in [p for p in values if id(p) not in dp.experts]:
             split = getattr(p, "tp_split", None)

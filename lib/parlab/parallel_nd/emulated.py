@@ -22,7 +22,9 @@ class EmulatedTPCompute(EmulatedCompute):
     def __init__(self, durations: dict, shape: tuple, n_stages: int, group,
                  blocks_per_chunk: list[int], sequence_parallel: bool):
         super().__init__(durations, shape, n_stages)
-        self.group, self.blocks, self.sp = group, blocks_per_chunk, sequence_parallel
+        self.group = group
+        self.blocks = blocks_per_chunk
+        self.sp = sequence_parallel
         self.tp = mappings.tp_size(group)
 
     def forward(self, a, stage: int, inp, target):

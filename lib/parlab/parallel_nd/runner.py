@@ -99,7 +99,8 @@ class NDRun(TrainRun):
         """Raise ValueError naming the broken field, before any process starts."""
         super().check(world_size)
         dp, pp, cp, tp, ep = (check_int(n, getattr(self, n)) for n in ("dp", "pp", "cp", "tp", "ep"))
-        m, c = check_int("micro_batches", self.micro_batches), self.config
+        m = check_int("micro_batches", self.micro_batches)
+        c = self.config
         check_choice("schedule", self.schedule, SCHEDULES)
         check_choice("zero_stage", self.zero_stage, (0, 1, 2, 3))
         check_bool("sequence_parallel", self.sequence_parallel)
@@ -118,7 +119,8 @@ class NDRun(TrainRun):
         Mesh(dp=dp, pp=pp, cp=cp, tp=tp, ep=ep)  # ep must divide dp*cp
         check_cp(c, cp, self.layout, self.attention)
         check_tp(c, tp, self.sequence_parallel, c.seq_len // cp)
-        real, v = self.compute == "real", check_int("v", self.v)
+        real = self.compute == "real"
+        v = check_int("v", self.v)
         if real and pp * v > c.n_layers:
             raise ValueError(f"pp={pp} (x v={v}) stages need at least one layer each, but "
                              f"n_layers={c.n_layers}")
@@ -151,12 +153,16 @@ class NDRecipe(StagesRecipe):
     def __init__(self, run: NDRun):
         super().__init__(run, None)
         self.mesh = Mesh(dp=run.dp, pp=run.pp, cp=run.cp, tp=run.tp, ep=run.ep).init()
-        me, fold = self.mesh.my_coords(), self.mesh.folded(dist.get_rank())
-        self.me, self.fold = me, fold
+        me = self.mesh.my_coords()
+        fold = self.mesh.folded(dist.get_rank())
+        self.me = me
+        self.fold = fold
         self.grad_norms: list[float] = []  # ||g|| before clipping, per step (max_grad_norm)
         g = {a: self.mesh.group(a) for a in ("tp", "pp", "cp", "dp_cp", "ep", "edp")}
         self.groups = g
-        c, m, real = run.config, run.micro_batches, run.compute == "real"
+        c = run.config
+        m = run.micro_batches
+        real = run.compute == "real"
         # one loss per replica of the whole model: every stage's TP rank 0 reports its part
         self.replica = fold["dp_cp"] if me["tp"] == 0 and real else None
         device = comm.device(g["tp"])
@@ -196,9 +202,11 @@ class NDRecipe(StagesRecipe):
                                          compute, shape, g["pp"])
 
     def batch(self, step: int):
-        r, c = self.run, self.run.config
+        r = self.run
+        c = self.run.config
         x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
-        x, y = x.chunk(r.dp)[self.me["dp"]], y.chunk(r.dp)[self.me["dp"]]  # this replica's rows
+        x = x.chunk(r.dp)[self.me["dp"]]  # this replica's rows
+        y = y.chunk(r.dp)[self.me["dp"]]
         if r.cp > 1:  # ... and this rank's positions of them
             x, y = (shard_sequence(t, 1, r.cp, self.me["cp"], r.layout) for t in (x, y))
         return self.micro_batches(x, y, r.micro_batches, comm.device(self.groups["tp"]))
@@ -228,7 +236,8 @@ class NDRecipe(StagesRecipe):
         """Where the global norm's partial sums are added (clip.py): TP and PP, then DP x CP
         under ZeRO (disjoint shards) or, with experts under plain DP, the EP group (whose
         first rank alone counts the dense gradients)."""
-        g, r = self.groups, self.run
+        g = self.groups
+        r = self.run
         if r.zero_stage:
             return (g["tp"], g["pp"], g["dp_cp"]), 0
         if r.ep > 1:
@@ -249,9 +258,11 @@ class NDRecipe(StagesRecipe):
 
     def report(self, events, windows) -> dict:
         spans = {(e["name"], e["meta"].get("step")): e for e in events if e["kind"] == "compute"}
-        phases, bubble = [], []
+        phases = []
+        bubble = []
         for s, (t0, t1) in enumerate(windows):
-            pipe, sync = spans[("pipeline", s)], spans[("grad sync", s)]
+            pipe = spans[("pipeline", s)]
+            sync = spans[("grad sync", s)]
             phases.append({"pipeline": pipe["end"] - t0, "grad_sync": sync["end"] - sync["start"],
                            "optimizer": t1 - sync["end"]})
             ops = [e for e in events if e["name"] in ("F", "B") and e["meta"].get("step") == s]

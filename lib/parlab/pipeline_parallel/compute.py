@@ -40,7 +40,9 @@ class RealCompute:
     and keeps the graph, so that W can compute the weight gradients later."""
 
     def __init__(self, stages, m: int, split_backward: bool, counter=None):
-        self.stages, self.m, self.split_backward = stages, m, split_backward
+        self.stages = stages
+        self.m = m
+        self.split_backward = split_backward
         self.params = [q for st in stages for q in st.parameters()]
         if counter is None:  # what autograd saves, and each module's input (all a
             counter = ActivationCounter(self.params)  # checkpointed module keeps)
@@ -85,7 +87,10 @@ class EmulatedCompute:
     from the wrong op fails loudly. The last stage's F makes a zero "loss"."""
 
     def __init__(self, durations: dict, shape: tuple, n_stages: int, device="cpu"):
-        self.durations, self.shape, self.n_stages, self.device = durations, shape, n_stages, device
+        self.durations = durations
+        self.shape = shape
+        self.n_stages = n_stages
+        self.device = device
         self.params: list = []
 
     def forward(self, a, stage: int, inp, target):

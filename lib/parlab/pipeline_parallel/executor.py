@@ -36,26 +36,33 @@ class PipelineExecutor:
 
     def __init__(self, actions: list[list[Action]], placement: Placement, compute, shape,
                  group=None):
-        self.group, self.rank = group, dist.get_rank(group)  # the stage, not the world rank
+        self.group = group  # the stage, not the world rank
+        self.rank = dist.get_rank(group)
         if dist.get_world_size(group) != placement.p:
             raise ValueError(f"a placement over p={placement.p} ranks needs a group of "
                              f"{placement.p}, got {dist.get_world_size(group)}")
         check_actions(actions, placement)
-        self.where, self.p, self.n_stages = placement, placement.p, placement.n_stages
-        self.compute, self.shape = compute, shape
+        self.where = placement
+        self.p = placement.p
+        self.n_stages = placement.n_stages
+        self.compute = compute
+        self.shape = shape
         self.actions = list(actions[self.rank])
         self.split_backward = any(a.op == "W" for acts in actions for a in acts)
         self.stash: dict[tuple, Stash] = {}   # (micro-batch, chunk) -> what F kept
         self.local: dict[int, torch.Tensor] = {}  # messages to a chunk on this rank (p = 1)
         self.pending: list = []               # (send request, its tensor)
-        self.peak = self.peak_bytes = 0       # most stashes held at once, and their bytes
+        self.peak = 0       # most stashes held at once, and their bytes
+        self.peak_bytes = 0
         self.device = comm.device(group)      # where received messages land
 
     def step(self, inputs: list, targets: list) -> float:
         """Run this rank's actions once over the micro-batches ``inputs`` / ``targets``;
         returns the summed loss of the micro-batches this rank ends (0 elsewhere). The
         caller's trace tags (the step) mark every event."""
-        self.inputs, self.targets, self.loss = inputs, targets, 0.0
+        self.inputs = inputs
+        self.targets = targets
+        self.loss = 0.0
         for a in self.actions:
             {"F": self.forward, "B": self.backward, "W": self.weight}[a.op](a)
         for work, _ in self.pending:  # each tensor stays alive until its send is done
@@ -110,7 +117,8 @@ class PipelineExecutor:
         return 2 * (mb * self.n_stages + min(src, dst)) + int(dst < src)
 
     def send(self, t, src: int, dst: int, mb: int) -> None:
-        peer, tag = self.where.holder(dst, mb)[0], self.tag(src, dst, mb)
+        peer = self.where.holder(dst, mb)[0]
+        tag = self.tag(src, dst, mb)
         t = t.detach().contiguous()
         if peer == self.rank:  # the next chunk is on this rank (p = 1, or the V's turn)
             self.local[tag] = t
@@ -121,7 +129,8 @@ class PipelineExecutor:
             self.pending.append((work, t))
 
     def recv(self, src: int, dst: int, mb: int) -> torch.Tensor:
-        peer, tag = self.where.holder(src, mb)[0], self.tag(src, dst, mb)
+        peer = self.where.holder(src, mb)[0]
+        tag = self.tag(src, dst, mb)
         if peer == self.rank:
             return self.local.pop(tag)
         buf = torch.empty(self.shape, device=self.device)

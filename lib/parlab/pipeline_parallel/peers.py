@@ -54,7 +54,8 @@ class TorchPipelineRecipe(Recipe):
         from torch.distributed import pipelining
         super().__init__(run, group)
         self.replica = 0
-        p, m = run.p, run.micro_batches
+        p = run.p
+        m = run.micro_batches
         gpt = GPT(run.config, run.seed)
         self.names = {id(t): n for n, t in gpt.named_parameters()}
         where = placement_of(run.schedule, p, run.v, m)
@@ -73,7 +74,8 @@ class TorchPipelineRecipe(Recipe):
         self.optimizer = self.make_optimizer(self.model.parameters())
 
     def batch(self, step: int):
-        r, c = self.run, self.run.config
+        r = self.run
+        c = self.run.config
         return get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
 
     def before_step(self) -> None:

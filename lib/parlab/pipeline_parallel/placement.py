@@ -42,7 +42,10 @@ class Placement:
             raise ValueError(f"placement={kind!r} must be one of {PLACEMENTS}")
         if kind in ("v", "dual") and v != 2:
             raise ValueError(f"placement {kind!r} has exactly v=2 chunks per rank, got v={v}")
-        self.kind, self.p, self.v, self.m = kind, p, v, m
+        self.kind = kind
+        self.p = p
+        self.v = v
+        self.m = m
         self.n_stages = p if kind == "dual" else p * v
 
     def direction(self, mb: int) -> int:
@@ -92,7 +95,8 @@ def check_actions(actions: list[list[Action]], where: Placement) -> None:
     each of its (micro-batch, chunk) ops once -- F, B and, if the schedule splits the
     backward anywhere, W -- its own F before B before W, and all ranks together can
     run to the end (no rank waits for an op that waits for it: a deadlock)."""
-    p, m = where.p, where.m
+    p = where.p
+    m = where.m
     if len(actions) != p:
         raise ValueError(f"a schedule for p={p} lists {p} ranks, got {len(actions)}")
     ops = "FBW" if any(a.op == "W" for acts in actions for a in acts) else "FB"
@@ -109,7 +113,9 @@ def check_actions(actions: list[list[Action]], where: Placement) -> None:
             seen.add(a)
         if want - seen:
             raise ValueError(f"rank {r}: {sorted(want - seen)!r} missing")
-    done, pos, moved = set(), [0] * p, True
+    done = set()
+    pos = [0] * p
+    moved = True
     while moved:  # run every rank as far as its inputs allow
         moved = False
         for r in range(p):

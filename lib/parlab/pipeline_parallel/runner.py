@@ -128,7 +128,9 @@ class StagesRecipe(Recipe):
 
     def __init__(self, run: TrainRun, group=None):
         super().__init__(run, group)
-        self.stages, self.names, self.aux = [], {}, []
+        self.stages = []
+        self.names = {}
+        self.aux = []
         self.executor: PipelineExecutor | None = None
 
     def hold_stages(self, model, stages: list, m: int) -> None:
@@ -177,7 +179,9 @@ class PPRecipe(StagesRecipe):
     def __init__(self, run: PPRun, group=None):
         super().__init__(run, group)
         self.replica = 0  # one model: the loss is the sum of what every stage reports
-        c, m, device = run.config, run.micro_batches, comm.device(group)
+        c = run.config
+        m = run.micro_batches
+        device = comm.device(group)
         shape = (run.batch_size // m, c.seq_len, c.d_model)  # one micro-batch's activation
         where = placement_of(run.schedule, run.p, run.v, m)
         self.twins = None
@@ -198,7 +202,8 @@ class PPRecipe(StagesRecipe):
                                          compute, shape, group)
 
     def batch(self, step: int):
-        r, c = self.run, self.run.config
+        r = self.run
+        c = self.run.config
         x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
         return self.micro_batches(x, y, r.micro_batches, comm.device(self.group))
 

@@ -52,7 +52,9 @@ def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = N
     """Raise ValueError naming the broken constraint, before any process starts."""
     if schedule not in PIPELINE_SCHEDULES:
         raise ValueError(f"schedule={schedule!r} must be one of {PIPELINE_SCHEDULES}")
-    p, m, v = check_int("p", p), check_int("micro_batches", m), check_int("v", v)
+    p = check_int("p", p)
+    m = check_int("micro_batches", m)
+    v = check_int("v", v)
     if schedule == "interleaved":
         if v < 2:
             raise ValueError(f"interleaved needs v >= 2 model chunks per rank, got v={v}")
@@ -136,7 +138,8 @@ def _zb_h1(p, m):
     out = []
     for r in range(p):
         warmup = min(p - r - 1, m)
-        acts, n_w = [Action("F", i, 0) for i in range(warmup)], 0
+        acts = [Action("F", i, 0) for i in range(warmup)]
+        n_w = 0
         for i in range(m - warmup):
             acts += [Action("F", warmup + i, 0), Action("B", i, 0)]
             if i >= r:
@@ -214,7 +217,8 @@ def peak_in_flight(actions: list[Action]) -> int:
     """Most (micro-batch, chunk) pairs whose activations a rank holds at once: from
     the start of their F to the end of their last backward op (W if any, else B)."""
     frees = "W" if any(a.op == "W" for a in actions) else "B"
-    held = peak = 0
+    held = 0
+    peak = 0
     for a in actions:
         held += 1 if a.op == "F" else -1 if a.op == frees else 0
         peak = max(peak, held)
@@ -228,15 +232,19 @@ def replay(actions: list[list[Action]], p: int, v: int, durations: dict,
     latency). ``t_gap``: what a rank spends between two of its own ops even when the
     input is there (posting messages, bookkeeping); it counts as idle, like t_comm.
     ``where``: the stages' placement (default round-robin)."""
-    where, done, events = where or Placement("round-robin", p, v), {}, []
-    pos, free = [0] * p, [0.0] * p
+    where = where or Placement("round-robin", p, v)
+    done = {}
+    events = []
+    pos = [0] * p
+    free = [0.0] * p
     progress = True
     while progress:
         progress = False
         for r in range(p):
             while pos[r] < len(actions[r]):
                 a = actions[r][pos[r]]
-                dep, s = where.dependency(a, r), where.stage(r, a.chunk, a.mb)
+                dep = where.dependency(a, r)
+                s = where.stage(r, a.chunk, a.mb)
                 if dep is not None and dep not in done:
                     break  # another rank must get further first
                 far = dep is not None and where.holder(dep[2], a.mb)[0] != r

@@ -46,7 +46,10 @@ def play(p: int, m: int, placement: Placement, cap: int, prefer: str = "BFW",
     stage waits for it, W last, as nobody does."""
     todo = [{Action(op, mb, c) for mb in range(m) for c in placement.chunks(r, mb)
              for op in "FBW"} for r in range(p)]
-    done, held, out, tick = {}, [0] * p, [[] for _ in range(p)], 0
+    done = {}
+    held = [0] * p
+    out = [[] for _ in range(p)]
+    tick = 0
     while any(todo):
         new = []
         for r in range(p):

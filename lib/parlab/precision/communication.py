@@ -33,7 +33,8 @@ def ring_order_sum(xs: list[torch.Tensor], dtype=torch.bfloat16) -> torch.Tensor
     """The sum a ring reduce-scatter computes for every element, in ``dtype``: chunk c of
     ``comm.chunk_bounds`` is started by rank c + 1 and picks up ranks c + 2, ..., c, each
     addition rounded to ``dtype`` (one hop = one vector add for all chunks at once)."""
-    n, numel = len(xs), xs[0].numel()
+    n = len(xs)
+    numel = xs[0].numel()
     stack = torch.stack([x.reshape(-1).to(dtype) for x in xs])       # (rank, element)
     chunk = torch.empty(numel, dtype=torch.long)
     for c, (a, b) in enumerate(comm.chunk_bounds(numel, n)):
@@ -49,7 +50,8 @@ def errors(got: torch.Tensor, xs: list[torch.Tensor]) -> dict:
     """Error of a computed sum against the exact one (fp64): the largest and the mean of
     |got - exact| / sum_i |x_i| (the quantity the bound bounds)."""
     stack = torch.stack([x.double() for x in xs])
-    exact, mag = stack.sum(0), stack.abs().sum(0).clamp_min(1e-300)
+    exact = stack.sum(0)
+    mag = stack.abs().sum(0).clamp_min(1e-300)
     rel = (got.double() - exact).abs() / mag
     return {"max": float(rel.max()), "mean": float(rel.mean())}
 
@@ -57,7 +59,8 @@ def errors(got: torch.Tensor, xs: list[torch.Tensor]) -> dict:
 def reduce_worker(numel: int = 4096, seed: int = 0) -> dict:
     """On each rank: every way of summing the ranks' bf16 gradients, and its error (this
     rank's chunk for the reduce-scatters, the whole vector for the all-reduces)."""
-    r, n = dist.get_rank(), dist.get_world_size()
+    r = dist.get_rank()
+    n = dist.get_world_size()
     xs = [rank_gradients(i, numel, seed) for i in range(n)]  # every rank's data, to check
     mine = xs[r]
     a, b = comm.chunk_bounds(numel, n)[r]

@@ -30,7 +30,8 @@ SCALINGS = ("current", "delayed")
 def _tiles(x: torch.Tensor, block):
     """x (2-D) cut into (rows/br, br, cols/bc, bc) tiles; ``block`` clipped to x's shape."""
     rows, cols = x.shape
-    br, bc = min(block[0], rows), min(block[1], cols)
+    br = min(block[0], rows)
+    bc = min(block[1], cols)
     if rows % br or cols % bc:
         raise ValueError(f"block={tuple(block)} must tile the tensor's shape {tuple(x.shape)}")
     return x.reshape(rows // br, br, cols // bc, bc)
@@ -62,7 +63,8 @@ def fake_quantize(x: torch.Tensor, fmt="e4m3", block=None, scale_amax=None) -> t
 
 def relative_error(x: torch.Tensor, x_hat: torch.Tensor) -> float:
     """||x_hat - x|| / ||x|| (Frobenius)."""
-    x, x_hat = x.detach().double(), x_hat.detach().double()
+    x = x.detach().double()
+    x_hat = x_hat.detach().double()
     return float((x_hat - x).norm() / x.norm().clamp_min(1e-300))
 
 
@@ -70,7 +72,8 @@ class AmaxHistory:
     """Delayed scaling's state for one tensor: the amaxes of the last ``length`` steps."""
 
     def __init__(self, length: int = 16):
-        self.length, self.seen = check_int("length", length), []
+        self.length = check_int("length", length)
+        self.seen = []
 
     def scale_amax(self, x: torch.Tensor) -> torch.Tensor:
         """The amax to scale this step's x by (the history's max; x's own on the first
@@ -106,11 +109,13 @@ class Fp8Linear(nn.Module):
     def __init__(self, linear: nn.Linear, scaling: str = "current", block=None,
                  grad_fmt="e5m2", history: int = 16):
         super().__init__()
-        self.weight, self.bias = linear.weight, linear.bias
+        self.weight = linear.weight
+        self.bias = linear.bias
         self.scaling = check_choice("scaling", scaling, SCALINGS)
         if scaling == "delayed" and block is not None:
             raise ValueError("scaling='delayed' keeps one amax per tensor: use block=None")
-        self.block, self.grad_fmt = block, grad_fmt
+        self.block = block
+        self.grad_fmt = grad_fmt
         self.hist = {"x": AmaxHistory(history), "w": AmaxHistory(history)}
         self.weight_fp8 = None  # the last forward's fp8 weight (what an fp8 GEMM reads)
 

@@ -36,7 +36,9 @@ class DynamicLossScaler:
         self.interval = check_int("growth_interval", growth_interval)
         self.good_steps = 0          # steps in a row without inf/NaN
         self.found_inf = False
-        self.steps, self.skipped, self.scales = 0, [], []
+        self.steps = 0
+        self.skipped = []
+        self.scales = []
 
     def scale(self, loss: torch.Tensor) -> torch.Tensor:
         return loss * self.scale_value

@@ -45,7 +45,8 @@ class MixedAdamW:
         self.mode = check_choice("mode", mode, MODES)
         self.lr = check_float("lr", lr)
         self.wd = check_float("weight_decay", weight_decay, strict=False)
-        self.betas, self.eps = betas, check_float("eps", eps)
+        self.betas = betas
+        self.eps = check_float("eps", eps)
         self.params = [p for p in params if p.requires_grad]
         for p in self.params:
             if p.dtype not in (torch.float32, torch.bfloat16) or (mode == "fp32" and p.dtype != torch.float32):
@@ -62,7 +63,8 @@ class MixedAdamW:
                     p.copy_(p.to(torch.bfloat16))  # what a bf16 weight holds
         self.comp = ([torch.zeros_like(p, dtype=torch.bfloat16) for p in self.params] if mode == "kahan" else [])
         self.gen = torch.Generator().manual_seed(seed)
-        self.vanished = self.nonzero = 0
+        self.vanished = 0
+        self.nonzero = 0
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -81,7 +83,8 @@ class MixedAdamW:
     @torch.no_grad()
     def step(self) -> None:
         self.t += 1
-        self.vanished = self.nonzero = 0
+        self.vanished = 0
+        self.nonzero = 0
         for i, p in enumerate(self.params):
             if p.grad is None:
                 continue

@@ -35,7 +35,8 @@ class ShardLayout:
     def __init__(self, shapes, parts: int, index: int):
         self.shapes = [torch.Size(s) for s in shapes]
         self.numels = [math.prod(s) for s in self.shapes]
-        self.parts, self.index = parts, index
+        self.parts = parts
+        self.index = index
         self.chunks = [-(-n // parts) for n in self.numels]
         self.offsets = [sum(self.chunks[:i]) for i in range(len(self.chunks))]
         self.block = sum(self.chunks)
@@ -63,7 +64,9 @@ class ShardLayout:
 
     def place(self, buf: torch.Tensor, i: int, t: torch.Tensor) -> None:
         """Copy full tensor ``i`` into its chunks of a rank-major ``buf`` (parts, block)."""
-        c, n, flat = self.chunks[i], self.numels[i], t.reshape(-1)
+        c = self.chunks[i]
+        n = self.numels[i]
+        flat = t.reshape(-1)
         whole, rest = divmod(n, c)
         cols = buf[:, self.offsets[i]:self.offsets[i] + c]
         cols[:whole].copy_(flat[:whole * c].view(whole, c))
@@ -84,7 +87,9 @@ class ShardLayout:
         """Copy every full tensor out of a rank-major buffer into ``tensors`` (in place)."""
         rows = gathered.view(self.parts, self.block)
         for i, t in enumerate(tensors):
-            c, n, flat = self.chunks[i], self.numels[i], t.view(-1)
+            c = self.chunks[i]
+            n = self.numels[i]
+            flat = t.view(-1)
             whole, rest = divmod(n, c)
             cols = rows[:, self.offsets[i]:self.offsets[i] + c]
             flat[:whole * c].view(whole, c).copy_(cols[:whole])
@@ -94,7 +99,8 @@ class ShardLayout:
     def unpack(self, gathered: torch.Tensor) -> list[torch.Tensor]:
         """Every full tensor from a rank-major buffer (an all-gather's output), each a new
         tensor of its own (never a view of ``gathered``)."""
-        rows, out = gathered.view(self.parts, self.block), []
+        rows = gathered.view(self.parts, self.block)
+        out = []
         for o, c, n, s in zip(self.offsets, self.chunks, self.numels, self.shapes):
             t = torch.empty(s, dtype=gathered.dtype, device=gathered.device)
             t.view(-1).copy_(rows[:, o:o + c].reshape(-1)[:n])

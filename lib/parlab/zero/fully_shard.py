@@ -47,7 +47,10 @@ class _Unit:
     holds it) and this rank's shards of them."""
 
     def __init__(self, label, module, params, slots, parts, index):
-        self.label, self.module, self.params, self.slots = label, module, params, slots
+        self.label = label
+        self.module = module
+        self.params = params
+        self.slots = slots
         self.layout = ShardLayout([p.shape for p in params], parts, index)
         self.shards = [nn.Parameter(self.layout.chunk(p.detach(), i), requires_grad=p.requires_grad)
                        for i, p in enumerate(params)]
@@ -69,8 +72,11 @@ class FullyShard(GradSync, nn.Module):
         check_choice("compute_dtype", compute_dtype, (None, torch.float32, torch.bfloat16,
                                                       torch.float16))
         self.reshard = check_bool("reshard_after_forward", reshard_after_forward)
-        self.group, self.dtype, self.probe = check_group(group), compute_dtype, probe
-        self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
+        self.group = check_group(group)
+        self.dtype = compute_dtype
+        self.probe = probe
+        self.dp = dist.get_world_size(group)
+        self.rank = dist.get_rank(group)
         broadcast_state(module, group)  # shard the first rank's weights: replicas agree
         self.module = module
         self.units = self._units(module, units)
@@ -94,7 +100,9 @@ class FullyShard(GradSync, nn.Module):
                 raise ValueError(f"units must be submodules of module, got {type(u).__name__}")
         label = {u: names[u] for u in units}
         label[module] = ""  # the root: whatever no other unit owns alone
-        owners, slots, self.names = {}, {}, {}
+        owners = {}
+        slots = {}
+        self.names = {}
         for name, p in module.named_parameters(remove_duplicate=False):
             owner_name, _, attr = name.rpartition(".")
             inner = max((u for u in label if name.startswith(label[u] + ".") or u is module),
@@ -156,7 +164,8 @@ class FullyShard(GradSync, nn.Module):
         return None
 
     def _after(self, u: _Unit) -> None:
-        gathered, u.open = getattr(u, "open", None), None
+        gathered = getattr(u, "open", None)
+        u.open = None
         if gathered is None:
             return
         if gathered.hooks is not None:
@@ -205,7 +214,8 @@ class FullyShard(GradSync, nn.Module):
             self.prefetcher.drain()  # a gather no unit asked for: the shards change next
         for u in self.units:
             if u.held is not None:
-                held, u.held = u.held, None
+                held = u.held
+                u.held = None
                 self._launch(u, held)
         with trace.span("wait for gradients", kind="wait"):
             for u in self.units:
@@ -272,7 +282,10 @@ class _Gathered:
     """One forward of one unit: the saved-tensor notes and the backward's re-gather."""
 
     def __init__(self, fsdp: FullyShard, unit: _Unit):
-        self.fsdp, self.unit, self.hooks, self.regathered = fsdp, unit, None, None
+        self.fsdp = fsdp
+        self.unit = unit
+        self.hooks = None
+        self.regathered = None
         self.ptrs: dict = {}
         self.itemsize = torch.empty((), dtype=fsdp.dtype or unit.shards[0].dtype).element_size()
 

@@ -34,7 +34,9 @@ def hsdp_groups(replicate: int, group=None):
         dist.get_process_group_ranks(group)
     if replicate < 1 or len(ranks) % replicate:
         raise ValueError(f"replicate={replicate} must divide the group's {len(ranks)} ranks")
-    s, me, mine = len(ranks) // replicate, dist.get_rank(), {}
+    s = len(ranks) // replicate
+    me = dist.get_rank()
+    mine = {}
     for name, members in [("shard", [ranks[r * s:(r + 1) * s] for r in range(replicate)]),
                           ("replicate", [ranks[i::s] for i in range(s)])]:
         for m in members:  # every rank creates every group, in the same order

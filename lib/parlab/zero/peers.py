@@ -25,7 +25,8 @@ class _Peer(torch.nn.Module):
 
     def __init__(self, model, module):
         super().__init__()
-        self.model, self.module = model, module
+        self.model = model
+        self.module = module
 
     def forward(self, *args, **kwargs):
         return self.model(*args, **kwargs)

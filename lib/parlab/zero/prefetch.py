@@ -27,7 +27,8 @@ class Prefetcher:
         self.fsdp = fsdp
         root = [u for u in fsdp.units if u.module is fsdp.module]
         blocks = [u for u in fsdp.units if u.module is not fsdp.module]
-        forward, backward = root + blocks, root + blocks[::-1]
+        forward = root + blocks
+        backward = root + blocks[::-1]
         self.next = {"forward": dict(zip(forward, forward[1:])),
                      "backward": dict(zip(backward, backward[1:]))}
         self.pending: dict = {}  # (unit, pass) -> (flat buffer, wait)

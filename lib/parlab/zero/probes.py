@@ -68,7 +68,8 @@ class Tracer:
     collectives and waits inside it (not around async ones: those ran beside it)."""
 
     def __init__(self):
-        self.marks, self._open = [], {}
+        self.marks = []
+        self._open = {}
 
     def attach(self, units: dict) -> None:
         for label, (first, last) in units.items():

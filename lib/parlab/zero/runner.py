@@ -83,7 +83,8 @@ class ZeroRecipe(Recipe):
 
     def __init__(self, run: ZeroRun, group=None, probe=None, tracer=None):
         super().__init__(run, group)
-        self.probe, self.tracer = probe or MemoryProbe(), tracer or Tracer()
+        self.probe = probe or MemoryProbe()
+        self.tracer = tracer or Tracer()
         self.gpt = GPT(run.config, run.seed).to(comm.device(group))
         loss_fn = self.gpt.loss_fn
 
@@ -103,7 +104,8 @@ class ZeroRecipe(Recipe):
                 opt.update(fsdp, prefetch=run.prefetch)
             self.zero = apply_zero(self.gpt, run.zero_stage, group, bucket_bytes=run.bucket_bytes,
                                    probe=self.probe, **opt)
-        self.model, self.optimizer = self.zero.model, self.zero.optimizer
+        self.model = self.zero.model
+        self.optimizer = self.zero.optimizer
         self.tracer.attach(units(self.gpt))  # after the part's hooks: a unit's gather comes first
 
     def zero_grad(self) -> None:
@@ -131,7 +133,8 @@ class ZeroRecipe(Recipe):
 
     def full_state(self):  # a collective: ZeRO's shards gathered, rank 0 keeps them
         sync = self.zero.sync
-        values, grads = sync.full_tensors(), sync.full_tensors(grads=True)
+        values = sync.full_tensors()
+        grads = sync.full_tensors(grads=True)
         if self.rank != 0:
             return None, None
         buffers = {b: b for b in self.gpt.buffers() if id(b) in self.names}

@@ -55,7 +55,8 @@ def named_trainable(params) -> list[tuple[str, torch.nn.Parameter]]:
     """(name, parameter) pairs from parameters or ``named_parameters()`` (with
     ``remove_duplicate=False`` a tied parameter comes twice: kept once, under its first
     name), frozen ones left out."""
-    out, seen = [], set()
+    out = []
+    seen = set()
     for i, item in enumerate(params):
         name, p = item if isinstance(item, tuple) else (f"parameter {i}", item)
         if not isinstance(p, torch.Tensor):
@@ -72,11 +73,15 @@ class _Bucket:
     gradients accumulated under ``no_sync``, still to be sent."""
 
     def __init__(self, named, parts: int, index: int):
-        self.names, self.params = [n for n, _ in named], [p for _, p in named]
+        self.names = [n for n, _ in named]
+        self.params = [p for _, p in named]
         self.layout = ShardLayout([p.shape for p in self.params], parts, index)
         # views of each parameter's own chunk: the optimizer updates the weights in place
         self.shards = [self.layout.view(p.detach(), i) for i, p in enumerate(self.params)]
-        self.ready, self.held, self.incoming, self.wait = set(), set(), None, None
+        self.ready = set()
+        self.held = set()
+        self.incoming = None
+        self.wait = None
 
 
 class ShardedOptimizer(GradSync, torch.optim.Optimizer):
@@ -100,8 +105,10 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
                 "updates only its shard of every tensor, which is the whole tensor's update only "
                 "for an elementwise optimizer (" + ", ".join(c.__name__ for c in ELEMENTWISE)
                 + "); LBFGS's line search or a factored second moment read across the shards")
-        self.group, self.stage = check_group(group), stage
-        self.dp, self.rank = dist.get_world_size(group), dist.get_rank(group)
+        self.group = check_group(group)
+        self.stage = stage
+        self.dp = dist.get_world_size(group)
+        self.rank = dist.get_rank(group)
         self.divide_by = self.dp if divide_by is None else check_int("divide_by", divide_by)
         self.probe = probe
         params = list(params)
@@ -173,7 +180,8 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
                     self._finish_bucket(older)
 
     def _finish_bucket(self, b: _Bucket) -> None:
-        reduced, b.wait = b.wait(), None
+        reduced = b.wait()
+        b.wait = None
         if self.probe is not None:
             self.probe.freed("buckets", b.incoming.nbytes)
         b.incoming = None
@@ -202,7 +210,8 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
             if not anywhere:
                 b, i = self._slot[p]
                 b.shards[i].grad = None  # unused on every rank: skipped, as on one device
-        self._next, self._got = 0, set()
+        self._next = 0
+        self._got = set()
 
     # --- the step: update this rank's shards, gather the parameters -----------------
     @torch.no_grad()
@@ -233,7 +242,8 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
     def zero_grad(self, set_to_none: bool = True) -> None:
         for b in self.buckets:
             for p, s in zip(b.params, b.shards):
-                p.grad = s.grad = None
+                p.grad = None
+                s.grad = None
 
     def shards(self) -> list[torch.Tensor]:
         """This rank's shard of every parameter (what its optimizer steps)."""
