@@ -20,19 +20,7 @@ import os
 import sys
 
 from parlab.cli_flags import add_flags as add_library_flags
-from parlab.cli_flags import cli_main, world as _world
-
-
-def _printer():
-    quiet = os.environ.get("RANK", "0") != "0"
-    return (lambda *a, **k: None) if quiet else print
-
-
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
+from parlab.cli_flags import cli_main, human_bytes, printer, world as _world
 
 
 def cmd_collectives(args, out):
@@ -63,11 +51,11 @@ def cmd_bytes(args, out):
     from .l00_collectives.experiments import bytes_table
     sizes = [_world(args)] if "WORLD_SIZE" in os.environ else args.sizes
     rows = bytes_table(sizes, args.numel)
-    out(f"all-reduce of S = {_bytes(4 * args.numel)}; bytes sent per rank (traced) vs formula")
+    out(f"all-reduce of S = {human_bytes(4 * args.numel)}; bytes sent per rank (traced) vs formula")
     out(f"{'n':>3} {'algorithm':<8} {'rank':>4} {'measured':>12} {'formula':>12}")
     for r in rows:
-        out(f"{r['n']:>3} {r['algorithm']:<8} {r['rank']:>4} {_bytes(r['measured']):>12} "
-            f"{_bytes(r['formula']):>12}")
+        out(f"{r['n']:>3} {r['algorithm']:<8} {r['rank']:>4} {human_bytes(r['measured']):>12} "
+            f"{human_bytes(r['formula']):>12}")
 
 
 def cmd_alpha_beta(args, out):
@@ -83,7 +71,7 @@ def cmd_alpha_beta(args, out):
     out(f"\nall-reduce on {n} ranks: measured vs alpha-beta prediction")
     out(f"{'algorithm':<14} {'size':>10} {'median':>10} {'best':>10} {'predicted':>10}")
     for r in all_reduce_vs_model(n, fits[True], fits[False], measure_gamma()):
-        out(f"{r['algorithm']:<14} {_bytes(r['bytes']):>10} {r['measured'] * 1e6:>8.0f}us "
+        out(f"{r['algorithm']:<14} {human_bytes(r['bytes']):>10} {r['measured'] * 1e6:>8.0f}us "
             f"{r['best'] * 1e6:>8.0f}us {r['predicted'] * 1e6:>8.0f}us")
 
 
@@ -140,7 +128,7 @@ COMMANDS = [("collectives", cmd_collectives), ("ring", cmd_ring), ("bytes", cmd_
 
 
 def main(argv=None) -> None:
-    cli_main("python -m lessons", __doc__, COMMANDS, add_flags, _printer(), argv)
+    cli_main("python -m lessons", __doc__, COMMANDS, add_flags, printer(), argv)
 
 
 if __name__ == "__main__":

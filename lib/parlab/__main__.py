@@ -28,22 +28,9 @@ ranks is torchrun's, and rank 0 prints.
 
 from __future__ import annotations
 
-import os
 import sys
 
-from .cli_flags import add_flags, cli_main, world as _world
-
-
-def _printer():
-    quiet = os.environ.get("RANK", "0") != "0"
-    return (lambda *a, **k: None) if quiet else print
-
-
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
+from .cli_flags import add_flags, cli_main, human_bytes, printer, world as _world
 
 
 def cmd_info(args, out):
@@ -84,7 +71,7 @@ def cmd_dp(args, out):
     _check_against_reference(out, res["losses"], args.steps, args.batch_size, args.lr)
     sent = [r["bytes_sent"] / args.steps for r in res["ranks"]]
     out(f"{args.variant} DP on {_world(args)} ranks; bytes sent per rank per step: "
-        + ", ".join(_bytes(b) for b in sent))
+        + ", ".join(human_bytes(b) for b in sent))
 
 
 def cmd_zero(args, out):
@@ -100,10 +87,10 @@ def cmd_zero(args, out):
         psi = GPT(GPTConfig()).num_params()
         want = cost.zero_memory(psi, n, stage, param_bytes=4, grad_bytes=4, optimizer_bytes=8)
         out("rank 0 holds (measured / ZeRO formula, fp32 AdamW): " + ", ".join(
-            f"{k} {_bytes(res['memory'][0][k])} / {_bytes(want[k])}"
+            f"{k} {human_bytes(res['memory'][0][k])} / {human_bytes(want[k])}"
             for k in ("params", "grads", "optimizer")))
-        out(f"bytes sent per rank per step: {_bytes(res.ranks[0]['comm_bytes'][-1])} traced, "
-            f"{_bytes(cost.zero_comm_volume(psi, n, stage, grad_bytes=4))} formula")
+        out(f"bytes sent per rank per step: {human_bytes(res.ranks[0]['comm_bytes'][-1])} traced, "
+            f"{human_bytes(cost.zero_comm_volume(psi, n, stage, grad_bytes=4))} formula")
 
 
 def cmd_pipeline(args, out):
@@ -156,13 +143,13 @@ def cmd_tp(args, out):
         # cost.collective_bytes) and the operators that issue it (cost's tp_comm_sites);
         # "none" where the formula has no such row
         k = want[direction].get(op, 0) if direction in order else 0
-        formula = (f"{k} x  {_bytes(k * cost.collective_bytes(op, want['message_bytes'], t)):>10}"
+        formula = (f"{k} x  {human_bytes(k * cost.collective_bytes(op, want['message_bytes'], t)):>10}"
                    f"  {sites[direction][op]}" if k else "none")
-        out(f"  {direction:<8} {op:<15} {n / steps:>4g} x  {_bytes(sent / steps):>10} | {formula}")
+        out(f"  {direction:<8} {op:<15} {n / steps:>4g} x  {human_bytes(sent / steps):>10} | {formula}")
     n, sent = sum(r[0] for r in rows.values()) / steps, sum(r[1] for r in rows.values()) / steps
-    out(f"  {'total':<24} {n:>4g} x  {_bytes(sent):>10} | {want['collectives']} x  "
-        f"{_bytes(want['bytes']):>10}  {10 if args.sequence_parallel else 8} (t-1)/t M, "
-        f"M = {_bytes(want['message_bytes'])} (one activation)")
+    out(f"  {'total':<24} {n:>4g} x  {human_bytes(sent):>10} | {want['collectives']} x  "
+        f"{human_bytes(want['bytes']):>10}  {10 if args.sequence_parallel else 8} (t-1)/t M, "
+        f"M = {human_bytes(want['message_bytes'])} (one activation)")
 
 
 def cmd_cp(args, out):
@@ -184,12 +171,12 @@ def cmd_cp(args, out):
     for rank in res.ranks:
         lc = rank["layer_comm"]
         out(f"  rank {rank['rank']}: forward {lc['forward']['messages']} x {op} "
-            f"{_bytes(lc['forward']['bytes'])}, backward {lc['backward']['messages']} x "
-            f"{_bytes(lc['backward']['bytes'])}, total {_bytes(lc['bytes'])} | "
-            f"{want['messages']} x, {_bytes(want['bytes'])}")
+            f"{human_bytes(lc['forward']['bytes'])}, backward {lc['backward']['messages']} x "
+            f"{human_bytes(lc['backward']['bytes'])}, total {human_bytes(lc['bytes'])} | "
+            f"{want['messages']} x, {human_bytes(want['bytes'])}")
     sp = cost.cp_comm_per_layer(args.batch_size, cfg.seq_len, cfg.d_model, n, "megatron_sp",
                                 bytes_per_value=4)
-    out(f"  (Megatron sequence parallelism at t={n} would send {_bytes(sp['bytes'])} per layer)")
+    out(f"  (Megatron sequence parallelism at t={n} would send {human_bytes(sp['bytes'])} per layer)")
     block = cfg.n_heads * (cfg.seq_len // n) ** 2
     work = [r["attention_work"]["forward"] for r in res.ranks]
     out(f"\nattention scores computed per rank, one layer's forward, per sequence, in blocks "
@@ -267,7 +254,7 @@ COMMANDS = [("info", cmd_info), ("train", cmd_train), ("dp", cmd_dp), ("zero", c
 
 
 def main(argv=None) -> None:
-    cli_main("python -m parlab", __doc__, COMMANDS, add_flags, _printer(), argv)
+    cli_main("python -m parlab", __doc__, COMMANDS, add_flags, printer(), argv)
 
 
 if __name__ == "__main__":

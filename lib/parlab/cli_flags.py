@@ -20,6 +20,19 @@ import sys
 from .validate import check_float, check_int
 
 
+def printer():
+    """``print`` on rank 0 (or with no torchrun), nothing on the other ranks."""
+    quiet = os.environ.get("RANK", "0") != "0"
+    return (lambda *a, **k: None) if quiet else print
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+
+
 def world(args) -> int:
     """The number of ranks: torchrun's (WORLD_SIZE) under torchrun, else --ranks."""
     return int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else args.ranks
