@@ -20,6 +20,11 @@ import torch.nn.functional as F
 from parlab.data import local_batch
 
 VOCAB, SEQ, D, LAYERS, BATCH, STEPS = 64, 16, 32, 2, 4, 3
+# eps=1e-6, not torch's 1e-8: GPT-2's key biases get a zero true gradient (softmax
+# ignores a shift shared by every key), so theirs is rounding noise (~1e-11) that a sum in
+# another order changes; Adam divides it by sqrt(v) + eps, and with eps=1e-8 that noise
+# becomes steps of ~1e-5 -- a property of Adam on that parameter, not of any part. lr:
+# the parameters' distance from one device grows with it (Mixtral under EP: 8e-6 at 1e-2).
 ADAMW = dict(lr=3e-3, weight_decay=0.1, eps=1e-6)
 
 
