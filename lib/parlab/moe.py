@@ -44,6 +44,11 @@ Variants (``GPTConfig`` fields; ``parlab.expert_parallel`` runs each unchanged):
 * ``routing="expert_choice"``: see ``expert_choice``.
 * ``expert_gemm="padded"``: see ``padded_mlp`` (dropless MoE: ``capacity_factor=None``).
 
+Another library's MoE block (Mixtral's: a router ``gate`` and a list ``experts``) is
+brought in by saying what it computes, ``MoE.from_block``: this layer is then built around
+the block's own router and expert modules (the same parameters), and expert parallelism
+runs it as it runs ours (``expert_parallel.apply_expert_parallel``).
+
 The tensor rules (``slot_positions``, ``positions_before``, ``expert_choice``,
 ``padded_mlp``, ``scatter_rows``) live in ``moe_ops`` and are importable from here.
 """
@@ -59,7 +64,9 @@ from .cost.expert_parallel import expert_capacity
 from .moe_ops import expert_choice, padded_mlp, positions_before, scatter_rows, slot_positions
 from .validate import check_bool, check_choice, check_float, check_int
 
-__all__ = ["MoE", "moe_layers", "expert_choice", "padded_mlp", "positions_before",
+OUTPUTS = ("hidden", "hidden_and_router_logits")
+
+__all__ = ["MoE", "moe_layers", "OUTPUTS", "expert_choice", "padded_mlp", "positions_before",
            "scatter_rows", "slot_positions"]
 
 
@@ -89,13 +96,16 @@ class MoE(nn.Module):
     taking this rank's (k, E) assignment counts and returning (every rank's counts
     (W, k, E), this rank's index), so capacity and f_i are those of the global batch.
     After each forward: ``aux_loss`` (this rank's share: its mean over ranks is the
-    global loss) and ``stats`` (python numbers, for the runs' reports)."""
+    global loss) and ``stats`` (python numbers, for the runs' reports). ``output``:
+    "hidden" returns the (..., d) output; "hidden_and_router_logits" returns (output,
+    fp32 router logits (tokens, E)), as Hugging Face's Mixtral block does."""
 
     def __init__(self, router: nn.Linear, experts, top_k: int = 1,
                  capacity_factor: float | None = None, aux_loss_coef: float = 0.01,
                  z_loss_coef: float = 0.001, balancer: str = "aux_loss",
                  bias_update_rate: float = 0.001, renormalize: bool = False, layer: int = 0,
-                 shared=(), routing: str = "top_k", expert_gemm: str = "loop"):
+                 shared=(), routing: str = "top_k", expert_gemm: str = "loop",
+                 output: str = "hidden"):
         super().__init__()
         if not isinstance(router, nn.Linear) or router.bias is not None:
             raise ValueError("router must be a bias-free nn.Linear(d_model, n_experts)")
@@ -111,6 +121,7 @@ class MoE(nn.Module):
         check_bool("renormalize", renormalize)
         check_choice("routing", routing, ("top_k", "expert_choice"))
         check_choice("expert_gemm", expert_gemm, ("loop", "padded"))
+        self.output = check_choice("output", output, OUTPUTS)
         if expert_gemm == "padded" and not all(hasattr(m, "fc1") and hasattr(m, "swiglu")
                                                for m in experts.values()):
             raise ValueError("expert_gemm='padded' stacks MLP experts (fc1, fc2, swiglu)")
@@ -143,6 +154,45 @@ class MoE(nn.Module):
         self.aux_loss = None
         self.stats = {}
         self._load = None
+
+    @classmethod
+    def from_block(cls, block: nn.Module, router: str = "gate", experts: str = "experts",
+                   top_k: int = 2, renormalize: bool = True, output: str = "hidden",
+                   example: torch.Tensor | None = None, **options) -> "MoE":
+        """This layer around another library's MoE block, described rather than guessed:
+        ``block.<router>`` is a bias-free ``nn.Linear(d, E)`` giving the router logits,
+        ``block.<experts>`` a list of E modules, and the block computes the top
+        ``top_k`` of softmax(logits), the gates renormalized over them if
+        ``renormalize`` (Mixtral, Jiang et al. 2024, §2.1) or not (Switch), y = sum_k
+        gate_k expert_k(x). Dropless and without auxiliary losses unless ``options``
+        (this class's arguments: capacity_factor, aux_loss_coef, ...) say otherwise.
+        ``output``: what the block returns (``OUTPUTS``; Mixtral's: the hidden states and
+        the router logits). The layer holds the block's own router and experts (the same
+        parameters, renamed router.* / experts.{e}.*); the block's forward is never
+        called, so anything else it does is lost -- hence a block with parameters the
+        description does not cover is refused, and ``example`` (an input) checks the
+        description against the block's own forward. ValueError if it does not fit."""
+        what = type(block).__name__
+        gate, listed = getattr(block, router, None), getattr(block, experts, None)
+        if not (isinstance(gate, nn.Linear) and gate.bias is None):
+            raise ValueError(f"{what} is not a MoE block as described: its {router!r} is "
+                             f"{type(gate).__name__}, not a bias-free nn.Linear(d, n_experts)")
+        if not (isinstance(listed, (nn.ModuleList, list, tuple)) and len(listed) ==
+                gate.out_features and all(isinstance(e, nn.Module) for e in listed)):
+            raise ValueError(f"{what} is not a MoE block as described: its {experts!r} is "
+                             f"not a list of {gate.out_features} modules (one per router "
+                             "output)")
+        covered = {id(p) for m in (gate, *listed) for p in m.parameters()}
+        other = [n for n, p in block.named_parameters() if id(p) not in covered]
+        if other:
+            raise ValueError(f"{what} has parameters the description leaves out, which "
+                             f"the layer would drop: {other}")
+        layer = cls(gate, list(listed), top_k=top_k, renormalize=renormalize, output=output,
+                    **{"capacity_factor": None, "aux_loss_coef": 0.0, "z_loss_coef": 0.0,
+                       **options})
+        if example is not None:
+            _check_same(block, layer, example, what)
+        return layer
 
     # --- routing --------------------------------------------------------------------
     def route(self, x2: torch.Tensor):
@@ -262,7 +312,7 @@ class MoE(nn.Module):
         out = out.view(shape)
         if self.aux_loss.requires_grad:
             out = _AuxLoss.apply(out, self.aux_loss, self.aux_scale)
-        return out
+        return out if self.output == "hidden" else (out, logits)
 
     @torch.no_grad()
     def update_bias_(self) -> None:
@@ -275,6 +325,20 @@ class MoE(nn.Module):
             return
         load = load.float()
         self.expert_bias.add_(self.bias_update_rate * torch.sign(load.mean() - load))
+
+
+@torch.no_grad()
+def _check_same(block, layer, x, what: str) -> None:
+    """ValueError unless ``layer`` computes what ``block`` does on ``x`` (fp32 sums in
+    another order: 1e-5 of the output's scale)."""
+    want, got = block(x), layer(x)
+    if isinstance(want, tuple) != isinstance(got, tuple):
+        raise ValueError(f"{what} returns a {type(want).__name__}, but the description says "
+                         f"output={layer.output!r} (one of {OUTPUTS})")
+    want, got = (want[0], got[0]) if isinstance(want, tuple) else (want, got)
+    if got.shape != want.shape or (got - want).abs().max() > 1e-5 * (1 + want.abs().max()):
+        raise ValueError(f"{what}'s forward does not compute the MoE described (router, "
+                         "top_k, renormalize): on the example its output differs")
 
 
 def moe_layers(model: nn.Module) -> list[MoE]:

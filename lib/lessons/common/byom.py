@@ -176,10 +176,12 @@ def data_parallel_demo(kinds=("naive", "bucketed", "zero1", "zero2", "fsdp"), wo
 
 def tensor_parallel_worker(steps: int = 3) -> dict:
     """Rank side: MLPStack with every block's fc1 column-parallel and fc2 row-parallel
-    over the world (``parallelize`` by a two-line plan); the reassembled final weights."""
-    from parlab.tensor_parallel import Colwise, Rowwise, full_tensors, parallelize
+    over the world (``apply_tensor_parallel`` of a two-line plan); the reassembled final
+    weights."""
+    from parlab.tensor_parallel import Colwise, Rowwise, apply_tensor_parallel, full_tensors
     torch.set_num_threads(1)
-    model = parallelize(MLPStack(), {"blocks.*.fc1": Colwise(), "blocks.*.fc2": Rowwise()})
+    model = MLPStack()
+    apply_tensor_parallel(model, {"blocks.*.fc1": Colwise(), "blocks.*.fc2": Rowwise()})
     opt = _adamw(model.parameters())
     for step in range(steps):
         loss = model(*regression(step))
@@ -211,12 +213,13 @@ def composed_worker(dp: int, pp: int, tp: int, micro_batches: int = 4, steps: in
     from parlab.mesh import Mesh
     from parlab.pipeline_parallel import (PipelineExecutor, PipelineStage, RealCompute,
                                           make_schedule, placement_of, split_layers)
-    from parlab.tensor_parallel import Colwise, Rowwise, full_tensors, parallelize
+    from parlab.tensor_parallel import Colwise, Rowwise, apply_tensor_parallel, full_tensors
     torch.set_num_threads(1)
     mesh = Mesh(dp=dp, pp=pp, tp=tp).init()
     me, m = mesh.my_coords(), micro_batches
-    model = parallelize(MLPStack(), {"blocks.*.fc1": Colwise(), "blocks.*.fc2": Rowwise()},
-                        mesh.group("tp"))
+    model = MLPStack()
+    apply_tensor_parallel(model, {"blocks.*.fc1": Colwise(), "blocks.*.fc2": Rowwise()},
+                          mesh.group("tp"))
     names = {id(p): n for n, p in model.named_parameters()}
     layers = model.layers()
     cut = split_layers(len(layers), pp)[me["pp"]]

@@ -13,7 +13,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from parlab import hardware
-from parlab.tensor_parallel.parallelize import Colwise, Rowwise, parallelize
+from parlab.tensor_parallel.parallelize import Colwise, Rowwise, apply_tensor_parallel
 
 
 def forward_timing_worker(d_model, d_ff, batch, seq_len, chunks, repeats, group=None):
@@ -24,8 +24,9 @@ def forward_timing_worker(d_model, d_ff, batch, seq_len, chunks, repeats, group=
     for c in chunks:
         torch.manual_seed(0)
         mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
-        mlps[c] = parallelize(mlp, {"0": Colwise(overlap_chunks=c), "2": Rowwise(overlap_chunks=c)},
+        apply_tensor_parallel(mlp, {"0": Colwise(overlap_chunks=c), "2": Rowwise(overlap_chunks=c)},
                               group, sequence_parallel=True)
+        mlps[c] = mlp
     torch.manual_seed(1)
     x = torch.randn(batch, seq_len, d_model)[:, r * seq_len // t:(r + 1) * seq_len // t]
     times = {c: [] for c in chunks}

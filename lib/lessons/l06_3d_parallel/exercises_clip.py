@@ -3,10 +3,11 @@ dp x pp x tp mesh, from what each rank holds (the rule of ``parallel_nd/clip.py`
 
 ``my_global_grad_norm(grads, groups)``: ``grads`` is this rank's gradients {name: tensor} of
 the lab's small GPT, cut as ``NDRun`` cuts it (its stage's layers, its TP slice of each split
-parameter); each tensor's ``tp_split`` is what ``parallelize`` marks: ``(dim, parts)`` for a
-TP slice, None for a tensor every TP rank holds whole (layer norms, row-parallel biases,
-wpe). ``groups``: this rank's {"tp", "pp", "dp"} process groups (``Mesh.init()``). Every
-rank must return one device's ||g|| (``torch.nn.utils.clip_grad_norm_``'s).
+parameter); each tensor's ``tp_split`` is what ``apply_tensor_parallel`` marks: ``(dim,
+parts)`` for a TP slice, None for a tensor every TP rank holds whole (layer norms,
+row-parallel biases, wpe). ``groups``: this rank's {"tp", "pp", "dp"} process groups
+(``Mesh.init()``). Every rank must return one device's ||g||
+(``torch.nn.utils.clip_grad_norm_``'s).
 
 The checker cuts one device's gradient over the mesh, runs the function on the ranks and
 compares each rank's number with one device's norm. A wrong number is matched against what
@@ -88,7 +89,7 @@ def one_device_norm() -> float:
 
 
 def tp_split(name: str, config):
-    """How ``tensor_parallel.parallelize_gpt`` marks parameter ``name`` of the dense GPT:
+    """How ``tensor_parallel.gpt_plan``, applied, marks parameter ``name`` of the dense GPT:
     (dim, parts) for a TP slice, None for one every TP rank holds whole."""
     if name in ("wte.weight", "lm_head.weight") or name.endswith(("mlp.fc1.weight", "mlp.fc1.bias")):
         return (0, 1)

@@ -4,6 +4,7 @@
   ring.py     ring attention (Liu et al. 2023): K/V blocks go round, online-softmax merge
   ulysses.py  DeepSpeed-Ulysses (Jacobs et al. 2023): all-to-all to head shards and back
   apply.py    apply_context_parallel: a model's attention cores made context-parallel
+              (returns their names; a model without one is a ValueError)
   runner.py   CPRun and run(): the lab's run convention
 """
 

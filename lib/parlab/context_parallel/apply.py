@@ -36,13 +36,23 @@ def context_parallel_core(group, layout: str, attention: str):
 
 
 def apply_context_parallel(model: nn.Module, group=None, layout: str = "zigzag",
-                           attention: str = "ring") -> nn.Module:
-    """Every attention core of ``model`` (a module with a ``core``, as the lab's attention
-    has) made context-parallel over ``group``, in place."""
-    for m in model.modules():
-        if callable(getattr(m, "core", None)):
-            m.core = context_parallel_core(group, layout, attention)
-    return model
+                           attention: str = "ring") -> list[str]:
+    """Every attention core of ``model`` -- a submodule with a callable ``core``, (B, H, T,
+    hd) q, k, v -> causal softmax(q k^T / sqrt(hd)) v, as the lab's attention has -- made
+    context-parallel over ``group``, in place; returns the dotted names of the modules
+    whose core it swapped. A model with none (another library's attention computes its
+    core inline, where nothing can be swapped from outside) is a ValueError: it would
+    otherwise train each rank's shard as if it were the whole sequence, silently."""
+    swapped = [name for name, m in model.named_modules() if callable(getattr(m, "core", None))]
+    if not swapped:
+        raise ValueError(f"apply_context_parallel found no attention core in "
+                         f"{type(model).__name__}: it looks for submodules with a callable "
+                         "'core' attribute (q, k, v) -> causal attention, as "
+                         "parlab.model.CausalSelfAttention has")
+    core = context_parallel_core(group, layout, attention)
+    for name in swapped:
+        model.get_submodule(name).core = core
+    return swapped
 
 
 def sync_grads(model: nn.Module, group=None) -> None:

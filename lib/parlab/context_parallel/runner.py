@@ -82,8 +82,8 @@ class CPRecipe(Recipe):
     def __init__(self, run: CPRun, group=None):
         super().__init__(run, group)
         cfg, device = run.config, comm.device(group)
-        self.model = apply_context_parallel(GPT(cfg, run.seed).to(device), group, run.layout,
-                                            run.attention)
+        self.model = GPT(cfg, run.seed).to(device)
+        apply_context_parallel(self.model, group, run.layout, run.attention)
         trace.label_modules(self.model, {m: n for n, m in self.model.named_modules() if n})
         self.optimizer = self.make_optimizer(self.model.parameters())
         self.positions = shard_positions(cfg.seq_len, self.world, self.rank, run.layout).to(device)

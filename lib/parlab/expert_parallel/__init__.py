@@ -4,8 +4,9 @@ order (the single-device MoE layer itself is ``parlab.moe``):
 
   router.py    the global counts every rank needs for capacity and the aux loss
   dispatch.py  the counts exchange, dispatch and combine all-to-alls (autograd)
-  layers.py    EPMoE.from_moe: any MoE layer with this rank's experts only;
-               apply_expert_parallel(model, group, ep_group) swaps every MoE layer
+  layers.py    EPMoE.from_moe: any MoE layer with this rank's experts only (from_block:
+               another library's MoE block, described); apply_expert_parallel(model,
+               group, ep_group) swaps every MoE layer and returns their names
   groups.py    the EP and expert-data-parallel groups, gradient averaging
   runner.py    EPRun and run(): the lab's run convention
   variants.py  DeepSeekMoE's shared + fine-grained experts, expert choice, dropless

@@ -1,6 +1,8 @@
 """The expert-parallel MoE layer: ``EPMoE.from_moe(moe, group, ep_group)`` is any
 ``parlab.moe.MoE`` with only this rank's experts, whose ``run_experts`` sends the tokens
-to the experts and back.
+to the experts and back; ``EPMoE.from_block(block, group, ep_group, router="gate",
+experts="experts", top_k=2, renormalize=True)`` the same for another library's MoE block,
+described (``MoE.from_block``). ``apply_expert_parallel`` swaps them into a model.
 
 Experts are sharded over the EP group rank by rank: group rank g holds experts
 [g E/ep, (g+1) E/ep) (GShard, Lepikhin et al. 2020, §3.2; Switch, Fedus et al. 2021,
@@ -39,12 +41,19 @@ class EPMoE(MoE):
                     aux_loss_coef=moe.aux_loss_coef, z_loss_coef=moe.z_loss_coef,
                     balancer=moe.balancer, bias_update_rate=moe.bias_update_rate,
                     renormalize=moe.renormalize, layer=moe.layer, shared=moe.shared,
-                    routing=moe.routing, expert_gemm=moe.expert_gemm)
+                    routing=moe.routing, expert_gemm=moe.expert_gemm, output=moe.output)
         with torch.no_grad():
             layer.expert_bias.copy_(moe.expert_bias)
         layer.aux_scale, layer.ep_group, layer.ep, layer.per_rank = moe.aux_scale, ep_group, ep, per
         layer.counts_hook = global_counts_hook(group)
         return layer
+
+    @classmethod
+    def from_block(cls, block: nn.Module, group=None, ep_group=None, **description) -> "EPMoE":
+        """Another library's MoE block (Mixtral's), described by ``description`` (router,
+        experts, top_k, renormalize, output...: ``MoE.from_block``), with only this
+        rank's experts. ValueError if the block does not fit the description."""
+        return cls.from_moe(MoE.from_block(block, **description), group, ep_group)
 
     def run_experts(self, x2, idx, keep):
         E, k, ep, per = self.n_experts, idx.size(1), self.ep, self.per_rank
@@ -74,13 +83,42 @@ class EPMoE(MoE):
         return fn(rows, out_splits, in_splits, self.ep_group)
 
 
-def apply_expert_parallel(model: nn.Module, group=None, ep_group=None, cls=EPMoE) -> nn.Module:
-    """Every MoE layer of ``model`` (any module) made expert-parallel, in place."""
-    for name, m in list(model.named_modules()):
-        if isinstance(m, MoE) and not isinstance(m, EPMoE):
-            parent, _, child = name.rpartition(".")
-            setattr(model.get_submodule(parent), child, cls.from_moe(m, group, ep_group))
-    return model
+def apply_expert_parallel(model: nn.Module, group=None, ep_group=None, cls=EPMoE,
+                          blocks=None, **description) -> list[str]:
+    """Every MoE layer of ``model`` made expert-parallel, in place; returns their dotted
+    names. By default the layers are ``parlab.moe.MoE``'s; ``blocks`` -- a class, or a
+    predicate (name, module) -> bool -- picks another library's blocks instead, each
+    built by ``MoE.from_block(block, **description)``:
+
+        apply_expert_parallel(model, group, ep_group, blocks=MixtralSparseMoeBlock,
+                              router="gate", experts="experts", top_k=2, renormalize=True,
+                              output="hidden_and_router_logits")
+
+    Every match is checked before any is swapped: one that does not fit the description
+    is a ValueError naming its path, and so is a model where nothing matched."""
+    check_group(group)
+    check_group(ep_group, "ep_group")
+    if blocks is None and description:
+        raise ValueError(f"a description ({', '.join(description)}) is for another "
+                         "library's blocks: say which with blocks=<class or predicate>")
+    if blocks is None:
+        matches = lambda name, m: isinstance(m, MoE) and not isinstance(m, EPMoE)  # noqa: E731
+    else:
+        matches = (lambda name, m: isinstance(m, blocks)) if isinstance(blocks, type) else blocks
+    found = [(name, m) for name, m in model.named_modules() if name and matches(name, m)]
+    if not found:
+        looked = "parlab.moe.MoE layers" if blocks is None else f"blocks matching {blocks!r}"
+        raise ValueError(f"apply_expert_parallel found no {looked} in {type(model).__name__}")
+    layers = []
+    for name, m in found:  # describe them all first: nothing is swapped if one is refused
+        try:
+            layers.append(m if blocks is None else MoE.from_block(m, **description))
+        except ValueError as e:
+            raise ValueError(f"{name!r} of {type(model).__name__}: {e}") from None
+    for (name, _), moe in zip(found, layers):
+        parent, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent), child, cls.from_moe(moe, group, ep_group))
+    return [name for name, _ in found]
 
 
 def expert_parameters(model: nn.Module) -> list:

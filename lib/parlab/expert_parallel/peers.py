@@ -53,5 +53,6 @@ class TorchA2AMoE(EPMoE):
 def build_torch_a2a(run, group=None):
     """Our expert parallelism with torch's functional all-to-all for dispatch and combine."""
     ep_group, dp_group = make_groups(group, run.ep or dist.get_world_size(group))
-    model = apply_expert_parallel(GPT(run.config, run.seed), group, ep_group, TorchA2AMoE)
+    model = GPT(run.config, run.seed)
+    apply_expert_parallel(model, group, ep_group, TorchA2AMoE)
     return model, lambda m: sync_grads(m, group, dp_group)

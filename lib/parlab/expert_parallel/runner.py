@@ -56,7 +56,8 @@ class EPRun(TrainRun):
 def build(run: EPRun, group=None):
     """(our expert-parallel model for this rank, its gradient sync); ``peers`` has others."""
     ep_group, dp_group = make_groups(group, run.ep or dist.get_world_size(group))
-    model = apply_expert_parallel(GPT(run.config, run.seed), group, ep_group)
+    model = GPT(run.config, run.seed)
+    apply_expert_parallel(model, group, ep_group)
     return model, lambda m: sync_grads(m, group, dp_group)
 
 

@@ -8,7 +8,8 @@ Narayanan et al. 2021 (PTD-P, SC21) compose tensor, pipeline and data parallelis
 DeepSeek-V3 expert parallelism (DeepSeek-AI 2024, §3.2: PP-EP-ZeRO-1). The world is a
 ``Mesh(dp, pp, cp, tp, ep)``; each rank builds the whole GPT from the seed and then:
 
-  TP  ``tensor_parallel.parallelize_gpt`` over its TP group (its plan: whole heads)
+  TP  ``tensor_parallel.apply_tensor_parallel`` of ``gpt_plan`` over its TP group (whole
+      heads)
   CP  ``context_parallel.apply_context_parallel``: ring or Ulysses attention over the
       CP group; the rank embeds its tokens at their global positions
   EP  ``expert_parallel.apply_expert_parallel`` over the EP group (folded over dp x cp)
@@ -50,7 +51,8 @@ from ..pipeline_parallel.schedules import make_schedule, op_durations, placement
 from ..pipeline_parallel.stages import gpt_stages
 from ..pipeline_parallel.runner import StagesRecipe
 from ..runs import RunResult, TrainRun, make_run, train
-from ..tensor_parallel.parallelize import check_tp, parallelize_gpt, sync_sequence_parallel_grads
+from ..tensor_parallel.parallelize import (apply_tensor_parallel, check_tp, gpt_plan,
+                                           sync_sequence_parallel_grads)
 from ..validate import check_bool, check_choice, check_float, check_int
 from .clip import clip_grad_norm_
 from .dp_sync import DataParallel, full_state
@@ -170,7 +172,7 @@ class NDRecipe(StagesRecipe):
         shape = (run.batch_size // (run.dp * m), seq, c.d_model)  # what a stage sends on
         gpt = GPT(c, run.seed).to(device)
         if run.tp > 1:
-            parallelize_gpt(gpt, g["tp"], run.sequence_parallel)
+            apply_tensor_parallel(gpt, gpt_plan(c), g["tp"], run.sequence_parallel)
         self.positions = None
         if run.cp > 1:
             apply_context_parallel(gpt, g["cp"], run.layout, run.attention)

@@ -2,7 +2,8 @@
 
   schedules.py    schedules as data (GPipe, 1F1B, interleaved 1F1B, ZB-H1) and a simulator
   schedules_zb.py ZB-H2, ZB-V and DualPipe as data; placement.py: which rank holds each stage
-  stages.py       PipelineStage: any ordered list of modules; the lab's GPT cut into them
+  stages.py       PipelineStage: any ordered list of modules; BlockAdapter: another model's
+                  block (masks, rotary tables, tuple outputs) as one; the lab's GPT cut
   executor.py     one executor that runs any schedule's action list on a process group
   compute.py      what an op computes: real stages or emulated (sleeps)
   runner.py       PPRun (checked before any process starts), run(), PipelineResult
@@ -19,4 +20,4 @@ from .placement import Placement, check_actions  # noqa: F401
 from .schedules import (SPLIT_BACKWARD, Action, Timeline, bubble, dependency,  # noqa: F401
                         make_schedule, op_durations, peak_in_flight, placement_of, replay,
                         simulate, validate)
-from .stages import PipelineStage, gpt_stages, split_layers  # noqa: F401
+from .stages import BlockAdapter, PipelineStage, gpt_stages, split_layers  # noqa: F401

@@ -6,10 +6,17 @@ stage (the one given the ``loss_fn``) also computes the loss. The executor does 
 inside. The lab's GPT lists itself as such a chain (``GPT.layers()``: embeddings,
 blocks, head); ``gpt_stages`` cuts it: ``p`` stages, one per rank, or ``v`` chunks per
 rank for interleaved schedules, the embeddings on the first, the head on the last.
+
+Another model's blocks rarely take the activation alone: a Llama decoder layer wants a
+causal mask and its rotary tables (cos, sin), a GPT-2 block returns a tuple. Only
+activations travel between stages, so ``BlockAdapter`` makes what a block needs again,
+on its own stage, from the activation it receives, and picks the activation out of what
+it returns (tests/parlab/any_model/test_hf_models.py cuts Hugging Face's Llama so).
 """
 
 from __future__ import annotations
 
+import torch
 import torch.nn as nn
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
@@ -81,6 +88,34 @@ class PipelineStage(nn.Module):
 
     def loss(self, out, targets):
         return self.loss_fn(out, targets)
+
+
+class BlockAdapter(nn.Module):
+    """``block`` as a pipeline layer, activation in, activation out:
+    ``output(block(x, **extra(x)))``. ``extra(x)``: the keyword arguments the block needs
+    beside x -- a causal mask, position ids, rotary tables -- computed from x itself (its
+    shape, device and dtype), on every stage that runs the block; ``output(out)``: the
+    activation, from what the block returns (``lambda out: out[0]`` for a tuple). A block
+    that returns anything but a tensor without an ``output`` to say which part is the
+    activation is refused (ValueError naming it) at its first forward, before any
+    gradient or step.
+
+        BlockAdapter(layer, extra=lambda x: {"attention_mask": causal(x),
+                                             "position_embeddings": rotary(x, pos(x))})"""
+
+    def __init__(self, block: nn.Module, extra=None, output=None):
+        super().__init__()
+        self.block, self.extra, self.output = block, extra, output
+
+    def forward(self, x):
+        out = self.block(x, **(self.extra(x) if self.extra is not None else {}))
+        if self.output is not None:
+            out = self.output(out)
+        if not isinstance(out, torch.Tensor):
+            raise ValueError(f"{type(self.block).__name__} returned a {type(out).__name__}, "
+                             "not an activation tensor: give BlockAdapter an output= that "
+                             "picks it (lambda out: out[0] for a tuple)")
+        return out
 
 
 class AtPositions(nn.Module):

@@ -1,7 +1,8 @@
 """Megatron's tensor-parallel layers (Shoeybi et al. 2019, §3), built from full weights.
 
-A linear layer Y = X A (torch stores A transposed: ``weight`` is (out, in)) can be
-split two ways over t ranks:
+A linear layer Y = X A (torch's ``nn.Linear`` stores A transposed: ``weight`` is (out,
+in); GPT-2's ``Conv1D`` in Hugging Face transformers stores A itself, (in, out), and
+computes x @ W + b) can be split two ways over t ranks:
 
 * by columns, A = [A_1 .. A_t]: rank r computes Y_r = X A_r, a slice of the output
   features, from the whole input.  ``ColumnParallelLinear``.
@@ -12,7 +13,9 @@ Column then row needs no communication in between (each rank's output slice is
 exactly the next layer's input slice, and GELU or per-head attention works slice by
 slice), and one reduction after: g forward, f backward. Every layer here takes the
 *full* initial weight and keeps its rank's slice, so any degree t starts from the
-reference model's numbers.
+reference model's numbers. ``from_module`` knows exactly two layouts, ``nn.Linear``'s
+and ``Conv1D``'s (``linear_layout``), and refuses any other module: slicing a weight
+whose layout it guesses wrong would train something else without a word.
 
 The vocabulary is split the same way: ``VocabParallelEmbedding`` (rows of the table)
 and ``vocab_parallel_cross_entropy`` (columns of the logits), which computes the loss
@@ -60,6 +63,45 @@ def unshard(shards: list[torch.Tensor], split) -> torch.Tensor:
     else:  # local sizes: each part's slice is its size / t
         pieces = [s.split([n // len(shards) for n in parts], dim) for s in shards]
     return torch.cat([torch.cat([p[j] for p in pieces], dim) for j in range(len(pieces[0]))], dim)
+
+
+def is_conv1d(module: nn.Module) -> bool:
+    """Hugging Face's ``transformers.pytorch_utils.Conv1D`` (GPT-2's linear layers), told
+    by its name and shape, not imported (the library needs only torch): ``nf`` output
+    features, weight (nx, nf), forward x @ weight + bias."""
+    w = getattr(module, "weight", None)
+    return (type(module).__name__ == "Conv1D" and isinstance(getattr(module, "nf", None), int)
+            and isinstance(w, torch.Tensor) and w.dim() == 2 and w.size(1) == module.nf
+            and getattr(module, "nx", w.size(0)) == w.size(0))
+
+
+def linear_layout(module: nn.Module):
+    """(weight, bias, transposed) of a layer computing x A + b: ``nn.Linear`` stores A^T
+    (out, in), ``transposed=False``; ``Conv1D`` stores A (in, out), ``transposed=True``.
+    Anything else is a ValueError: its weight's layout is unknown."""
+    if isinstance(module, nn.Linear):
+        return module.weight, module.bias, False
+    if is_conv1d(module):
+        return module.weight, module.bias, True
+    raise ValueError(f"{type(module).__name__} is neither torch.nn.Linear nor transformers' "
+                     "Conv1D: which dimension of its weight holds the output features is "
+                     "unknown, so it cannot be split by columns or rows")
+
+
+def check_embedding(module: nn.Module) -> None:
+    """ValueError unless ``module`` is a plain ``nn.Embedding``: one row per token id,
+    looked up and nothing more (the vocabulary-parallel lookup does only that)."""
+    if not isinstance(module, nn.Embedding):
+        raise ValueError(f"{type(module).__name__} is not a torch.nn.Embedding: its rows "
+                         "are not known to be one per token id")
+    if module.padding_idx is not None or module.max_norm is not None or \
+            module.scale_grad_by_freq or module.sparse:
+        raise ValueError("an nn.Embedding with padding_idx, max_norm, scale_grad_by_freq or "
+                         "sparse: the vocabulary-parallel lookup does not reproduce them")
+
+
+def _detached(t):
+    return None if t is None else t.detach()
 
 
 def _param(t: torch.Tensor | None, sequence_parallel: bool = False, split=None):
@@ -158,32 +200,37 @@ class ColumnParallelLinear(nn.Module):
     slice. Input: the whole activation (or its sequence shard with ``sequence_parallel``);
     output: this rank's slice of the output features. ``parts``: see ``shard``.
     ``overlap_chunks``: the forward all-gather pipelined with the GEMM in that many
-    chunks (sequence parallelism only; ``all_gather_matmul``)."""
+    chunks (sequence parallelism only; ``all_gather_matmul``). ``transposed``: the weight
+    is stored (in, out), as ``Conv1D`` stores it, and stays so (same name, same layout:
+    ``full_tensors`` gives back the original tensor); the slice is then of its columns."""
 
     def __init__(self, weight, bias, group=None, sequence_parallel=False, overlap=False,
-                 parts=1, overlap_chunks=1):
+                 parts=1, overlap_chunks=1, transposed=False):
         super().__init__()
         self.group, self.sequence_parallel, self.overlap = group, sequence_parallel, overlap
         self.overlap_chunks = check_chunks(overlap_chunks, None, sequence_parallel)
-        self.weight = _param(shard(weight, 0, group, parts), split=(0, parts))
+        self.transposed, out = transposed, 1 if transposed else 0   # the output features' dim
+        self.weight = _param(shard(weight, out, group, parts), split=(out, parts))
         self.bias = _param(None if bias is None else shard(bias, 0, group, parts), split=(0, parts))
 
     @classmethod
     @torch.no_grad()
-    def from_linear(cls, linear: nn.Linear, group=None, parts=1, sequence_parallel=False,
+    def from_module(cls, module: nn.Module, group=None, parts=1, sequence_parallel=False,
                     overlap=False, overlap_chunks=1) -> "ColumnParallelLinear":
-        """This rank's column slice of a full ``nn.Linear`` (its weight is the reference)."""
-        return cls(linear.weight.detach(), None if linear.bias is None else linear.bias.detach(),
-                   group, sequence_parallel, overlap, parts, overlap_chunks)
+        """This rank's column slice of a full ``nn.Linear`` or ``Conv1D`` (its weight is
+        the reference); any other module is a ValueError (``linear_layout``)."""
+        weight, bias, transposed = linear_layout(module)
+        return cls(weight.detach(), _detached(bias), group, sequence_parallel, overlap, parts,
+                   overlap_chunks, transposed)
 
     def forward(self, x):
+        w = self.weight.t() if self.transposed else self.weight   # (out/t, in): a view
         if tp_size(self.group) == 1:
-            return F.linear(x, self.weight, self.bias)
+            return F.linear(x, w, self.bias)
         if not (self.sequence_parallel or self.overlap):   # the textbook form: f, then matmul
-            return F.linear(mappings.f(x, self.group), self.weight, self.bias)
-        return _ColumnParallelMatmul.apply(x, self.weight, self.bias, self.group,
-                                           self.sequence_parallel, self.overlap,
-                                           self.overlap_chunks)
+            return F.linear(mappings.f(x, self.group), w, self.bias)
+        return _ColumnParallelMatmul.apply(x, w, self.bias, self.group, self.sequence_parallel,
+                                           self.overlap, self.overlap_chunks)
 
 
 class RowParallelLinear(nn.Module):
@@ -191,28 +238,34 @@ class RowParallelLinear(nn.Module):
     of the input features; output: the full output after g (or this rank's sequence
     shard of it after g-bar). The bias is added once, after the sum. ``overlap_chunks``:
     the GEMM and the reduce-scatter pipelined in that many chunks (sequence parallelism
-    only; ``collective_matmul.matmul_reduce_scatter``)."""
+    only; ``collective_matmul.matmul_reduce_scatter``). ``transposed``: as in
+    ``ColumnParallelLinear`` (the slice is then of the (in, out) weight's rows)."""
 
-    def __init__(self, weight, bias, group=None, sequence_parallel=False, overlap_chunks=1):
+    def __init__(self, weight, bias, group=None, sequence_parallel=False, overlap_chunks=1,
+                 transposed=False):
         super().__init__()
         self.group, self.sequence_parallel = group, sequence_parallel
         self.overlap_chunks = check_chunks(overlap_chunks, None, sequence_parallel)
-        self.weight = _param(shard(weight, 1, group), split=(1, 1))
+        self.transposed, inp = transposed, 0 if transposed else 1   # the input features' dim
+        self.weight = _param(shard(weight, inp, group), split=(inp, 1))
         self.bias = _param(bias.clone() if bias is not None else None, sequence_parallel)
 
     @classmethod
     @torch.no_grad()
-    def from_linear(cls, linear: nn.Linear, group=None, sequence_parallel=False,
+    def from_module(cls, module: nn.Module, group=None, sequence_parallel=False,
                     overlap_chunks=1) -> "RowParallelLinear":
-        """This rank's row slice of a full ``nn.Linear``."""
-        return cls(linear.weight.detach(), None if linear.bias is None else linear.bias.detach(),
-                   group, sequence_parallel, overlap_chunks)
+        """This rank's row slice of a full ``nn.Linear`` or ``Conv1D``; any other module
+        is a ValueError (``linear_layout``)."""
+        weight, bias, transposed = linear_layout(module)
+        return cls(weight.detach(), _detached(bias), group, sequence_parallel, overlap_chunks,
+                   transposed)
 
     def forward(self, x):
+        w = self.weight.t() if self.transposed else self.weight   # (out, in/t): a view
         if self.overlap_chunks > 1 and tp_size(self.group) > 1:
-            y = matmul_reduce_scatter(x, self.weight, self.group, self.overlap_chunks)
+            y = matmul_reduce_scatter(x, w, self.group, self.overlap_chunks)
             return y if self.bias is None else y + self.bias
-        partial = F.linear(x, self.weight)                  # X_r A_r: one term of the sum
+        partial = F.linear(x, w)                            # X_r A_r: one term of the sum
         reduce = mappings.sp_reduce_scatter if self.sequence_parallel else mappings.g
         y = reduce(partial, self.group)
         return y if self.bias is None else y + self.bias
@@ -234,7 +287,9 @@ class VocabParallelEmbedding(nn.Module):
     @torch.no_grad()
     def from_embedding(cls, embedding: nn.Embedding, group=None,
                        sequence_parallel=False) -> "VocabParallelEmbedding":
-        """This rank's rows of a full ``nn.Embedding``."""
+        """This rank's rows of a full ``nn.Embedding``; anything else is a ValueError
+        (``check_embedding``)."""
+        check_embedding(embedding)
         return cls(embedding.weight.detach(), group, sequence_parallel)
 
     def forward(self, idx):

@@ -5,9 +5,9 @@
 
 Every rank of the group sees the whole global batch (tensor parallelism splits the
 model, not the data): the lab's GPT, built whole from the seed, is cut by its plan
-(``parallelize_gpt``) so each rank keeps a 1/t slice of each split weight; ``collect``
-returns the reassembled full parameters and gradients, so ``model.max_differences``
-compares the run with ``reference_train`` directly.
+(``apply_tensor_parallel`` of ``gpt_plan``) so each rank keeps a 1/t slice of each split
+weight; ``collect`` returns the reassembled full parameters and gradients, so
+``model.max_differences`` compares the run with ``reference_train`` directly.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from ..model import GPT
 from ..runs import Recipe, RunResult, TrainRun, make_run, snapshot, train
 from ..validate import check_bool, check_choice
 from .collective_matmul import check_chunks
-from .parallelize import (check_tp, full_tensors, parallelize_gpt, recompute_attention,
-                          sync_sequence_parallel_grads)
+from .parallelize import (apply_tensor_parallel, check_tp, full_tensors, gpt_plan,
+                          recompute_attention, sync_sequence_parallel_grads)
 
 RECOMPUTE = ("none", "selective")
 EXTRAS = ("collectives", "activations")
@@ -71,8 +71,8 @@ class TPRecipe(Recipe):
         super().__init__(run, group)
         self.replica = 0 if self.rank == 0 else None  # one loss: every rank has the same
         self.model = GPT(run.config, run.seed).to(comm.device(group))
-        parallelize_gpt(self.model, group, run.sequence_parallel, run.overlap,
-                        run.overlap_chunks)
+        apply_tensor_parallel(self.model, gpt_plan(run.config, run.overlap, run.overlap_chunks),
+                              group, run.sequence_parallel)
         if run.recompute == "selective":
             recompute_attention(self.model)
         self.optimizer = self.make_optimizer(self.model.parameters())

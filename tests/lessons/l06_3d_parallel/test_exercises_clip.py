@@ -2,7 +2,8 @@
 ``exercises.parallel_nd``): the reference passes on real ranks, each typical mistake is
 named with its factor, the placeholder gets "not answered", a slow or hanging per-tensor
 norm is said to be one, and bad settings are ValueErrors naming the field before any rank
-starts. The gradient given to the ranks is marked as ``parallelize_gpt`` marks the model."""
+starts. The gradient given to the ranks is marked as the GPT's tensor-parallel plan
+marks the model."""
 
 import math
 
@@ -187,12 +188,13 @@ def test_rules_agree_with_cost_and_with_one_device():
 
 def marks():
     from parlab.model import GPT
-    from parlab.tensor_parallel import parallelize_gpt
-    model = parallelize_gpt(GPT(clip.config()), dist.group.WORLD)
+    from parlab.tensor_parallel import apply_tensor_parallel, gpt_plan
+    model = GPT(clip.config())
+    apply_tensor_parallel(model, gpt_plan(model.config), dist.group.WORLD)
     return {n: (getattr(p, "tp_split", None), tuple(p.shape)) for n, p in model.named_parameters()}
 
 
-def test_the_pieces_are_marked_and_cut_as_parallelize_gpt_does():
+def test_the_pieces_are_marked_and_cut_as_the_gpt_plan_does():
     from parlab import launch
     got = launch(marks, 2, timeout=120)
     pieces = clip.cut(1, 2)

@@ -127,9 +127,9 @@ def test_the_mlp_comparison_can_fail():
 
 
 def test_a_plan_entry_that_names_nothing_is_an_error():
-    from parlab.tensor_parallel import Colwise, parallelize
+    from parlab.tensor_parallel import Colwise, apply_tensor_parallel
     with pytest.raises(ValueError, match="'blocks.\\*.fc9' names no submodule"):
-        parallelize(byom.MLPStack(), {"blocks.*.fc9": Colwise()})
+        apply_tensor_parallel(byom.MLPStack(), {"blocks.*.fc9": Colwise()})
 
 
 @pytest.mark.timeout(120)
