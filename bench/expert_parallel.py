@@ -23,6 +23,7 @@ system's scheduling; the output says how many cores there were and the load.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -32,21 +33,22 @@ import torch.distributed as dist
 
 from parlab import trace
 from parlab.data import local_batch
-from parlab.expert_parallel import EPRun, peers, runner
+from parlab.expert_parallel import EPRun, runner
 from parlab.model import GPT, GPTConfig
 from parlab.runs import step_once
 
 PAIRS = [("ep", "dense"), ("ep", "torch_a2a")]   # (ours, peer)
 NAMES = {"ep": "ours (EP)", "dense": "dense (every expert everywhere)",
          "torch_a2a": "EP on torch's autograd all-to-all"}
-BUILDERS = {"ep": runner.build, "dense": peers.build_dense, "torch_a2a": peers.build_torch_a2a}
+PEER = {"ep": None, "dense": "dense", "torch_a2a": "torch_a2a"}  # variant -> EPRun.peer
 
 
 def step_times_worker(run: EPRun, rounds: int, warmup: int = 2, group=None) -> dict:
-    """Rank side: {variant: [s per round]} for every variant of BUILDERS."""
+    """Rank side: {variant: [s per round]} for every variant of PEER."""
     torch.set_num_threads(1)
     W, r, c = dist.get_world_size(group), dist.get_rank(group), run.config
-    trainers = {v: runner.EPRecipe(run, group, BUILDERS[v]) for v in BUILDERS}
+    trainers = {v: runner.EPRecipe(dataclasses.replace(run, peer=p), group)
+                for v, p in PEER.items()}
     batches = [local_batch(k, run.batch_size, c.seq_len, c.vocab_size, r, W, seed=run.data_seed)
                for k in range(warmup + rounds)]
     steps = {v: (lambda k, t=t: step_once(t, k, batches[k])) for v, t in trainers.items()}
@@ -63,7 +65,7 @@ def step_times(world: int, run: EPRun, rounds: int, warmup: int, timeout: float 
     run.check(world)
     res = launch(me.step_times_worker, world, run, rounds, warmup, timeout=timeout)
     out = {}
-    for v in BUILDERS:
+    for v in PEER:
         times = [max(r[v][k] for r in res) for k in range(rounds)]
         out[v] = {"median": statistics.median(times), "times": times}
     return out

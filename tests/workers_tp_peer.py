@@ -1,8 +1,10 @@
 """Rank-side workers for the tensor-parallel peer tests (ranks import them by name)."""
+import dataclasses
+
 import torch.distributed as dist
 
 from parlab import mesh
-from parlab.tensor_parallel import peers
+from parlab.tensor_parallel import train_worker
 
 
 def torch_tp_on_subgroups(runs):
@@ -11,4 +13,5 @@ def torch_tp_on_subgroups(runs):
     worker result, with the world rank and the group index beside it."""
     group, index = mesh.split(2)
     runs[index].check(dist.get_world_size(group))
-    return dict(peers.torch_worker(runs[index], group), world_rank=dist.get_rank(), group=index)
+    run = dataclasses.replace(runs[index], peer="dtensor")
+    return dict(train_worker(run, group), world_rank=dist.get_rank(), group=index)

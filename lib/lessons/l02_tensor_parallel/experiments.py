@@ -11,6 +11,8 @@ The notebook's exercises and their checkers: ``lessons.l02_tensor_parallel.exerc
 
 from __future__ import annotations
 
+import dataclasses
+
 import statistics
 import time
 from collections import Counter
@@ -243,13 +245,13 @@ def overlap(config: GPTConfig = MEDIUM, tp: int = 2, batch_size: int = 8, steps:
 # --- 4. ours vs PyTorch's DTensor tensor parallelism ---------------------------------------
 
 def peer_check(cases, config: GPTConfig = SMALL, steps: int = 3, batch_size: int = BATCH) -> list[dict]:
-    """Each (t, sequence_parallel): our run and ``peers.torch_run`` from the same TPRun;
-    largest |difference| of the losses and of the final parameters."""
-    from parlab.tensor_parallel.peers import torch_run
+    """Each (t, sequence_parallel): our run and torch's (``peer="dtensor"``) of the same
+    TPRun; largest |difference| of the losses and of the final parameters."""
     rows = []
     for t, sp in cases:
         cfg = TPRun(config=config, steps=steps, batch_size=batch_size, sequence_parallel=sp)
-        ours, theirs = run(cfg, t), torch_run(cfg, t)
+        ours = run(cfg, t)
+        theirs = run(dataclasses.replace(cfg, peer="dtensor"), t)
         rows.append(dict(tp=t, sequence_parallel=sp,
                          loss=max(abs(a - b) for a, b in zip(ours.losses, theirs.losses)),
                          params=max((ours.state_dict[k] - v).abs().max().item()

@@ -13,7 +13,8 @@ on all_to_all_single), so we compare with:
   module in torch 2.13, the one torchtitan's MoE token dispatch uses): it works on gloo
   with uneven splits, and autograd reverses it as ours does.
 
-Each returns (model, sync_grads) for ``runner.train_worker(run, group, builder)``.
+Each returns (model, sync_grads), as the runner's own ``build`` does; an ``EPRun`` asks
+for one by name (``peer``, one of ``PEERS``).
 """
 
 from __future__ import annotations
@@ -56,3 +57,6 @@ def build_torch_a2a(run, group=None):
     model = GPT(run.config, run.seed)
     apply_expert_parallel(model, group, ep_group, TorchA2AMoE)
     return model, lambda m: sync_grads(m, group, dp_group)
+
+
+PEERS = {"dense": build_dense, "torch_a2a": build_torch_a2a}

@@ -20,9 +20,10 @@ import torch.distributed as dist
 from .. import trace
 from ..model import GPT
 from ..runs import Recipe, RunResult, TrainRun, make_run, module_state, train
-from ..validate import check_int
+from ..validate import check_choice, check_int
 from .layers import apply_expert_parallel
 from .groups import make_groups, sync_grads
+from .peers import PEERS
 
 EXTRAS = ("tokens_per_expert", "routed", "dropped", "a2a_bytes", "collectives", "moe_stats")
 
@@ -31,8 +32,10 @@ EXTRAS = ("tokens_per_expert", "routed", "dropped", "a2a_bytes", "collectives", 
 class EPRun(TrainRun):
     """Expert parallelism over ``ep`` ranks (None: all of them) x data parallelism over
     world_size / ep; ``config`` must be a MoE (n_experts > 0). The collectives are
-    always returned, per step."""
+    always returned, per step. ``peer``: "dense" (every expert on every rank) or
+    "torch_a2a" (dispatch and combine by PyTorch's autograd all-to-all), ``peers.py``."""
     ep: int | None = None
+    peer: str | None = None
 
     trains_moe: ClassVar[bool] = True
 
@@ -51,6 +54,7 @@ class EPRun(TrainRun):
         if self.batch_size % world_size:
             raise ValueError(f"world_size={world_size} must divide batch_size="
                              f"{self.batch_size}: every rank takes an equal slice")
+        check_choice("peer", self.peer, (None, *PEERS))
 
 
 def build(run: EPRun, group=None):
@@ -64,10 +68,10 @@ def build(run: EPRun, group=None):
 class EPRecipe(Recipe):
     """The lab's MoE GPT with its experts spread over the EP groups."""
 
-    def __init__(self, run: EPRun, group=None, builder=None):
+    def __init__(self, run: EPRun, group=None):
         super().__init__(run, group)
         self.ep = run.ep or self.world
-        self.model, self.sync = (builder or build)(run, group)
+        self.model, self.sync = (PEERS[run.peer] if run.peer else build)(run, group)
         trace.label_modules(self.model, {m: n for n, m in self.model.named_modules() if n})
         self.optimizer = self.make_optimizer(self.model.parameters())
         self.tokens, self.routed, self.dropped, self.stats = [], [], [], []
@@ -109,11 +113,10 @@ class EPRecipe(Recipe):
                 "moe_stats": self.stats}
 
 
-def train_worker(run: EPRun, group=None, builder=None) -> dict:
-    """Rank worker: expert x data parallel training over ``group`` (default: the world).
-    ``builder(run, group)``: (model, sync_grads); default ``build`` (ours);
-    ``peers.build_dense`` / ``peers.build_torch_a2a``."""
-    return train(EPRecipe(run, group, builder))
+def train_worker(run: EPRun, group=None) -> dict:
+    """Rank worker: expert x data parallel training over ``group`` (default: the world),
+    ours or (``run.peer``) a peer's."""
+    return train(EPRecipe(run, group))
 
 
 def collect(run: EPRun, ranks: list[dict]) -> RunResult:

@@ -103,7 +103,7 @@ def cases(n: int) -> list[dict]:
               ("torch Schedule1F1B", {"schedule": "1f1b", "p": n, "micro_batches": 2 * n,
                                       "peer": "pipelining"}, "run")),
              ("tensor_parallel", "TPRun", ("Megatron TP", {}, "run"),
-              ("torch DTensor TP", {}, "peers:torch_run"))]
+              ("torch DTensor TP", {"peer": "dtensor"}, "run"))]
     out = []
     for strategy, cls, (ours, kw, fn), (peer, peer_kw, peer_fn) in specs:
         case = {"strategy": strategy, "ours": ours, "peer": peer}

@@ -58,8 +58,9 @@ from .. import comm
 from ..data import get_batch
 from ..memory import held_bytes, optimizer_states
 from ..model import MLP, GPTConfig, causal_attention, init_tensor, norm
-from ..runs import Recipe, make_run, snapshot, train
-from .runner import TPRun, collect
+from ..runs import Recipe, snapshot
+
+PEERS = ("dtensor",)  # torch.distributed.tensor.parallel's parallelize_module
 
 
 def device_mesh(group=None, device_type: str = "cpu"):
@@ -202,7 +203,7 @@ def _local(t):
 class TorchTPRecipe(Recipe):
     """One rank of the peer, trained by the lab's loop: PeerGPT parallelized by torch."""
 
-    def __init__(self, run: TPRun, group=None):
+    def __init__(self, run, group=None):
         super().__init__(run, group)
         self.replica = 0 if self.rank == 0 else None
         self.device = comm.device(group)
@@ -234,11 +235,3 @@ class TorchTPRecipe(Recipe):
 
     def report(self, events, windows) -> dict:  # DTensor's collectives are not ours to label
         return {"collectives": [], "activations": {"per_layer": [], "other": 0}}
-
-
-def torch_worker(run: TPRun, group=None) -> dict:
-    """Rank worker: DTensor tensor parallelism over ``group`` (default: the world)."""
-    return train(TorchTPRecipe(run, group))
-
-
-torch_run = make_run(TPRun, torch_worker, collect)

@@ -21,6 +21,7 @@ from ..model import GPT
 from ..runs import Recipe, RunResult, TrainRun, make_run, snapshot, train
 from ..validate import check_bool, check_choice
 from .collective_matmul import check_chunks
+from .peers import PEERS, TorchTPRecipe
 from .parallelize import (apply_tensor_parallel, check_tp, full_tensors, gpt_plan,
                           recompute_attention, sync_sequence_parallel_grads)
 
@@ -36,11 +37,14 @@ class TPRun(TrainRun):
     "selective" (the attention core is recomputed in backward); ``overlap_chunks``: with
     sequence parallelism, the forward all-gather -> GEMM and GEMM -> reduce-scatter
     pipelined in that many chunks (``collective_matmul``). Collective counts and bytes
-    are always returned."""
+    are always returned. ``peer="dtensor"``: PyTorch's own TP (``parallelize_module``,
+    ``peers.py``) on the same model instead of ours (``overlap`` and ``overlap_chunks`` have
+    no counterpart there)."""
     sequence_parallel: bool = False
     overlap: bool = False
     recompute: str = "none"
     overlap_chunks: int = 1
+    peer: str | None = None  # "dtensor": torch's own TP on the same model (peers.py)
 
     def check(self, world_size: int) -> None:
         """Raise ValueError naming the broken field (before any rank starts)."""
@@ -51,6 +55,7 @@ class TPRun(TrainRun):
         check_tp(self.config, world_size, self.sequence_parallel)
         check_chunks(self.overlap_chunks, self.config.seq_len // world_size,
                      self.sequence_parallel)
+        check_choice("peer", self.peer, (None, *PEERS))
 
 
 def labelled(model) -> None:
@@ -108,8 +113,9 @@ class TPRecipe(Recipe):
 
 
 def train_worker(run: TPRun, group=None) -> dict:
-    """Rank worker: tensor-parallel training over ``group`` (default: the world)."""
-    return train(TPRecipe(run, group))
+    """Rank worker: tensor-parallel training over ``group`` (default: the world), ours or
+    (``run.peer``) torch's."""
+    return train((TorchTPRecipe if run.peer else TPRecipe)(run, group))
 
 
 def collect(run: TPRun, ranks: list[dict]) -> RunResult:

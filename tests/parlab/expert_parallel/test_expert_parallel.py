@@ -11,7 +11,7 @@ import workers_ep
 import parlab
 from parlab import cost
 from parlab import expert_parallel as ep
-from parlab.expert_parallel import EPRun, peers, runner
+from parlab.expert_parallel import EPRun, runner
 from parlab.model import GPTConfig, max_differences, reference_train
 
 STEPS, BATCH = 3, 8
@@ -123,16 +123,16 @@ def test_a_planted_bug_is_caught(bug):
         assert diff["loss"] > 100 * TOL["loss"], diff
 
 
-@pytest.mark.parametrize("builder", [peers.build_dense, peers.build_torch_a2a])
+@pytest.mark.parametrize("peer", ["dense", "torch_a2a"])
 @pytest.mark.parametrize("world, ep_", [(2, None), (4, 2)])
-def test_peers_equal_the_reference(builder, world, ep_):
+def test_peers_equal_the_reference(peer, world, ep_):
     cfg = config(2, 1.0)
-    run = EPRun(cfg, steps=STEPS, batch_size=BATCH, ep=ep_)
-    out = parlab.launch(runner.train_worker, world, run, None, builder, timeout=120)
+    run = EPRun(cfg, steps=STEPS, batch_size=BATCH, ep=ep_, peer=peer)
+    out = parlab.launch(runner.train_worker, world, run, timeout=120)
     result = ep.collect(run, out)
     assert within(max_differences(result, reference(cfg)))
     assert same_drops(result, reference(cfg))
-    if builder is peers.build_dense:  # no all-to-all at all
+    if peer == "dense":  # no all-to-all at all
         assert not [c for r in out for c in r["collectives"] if c["op"] == "all_to_all"]
 
 

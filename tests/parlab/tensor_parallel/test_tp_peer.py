@@ -6,6 +6,7 @@ without sequence parallelism, on the world and on sub-groups."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import pytest
@@ -35,7 +36,7 @@ def within(diff):
 @pytest.mark.parametrize("sequence_parallel", [False, True])
 def test_peer_matches_the_reference_and_ours(reference, t, sequence_parallel):
     run = TPRun(CFG, steps=STEPS, batch_size=BATCH, sequence_parallel=sequence_parallel)
-    peer = peers.torch_run(run, t)
+    peer = tp.run(dataclasses.replace(run, peer="dtensor"), t)
     diff = max_differences(peer, reference)
     assert within(diff), diff
     # under the reference's names and shapes: q, k and v glued back into qkv
@@ -53,7 +54,7 @@ def test_peer_matches_the_reference_and_ours(reference, t, sequence_parallel):
 def test_peer_with_selective_recomputation_keeps_the_numbers(reference):
     run = TPRun(CFG, steps=STEPS, batch_size=BATCH, sequence_parallel=True,
                 recompute="selective")
-    diff = max_differences(peers.torch_run(run, 2), reference)
+    diff = max_differences(tp.run(dataclasses.replace(run, peer="dtensor"), 2), reference)
     assert within(diff), diff
 
 
@@ -103,4 +104,4 @@ def test_bad_input_is_refused_before_any_rank_starts(run, t, match, monkeypatch)
     monkeypatch.setattr(sys.modules["parlab.launch"], "launch",
                         lambda *a, **k: pytest.fail("a rank started"))
     with pytest.raises(ValueError, match=match):
-        peers.torch_run(run, t)
+        tp.run(dataclasses.replace(run, peer="dtensor") if isinstance(run, TPRun) else run, t)
