@@ -9,7 +9,9 @@ ValueError naming the argument (each module's docstring states its domains).
                  collective_steps, collective_bytes, reduced_bytes, collective_time,
                  p2p_time, ring_tree_crossover; nccl-tests' bus_bandwidth_factor,
                  bus_bandwidth; AlphaBetaFit, fit_alpha_beta
-  compute        transformer_params (Kaplan et al.), flops_per_token, mfu (PaLM),
+  compute        transformer_params (Kaplan et al.); FLOP_COUNTS, flops_per_token: model or
+                 hardware FLOPs per token, counted as Kaplan et al., PaLM or Megatron-LM
+                 (Narayanan et al.) do, over N or a LayerShape; mfu (PaLM), mfu_from_hfu,
                  training_time (Narayanan et al.)
   pipeline       PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                  pipeline_peak_activations (GPipe; Narayanan et al.), split_backward_bubble
@@ -30,7 +32,8 @@ ValueError naming the argument (each module's docstring states its domains).
                  DeepSpeed-Ulysses, Jacobs et al.; Megatron SP for comparison),
                  causal_work_per_rank (contiguous vs zigzag), attention_memory_per_rank
   expert_parallel  expert_capacity (Switch, Fedus et al.; GShard, Lepikhin et al.),
-                 moe_all_to_all_bytes (dispatch + combine), moe_flops_per_token,
+                 moe_all_to_all_bytes (dispatch + combine), moe_flops_per_token (one MoE
+                 layer's router and experts, capacity padding included),
                  moe_params (total vs active; Mixtral, Jiang et al.), moe_remote_copies
                  (tokens leaving a node: all-to-all vs a deduplicating dispatcher),
                  fine_grained_experts (DeepSeekMoE), expert_choice_coverage (Zhou et al.),
@@ -40,15 +43,13 @@ ValueError naming the argument (each module's docstring states its domains).
                  materialized)
   transformer   LayerShape (GPT or Llama-style, GQA, SwiGLU, MoE), layer_params,
                  embedding_params, layer_gemms, layer_elementwise, activation_bytes,
-                 model_flops_per_token (Megatron-LM / PaLM), hardware_flops_per_token,
                  logits_gemm
   network       members_per_domain, group_bandwidth, group_collective_time: a group's
                  traffic over NVLink or the node's network cards (rails; all-to-all);
                  moe_dispatch_time
   step          Device, layer_time, logits_time, optimizer_time: a GPU's computation
-  planning      megatron_flops (Narayanan et al.'s FLOP count), pipeline_p2p_time,
-                 dp_grad_sync (exposed vs overlapped), interleaved_peak_activations,
-                 data_parallel_degree -- for parlab.planner
+  planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped),
+                 interleaved_peak_activations, data_parallel_degree -- for parlab.planner
   precision     FORMATS (bits), unit_roundoff, ulp, vanishing_update, summation_error_bound
                  (Higham), RECIPES, training_bytes_per_param, training_bytes (ZeRO's 16 B)
   clip          clip_norm_overcount: the global gradient norm of a split model with the
@@ -60,7 +61,8 @@ from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
                           bus_bandwidth_factor, collective_bytes, collective_steps,
                           collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
                           ring_tree_crossover)
-from .compute import flops_per_token, mfu, mfu_from_hfu, training_time, transformer_params
+from .compute import (FLOP_COUNTS, flops_per_token, mfu, mfu_from_hfu, training_time,
+                      transformer_params)
 from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
 from .fsdp import (fsdp_comm_volume, fsdp_gathered_peak, hsdp_comm_volume, zero_offload_traffic,
                    zeropp_comm_volume)
@@ -80,13 +82,12 @@ from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grai
 from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, attention_flops, attention_time,
                       elementwise_bytes, gemm_quantization, gemm_time)
 from .transformer import (MLPS, LayerShape, activation_bytes, embedding_params,
-                          hardware_flops_per_token, layer_elementwise, layer_gemms, layer_params,
-                          logits_gemm, model_flops_per_token)
+                          layer_elementwise, layer_gemms, layer_params, logits_gemm)
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
                       moe_dispatch_time)
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
-                       megatron_flops, pipeline_p2p_time)
+                       pipeline_p2p_time)
 from .precision import (FORMATS, RECIPES, mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
 from .clip import clip_norm_overcount
@@ -100,7 +101,8 @@ __all__ = [
     "collective_time", "p2p_time", "ring_tree_crossover", "bus_bandwidth_factor",
     "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta", "hierarchical_all_reduce_bytes",
     "in_network_all_reduce_bytes",
-    "transformer_params", "flops_per_token", "mfu", "mfu_from_hfu", "training_time",
+    "transformer_params", "FLOP_COUNTS", "flops_per_token", "mfu", "mfu_from_hfu",
+    "training_time",
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations", "split_backward_bubble", "dualpipe_bubble",
     "interleaved_memory_factor",
@@ -119,11 +121,10 @@ __all__ = [
     "GEMM_TILES", "ELEMENTWISE", "ATTENTION", "gemm_quantization", "gemm_time",
     "elementwise_bytes", "attention_flops", "attention_time",
     "MLPS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
-    "layer_elementwise", "activation_bytes", "model_flops_per_token",
-    "hardware_flops_per_token", "logits_gemm",
+    "layer_elementwise", "activation_bytes", "logits_gemm",
     "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",
     "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",
-    "megatron_flops", "pipeline_p2p_time", "dp_grad_sync",
+    "pipeline_p2p_time", "dp_grad_sync",
     "interleaved_peak_activations", "data_parallel_degree",
     "FORMATS", "RECIPES", "mantissa_bits", "unit_roundoff", "ulp", "vanishing_update",
     "summation_error_bound", "training_bytes_per_param", "training_bytes",

@@ -13,11 +13,8 @@ Parameters per layer: attention h (q + 2 kv) + q h (Q, K, V, output projection);
 h E; norms, and biases where the model has them. A GPT layer (biases, 2 LayerNorms,
 f = 4h): 12 h^2 + 13 h (Narayanan et al. 2021, §5.1, Eq. 2).
 
-Model FLOPs per token (Megatron-LM's ``num_floating_point_operations``, training.py at
-commit f2e5db4, 2024-07-15; PaLM's 6N + 12 L T q, Chowdhery et al. 2022, App. B): 6 x the
-GEMM parameters a token passes through (top_k experts, not E) + 12 s q per layer for the
-attention scores + 6 h V for the logits. Recomputation is not counted (that would be HFU).
-``causal_attention`` halves the 12 s q term, as some newer reports count it.
+The FLOPs per token of a stack of these layers: ``compute.flops_per_token``
+(count="megatron").
 
 Activations per layer (``activation_bytes``): Korthikanti et al.'s inventory (MLSys 2023,
 §4.1, Eq. 1-2) with its widths generalised -- the inputs each GEMM and operator saves for
@@ -221,37 +218,6 @@ def activation_bytes(shape: LayerShape, seq_len: int, micro_batch: int, tp: int 
     elif attention == "fused":
         per_token += 4 * s.n_heads / t              # the softmax statistics, fp32
     return tokens * per_token
-
-
-def model_flops_per_token(shape: LayerShape, n_layers: int, seq_len: int, vocab_size: int,
-                          causal_attention: bool = False) -> float:
-    """Model FLOPs per token of a training step (forward + backward, no recomputation):
-    Megatron-LM's count, per layer 12 h q + 12 h kv (Q, K, V, projection) + 12 s q
-    (attention; x 1/2 with ``causal_attention``) + 6 m h f top_k (the MLP or the routed
-    experts, m = 2 or 3 matrices) + shared experts; plus 6 h V for the logits."""
-    s = check_shape(shape)
-    L, S, V = check_int("n_layers", n_layers), check_int("seq_len", seq_len), \
-        check_int("vocab_size", vocab_size)
-    h = s.d_model
-    attn = 12 * h * s.q + 12 * h * s.kv + 12 * S * s.q * (0.5 if causal_attention else 1.0)
-    f = s.d_ff if not s.moe else (s.top_k + s.n_shared_experts) * s.expert_d_ff
-    return float(L * (attn + 6 * s.matrices * h * f) + 6 * h * V)
-
-
-def hardware_flops_per_token(shape: LayerShape, n_layers: int, seq_len: int, vocab_size: int,
-                             recompute: str = "none") -> float:
-    """The FLOPs a training step executes per token (hardware FLOPs, the accounting of
-    Narayanan et al. 2021, §5.1): ``model_flops_per_token`` plus what recomputation repeats
-    -- "full": every layer's forward again (a third of the layers' model FLOPs; the logits
-    are not recomputed), "selective": the attention scores' forward, 4 s q per layer. For a
-    GPT layer this is ``planning.megatron_flops`` per token."""
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
-    total = model_flops_per_token(check_shape(shape), n_layers, seq_len, vocab_size)
-    if recompute == "full":
-        return total + (total - 6 * shape.d_model * check_int("vocab_size", vocab_size)) / 3
-    if recompute == "selective":
-        return total + check_int("n_layers", n_layers) * 4 * check_int("seq_len", seq_len) * shape.q
-    return total
 
 
 def logits_gemm(tokens: int, d_model: int, vocab_size: int, tp: int = 1) -> tuple:

@@ -122,6 +122,14 @@ def test_flops_and_mfu():
     assert cost.flops_per_token(n, L, T, d) == 6 * n + 12 * L * T * d
     assert cost.flops_per_token(n, L, T, d, training=False) == pytest.approx(
         (6 * n + 12 * L * T * d) / 3)
+    # Kaplan et al. count one of the two score matmuls; causal halves either count's term
+    assert cost.flops_per_token(n, L, T, d, count="kaplan") == 6 * n + 6 * L * T * d
+    assert cost.flops_per_token(n, L, T, d, causal=True) == 6 * n + 6 * L * T * d
+    assert cost.flops_per_token(n, L, T, d, count="kaplan", causal=True) == 6 * n + 3 * L * T * d
+    # hardware FLOPs: full recomputation is a fourth forward (8 N + 16 L T d), selective
+    # repeats the attention's forward
+    assert cost.flops_per_token(n, L, T, d, recompute="full") == 8 * n + 16 * L * T * d
+    assert cost.flops_per_token(n, L, T, d, recompute="selective") == 6 * n + 16 * L * T * d
     assert cost.mfu(1e4, 6e9, 312e12) == pytest.approx(6e13 / 312e12)
 
 
@@ -338,8 +346,19 @@ def test_numpy_integers_count_as_integers():
     (lambda: cost.fit_alpha_beta([1, math.nan, 3], [1e-5, 2e-5, 3e-5]), "sizes[1]"),
     (lambda: cost.transformer_params(-1, 768), "n_layers"),
     (lambda: cost.transformer_params(12, 768.5), "d_model"),
-    (lambda: cost.flops_per_token(-1, 24, 2048, 2048), "n_params"),
+    (lambda: cost.flops_per_token(-1, 24, 2048, 2048), "model"),
     (lambda: cost.flops_per_token(1e9, 24, 2048.5, 2048), "seq_len"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048), "d_model"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048, 2048, count="chinchilla"), "count"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048, 2048, vocab_size=51200), "vocab_size"),
+    (lambda: cost.flops_per_token(cost.LayerShape(2048, 16), 24, 2048), "model"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048, 2048, count="megatron"), "model"),
+    (lambda: cost.flops_per_token(cost.LayerShape(2048, 16), 24, 2048, count="megatron"),
+     "vocab_size"),
+    (lambda: cost.flops_per_token(cost.LayerShape(2048, 16), 24, 2048, 4096, vocab_size=5,
+                                  count="megatron"), "d_model"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048, 2048, recompute="full", training=False),
+     "recompute"),
     (lambda: cost.mfu(-1e4, 6e9, 312e12), "tokens_per_second"),
     (lambda: cost.mfu(1e4, math.nan, 312e12), "flops_per_token_"),
     (lambda: cost.zero_comm_volume(-1e9, 2, 0), "n_params"),
@@ -461,8 +480,10 @@ def test_onebit_adam_volume_ratio():
 
 def test_mfu_from_hfu():
     # Narayanan et al.'s 1T row: 52% counted with full recomputation is ~39% of model FLOPs
-    hw = cost.megatron_flops(1, 2048, 128, 25600, 51200, "full")
-    model = cost.megatron_flops(1, 2048, 128, 25600, 51200, "none")
+    one_t = dict(model=cost.LayerShape(25600, 160), n_layers=128, seq_len=2048,
+                 vocab_size=51200, count="megatron")
+    hw = cost.flops_per_token(**one_t, recompute="full")
+    model = cost.flops_per_token(**one_t)
     assert cost.mfu_from_hfu(0.52, model, hw) == pytest.approx(0.39, abs=0.005)
     assert cost.mfu_from_hfu(0.5, 1.0, 1.0) == 0.5  # no recomputation: the same
     with pytest.raises(ValueError, match="model_flops=2 must be <= hardware_flops=1"):

@@ -85,15 +85,22 @@ def test_activation_bytes_fused_gqa_and_selective():
 
 
 def test_model_and_hardware_flops_are_the_published_counts():
+    # Narayanan et al.'s per-iteration count, 72 (96 with full recomputation) B s l h^2 (...)
+    B, s, L, h, V = 1536, 2048, 96, 12288, 51200
+    layer = {"none": 72 * h * h + 12 * s * h, "selective": 72 * h * h + 16 * s * h,
+             "full": 96 * h * h + 16 * s * h}
     for rec in ("none", "selective", "full"):
-        per = cost.hardware_flops_per_token(GPT3, 96, 2048, 51200, rec)
-        assert per * 1536 * 2048 == pytest.approx(cost.megatron_flops(1536, 2048, 96, 12288,
-                                                                      51200, rec), rel=1e-12)
+        per = cost.flops_per_token(GPT3, L, s, vocab_size=V, count="megatron", recompute=rec)
+        assert per == L * layer[rec] + 6 * h * V
+        assert per * (B * s) == pytest.approx(
+            B * s * L * h * h * (96 if rec == "full" else 72)
+            * (1 + s / (6 * h) + V / ((16 if rec == "full" else 12) * L * h))
+            + (4 * B * s * s * h * L if rec == "selective" else 0), rel=1e-12)
     # Qwen3-235B-A22B on 256 H100: 19.7 s per step of 2048 x 4096 tokens was published as
     # 245 TFLOP/s per GPU: Megatron's count with the causal half of the attention
     qwen = cost.LayerShape(4096, 64, 4, 128, 12288, "swiglu", 128, 8, 1536, biases=False,
                            dropout=False)
-    per = cost.model_flops_per_token(qwen, 94, 4096, 151936, causal_attention=True)
+    per = cost.flops_per_token(qwen, 94, 4096, vocab_size=151936, count="megatron", causal=True)
     assert per * 2048 * 4096 / (19.7 * 256) / 1e12 == pytest.approx(245, rel=0.01)
 
 
