@@ -3,7 +3,7 @@ the pipeline's point-to-point time, the data-parallel gradient synchronisation (
 hidden behind backward), and the activations an interleaved pipeline's first stage holds.
 ``parlab.planner`` composes them with ``step.layer_time`` (a layer on one GPU),
 ``bubble_ratio``, ``tp_comm_per_layer``, ``network.group_collective_time``,
-``zero_memory``, ``transformer.activation_bytes`` and ``flops_per_token`` (count="megatron": FLOPs as
+``zero_memory``, ``activation_memory`` and ``flops_per_token`` (count="megatron": FLOPs as
 Narayanan et al. count them).
 
 Domains: shapes, degrees and counts integers >= 1; ``bandwidth`` and ``bytes_per_value``

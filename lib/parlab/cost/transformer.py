@@ -1,7 +1,9 @@
-"""One decoder layer of today's transformers, counted: parameters, the GEMMs and elementwise
-operators one GPU runs for it, the activations it keeps, and the model FLOPs of a training
-step -- for GPT (GeLU MLP, LayerNorm, biases, dropout) and Llama-style layers (SwiGLU,
-RMSNorm, grouped-query attention, RoPE), dense or Mixture-of-Experts.
+"""One decoder layer of today's transformers, counted: parameters, and the GEMMs and
+elementwise operators one GPU runs for it -- for GPT (GeLU MLP, LayerNorm, biases, dropout)
+and Llama-style layers (SwiGLU, RMSNorm, grouped-query attention, RoPE), dense or
+Mixture-of-Experts. The FLOPs per token of a stack of them is ``compute.flops_per_token``
+(count="megatron"), the activations they keep ``memory.activation_memory`` (layer=a
+LayerShape).
 
 A ``LayerShape`` holds the widths: h = d_model, a query heads of d_head (q = a d_head, which
 is h except in models such as Qwen3), g key/value heads (grouped-query attention, Ainslie
@@ -13,16 +15,8 @@ Parameters per layer: attention h (q + 2 kv) + q h (Q, K, V, output projection);
 h E; norms, and biases where the model has them. A GPT layer (biases, 2 LayerNorms,
 f = 4h): 12 h^2 + 13 h (Narayanan et al. 2021, §5.1, Eq. 2).
 
-The FLOPs per token of a stack of these layers: ``compute.flops_per_token``
-(count="megatron").
-
-Activations per layer (``activation_bytes``): Korthikanti et al.'s inventory (MLSys 2023,
-§4.1, Eq. 1-2) with its widths generalised -- the inputs each GEMM and operator saves for
-backward -- which gives s b h (34 + 5 a s / h) for a GPT layer; a fused attention kernel
-keeps no s x s scores, only its output and the softmax statistics (Dao et al. 2022, §3.1).
-
 Domains: widths, heads and counts integers >= 1 (``n_experts`` >= 0, 0 = dense); g divides
-a; top_k <= E; tp divides the heads; ``mlp`` in MLPS, ``recompute`` in RECOMPUTE.
+a; top_k <= E; tp divides the heads; ``mlp`` in MLPS.
 """
 
 from __future__ import annotations
@@ -30,8 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..validate import check_bool, check_choice, check_int
-from .kernels import ATTENTION
-from .memory import RECOMPUTE
 
 MLPS = ("gelu", "swiglu")
 
@@ -176,48 +168,6 @@ def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
     if s.moe:
         out.append(("moe_permute", T / t * s.top_k * s.d_model))
     return out
-
-
-def activation_bytes(shape: LayerShape, seq_len: int, micro_batch: int, tp: int = 1,
-                     sequence_parallel: bool = False, recompute: str = "none",
-                     attention: str = "materialized", cp: int = 1) -> float:
-    """Bytes one layer keeps for backward on one GPU (16-bit values, 1-byte dropout masks),
-    Korthikanti et al.'s inventory with this shape's widths: the norms' and the h-wide
-    GEMM inputs (10 s b h in a GPT layer, split by tp only with ``sequence_parallel``), Q,
-    K, V, the projection's input and the MLP's (split by tp), and with ``attention``
-    "materialized" the scores (softmax output, dropout mask and output: 5 a s^2 b / t; no
-    dropout: 2 a s^2 b / t). "selective" recomputes what is cheap to redo and large to
-    keep: the attention core when it is materialized (its scores; Korthikanti et al. §5),
-    and when a fused kernel leaves no scores, the norms and the MLP's activation function
-    (their outputs: 2 x 2h and 2 f; Megatron-LM's --recompute-modules "layernorm" and
-    "moe_act"/act). "full" keeps the layer input only (2 s b h, / t with sequence
-    parallelism). ``cp``: each GPU holds s / cp of the sequence (its scores are s / cp x s)."""
-    s = check_shape(shape)
-    S, b, t = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch), check_int("tp", tp)
-    cp, sp = check_int("cp", cp), check_bool("sequence_parallel", sequence_parallel)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
-    attention = check_choice("attention", attention, ATTENTION)
-    tokens, h = b * S / cp, s.d_model
-    split = t if sp else 1
-    if recompute == "full":
-        return 2 * tokens * h / split
-    masks = 2 if s.dropout else 0                   # the two residual-dropout masks
-    unsplit = 4 * 2 + masks                         # norm inputs, qkv and fc1 inputs
-    kv_local = max(s.kv // t, s.head_dim) * t       # replicated K/V heads when g < tp
-    inner = 2 * (s.q + kv_local) + 2 * kv_local + 2 * s.q   # Q, K | V | proj input
-    f = s.d_ff if not s.moe else s.top_k * s.expert_d_ff + s.n_shared_experts * s.expert_d_ff
-    inner += (4 if s.mlp == "gelu" else 6) * f      # GeLU in + fc2 in | gate, up + down in
-    if s.moe:
-        inner += 2 * s.top_k * h                    # the experts' permuted inputs
-    if recompute == "selective" and attention == "fused":
-        unsplit -= 4                                # the norms' outputs, recomputed
-        inner -= 2 * f                              # the activation's output, recomputed
-    per_token = unsplit * h / split + inner / t
-    if attention == "materialized" and recompute == "none":
-        per_token += (5 if s.dropout else 2) * s.n_heads * S / t
-    elif attention == "fused":
-        per_token += 4 * s.n_heads / t              # the softmax statistics, fp32
-    return tokens * per_token
 
 
 def logits_gemm(tokens: int, d_model: int, vocab_size: int, tp: int = 1) -> tuple:

@@ -70,15 +70,17 @@ def test_layer_params_gpt_and_released_models():
 @pytest.mark.parametrize("tp, sp, recompute", [(1, False, "none"), (8, False, "none"),
                                                (8, True, "none"), (8, True, "selective"),
                                                (8, False, "full"), (4, True, "full")])
-def test_activation_bytes_is_korthikanti_for_a_gpt_layer(tp, sp, recompute):
-    got = cost.activation_bytes(GPT3, 2048, 2, tp, sp, recompute, "materialized")
+def test_a_gpt_layer_shape_is_korthikanti_s_layer(tp, sp, recompute):
+    got = cost.activation_memory(2048, 2, recompute=recompute, tp=tp, sequence_parallel=sp,
+                                 layer=GPT3, attention="materialized")
     assert got == cost.activation_memory(2048, 2, 12288, 96, 1, recompute, tp, sp)
 
 
-def test_activation_bytes_fused_gqa_and_selective():
-    full = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "none", "fused")
-    sel = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "selective", "fused")
-    mat = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "none", "materialized")
+def test_activation_memory_fused_gqa_and_selective():
+    def act(recompute, attention):
+        return cost.activation_memory(4096, 1, recompute=recompute, tp=8, sequence_parallel=True,
+                                      layer=LLAMA70, attention=attention)
+    full, sel, mat = act("none", "fused"), act("selective", "fused"), act("none", "materialized")
     assert mat - full == pytest.approx(4096 * (2 * 64 * 4096 / 8 - 4 * 64 / 8))  # scores vs stats
     # selective with a fused kernel: the norms' outputs (4h / t) and fc2's input (2f / t)
     assert full - sel == pytest.approx(4096 * (4 * 8192 + 2 * 28672) / 8)
