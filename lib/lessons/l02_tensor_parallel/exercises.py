@@ -272,9 +272,9 @@ def check_block_collectives(forward, backward=None, tp: int = 4, sequence_parall
 
 def check_activation_bytes(answer, seq_len: int = 64, micro_batch: int = 2, d_model: int = 128,
                            n_heads: int = 4, tp: int = 2, sequence_parallel: bool = True) -> dict:
-    """Bytes one of our fp32 blocks saves per rank (``cost.lab_activation_memory``)."""
-    want = cost.lab_activation_memory(seq_len, micro_batch, d_model, n_heads, 1, tp,
-                                      sequence_parallel, "none", FP32)
+    """Bytes one of our fp32 blocks saves per rank (``cost.activation_memory``, layer "lab")."""
+    want = cost.activation_memory(seq_len, micro_batch, d_model, n_heads, 1, "none", tp,
+                                  sequence_parallel, FP32, layer="lab")
     return core.check_number(answer, want, unit="bytes", hint="Did you count fp32 (4 bytes), "
                              "the (s, s) scores per head, and which tensors SP divides by t?")
 

@@ -4,8 +4,8 @@ returning plain data that ``figures`` draws and ``widgets`` shows.
 Every count is read off a real run's traced collectives (``result.ranks[r]["collectives"]``)
 or saved-activation bytes (``["activations"]``) and set next to the formula that predicts
 it, which lives once in ``parlab.cost``: ``tp_comm_per_layer`` (Shoeybi et al. 2019, §3;
-Korthikanti et al. 2022, §4.2.2), ``lab_activation_memory`` / ``activation_memory``
-(Korthikanti §4, Eq. 1-4), ``tp_scaling`` / ``tp_scaling_curve`` (a GPU-scale time model).
+Korthikanti et al. 2022, §4.2.2), ``activation_memory`` (Korthikanti §4, Eq. 1-4; for our
+layer, ``layer="lab"``), ``tp_scaling`` / ``tp_scaling_curve`` (a GPU-scale time model).
 The notebook's exercises and their checkers: ``lessons.l02_tensor_parallel.exercises``.
 """
 
@@ -112,8 +112,8 @@ def activation_rows(config: GPTConfig = SMALL, batch_size: int = BATCH, tps=(1, 
                     recomputes=("none", "selective")) -> list[dict]:
     """Bytes one block saves for backward on each rank (measured in the first forward)
     for every t, with/without SP, each recompute mode; ``formula``:
-    ``cost.lab_activation_memory`` (our layer, fp32); ``korthikanti``: Eq. 1-4 with
-    dropout, rescaled to fp32; ``no_dropout``: the same without dropout's masks."""
+    ``cost.activation_memory(..., layer="lab")`` (our layer, fp32); ``korthikanti``: Eq. 1-4
+    with dropout, rescaled to fp32; ``no_dropout``: the same without dropout's masks."""
     c, rows = config, []
     for t in tps:
         for sp in ((False,) if t == 1 else (False, True)):
@@ -121,12 +121,13 @@ def activation_rows(config: GPTConfig = SMALL, batch_size: int = BATCH, tps=(1, 
                 r = _run(c, t, sp, batch_size, steps=1, recompute=rc)
                 per_rank = [x["activations"]["per_layer"][0] for x in r.ranks]
                 args = (c.seq_len, batch_size, c.d_model, c.n_heads)
+                no_dropout = cost.LayerShape(c.d_model, c.n_heads, dropout=False)
                 rows.append(dict(
                     tp=t, sequence_parallel=sp, recompute=rc, measured=per_rank[0],
                     ranks_equal=len(set(per_rank)) == 1,
-                    formula=cost.lab_activation_memory(*args, 1, t, sp, rc, FP32),
+                    formula=cost.activation_memory(*args, 1, rc, t, sp, FP32, layer="lab"),
                     korthikanti=cost.activation_memory(*args, 1, rc, t, sp, FP32),
-                    no_dropout=cost.activation_memory(*args, 1, rc, t, sp, FP32, dropout=False)))
+                    no_dropout=cost.activation_memory(*args, 1, rc, t, sp, FP32, layer=no_dropout)))
     return rows
 
 
@@ -266,7 +267,7 @@ def live(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32, d_mode
     """A real run on ``tp`` ranks of a 2-block GPT (4 heads, batch 4) and what it measured:
     median step time (first step dropped), tokens/s, one block's collectives and bytes per
     step next to ``cost.tp_comm_per_layer``, activation bytes one block saves on each rank
-    next to ``cost.lab_activation_memory``; or ``error`` for a bad choice."""
+    next to ``cost.activation_memory(..., layer="lab")``; or ``error`` for a bad choice."""
     sp = bool(sequence_parallel) and tp > 1
     try:
         cfg = GPTConfig(vocab_size=64, seq_len=seq_len, d_model=d_model, n_heads=4, n_layers=2)
@@ -278,8 +279,8 @@ def live(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32, d_mode
                 block=tally(collectives(r, block="blocks.0")),
                 formula=cost.tp_comm_per_layer(BATCH, seq_len, d_model, tp, sp, bytes_per_value=FP32),
                 activations=[x["activations"]["per_layer"][0] for x in r.ranks],
-                activation_formula=cost.lab_activation_memory(seq_len, BATCH, d_model, 4, 1, tp, sp,
-                                                              "none", FP32),
+                activation_formula=cost.activation_memory(seq_len, BATCH, d_model, 4, 1, "none", tp,
+                                                          sp, FP32, layer="lab"),
                 losses=r.losses, load=hardware.timing_note()[1])
 
 

@@ -126,8 +126,8 @@ def comm_bars(rows: list[dict], title: str = "") -> go.Figure:
 
 
 def activation_bars(rows: list[dict], recompute: str = "none", title: str = "") -> go.Figure:
-    """Bytes one block saves for backward on a rank: measured vs ``lab_activation_memory``
-    (our fp32 layer) vs Korthikanti's Eq. 1-4 rescaled to fp32 (rows from
+    """Bytes one block saves for backward on a rank: measured vs ``activation_memory``
+    (layer="lab", our fp32 layer) vs Korthikanti's Eq. 1-4 rescaled to fp32 (rows from
     ``experiments.activation_rows``)."""
     mine = [r for r in rows if r["recompute"] == recompute]
     return bars([_case(r) for r in mine],

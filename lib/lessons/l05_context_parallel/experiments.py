@@ -33,7 +33,8 @@ PROBE = dict(micro_batch=1, n_heads=4, head_dim=16)  # one attention call, no mo
 LONG = dict(seq_len=131072, d_model=4096, n_heads=32, head_dim=128, micro_batch=1, n_layers=32)
 # its layer, for the activation count: no dropout, a SwiGLU MLP of width 11008 (Llama 2,
 # Touvron et al. 2023), not the GPT layer Korthikanti et al.'s 34 + 5as/h describes
-LONG_LAYER = dict(dropout=False, mlp="swiglu", d_ff=11008)
+LONG_LAYER = cost.LayerShape(LONG["d_model"], LONG["n_heads"], head_dim=LONG["head_dim"],
+                             d_ff=11008, mlp="swiglu", biases=False, dropout=False, rope=True)
 
 
 # --- 1. who holds what ------------------------------------------------------------------

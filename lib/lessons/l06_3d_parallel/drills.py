@@ -103,13 +103,16 @@ def layout_p2p_time(rng):
 def iteration_time(rng):
     B, n_gpus = rng.choice((512, 1024, 1536)), rng.choice((384, 768, 1536, 3072))
     u, peak = rng.choice((0.4, 0.45, 0.5)), 312e12
-    flops = cost.megatron_flops(B, 2048, 96, 12288, 51200, "full")
+    gpt3 = cost.LayerShape(12288, 96)
+    flops = cost.flops_per_token(gpt3, 96, 2048, vocab_size=51200, count="megatron",
+                                 recompute="full") * (B * 2048)
     sec = cost.training_time(flops, n_gpus, peak, u)
     return Ask(f"GPT-3 175B (L = 96, h = 12288, V = 51200, s = 2048), global batch {B}, full "
                f"activation recomputation, on {n_gpus} A100s (312 TFLOP/s bf16) reaching "
                f"{fmt(u * 100)}% of peak. How many seconds per iteration? Count FLOPs as "
                f"Narayanan et al.: 96·B·s·L·h²·(1 + s/(6h) + V/(16·L·h)).", sec, "s",
-               f"{fmt(flops / 1e18)} EFLOP per iteration (cost.megatron_flops) / ({n_gpus} × "
+               f"{fmt(flops / 1e18)} EFLOP per iteration (cost.flops_per_token, count "
+               f"'megatron', × B·s) / ({n_gpus} × "
                f"312 TFLOP/s × {u}) = {fmt(sec)} s (cost.training_time).")
 
 

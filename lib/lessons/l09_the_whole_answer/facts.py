@@ -60,9 +60,11 @@ def facts() -> dict:
                           table2={n: r["paper"] for n, r in t["a"]["table2"].items()})
     f["order"] = t["c"]["order"]
     f["thirteen"] = t["c"]["thirteen"]  # "13B: TP = 4 + PP = 2" on one 8-GPU A100 node
-    one_t = dict(batch=1, seq_len=2048, n_layers=128, d_model=25600, vocab_size=51200)
-    f["mfu_1t"] = cost.mfu_from_hfu(0.52, cost.megatron_flops(**one_t, recompute="none"),
-                                    cost.megatron_flops(**one_t, recompute="full"))
+    # Table 1's 1T row: 128 layers, h 25600, 160 heads, s 2048, V 51200
+    one_t = dict(model=cost.LayerShape(25600, 160), n_layers=128, seq_len=2048,
+                 vocab_size=51200, count="megatron")
+    f["mfu_1t"] = cost.mfu_from_hfu(0.52, cost.flops_per_token(**one_t, recompute="none"),
+                                    cost.flops_per_token(**one_t, recompute="full"))
     f["gpt3_mfu"] = 0.213  # PaLM (Chowdhery et al. 2022), Table 3: GPT-3's own training run
 
     f["bf16_ulp"] = cost.ulp(1.0, "bf16")

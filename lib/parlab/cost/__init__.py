@@ -9,16 +9,19 @@ ValueError naming the argument (each module's docstring states its domains).
                  collective_steps, collective_bytes, reduced_bytes, collective_time,
                  p2p_time, ring_tree_crossover; nccl-tests' bus_bandwidth_factor,
                  bus_bandwidth; AlphaBetaFit, fit_alpha_beta
-  compute        transformer_params (Kaplan et al.), flops_per_token, mfu (PaLM),
+  compute        transformer_params (Kaplan et al.); FLOP_COUNTS, flops_per_token: model or
+                 hardware FLOPs per token, counted as Kaplan et al., PaLM or Megatron-LM
+                 (Narayanan et al.) do, over N or a LayerShape; mfu (PaLM), mfu_from_hfu,
                  training_time (Narayanan et al.)
   pipeline       PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, min_micro_batches,
                  pipeline_peak_activations (GPipe; Narayanan et al.), split_backward_bubble
                  (Qi et al.'s zero-bubble schedules), dualpipe_bubble (DeepSeek-V3),
                  interleaved_memory_factor
-  memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE,
-                 activation_memory, activation_table (Korthikanti et al.),
-                 lab_activation_memory (the lab's layer); ModelPreset, MODEL_PRESETS,
-                 memory_plan, max_micro_batch
+  memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE, LAYERS,
+                 activation_memory (Korthikanti et al.'s inventory: their GPT layer, the
+                 lab's own, or a LayerShape; TP, SP, CP, recomputation, fused attention),
+                 activation_table (their Table 2); ModelPreset, MODEL_PRESETS, memory_plan,
+                 max_micro_batch
   data_parallel  dp_step_time, dp_speedup (PyTorch DDP, Li et al.)
   fsdp          fsdp_comm_volume, fsdp_gathered_peak (resharding, prefetch; Zhao et al.),
                  hsdp_comm_volume (hybrid sharding), zeropp_comm_volume (ZeRO++),
@@ -30,7 +33,8 @@ ValueError naming the argument (each module's docstring states its domains).
                  DeepSpeed-Ulysses, Jacobs et al.; Megatron SP for comparison),
                  causal_work_per_rank (contiguous vs zigzag), attention_memory_per_rank
   expert_parallel  expert_capacity (Switch, Fedus et al.; GShard, Lepikhin et al.),
-                 moe_all_to_all_bytes (dispatch + combine), moe_flops_per_token,
+                 moe_all_to_all_bytes (dispatch + combine), moe_flops_per_token (one MoE
+                 layer's router and experts, capacity padding included),
                  moe_params (total vs active; Mixtral, Jiang et al.), moe_remote_copies
                  (tokens leaving a node: all-to-all vs a deduplicating dispatcher),
                  fine_grained_experts (DeepSeekMoE), expert_choice_coverage (Zhou et al.),
@@ -39,16 +43,13 @@ ValueError naming the argument (each module's docstring states its domains).
                  ELEMENTWISE bytes per operator, attention_flops, attention_time (fused or
                  materialized)
   transformer   LayerShape (GPT or Llama-style, GQA, SwiGLU, MoE), layer_params,
-                 embedding_params, layer_gemms, layer_elementwise, activation_bytes,
-                 model_flops_per_token (Megatron-LM / PaLM), hardware_flops_per_token,
-                 logits_gemm
+                 embedding_params, layer_gemms, layer_elementwise, logits_gemm
   network       members_per_domain, group_bandwidth, group_collective_time: a group's
                  traffic over NVLink or the node's network cards (rails; all-to-all);
                  moe_dispatch_time
   step          Device, layer_time, logits_time, optimizer_time: a GPU's computation
-  planning      megatron_flops (Narayanan et al.'s FLOP count), pipeline_p2p_time,
-                 dp_grad_sync (exposed vs overlapped), interleaved_peak_activations,
-                 data_parallel_degree -- for parlab.planner
+  planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped),
+                 interleaved_peak_activations, data_parallel_degree -- for parlab.planner
   precision     FORMATS (bits), unit_roundoff, ulp, vanishing_update, summation_error_bound
                  (Higham), RECIPES, training_bytes_per_param, training_bytes (ZeRO's 16 B)
   clip          clip_norm_overcount: the global gradient norm of a split model with the
@@ -60,12 +61,13 @@ from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
                           bus_bandwidth_factor, collective_bytes, collective_steps,
                           collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
                           ring_tree_crossover)
-from .compute import flops_per_token, mfu, mfu_from_hfu, training_time, transformer_params
+from .compute import (FLOP_COUNTS, flops_per_token, mfu, mfu_from_hfu, training_time,
+                      transformer_params)
 from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
 from .fsdp import (fsdp_comm_volume, fsdp_gathered_peak, hsdp_comm_volume, zero_offload_traffic,
                    zeropp_comm_volume)
-from .memory import (MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset, activation_memory,
-                     activation_table, lab_activation_memory, max_micro_batch, memory_plan,
+from .memory import (LAYERS, MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset,
+                     activation_memory, activation_table, max_micro_batch, memory_plan,
                      zero_comm_volume, zero_memory)
 from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, dualpipe_bubble,
                        interleaved_memory_factor, min_micro_batches, pipeline_peak_activations,
@@ -79,14 +81,13 @@ from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grai
                               moe_flops_per_token, moe_params, moe_remote_copies)
 from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, attention_flops, attention_time,
                       elementwise_bytes, gemm_quantization, gemm_time)
-from .transformer import (MLPS, LayerShape, activation_bytes, embedding_params,
-                          hardware_flops_per_token, layer_elementwise, layer_gemms, layer_params,
-                          logits_gemm, model_flops_per_token)
+from .transformer import (MLPS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
+                          layer_params, logits_gemm)
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
                       moe_dispatch_time)
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
-                       megatron_flops, pipeline_p2p_time)
+                       pipeline_p2p_time)
 from .precision import (FORMATS, RECIPES, mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
 from .clip import clip_norm_overcount
@@ -100,12 +101,13 @@ __all__ = [
     "collective_time", "p2p_time", "ring_tree_crossover", "bus_bandwidth_factor",
     "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta", "hierarchical_all_reduce_bytes",
     "in_network_all_reduce_bytes",
-    "transformer_params", "flops_per_token", "mfu", "mfu_from_hfu", "training_time",
+    "transformer_params", "FLOP_COUNTS", "flops_per_token", "mfu", "mfu_from_hfu",
+    "training_time",
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations", "split_backward_bubble", "dualpipe_bubble",
     "interleaved_memory_factor",
-    "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "activation_memory",
-    "activation_table", "lab_activation_memory",
+    "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "LAYERS",
+    "activation_memory", "activation_table",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
     "dp_step_time", "dp_speedup", "onebit_adam_volume_ratio",
     "fsdp_comm_volume", "fsdp_gathered_peak", "hsdp_comm_volume", "zeropp_comm_volume",
@@ -119,11 +121,10 @@ __all__ = [
     "GEMM_TILES", "ELEMENTWISE", "ATTENTION", "gemm_quantization", "gemm_time",
     "elementwise_bytes", "attention_flops", "attention_time",
     "MLPS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
-    "layer_elementwise", "activation_bytes", "model_flops_per_token",
-    "hardware_flops_per_token", "logits_gemm",
+    "layer_elementwise", "logits_gemm",
     "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",
     "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",
-    "megatron_flops", "pipeline_p2p_time", "dp_grad_sync",
+    "pipeline_p2p_time", "dp_grad_sync",
     "interleaved_peak_activations", "data_parallel_degree",
     "FORMATS", "RECIPES", "mantissa_bits", "unit_roundoff", "ulp", "vanishing_update",
     "summation_error_bound", "training_bytes_per_param", "training_bytes",

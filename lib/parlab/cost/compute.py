@@ -1,13 +1,17 @@
-"""Compute: parameters of a GPT stack, FLOPs per token, and model FLOPs utilisation.
+"""Compute: parameters of a GPT stack, FLOPs per token (every paper's count, one
+function), model FLOPs utilisation, and training time.
 
 Domains: layer counts, widths and sequence lengths are integers >= 1; a parameter
-count is a whole number >= 0 (an int, or a float such as 7.5e9); rates and FLOP
-counts are finite and >= 0, ``peak_flops`` > 0.
+count is a whole number >= 0 (an int, or a float such as 7.5e9); ``count`` one of
+FLOP_COUNTS, ``recompute`` one of RECOMPUTE; rates and FLOP counts are finite and >= 0,
+``peak_flops`` > 0.
 """
 
 from __future__ import annotations
 
-from ..validate import check_bool, check_float, check_int, check_whole
+from ..validate import check_bool, check_choice, check_float, check_int, check_whole
+from .memory import RECOMPUTE
+from .transformer import LayerShape, layer_params
 
 
 def transformer_params(n_layers: int, d_model: int, d_ff: int | None = None) -> int:
@@ -20,22 +24,93 @@ def transformer_params(n_layers: int, d_model: int, d_ff: int | None = None) -> 
     return n_layers * (4 * d_model * d_model + 2 * d_model * d_ff)
 
 
-def flops_per_token(n_params: int, n_layers: int, seq_len: int, d_model: int,
-                    training: bool = True) -> float:
-    """Matmul FLOPs per token: 6 N + 12 L T d for training (forward + backward).
+# the conventions ``flops_per_token`` knows, and the attention term each counts per layer,
+# per token, per unit of context x attention width, in training (forward + backward)
+FLOP_COUNTS = ("kaplan", "palm", "megatron")
+_ATTENTION = {"kaplan": 6, "palm": 12, "megatron": 12}
 
-    6N: each weight does one multiply-add (2 FLOPs) per token forward and two in
-    backward (gradients w.r.t. input and weight). 12 L T d: the attention scores
-    QK^T and their product with V, 2 x 2 T d per layer forward, times 3. This is
-    PaLM's accounting (Chowdhery et al. 2022, Appendix B); Kaplan et al. 2020 count
-    one of the two attention matmuls (6 N + 6 L T d). ``training=False``: forward
-    only, one third. ``n_params``: non-embedding parameters (``transformer_params``
-    or ``GPT.num_params(include_embeddings=False)``).
+
+def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = None, *,
+                    vocab_size: int | None = None, count: str = "palm", causal: bool = False,
+                    recompute: str = "none", training: bool = True) -> float:
+    """Matmul FLOPs per token of a decoder-only transformer: 6 N + c L T d (+ 6 h V).
+
+    6 N: each weight a token's matmuls use does one multiply-add (2 FLOPs) forward and two
+    backward (the gradients of the input and of the weight). c L T d: the attention
+    scores, whose cost grows with the context T rather than with the weights. How the
+    papers count the two terms is ``count``:
+
+    "kaplan"    6 N + 6 L T d (Kaplan et al., "Scaling Laws for Neural Language Models",
+                2020, §2.1, Table 1: forward 2 N + 2 L n_ctx d_attn, one of the two score
+                matmuls). ``model``: N, the non-embedding parameters; ``d_model``: d_attn.
+    "palm"      6 N + 12 L T d (Chowdhery et al., "PaLM", 2022, Appendix B: 6 N + 12 L H Q T,
+                QK^T and the product with V, 2 x 2 T d per layer forward). ``model`` and
+                ``d_model`` as for "kaplan" (``transformer_params`` or
+                ``GPT.num_params(include_embeddings=False)``; an output layer's weights
+                count when they are in N).
+    "megatron"  counted over a layer's shape (Megatron-LM's
+                ``num_floating_point_operations``, training.py at commit f2e5db4, 2024-07-15;
+                Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
+                Clusters Using Megatron-LM", SC 2021, §5.1 and Appendix): N = L x the
+                weights one token's matmuls pass through (Q, K, V and the output
+                projection; the MLP, or the top_k routed and the shared experts: Switch §2,
+                Mixtral §2.1 -- not all E; no router, norms or biases), the attention
+                12 L T q (q = the query width), and the logits 6 h V. ``model``: a
+                LayerShape; ``vocab_size``: V. For a GPT layer 72 h^2 + 12 T h per layer,
+                i.e. Narayanan et al.'s 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) / (B s).
+
+    A Mixture of Experts is counted by its active parameters: N of the top_k experts for
+    "kaplan" and "palm", an MoE LayerShape for "megatron". (One MoE layer's router and
+    capacity-padded experts: ``expert_parallel.moe_flops_per_token``.)
+
+    ``causal``: count only the unmasked half of the s x s scores (what a fused kernel
+    computes, as some newer reports count it): the attention term halves.
+    ``recompute``: "none" gives model FLOPs, the useful work of MFU (PaLM, §4.1);
+    "selective" and "full" give hardware FLOPs, what the GPU executes with activation
+    recomputation (Narayanan et al. §5.1 report their teraFLOP/s this way): "full" runs
+    every layer's forward again, a third of the weights' and the attention's FLOPs (not
+    the logits'); "selective" the attention core's forward again (Korthikanti et al.
+    2022, §5), a third of the attention term. For a GPT layer with "full" that is
+    Narayanan et al.'s 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) / (B s).
+    ``training=False``: the forward only, one third (and no recomputation).
     """
-    n_params = check_whole("n_params", n_params)
+    count = check_choice("count", count, FLOP_COUNTS)
     n_layers, seq_len = check_int("n_layers", n_layers), check_int("seq_len", seq_len)
-    d_model, training = check_int("d_model", d_model), check_bool("training", training)
-    total = 6 * n_params + 12 * n_layers * seq_len * d_model
+    causal, training = check_bool("causal", causal), check_bool("training", training)
+    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    if recompute != "none" and not training:
+        raise ValueError(f"recompute={recompute!r} needs training=True (recomputation "
+                         f"repeats a forward for the backward pass)")
+    if count == "megatron":
+        if not isinstance(model, LayerShape):
+            raise ValueError(f"model={model!r} must be a cost.LayerShape for count='megatron'")
+        if d_model is not None and check_int("d_model", d_model) != model.d_model:
+            raise ValueError(f"d_model={d_model} must be None or the shape's {model.d_model}")
+        vocab_size = check_int("vocab_size", vocab_size)
+        # the weights one token's matmuls use: attention's, the dense MLP's (or the shared
+        # experts'), and its top_k routed experts' -- not all E, not the router
+        p = layer_params(model)
+        routed = model.top_k * model.matrices * model.d_model * model.expert_d_ff \
+            if model.moe else 0
+        n, d_attn = n_layers * (p["attention"] + p["mlp"] + routed), model.q
+        logits = 6 * model.d_model * vocab_size
+    else:
+        if isinstance(model, LayerShape):
+            raise ValueError(f"model={model!r} must be a parameter count N for count={count!r} "
+                             f"(a LayerShape is counted by count='megatron')")
+        if vocab_size is not None:
+            raise ValueError(f"vocab_size={vocab_size!r} must be None for count={count!r}: "
+                             f"N counts the output layer's weights if it is to count")
+        n, d_attn, logits = check_whole("model", model), check_int("d_model", d_model), 0
+    weights = 6 * n
+    attention = _ATTENTION[count] * n_layers * seq_len * d_attn
+    if causal:
+        attention /= 2
+    total = weights + attention + logits
+    if recompute == "full":        # every layer's forward again; the logits are not recomputed
+        total += (weights + attention) / 3
+    elif recompute == "selective":  # the attention core's forward again
+        total += attention / 3
     return float(total if training else total / 3)
 
 

@@ -72,7 +72,9 @@ def moe_flops_per_token(d_model: int, d_ff: int, n_experts: int, top_k: int = 1,
     Mixtral §2.1: 13B active of 47B). ``capacity_factor``: experts computed on
     capacity-sized buffers, as on accelerators (Switch §2.2: the padding is computed),
     cost capacity_factor x top_k experts per token. ``training``: x3 (forward +
-    backward, as ``cost.flops_per_token``)."""
+    backward, as ``cost.flops_per_token``). One layer's MLP block, router and padding
+    included; a whole model's FLOPs per token, MoE or dense, is ``cost.flops_per_token``
+    (its active parameters; the router and padding left out, as Megatron-LM does)."""
     d_model, d_ff = check_int("d_model", d_model), check_int("d_ff", d_ff)
     top_k = _check_k(top_k, n_experts)
     training, gated = check_bool("training", training), check_bool("gated", gated)

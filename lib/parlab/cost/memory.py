@@ -1,11 +1,13 @@
-"""Memory: ZeRO's model states and traffic, activations (Korthikanti et al.'s and the
-lab's own layer), and "does it fit?" per GPU.
+"""Memory: ZeRO's model states and traffic, activations (one function: Korthikanti et
+al.'s GPT layer, the lab's own, or any LayerShape), and "does it fit?" per GPU.
 
 Domains: ``n_params`` a whole number >= 0 (an int, or a float such as 7.5e9); ``dp``
 and ``n_gpus`` integers >= 1; ``stage`` one of ZERO_STAGES; bytes per element finite
 and >= 0 (``bytes_per_value`` > 0); shapes (``seq_len``, ``micro_batch``, ``d_model``,
-``n_heads``, ``n_layers``, ``tp``) integers >= 1, with ``tp`` dividing ``n_heads``;
-``sequence_parallel`` and ``dropout`` bools; ``gpu_memory_gb`` finite and > 0.
+``n_heads``, ``n_layers``, ``tp``, ``cp``) integers >= 1, with ``tp`` dividing ``n_heads``;
+``layer`` one of LAYERS or a LayerShape, ``recompute`` one of RECOMPUTE, ``attention``
+one of ATTENTION; ``sequence_parallel`` and ``dropout`` bools; ``gpu_memory_gb`` finite
+and > 0.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import numbers
 from dataclasses import dataclass
 
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
+from .kernels import ATTENTION
+from .transformer import LayerShape
 
 ZERO_STAGES = (0, 1, 2, 3)
 RECOMPUTE = ("none", "selective", "full")
@@ -78,124 +82,133 @@ def zero_comm_volume(n_params: float, dp: int, stage: int, grad_bytes: float = 2
     return grads + 2 * n_params * param_bytes * scale     # RS grads + AG params twice
 
 
-def _layer_bytes(s: int, b: int, h: int, a: int, t: int, recompute: str, sp: bool,
-                 dropout: bool, inner: float = 24.0) -> tuple[float, float]:
-    """(all, masks): one layer's saved bytes in Korthikanti's 16-bit terms, and the part
-    of them that is 1-byte dropout masks (which do not rescale with the precision).
-    ``inner``: what TP splits, per s b h: 24 in a GPT layer (Q, K 4, V 2, projection input
-    2; GeLU input 8, fc2 input 8)."""
-    if recompute == "full":  # only the layer's input, a 16-bit value
-        return 2 * s * b * h / (t if sp else 1), 0.0
-    unsplit = 10 if dropout else 8  # 2 LayerNorm inputs 4, qkv and fc1 inputs 4, masks 2
-    # attention interior, per a s^2 b: softmax output 2, its dropout mask 1, dropout output 2
-    scores = 0.0 if recompute == "selective" else (5 if dropout else 2) * a * s / h
-    mask_scores = a * s / h if dropout and recompute != "selective" else 0.0
-    if sp:
-        return s * b * h * (unsplit + inner + scores) / t, \
-            (s * b * h * (2 + mask_scores) / t if dropout else 0.0)
-    return s * b * h * (unsplit + inner / t + scores / t), \
-        (s * b * h * (2 + mask_scores / t) if dropout else 0.0)
+LAYERS = ("korthikanti", "lab")  # activation_memory's named layers (or a LayerShape)
 
 
-def _inner(h: int, a: int, mlp: str, d_ff: int | None, n_kv_heads: int | None) -> float:
-    """The TP-split part of a layer's saved values, per s b h (16-bit): Q and the
-    projection input 2 + 2, K and V 2 g/a each (g KV heads: grouped-query attention keeps
-    fewer), and the MLP's interior: GeLU's input and fc2's input, 2 f each (f = 4h: 16);
-    SwiGLU's gate and up outputs and the down projection's input, 2 f each (6 f / h).
-    A GPT layer (f = 4h, g = a): exactly Korthikanti's 24."""
-    g = a if n_kv_heads is None else n_kv_heads
-    f = 4 * h if d_ff is None else d_ff
-    attention = 4 + 4 * g / a if g != a else 8.0
-    return attention + (4 if mlp == "gelu" else 6) * f / h
+def _layer(layer, d_model, n_heads) -> LayerShape | tuple:
+    """``layer`` checked, with ``d_model`` and ``n_heads`` (given for a named layer; None or
+    equal to the shape's for a LayerShape): the LayerShape, or (name, h, a)."""
+    if isinstance(layer, LayerShape):
+        for name, given, own in (("d_model", d_model, layer.d_model),
+                                 ("n_heads", n_heads, layer.n_heads)):
+            if given is not None and check_int(name, given) != own:
+                raise ValueError(f"{name}={given} must be None or the layer's {own}")
+        return layer
+    if not isinstance(layer, str) or layer not in LAYERS:
+        raise ValueError(f"layer={layer!r} must be one of {LAYERS} or a cost.LayerShape")
+    return layer, check_int("d_model", d_model), check_int("n_heads", n_heads)
 
 
-def activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
-                      n_layers: int, recompute: str = "none", tp: int = 1,
-                      sequence_parallel: bool = False, bytes_per_value: float = 2,
-                      dropout: bool = True, mlp: str = "gelu", d_ff: int | None = None,
-                      n_kv_heads: int | None = None) -> float:
-    """Activation bytes a GPT layer stack keeps for backward, per GPU.
+def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None,
+                      n_heads: int | None = None, n_layers: int = 1, recompute: str = "none",
+                      tp: int = 1, sequence_parallel: bool = False, bytes_per_value: float = 2,
+                      layer="korthikanti", attention: str = "materialized", cp: int = 1) -> float:
+    """Activation bytes ``n_layers`` layers keep for backward, per GPU.
 
-    Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
-    Models" (MLSys 2023), §4.1-4.2, Eq. (1), (2), (4) and Table 2: 16-bit values,
-    1-byte dropout masks; per layer ``s b h (34 + 5 a s / h)`` bytes, with s = seq_len,
-    b = micro_batch, h = d_model, a = n_heads. Tensor parallelism divides the
-    parts inside attention and MLP: ``s b h (10 + 24/t + 5 a s / (h t))``;
-    with sequence parallelism everything is divided: ``s b h (34 + 5 a s / h) / t``.
-    ``tp`` must divide ``n_heads`` (each rank holds whole heads, as in Megatron).
+    Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models"
+    (MLSys 2023), §4.1-4.2, Eq. (1), (2), (4) and Table 2: the inputs each GEMM and
+    operator saves for backward, 16-bit values and 1-byte dropout masks. Per GPT layer
+    ``s b h (34 + 5 a s / h)`` bytes, with s = seq_len, b = micro_batch, h = d_model,
+    a = n_heads: per token 10 h outside attention and MLP (2 LayerNorm inputs 4h, the qkv
+    and fc1 inputs 4h, 2 residual-dropout masks 2h), 24 h inside (Q, K 4h, V 2h, the
+    projection's input 2h; GeLU's input 8h, fc2's input 8h) and 5 a s for the scores
+    (softmax output 2, its dropout mask 1, dropout output 2). Tensor parallelism splits
+    the inside: ``s b h (10 + 24/t + 5 a s / (h t))``; sequence parallelism the rest too:
+    ``s b h (34 + 5 a s / h) / t``. ``tp`` must divide the heads.
 
-    ``recompute``: "none"; "selective" (recompute only the attention core, QK^T,
-    softmax, its dropout and attention over V: the 5 a s / h term disappears, §5);
-    "full" (store only each layer's input, 2 s b h bytes, §5; divided by t with
-    sequence parallelism, which the paper mentions and sets aside).
+    ``layer``, the layer counted:
+      "korthikanti"  the paper's GPT layer (GeLU 4h MLP, dropout), of width ``d_model`` with
+                     ``n_heads`` heads (which need not divide it: GPT-3 XL's 24 do not).
+      "lab"          the lab's own layer (``parlab.model`` Block, ``tensor_parallel.TPBlock``:
+                     pre-LN, no dropout; give ``bytes_per_value=4``, it trains in fp32), with
+                     what the paper leaves out (§4: "we only consider the main
+                     contributors") and this small model makes visible: each LayerNorm's mean
+                     and 1/std, s b fp32 values twice (over t with sequence parallelism), and
+                     the causal mask, s^2 bytes of bool saved by ``masked_fill`` (each rank its
+                     own, never split). Measured with saved-tensor hooks, fp32, s=16, b=8,
+                     h=32, a=4, per layer: tp=1 297,216 B; tp=2 182,528 (SP 148,736); tp=4
+                     125,184 (SP 74,496) -- all exactly (tests/parlab/cost/test_cost_tp.py);
+                     "selective" and "full" follow the same accounting, not yet measured.
+                     Materialized attention, cp = 1 only.
+      a LayerShape   that layer (GPT or Llama-style, GQA, SwiGLU, MoE), the same inventory
+                     with its widths: Q and the projection's input q wide, K and V kv wide
+                     (grouped-query attention keeps fewer; with fewer KV heads than tp each
+                     rank keeps a copy of its head), the MLP's interior 2 f in and 2 f out
+                     for GeLU, 6 f for SwiGLU (gate, up and down inputs; Shazeer 2020), f the
+                     top_k routed plus the shared experts' widths, and the routed experts'
+                     permuted inputs; no dropout, no masks. ``d_model`` and ``n_heads`` may
+                     be None (or must agree with it). LLaMA-7B (h 4096, f 11008, no dropout):
+                     ``sbh (32.1 + 2as/h)``, 17.2 GB at s = 2048 over 32 layers, not GPT's
+                     30.6.
 
-    ``dropout=False``: a layer without dropout (the lab's). Gone are the two 1-byte
-    residual-dropout masks (2 s b h of the unsplit 10) and, in attention, the softmax
-    dropout's mask (a s^2 b) and output (2 a s^2 b): 5 a s^2 b -> 2 a s^2 b. Per layer,
-    16-bit: ``sbh (32 + 2as/h)``; TP ``sbh (8 + 24/t + 2as/(ht))``; TP+SP
-    ``sbh (32 + 2as/h) / t``.
-
-    ``mlp="swiglu"``, ``d_ff`` and ``n_kv_heads``: a Llama-style layer (with
-    ``dropout=False``). The paper's 24 inside TP becomes 8 + 6 f / h (gate, up and down
-    inputs of width f instead of GeLU's 4h in and out), and 4 + 4 g / a + 6 f / h with g
-    KV heads. LLaMA-7B (h 4096, f 11008): 24.1 instead of 24, and without dropout
-    ``sbh (32.1 + 2as/h)``, not ``sbh (34 + 5as/h)``: 17.2 GB at s = 2048 over 32 layers,
-    not 30.6 (``transformer.activation_bytes`` counts the same inventory per shape).
+    ``recompute``: "none"; "selective" (recompute what is cheap to redo and large to keep:
+    with materialized attention its core, QK^T, softmax, dropout and attention over V --
+    the scores' term disappears, §5; with a fused kernel, which keeps no scores, the norms
+    and the MLP's activation function, their outputs 2 x 2h and 2 f: Megatron-LM's
+    --recompute-modules "layernorm" and "moe_act"/act); "full" (each layer keeps only its
+    input, 2 s b h, §5; divided by t with sequence parallelism, which the paper mentions
+    and sets aside). ``attention``: "materialized" (the scores above) or "fused" (a
+    FlashAttention kernel keeps no s x s scores, only its output and fp32 softmax
+    statistics, 4 a bytes per token; Dao et al. 2022, §3.1). ``cp``: each GPU holds s/cp
+    of the sequence, and scores s/cp x s.
 
     ``bytes_per_value`` (4 for fp32) rescales the values from the paper's 2 bytes;
-    dropout masks stay 1 byte each whatever the precision. Embeddings and the output
-    layer are left out, as in the paper's per-layer count.
+    dropout masks (1 byte) and fp32 statistics stay what they are. Embeddings and the
+    output layer are left out, as in the paper's per-layer count.
     """
-    s, b, h = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch), \
-        check_int("d_model", d_model)
-    a, n_layers, t = check_int("n_heads", n_heads), check_int("n_layers", n_layers), check_int("tp", tp)
+    S, b = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch)
+    n_layers, t, cp = check_int("n_layers", n_layers), check_int("tp", tp), check_int("cp", cp)
     recompute = check_choice("recompute", recompute, RECOMPUTE)
-    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
+    sp = check_bool("sequence_parallel", sequence_parallel)
     bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
-    dropout = check_bool("dropout", dropout)
-    mlp = check_choice("mlp", mlp, ("gelu", "swiglu"))
-    d_ff = None if d_ff is None else check_int("d_ff", d_ff)
-    n_kv_heads = None if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads)
+    attention = check_choice("attention", attention, ATTENTION)
+    shape = _layer(layer, d_model, n_heads)
+    if isinstance(shape, LayerShape):
+        lab, h, a, q, f = False, shape.d_model, shape.n_heads, shape.q, shape.d_ff
+        kv = max(shape.kv // t, shape.head_dim) * t   # g < tp: a copy of a K/V head per rank
+        gelu, dropout, routed = shape.mlp == "gelu", shape.dropout, 0
+        if shape.moe:
+            f = (shape.top_k + shape.n_shared_experts) * shape.expert_d_ff
+            routed = shape.top_k
+    else:
+        name, h, a = shape
+        lab, q, kv, f, gelu, dropout, routed = name == "lab", h, h, 4 * h, True, name != "lab", 0
     if a % t:
         raise ValueError(f"tp={t} must divide n_heads={a}")
-    if n_kv_heads is not None and a % n_kv_heads:
-        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={a}")
-    per_layer, masks = _layer_bytes(s, b, h, a, t, recompute, sequence_parallel, dropout,
-                                    _inner(h, a, mlp, d_ff, n_kv_heads))
-    # values rescale by bytes_per_value / 2, masks do not; written as a correction so that
-    # bytes_per_value=2 returns the paper's expressions bit for bit
-    return (per_layer + (bytes_per_value / 2 - 1) * (per_layer - masks)) * n_layers
-
-
-def lab_activation_memory(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
-                          n_layers: int = 1, tp: int = 1, sequence_parallel: bool = False,
-                          recompute: str = "none", bytes_per_value: float = 4) -> float:
-    """Activation bytes the lab's own layer keeps for backward, per GPU (``parlab.model``
-    Block, ``tensor_parallel.TPBlock``: pre-LN, biases, no dropout, fp32 by default).
-
-    ``activation_memory(..., dropout=False)`` plus what Korthikanti et al. (§4, "we only
-    consider the main contributors") leave out and this small model makes visible:
-    each of the 2 LayerNorms saves its mean and 1/std, s b fp32 values each (divided by
-    t with sequence parallelism), and the causal mask, a bool (s, s) tensor of s^2 bytes
-    per layer, saved by ``masked_fill`` (never split: each rank builds its own).
-
-    Measured with saved-tensor hooks, fp32, s=16, b=8, h=32, a=4, per layer: tp=1
-    297,216 B; tp=2 182,528 (SP 148,736); tp=4 125,184 (SP 74,496) -- all reproduced
-    exactly (tests/parlab/cost/test_cost_tp.py). ``recompute`` "selective" (no s^2 terms, no mask:
-    the attention core keeps only q, k, v) and "full" (the layer input only) follow
-    the same accounting but have not been measured yet.
-    """
-    s, b = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch)
-    n_layers, t = check_int("n_layers", n_layers), check_int("tp", tp)
-    sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
-    core = activation_memory(s, b, d_model, n_heads, n_layers, recompute, t,
-                             sequence_parallel, bytes_per_value, dropout=False)
+    if lab and (attention != "materialized" or cp != 1):
+        raise ValueError(f"attention={attention!r}, cp={cp}: layer='lab' materializes its "
+                         f"scores, on one rank's whole sequence (attention='materialized', cp=1)")
+    tokens, split = b * S / cp, t if sp else 1
+    # bytes per token in the paper's terms, 16-bit values; ``fixed``: the part of them that
+    # does not rescale with bytes_per_value (1-byte masks, fp32 statistics)
     if recompute == "full":
-        return core
-    ln_stats = 2 * 2 * s * b / (t if sequence_parallel else 1) * 4
-    causal_mask = s * s if recompute == "none" else 0
-    return core + (ln_stats + causal_mask) * n_layers
+        per_token, fixed = 2 * h / split, 0.0     # the layer's input only
+    else:
+        masks = 2 if dropout else 0               # the two residual-dropout masks
+        unsplit = 4 * 2 + masks                   # norm inputs, qkv and fc1 inputs (+ masks)
+        inner = 2 * (q + kv) + 2 * kv + 2 * q     # Q, K | V | the projection's input
+        inner += (4 if gelu else 6) * f           # GeLU in + fc2 in | gate, up + down in
+        inner += 2 * routed * h                   # the routed experts' permuted inputs
+        if recompute == "selective" and attention == "fused":
+            unsplit -= 4                          # the norms' outputs, recomputed
+            inner -= 2 * f                        # the activation's output, recomputed
+        per_token, fixed = unsplit * h / split + inner / t, masks * h / split
+        if attention == "materialized" and recompute == "none":
+            per_token += (5 if dropout else 2) * a * S / t   # the scores
+            fixed += a * S / t if dropout else 0.0           # their dropout mask
+        elif attention == "fused":
+            per_token += 4 * a / t                # the softmax statistics, fp32
+            fixed += 4 * a / t
+        if lab:                                   # the LayerNorms' mean and 1/std, fp32
+            per_token += 2 * 2 * 4 / split
+            fixed += 2 * 2 * 4 / split
+    per_layer, fixed = tokens * per_token, tokens * fixed
+    if lab and recompute == "none":               # the causal mask, s x s bools
+        per_layer += S * S
+        fixed += S * S
+    # values rescale by bytes_per_value / 2, masks and fp32 statistics do not; written as a
+    # correction so that bytes_per_value=2 returns the paper's expressions bit for bit
+    return (per_layer + (bytes_per_value / 2 - 1) * (per_layer - fixed)) * n_layers
 
 
 # Korthikanti et al. Table 2: (label, recompute, sequence_parallel, expression as printed)
@@ -264,6 +277,16 @@ class ModelPreset:
         if self.n_kv_heads is not None and self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
 
+    @property
+    def layer(self):
+        """Its layer for ``activation_memory``: "korthikanti" for GPT's (GeLU 4h MLP, dropout;
+        its heads need not divide d_model, GPT-3 XL's do not), else a LayerShape of these
+        widths."""
+        if (self.mlp, self.d_ff, self.dropout, self.n_kv_heads) == ("gelu", None, True, None):
+            return "korthikanti"
+        return LayerShape(self.d_model, self.n_heads, self.n_kv_heads, d_ff=self.d_ff,
+                          mlp=self.mlp, dropout=self.dropout)
+
 
 # n_params: exact counts of the released LLaMA checkpoints, which follow from the shapes
 # (tests/parlab/cost/test_cost.py recomputes them): per layer 4 d^2 attention (2 d^2 + 2 d d_kv with
@@ -275,9 +298,10 @@ class ModelPreset:
 # so one of the two numbers is off. n_heads here is the table's 24: it only enters
 # activation_memory, through the a s^2 attention scores.
 # Activations: GPT-3 XL and Switch are GPT/T5 layers (GeLU 4h MLP, dropout), Korthikanti
-# et al.'s count as printed; the LLaMA family has a SwiGLU MLP of width d_ff, no dropout
-# and (70B, Mixtral) grouped-query attention, and is counted with those widths. Mixtral's
-# d_ff is its two routed experts' 2 x 14336 per token (their permuted inputs left out).
+# et al.'s count as printed (layer "korthikanti"); the LLaMA family has a SwiGLU MLP of
+# width d_ff, no dropout and (70B, Mixtral) grouped-query attention, and is counted with
+# those widths (a LayerShape). Mixtral's d_ff is its two routed experts' 2 x 14336 per
+# token, as a dense MLP (their permuted inputs left out).
 MODEL_PRESETS = {p.name: p for p in [
     ModelPreset("1.3B", 1_315_080_192, 24, 2048, 24, 2048,
                 "GPT-3 XL: Brown et al., 'Language Models are Few-Shot Learners', 2020, Table 2.1 "
@@ -336,8 +360,7 @@ def memory_plan(model="7B", n_gpus: int = 4, gpu_memory_gb: float = 80.0, stage:
     seq_len = model.seq_len if seq_len is None else check_int("seq_len", seq_len)
     states = zero_memory(model.n_params, n_gpus, stage, param_bytes, grad_bytes, optimizer_bytes)
     act = activation_memory(seq_len, micro_batch, model.d_model, model.n_heads, model.n_layers,
-                            recompute, dropout=model.dropout, mlp=model.mlp, d_ff=model.d_ff,
-                            n_kv_heads=model.n_kv_heads)
+                            recompute, layer=model.layer)
     plan = {"model": model.name, "n_gpus": n_gpus, "stage": stage, "recompute": recompute,
             "micro_batch": micro_batch, "seq_len": seq_len, "params": states["params"],
             "grads": states["grads"], "optimizer": states["optimizer"], "activations": act,

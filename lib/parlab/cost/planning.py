@@ -1,55 +1,22 @@
 """Planning: the pieces of a 3D-parallel step time that the other modules do not have --
-FLOPs as Narayanan et al. count them, the pipeline's point-to-point time, the data-parallel
-gradient synchronisation (exposed or hidden behind backward), and the activations an
-interleaved pipeline's first stage holds. ``parlab.planner`` composes them with
-``step.layer_time`` (a layer on one GPU), ``bubble_ratio``, ``tp_comm_per_layer``,
-``network.group_collective_time``, ``zero_memory`` and ``transformer.activation_bytes``.
+the pipeline's point-to-point time, the data-parallel gradient synchronisation (exposed or
+hidden behind backward), and the activations an interleaved pipeline's first stage holds.
+``parlab.planner`` composes them with ``step.layer_time`` (a layer on one GPU),
+``bubble_ratio``, ``tp_comm_per_layer``, ``network.group_collective_time``,
+``zero_memory``, ``activation_memory`` and ``flops_per_token`` (count="megatron": FLOPs as
+Narayanan et al. count them).
 
-Domains: shapes, degrees and counts integers >= 1; ``recompute`` one of RECOMPUTE;
-``peak_flops``, ``hbm_bandwidth``, ``bandwidth`` and ``bytes_per_value`` finite and > 0;
-``alpha``, ``grad_bytes`` and times finite and >= 0; ``n_params`` a whole number >= 0;
-flags True/False.
+Domains: shapes, degrees and counts integers >= 1; ``bandwidth`` and ``bytes_per_value``
+finite and > 0; ``alpha``, ``grad_bytes`` and times finite and >= 0; ``n_params`` a whole
+number >= 0; flags True/False.
 """
 
 from __future__ import annotations
 
-from ..validate import check_bool, check_choice, check_float, check_int, check_whole
+from ..validate import check_bool, check_float, check_int, check_whole
 from .collectives import collective_steps
 from .data_parallel import dp_step_time
-from .memory import RECOMPUTE, _check_stage, zero_comm_volume
-
-# forward passes' worth of layer matmuls per training step: forward 1 + backward 2,
-# plus the forward again under full recomputation (Narayanan et al. 2021, Appendix)
-_PASSES = {"none": 3, "selective": 3, "full": 4}
-
-
-def megatron_flops(batch: int, seq_len: int, n_layers: int, d_model: int, vocab_size: int,
-                   recompute: str = "full") -> float:
-    """FLOPs of one training iteration of a GPT as Narayanan et al. count them ("Efficient
-    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC 2021, §5.1
-    and Appendix "Floating-Point Operations"): the matmuls actually executed.
-
-    One layer's forward is 24 B s h^2 (qkv, projection, the 4h MLP) + 4 B s^2 h (QK^T and
-    attention over V); the logits 2 B s h V. Backward is twice the forward; full
-    recomputation runs each layer's forward once more (the logits are not recomputed):
-
-        full:      96 B s l h^2 (1 + s/(6h) + V/(16 l h))    (the paper's formula)
-        none:      72 B s l h^2 (1 + s/(6h) + V/(12 l h))
-        selective: "none" + one more 4 B s^2 h per layer (the attention core recomputed,
-                   Korthikanti et al. 2022, §5)
-
-    With "full" this is the paper's accounting for its achieved teraFLOP/s (hardware
-    FLOPs); "none" is the model FLOPs of PaLM's MFU (Chowdhery et al. 2022, App. B),
-    logits included."""
-    B, s = check_int("batch", batch), check_int("seq_len", seq_len)
-    l, h = check_int("n_layers", n_layers), check_int("d_model", d_model)
-    V = check_int("vocab_size", vocab_size)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
-    layer_fwd = 24 * B * s * h * h + 4 * B * s * s * h
-    total = _PASSES[recompute] * l * layer_fwd + 3 * 2 * B * s * h * V
-    if recompute == "selective":
-        total += l * 4 * B * s * s * h
-    return float(total)
+from .memory import _check_stage, zero_comm_volume
 
 
 def pipeline_p2p_time(micro_batch: int, seq_len: int, d_model: int, p: int, m: int,

@@ -10,7 +10,7 @@ each GEMM twice, for the input's and the weight's gradient (Shoeybi et al. 2019,
 HBM bandwidth. Recomputation (Korthikanti et al. 2022, §5; Chen et al. 2016): "full" runs
 the whole forward again before backward, "selective" the attention core when it is
 materialized, or the norms and the MLP's activation when attention is fused (what
-``transformer.activation_bytes`` then does not keep). FP8
+``memory.activation_memory`` then does not keep). FP8
 (Micikevicius et al. 2022, §4; Transformer Engine): the linear layers' GEMMs run at the
 fp8 peak and each of their inputs is cast (``fp8_cast``), attention and the output layer
 stay 16-bit.

@@ -1,7 +1,9 @@
-"""One decoder layer of today's transformers, counted: parameters, the GEMMs and elementwise
-operators one GPU runs for it, the activations it keeps, and the model FLOPs of a training
-step -- for GPT (GeLU MLP, LayerNorm, biases, dropout) and Llama-style layers (SwiGLU,
-RMSNorm, grouped-query attention, RoPE), dense or Mixture-of-Experts.
+"""One decoder layer of today's transformers, counted: parameters, and the GEMMs and
+elementwise operators one GPU runs for it -- for GPT (GeLU MLP, LayerNorm, biases, dropout)
+and Llama-style layers (SwiGLU, RMSNorm, grouped-query attention, RoPE), dense or
+Mixture-of-Experts. The FLOPs per token of a stack of them is ``compute.flops_per_token``
+(count="megatron"), the activations they keep ``memory.activation_memory`` (layer=a
+LayerShape).
 
 A ``LayerShape`` holds the widths: h = d_model, a query heads of d_head (q = a d_head, which
 is h except in models such as Qwen3), g key/value heads (grouped-query attention, Ainslie
@@ -13,19 +15,8 @@ Parameters per layer: attention h (q + 2 kv) + q h (Q, K, V, output projection);
 h E; norms, and biases where the model has them. A GPT layer (biases, 2 LayerNorms,
 f = 4h): 12 h^2 + 13 h (Narayanan et al. 2021, §5.1, Eq. 2).
 
-Model FLOPs per token (Megatron-LM's ``num_floating_point_operations``, training.py at
-commit f2e5db4, 2024-07-15; PaLM's 6N + 12 L T q, Chowdhery et al. 2022, App. B): 6 x the
-GEMM parameters a token passes through (top_k experts, not E) + 12 s q per layer for the
-attention scores + 6 h V for the logits. Recomputation is not counted (that would be HFU).
-``causal_attention`` halves the 12 s q term, as some newer reports count it.
-
-Activations per layer (``activation_bytes``): Korthikanti et al.'s inventory (MLSys 2023,
-§4.1, Eq. 1-2) with its widths generalised -- the inputs each GEMM and operator saves for
-backward -- which gives s b h (34 + 5 a s / h) for a GPT layer; a fused attention kernel
-keeps no s x s scores, only its output and the softmax statistics (Dao et al. 2022, §3.1).
-
 Domains: widths, heads and counts integers >= 1 (``n_experts`` >= 0, 0 = dense); g divides
-a; top_k <= E; tp divides the heads; ``mlp`` in MLPS, ``recompute`` in RECOMPUTE.
+a; top_k <= E; tp divides the heads; ``mlp`` in MLPS.
 """
 
 from __future__ import annotations
@@ -33,8 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..validate import check_bool, check_choice, check_int
-from .kernels import ATTENTION
-from .memory import RECOMPUTE
 
 MLPS = ("gelu", "swiglu")
 
@@ -179,79 +168,6 @@ def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
     if s.moe:
         out.append(("moe_permute", T / t * s.top_k * s.d_model))
     return out
-
-
-def activation_bytes(shape: LayerShape, seq_len: int, micro_batch: int, tp: int = 1,
-                     sequence_parallel: bool = False, recompute: str = "none",
-                     attention: str = "materialized", cp: int = 1) -> float:
-    """Bytes one layer keeps for backward on one GPU (16-bit values, 1-byte dropout masks),
-    Korthikanti et al.'s inventory with this shape's widths: the norms' and the h-wide
-    GEMM inputs (10 s b h in a GPT layer, split by tp only with ``sequence_parallel``), Q,
-    K, V, the projection's input and the MLP's (split by tp), and with ``attention``
-    "materialized" the scores (softmax output, dropout mask and output: 5 a s^2 b / t; no
-    dropout: 2 a s^2 b / t). "selective" recomputes what is cheap to redo and large to
-    keep: the attention core when it is materialized (its scores; Korthikanti et al. §5),
-    and when a fused kernel leaves no scores, the norms and the MLP's activation function
-    (their outputs: 2 x 2h and 2 f; Megatron-LM's --recompute-modules "layernorm" and
-    "moe_act"/act). "full" keeps the layer input only (2 s b h, / t with sequence
-    parallelism). ``cp``: each GPU holds s / cp of the sequence (its scores are s / cp x s)."""
-    s = check_shape(shape)
-    S, b, t = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch), check_int("tp", tp)
-    cp, sp = check_int("cp", cp), check_bool("sequence_parallel", sequence_parallel)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
-    attention = check_choice("attention", attention, ATTENTION)
-    tokens, h = b * S / cp, s.d_model
-    split = t if sp else 1
-    if recompute == "full":
-        return 2 * tokens * h / split
-    masks = 2 if s.dropout else 0                   # the two residual-dropout masks
-    unsplit = 4 * 2 + masks                         # norm inputs, qkv and fc1 inputs
-    kv_local = max(s.kv // t, s.head_dim) * t       # replicated K/V heads when g < tp
-    inner = 2 * (s.q + kv_local) + 2 * kv_local + 2 * s.q   # Q, K | V | proj input
-    f = s.d_ff if not s.moe else s.top_k * s.expert_d_ff + s.n_shared_experts * s.expert_d_ff
-    inner += (4 if s.mlp == "gelu" else 6) * f      # GeLU in + fc2 in | gate, up + down in
-    if s.moe:
-        inner += 2 * s.top_k * h                    # the experts' permuted inputs
-    if recompute == "selective" and attention == "fused":
-        unsplit -= 4                                # the norms' outputs, recomputed
-        inner -= 2 * f                              # the activation's output, recomputed
-    per_token = unsplit * h / split + inner / t
-    if attention == "materialized" and recompute == "none":
-        per_token += (5 if s.dropout else 2) * s.n_heads * S / t
-    elif attention == "fused":
-        per_token += 4 * s.n_heads / t              # the softmax statistics, fp32
-    return tokens * per_token
-
-
-def model_flops_per_token(shape: LayerShape, n_layers: int, seq_len: int, vocab_size: int,
-                          causal_attention: bool = False) -> float:
-    """Model FLOPs per token of a training step (forward + backward, no recomputation):
-    Megatron-LM's count, per layer 12 h q + 12 h kv (Q, K, V, projection) + 12 s q
-    (attention; x 1/2 with ``causal_attention``) + 6 m h f top_k (the MLP or the routed
-    experts, m = 2 or 3 matrices) + shared experts; plus 6 h V for the logits."""
-    s = check_shape(shape)
-    L, S, V = check_int("n_layers", n_layers), check_int("seq_len", seq_len), \
-        check_int("vocab_size", vocab_size)
-    h = s.d_model
-    attn = 12 * h * s.q + 12 * h * s.kv + 12 * S * s.q * (0.5 if causal_attention else 1.0)
-    f = s.d_ff if not s.moe else (s.top_k + s.n_shared_experts) * s.expert_d_ff
-    return float(L * (attn + 6 * s.matrices * h * f) + 6 * h * V)
-
-
-def hardware_flops_per_token(shape: LayerShape, n_layers: int, seq_len: int, vocab_size: int,
-                             recompute: str = "none") -> float:
-    """The FLOPs a training step executes per token (hardware FLOPs, the accounting of
-    Narayanan et al. 2021, §5.1): ``model_flops_per_token`` plus what recomputation repeats
-    -- "full": every layer's forward again (a third of the layers' model FLOPs; the logits
-    are not recomputed), "selective": the attention scores' forward, 4 s q per layer. For a
-    GPT layer this is ``planning.megatron_flops`` per token."""
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
-    total = model_flops_per_token(check_shape(shape), n_layers, seq_len, vocab_size)
-    if recompute == "full":
-        return total + (total - 6 * shape.d_model * check_int("vocab_size", vocab_size)) / 3
-    if recompute == "selective":
-        return total + check_int("n_layers", n_layers) * 4 * check_int("seq_len", seq_len) * shape.q
-    return total
 
 
 def logits_gemm(tokens: int, d_model: int, vocab_size: int, tp: int = 1) -> tuple:

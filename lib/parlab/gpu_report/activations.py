@@ -1,8 +1,8 @@
 """Section "activation_memory": the bytes one transformer layer keeps for backward,
 measured by the CUDA caching allocator, against Korthikanti et al.'s formula
-(``cost.activation_memory``, MLSys 2023, §4) and the lab's exact count
-(``cost.memory.lab_activation_memory``: the formula plus LayerNorm statistics and the
-causal mask).
+(``cost.activation_memory`` of a GPT layer without dropout, MLSys 2023, §4) and the lab's
+exact count (``cost.activation_memory(..., layer="lab")``: the formula plus LayerNorm
+statistics and the causal mask).
 
 One ``parlab.model.Block`` in bf16 (weights and input, no autocast: Korthikanti counts
 16-bit values), d_model 2048, 16 heads, at a few (s, b). Allocator bytes = what
@@ -19,11 +19,9 @@ log-sum-exp per row (b a s x 4 bytes), which the formula does not name."""
 
 from __future__ import annotations
 
-import inspect
 import torch
 
 from .. import cost
-from ..cost import memory as cost_memory
 from ..memory import ActivationCounter
 from ..model import Block, GPTConfig
 from .attention import ATTENTION, with_attention
@@ -41,15 +39,14 @@ def _storage_bytes(t: torch.Tensor) -> int:
 
 def predicted(seq_len: int, micro_batch: int, d_model: int, n_heads: int, recompute: str,
               bytes_per_value: float = 2) -> dict:
-    """The formulas for one layer without dropout (the lab's layer has none), where this
-    parlab's ``cost`` has them: Korthikanti et al.'s and the lab's exact count."""
-    args = (seq_len, micro_batch, d_model, n_heads, 1)
-    has_dropout_kw = "dropout" in inspect.signature(cost.activation_memory).parameters
-    kor = cost.activation_memory(*args, recompute=recompute, bytes_per_value=bytes_per_value,
-                                 **({"dropout": False} if has_dropout_kw else {}))
-    lab_fn = getattr(cost_memory, "lab_activation_memory", None)
-    lab = lab_fn(*args, recompute=recompute, bytes_per_value=bytes_per_value) if lab_fn else None
-    return {"korthikanti_bytes": kor, "korthikanti_dropout": not has_dropout_kw, "lab_bytes": lab}
+    """The formulas for one layer without dropout (the lab's layer has none): Korthikanti
+    et al.'s inventory and the lab's exact count ("korthikanti_dropout": whether the first
+    counted dropout's masks, which it does not)."""
+    args = (seq_len, micro_batch, d_model, n_heads, 1, recompute)
+    gpt = cost.LayerShape(d_model, n_heads, dropout=False)
+    kor = cost.activation_memory(*args, bytes_per_value=bytes_per_value, layer=gpt)
+    lab = cost.activation_memory(*args, bytes_per_value=bytes_per_value, layer="lab")
+    return {"korthikanti_bytes": kor, "korthikanti_dropout": False, "lab_bytes": lab}
 
 
 def measure_layer(seq_len: int, micro_batch: int, d_model: int, n_heads: int, kind: str,

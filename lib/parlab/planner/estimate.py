@@ -19,7 +19,7 @@ Overlaps are the ones the options allow: TP collectives behind their GEMMs with
 2021 do not overlap them); ring attention's hops behind the attention they feed (Liu et al.
 2024, §3); CP all-gather (Llama 3, Dubey et al. 2024, §3.3.2) and Ulysses' all-to-alls
 exposed; MoE dispatch and combine exposed. Memory: ``cost.zero_memory`` for the first
-stage's weights and ``cost.activation_bytes`` x the micro-batches it holds (``cost.
+stage's weights and ``cost.activation_memory`` x the micro-batches it holds (``cost.
 interleaved_peak_activations``), plus a layer's full activations while it is recomputed and,
 without pipelining, fp32 logits. Left out, so "fits" is optimistic: the CUDA context,
 fragmentation, communication buffers.
@@ -252,7 +252,8 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     step = StepTime(m * compute1 + opt, comm, bubble, total, m * layers * tp1, m * layers * cp1,
                     pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak))
     memory = _memory(model, cluster, lay, dp, m, layers, dense, experts)
-    executed = cost.hardware_flops_per_token(s, L, S, V, lay.recompute) * tokens
+    executed = cost.flops_per_token(s, L, S, vocab_size=V, count="megatron",
+                                    recompute=lay.recompute) * tokens
     return Estimate(model, cluster, lay, n_gpus, dp, B, m, dtype, step, memory,
                     memory.total <= memory.capacity, executed / total / n_gpus / 1e12,
                     model_flops / total / n_gpus / 1e12, model_flops / total / n_gpus / peak,
@@ -291,14 +292,16 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
 
 def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     """Bytes on a GPU of the first stage (``cost.zero_memory`` of its weights over dp x cp;
-    ``cost.activation_bytes`` x the micro-batches 1F1B or the interleaved schedule keeps)."""
+    ``cost.activation_memory`` x the micro-batches 1F1B or the interleaved schedule keeps)."""
     s, S, b, tp = model.shape, model.seq_len, lay.micro_batch, lay.tp
     sp = lay.sequence_parallel and tp > 1
     states = cost.zero_memory(round(dense + experts), dp * lay.cp, lay.zero_stage)
-    per_layer = cost.activation_bytes(s, S, b, tp, sp, lay.recompute, lay.attention, lay.cp)
+    per_layer = cost.activation_memory(S, b, recompute=lay.recompute, tp=tp, sequence_parallel=sp,
+                                       layer=s, attention=lay.attention, cp=lay.cp)
     act = per_layer * layers * cost.interleaved_peak_activations(lay.pp, m, lay.v)
     if lay.recompute != "none":  # the layer being recomputed holds its full activations
-        act += cost.activation_bytes(s, S, b, tp, sp, "none", lay.attention, lay.cp)
+        act += cost.activation_memory(S, b, tp=tp, sequence_parallel=sp, layer=s,
+                                      attention=lay.attention, cp=lay.cp)
     if lay.pp == 1:  # fp32 logits of the micro-batch (the last stage's, here the only one)
         act += 4 * b * (S // lay.cp) * model.vocab_size / tp
     if lay.zero_stage == 3:  # the weights of the layer running, gathered, 16-bit

@@ -80,9 +80,10 @@ class ModelSpec:
                                      self.seq_len if self.learned_positions else 0,
                                      self.tied_embeddings)
 
-    def flops_per_token(self, causal_attention: bool = False) -> float:
-        return cost.model_flops_per_token(self.shape, self.n_layers, self.seq_len,
-                                          self.vocab_size, causal_attention)
+    def flops_per_token(self, causal: bool = False) -> float:
+        """Model FLOPs per token, Megatron-LM's count (``cost.flops_per_token``)."""
+        return cost.flops_per_token(self.shape, self.n_layers, self.seq_len,
+                                    vocab_size=self.vocab_size, count="megatron", causal=causal)
 
 
 @dataclass(frozen=True)

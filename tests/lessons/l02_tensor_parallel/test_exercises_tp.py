@@ -139,7 +139,7 @@ def test_numeric_checkers():
     assert not ex.check_block_collectives("x", {})["ok"]
     assert ex.check_block_collectives({"all_reduce": 2}, {"all_reduce": 2}, tp=2,
                                       sequence_parallel=False)["ok"]
-    want = cost.lab_activation_memory(64, 2, 128, 4, 1, 2, True, "none", 4)
+    want = cost.activation_memory(64, 2, 128, 4, 1, "none", 2, True, 4, layer="lab")
     assert ex.check_activation_bytes(want)["ok"]
     v = ex.check_activation_bytes(want * 2)
     assert not v["ok"] and "factor 2" in v["message"]

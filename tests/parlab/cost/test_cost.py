@@ -122,6 +122,14 @@ def test_flops_and_mfu():
     assert cost.flops_per_token(n, L, T, d) == 6 * n + 12 * L * T * d
     assert cost.flops_per_token(n, L, T, d, training=False) == pytest.approx(
         (6 * n + 12 * L * T * d) / 3)
+    # Kaplan et al. count one of the two score matmuls; causal halves either count's term
+    assert cost.flops_per_token(n, L, T, d, count="kaplan") == 6 * n + 6 * L * T * d
+    assert cost.flops_per_token(n, L, T, d, causal=True) == 6 * n + 6 * L * T * d
+    assert cost.flops_per_token(n, L, T, d, count="kaplan", causal=True) == 6 * n + 3 * L * T * d
+    # hardware FLOPs: full recomputation is a fourth forward (8 N + 16 L T d), selective
+    # repeats the attention's forward
+    assert cost.flops_per_token(n, L, T, d, recompute="full") == 8 * n + 16 * L * T * d
+    assert cost.flops_per_token(n, L, T, d, recompute="selective") == 6 * n + 16 * L * T * d
     assert cost.mfu(1e4, 6e9, 312e12) == pytest.approx(6e13 / 312e12)
 
 
@@ -338,8 +346,19 @@ def test_numpy_integers_count_as_integers():
     (lambda: cost.fit_alpha_beta([1, math.nan, 3], [1e-5, 2e-5, 3e-5]), "sizes[1]"),
     (lambda: cost.transformer_params(-1, 768), "n_layers"),
     (lambda: cost.transformer_params(12, 768.5), "d_model"),
-    (lambda: cost.flops_per_token(-1, 24, 2048, 2048), "n_params"),
+    (lambda: cost.flops_per_token(-1, 24, 2048, 2048), "model"),
     (lambda: cost.flops_per_token(1e9, 24, 2048.5, 2048), "seq_len"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048), "d_model"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048, 2048, count="chinchilla"), "count"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048, 2048, vocab_size=51200), "vocab_size"),
+    (lambda: cost.flops_per_token(cost.LayerShape(2048, 16), 24, 2048), "model"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048, 2048, count="megatron"), "model"),
+    (lambda: cost.flops_per_token(cost.LayerShape(2048, 16), 24, 2048, count="megatron"),
+     "vocab_size"),
+    (lambda: cost.flops_per_token(cost.LayerShape(2048, 16), 24, 2048, 4096, vocab_size=5,
+                                  count="megatron"), "d_model"),
+    (lambda: cost.flops_per_token(1e9, 24, 2048, 2048, recompute="full", training=False),
+     "recompute"),
     (lambda: cost.mfu(-1e4, 6e9, 312e12), "tokens_per_second"),
     (lambda: cost.mfu(1e4, math.nan, 312e12), "flops_per_token_"),
     (lambda: cost.zero_comm_volume(-1e9, 2, 0), "n_params"),
@@ -357,6 +376,12 @@ def test_numpy_integers_count_as_integers():
     (lambda: cost.bus_bandwidth("all_reduce", math.nan, 4, 1.0), "nbytes"),
     (lambda: cost.activation_memory(2048, 1, 4096, 32, 32, tp=3), "tp"),
     (lambda: cost.activation_memory(2048, 1, 4096, 32, 32, sequence_parallel=1), "sequence_parallel"),
+    (lambda: cost.activation_memory(2048, 1, 4096, None, 32), "n_heads"),
+    (lambda: cost.activation_memory(2048, 1, 4096, 32, layer="gpt"), "layer"),
+    (lambda: cost.activation_memory(2048, 1, 4096, 16, layer=cost.LayerShape(4096, 32)),
+     "n_heads"),
+    (lambda: cost.activation_memory(2048, 1, 4096, 32, layer="lab", attention="fused"),
+     "attention"),
     (lambda: cost.memory_plan("7B", n_gpus=0), "n_gpus"),
     (lambda: cost.memory_plan("7B", micro_batch=1.5), "micro_batch"),
     (lambda: cost.max_micro_batch("7B", gpu_memory_gb=math.nan), "gpu_memory_gb"),
@@ -421,16 +446,20 @@ def test_fit_alpha_beta_keeps_its_parameters_physical():
 
 def test_llama_activations_count_its_own_layer():
     """LLaMA has no dropout and a SwiGLU MLP of width d_ff: memory_plan counts that layer
-    (the inventory transformer.activation_bytes counts per shape), not GPT's 34 + 5as/h."""
-    from parlab.cost.transformer import LayerShape, activation_bytes
+    (activation_memory with its LayerShape), not GPT's 34 + 5as/h."""
     for name in ("7B", "13B", "70B"):
         m = cost.MODEL_PRESETS[name]
-        shape = LayerShape(m.d_model, m.n_heads, n_kv_heads=m.n_kv_heads, d_ff=m.d_ff,
-                           mlp="swiglu", dropout=False, biases=False)
+        shape = cost.LayerShape(m.d_model, m.n_heads, n_kv_heads=m.n_kv_heads, d_ff=m.d_ff,
+                                mlp="swiglu", dropout=False, biases=False)
         for recompute in ("none", "selective", "full"):
             plan = cost.memory_plan(name, 8, 80, 1, recompute)
-            assert plan["activations"] == pytest.approx(
-                m.n_layers * activation_bytes(shape, m.seq_len, 1, recompute=recompute), rel=1e-12)
+            assert plan["activations"] == cost.activation_memory(
+                m.seq_len, 1, n_layers=m.n_layers, recompute=recompute, layer=shape)
+        # Korthikanti's inventory in the paper's form, with LLaMA's widths: 8 outside TP,
+        # Q, projection 4 and K, V 4 g/a, SwiGLU 6 f/h inside, scores 2 a s/h (no dropout)
+        s, h, a, g, f = m.seq_len, m.d_model, m.n_heads, m.n_kv_heads or m.n_heads, m.d_ff
+        assert cost.memory_plan(name, 8, 80, 1)["activations"] == pytest.approx(
+            m.n_layers * s * h * (8 + 4 + 4 * g / a + 6 * f / h + 2 * a * s / h), rel=1e-12)
     seven = cost.memory_plan("7B", 4, 80, 1)["activations"]
     assert seven == pytest.approx(17.21e9, rel=1e-3)  # sbh (32.125 + 2as/h) x 32 layers
     # the GPT count (dropout, GeLU 4h) would give 30.6 GB: the old, wrong figure for LLaMA
@@ -439,11 +468,11 @@ def test_llama_activations_count_its_own_layer():
     # a GPT layer is still Korthikanti's 34 + 5as/h, bit for bit
     s, b, h, a = 2048, 1, 2048, 16
     assert cost.activation_memory(s, b, h, a, 1) == s * b * h * (34 + 5 * a * s / h)
-    assert cost.activation_memory(s, b, h, a, 1, mlp="gelu", d_ff=4 * h) == s * b * h * (34 + 5 * a * s / h)
-    with pytest.raises(ValueError, match="n_kv_heads=3 must divide n_heads=32"):
-        cost.activation_memory(2048, 1, 4096, 32, 1, n_kv_heads=3)
-    with pytest.raises(ValueError, match="mlp"):
-        cost.activation_memory(2048, 1, 4096, 32, 1, mlp="relu")
+    assert cost.activation_memory(s, b, layer=cost.LayerShape(h, a)) == \
+        s * b * h * (34 + 5 * a * s / h)
+    # GPT-3 XL's 24 heads do not divide its 2048: the named layer takes them as printed
+    assert cost.MODEL_PRESETS["1.3B"].layer == "korthikanti"
+    assert cost.activation_memory(2048, 1, 2048, 24) == 2048 * 2048 * (34 + 5 * 24)
 
 
 def test_onebit_adam_volume_ratio():
@@ -461,8 +490,10 @@ def test_onebit_adam_volume_ratio():
 
 def test_mfu_from_hfu():
     # Narayanan et al.'s 1T row: 52% counted with full recomputation is ~39% of model FLOPs
-    hw = cost.megatron_flops(1, 2048, 128, 25600, 51200, "full")
-    model = cost.megatron_flops(1, 2048, 128, 25600, 51200, "none")
+    one_t = dict(model=cost.LayerShape(25600, 160), n_layers=128, seq_len=2048,
+                 vocab_size=51200, count="megatron")
+    hw = cost.flops_per_token(**one_t, recompute="full")
+    model = cost.flops_per_token(**one_t)
     assert cost.mfu_from_hfu(0.52, model, hw) == pytest.approx(0.39, abs=0.005)
     assert cost.mfu_from_hfu(0.5, 1.0, 1.0) == 0.5  # no recomputation: the same
     with pytest.raises(ValueError, match="model_flops=2 must be <= hardware_flops=1"):

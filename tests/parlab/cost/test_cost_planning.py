@@ -1,4 +1,5 @@
-"""cost.planning: Narayanan et al.'s FLOP count, pipeline p2p, the DP gradient sync
+"""cost.planning (and Narayanan et al.'s FLOP count, cost.flops_per_token count="megatron"):
+pipeline p2p, the DP gradient sync
 (exposed vs overlapped), interleaved peak activations. (A layer's time: test_cost_step.py.)"""
 
 import math
@@ -12,17 +13,21 @@ from parlab import cost
 FAST = settings(max_examples=40, deadline=None, database=None)
 
 
-def test_megatron_flops_is_the_papers_formula():
+def test_megatron_count_is_the_papers_formula():
     B, s, l, h, V = 512, 2048, 24, 2304, 51200
+
+    def megatron(recompute):  # one iteration of B sequences
+        return cost.flops_per_token(cost.LayerShape(h, 24), l, s, vocab_size=V, count="megatron",
+                                    recompute=recompute) * (B * s)
+
     paper = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))  # §5.1
-    assert cost.megatron_flops(B, s, l, h, V, "full") == pytest.approx(paper, rel=1e-12)
+    assert megatron("full") == pytest.approx(paper, rel=1e-12)
     none = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
-    assert cost.megatron_flops(B, s, l, h, V, "none") == pytest.approx(none, rel=1e-12)
-    # PaLM's 6N + 12 L T d per token, N = 12 l h^2 + V h (the logits' matmul)
+    assert megatron("none") == pytest.approx(none, rel=1e-12)
+    # PaLM's 6N + 12 L T d per token, N = 12 l h^2 + V h (the logits' matmul): the same
     palm = cost.flops_per_token(12 * l * h * h + V * h, l, s, h) * B * s
-    assert cost.megatron_flops(B, s, l, h, V, "none") == pytest.approx(palm, rel=1e-12)
-    sel = cost.megatron_flops(B, s, l, h, V, "selective")
-    assert sel - cost.megatron_flops(B, s, l, h, V, "none") == pytest.approx(l * 4 * B * s * s * h)
+    assert megatron("none") == palm
+    assert megatron("selective") - megatron("none") == l * 4 * B * s * s * h
 
 
 @FAST

@@ -7,6 +7,7 @@
     bools, None, strings) a ValueError whose message names the argument.
 """
 
+import functools
 import math
 import re
 
@@ -103,10 +104,19 @@ def test_fit_alpha_beta_reproduces_an_exact_line(exponents, alpha, beta):
 def test_compute(L, d, d_ff, T, training):
     n = cost.transformer_params(L, d)
     assert n == 12 * L * d * d and cost.transformer_params(L, d, d_ff) == L * (4 * d * d + 2 * d * d_ff)
-    f = cost.flops_per_token(n, L, T, d, training)
+    f = cost.flops_per_token(n, L, T, d, training=training)
     assert math.isfinite(f) and f > 0
-    assert close(cost.flops_per_token(n, L, T, d), 3 * cost.flops_per_token(n, L, T, d, False))
+    assert close(cost.flops_per_token(n, L, T, d),
+                 3 * cost.flops_per_token(n, L, T, d, training=False))
     assert close(cost.mfu(1e3, f, 1e15), 1e3 * f / 1e15)
+    # Kaplan's count <= PaLM's; recomputation only adds; a GPT shape counted as Megatron-LM
+    # does is PaLM's count with the logits' weights in N
+    assert cost.flops_per_token(n, L, T, d, count="kaplan") <= cost.flops_per_token(n, L, T, d)
+    hw = [cost.flops_per_token(n, L, T, d, recompute=r) for r in cost.RECOMPUTE]
+    assert hw[0] <= hw[1] <= hw[2] and close(hw[2], 4 / 3 * hw[0])
+    V = 1000
+    megatron = cost.flops_per_token(cost.LayerShape(d, 1), L, T, vocab_size=V, count="megatron")
+    assert close(megatron, cost.flops_per_token(n + V * d, L, T, d))
 
 
 @FAST
@@ -281,6 +291,15 @@ SHAPE = cost.LayerShape(4096, 32, 8, d_ff=14336, mlp="swiglu", biases=False, dro
                         rope=True)
 MOE = cost.LayerShape(4096, 32, 8, d_ff=14336, mlp="swiglu", n_experts=8, top_k=2)
 H100 = cost.Device(989.5e12, 3.35e12, 132, 0.7, 0.32, 0.6, 1979e12)
+
+
+def _variant(func, name, **fixed):
+    """``func`` with some arguments fixed, as a CASES key of its own (a named partial)."""
+    f = functools.partial(func, **fixed)
+    f.__qualname__ = name
+    return f
+
+
 CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid values})
     cost.hierarchical_all_reduce_bytes: (dict(nbytes=1e3, nodes=2, per_node=4),
                                          dict(nbytes=NOT_NONNEG, nodes=NOT_INT1, per_node=NOT_INT1)),
@@ -371,10 +390,20 @@ CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid 
     cost.AlphaBetaFit(1e-5, 1e-9, 1.0).predict: (dict(nbytes=1e3), dict(nbytes=NOT_NONNEG)),
     cost.transformer_params: (dict(n_layers=12, d_model=768, d_ff=3072),
                               dict(n_layers=NOT_INT1, d_model=NOT_INT1, d_ff=_without_none(NOT_INT1))),
-    cost.flops_per_token: (dict(n_params=10 ** 9, n_layers=24, seq_len=2048, d_model=2048,
+    cost.flops_per_token: (dict(model=10 ** 9, n_layers=24, seq_len=2048, d_model=2048,
+                                count="kaplan", causal=True, recompute="selective",
                                 training=True),
-                           dict(n_params=NOT_COUNT, n_layers=NOT_INT1, seq_len=NOT_INT1,
-                                d_model=NOT_INT1, training=NOT_BOOL)),
+                           dict(model=st.one_of(NOT_COUNT, st.just(SHAPE)), n_layers=NOT_INT1,
+                                seq_len=NOT_INT1, d_model=NOT_INT1,
+                                vocab_size=_without_none(NOT_INT1),
+                                count=_not_in(cost.FLOP_COUNTS), causal=NOT_BOOL,
+                                recompute=_not_in(cost.RECOMPUTE), training=NOT_BOOL)),
+    _variant(cost.flops_per_token, "flops_per_token[megatron]", count="megatron"): (
+        dict(model=MOE, n_layers=32, seq_len=4096, vocab_size=32000, causal=False,
+             recompute="full", training=True),
+        dict(model=st.one_of(NOT_SHAPE, st.just(10 ** 9)), n_layers=NOT_INT1, seq_len=NOT_INT1,
+             d_model=_without_none(NOT_INT1), vocab_size=NOT_INT1, causal=NOT_BOOL,
+             recompute=_not_in(cost.RECOMPUTE), training=NOT_BOOL)),
     cost.mfu: (dict(tokens_per_second=1e4, flops_per_token_=6e9, peak_flops=312e12),
                dict(tokens_per_second=NOT_NONNEG, flops_per_token_=NOT_NONNEG,
                     peak_flops=NOT_POS)),
@@ -406,20 +435,28 @@ CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid 
                                  grad_bytes=NOT_NONNEG, param_bytes=_without_none(NOT_NONNEG))),
     cost.activation_memory: (dict(seq_len=2048, micro_batch=1, d_model=4096, n_heads=32,
                                   n_layers=32, recompute="none", tp=8, sequence_parallel=True,
-                                  bytes_per_value=2),
+                                  bytes_per_value=2, layer="korthikanti", attention="fused",
+                                  cp=2),
                              dict(seq_len=NOT_INT1, micro_batch=NOT_INT1, d_model=NOT_INT1,
                                   n_heads=NOT_INT1, n_layers=NOT_INT1,
                                   recompute=_not_in(cost.RECOMPUTE), tp=NOT_INT1,
                                   sequence_parallel=NOT_BOOL, bytes_per_value=NOT_POS,
-                                  dropout=NOT_BOOL)),
-    cost.lab_activation_memory: (dict(seq_len=16, micro_batch=8, d_model=32, n_heads=4,
-                                      n_layers=2, tp=2, sequence_parallel=True,
-                                      recompute="selective", bytes_per_value=4),
-                                 dict(seq_len=NOT_INT1, micro_batch=NOT_INT1, d_model=NOT_INT1,
-                                      n_heads=NOT_INT1, n_layers=NOT_INT1, tp=NOT_INT1,
-                                      sequence_parallel=NOT_BOOL,
-                                      recompute=_not_in(cost.RECOMPUTE),
-                                      bytes_per_value=NOT_POS)),
+                                  layer=st.one_of(_not_in(cost.LAYERS), NOT_SHAPE),
+                                  attention=_not_in(cost.ATTENTION), cp=NOT_INT1)),
+    _variant(cost.activation_memory, "activation_memory[lab]", layer="lab"): (
+        dict(seq_len=16, micro_batch=8, d_model=32, n_heads=4, n_layers=2, tp=2,
+             sequence_parallel=True, recompute="selective", bytes_per_value=4),
+        dict(seq_len=NOT_INT1, micro_batch=NOT_INT1, d_model=NOT_INT1, n_heads=NOT_INT1,
+             n_layers=NOT_INT1, tp=NOT_INT1, sequence_parallel=NOT_BOOL,
+             recompute=_not_in(cost.RECOMPUTE), bytes_per_value=NOT_POS,
+             attention=st.just("fused"), cp=st.integers(2, 8))),
+    _variant(cost.activation_memory, "activation_memory[shape]", layer=MOE): (
+        dict(seq_len=2048, micro_batch=2, n_layers=4, tp=4, sequence_parallel=True,
+             recompute="selective", attention="fused", cp=2),
+        dict(seq_len=NOT_INT1, micro_batch=NOT_INT1, d_model=_without_none(NOT_INT1),
+             n_heads=_without_none(NOT_INT1), tp=NOT_INT1, sequence_parallel=NOT_BOOL,
+             recompute=_not_in(cost.RECOMPUTE), attention=_not_in(cost.ATTENTION),
+             cp=NOT_INT1)),
     cost.activation_table: (dict(seq_len=2048, micro_batch=1, d_model=12288, n_heads=96, tp=8),
                             dict(seq_len=NOT_INT1, micro_batch=NOT_INT1, d_model=NOT_INT1,
                                  n_heads=NOT_INT1, tp=NOT_INT1)),
@@ -523,11 +560,6 @@ CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid 
     cost.dp_speedup: (dict(n=4, forward_s=1.0, backward_s=2.0, comm_s=0.5, overlap=False),
                       dict(n=NOT_INT1, forward_s=NOT_NONNEG, backward_s=NOT_NONNEG,
                            comm_s=NOT_NONNEG, overlap=NOT_BOOL)),
-    cost.megatron_flops: (dict(batch=512, seq_len=2048, n_layers=24, d_model=2304,
-                               vocab_size=51200, recompute="full"),
-                          dict(batch=NOT_INT1, seq_len=NOT_INT1, n_layers=NOT_INT1,
-                               d_model=NOT_INT1, vocab_size=NOT_INT1,
-                               recompute=_not_in(cost.RECOMPUTE))),
     cost.LayerShape: (dict(d_model=4096, n_heads=32, n_kv_heads=8, head_dim=128, d_ff=14336,
                            mlp="swiglu", n_experts=8, top_k=2, expert_d_ff=14336,
                            n_shared_experts=1, biases=False, dropout=False, rope=True),
@@ -545,21 +577,6 @@ CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid 
     cost.layer_elementwise: (dict(shape=SHAPE, tokens=4096, tp=4, sequence_parallel=True),
                              dict(shape=NOT_SHAPE, tokens=NOT_INT1, tp=NOT_INT1,
                                   sequence_parallel=NOT_BOOL)),
-    cost.activation_bytes: (dict(shape=SHAPE, seq_len=2048, micro_batch=2, tp=4,
-                                 sequence_parallel=True, recompute="selective",
-                                 attention="fused", cp=2),
-                            dict(shape=NOT_SHAPE, seq_len=NOT_INT1, micro_batch=NOT_INT1,
-                                 tp=NOT_INT1, sequence_parallel=NOT_BOOL,
-                                 recompute=_not_in(cost.RECOMPUTE),
-                                 attention=_not_in(cost.ATTENTION), cp=NOT_INT1)),
-    cost.model_flops_per_token: (dict(shape=SHAPE, n_layers=32, seq_len=4096, vocab_size=32000),
-                                 dict(shape=NOT_SHAPE, n_layers=NOT_INT1, seq_len=NOT_INT1,
-                                      vocab_size=NOT_INT1)),
-    cost.hardware_flops_per_token: (dict(shape=SHAPE, n_layers=32, seq_len=4096,
-                                         vocab_size=32000, recompute="full"),
-                                    dict(shape=NOT_SHAPE, n_layers=NOT_INT1, seq_len=NOT_INT1,
-                                         vocab_size=NOT_INT1,
-                                         recompute=_not_in(cost.RECOMPUTE))),
     cost.logits_gemm: (dict(tokens=4096, d_model=4096, vocab_size=32000, tp=8),
                        dict(tokens=NOT_INT1, d_model=NOT_INT1, vocab_size=NOT_INT1, tp=NOT_INT1)),
     cost.gemm_quantization: (dict(m=4096, n=1536, sms=132, count=2),

@@ -70,30 +70,39 @@ def test_layer_params_gpt_and_released_models():
 @pytest.mark.parametrize("tp, sp, recompute", [(1, False, "none"), (8, False, "none"),
                                                (8, True, "none"), (8, True, "selective"),
                                                (8, False, "full"), (4, True, "full")])
-def test_activation_bytes_is_korthikanti_for_a_gpt_layer(tp, sp, recompute):
-    got = cost.activation_bytes(GPT3, 2048, 2, tp, sp, recompute, "materialized")
+def test_a_gpt_layer_shape_is_korthikanti_s_layer(tp, sp, recompute):
+    got = cost.activation_memory(2048, 2, recompute=recompute, tp=tp, sequence_parallel=sp,
+                                 layer=GPT3, attention="materialized")
     assert got == cost.activation_memory(2048, 2, 12288, 96, 1, recompute, tp, sp)
 
 
-def test_activation_bytes_fused_gqa_and_selective():
-    full = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "none", "fused")
-    sel = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "selective", "fused")
-    mat = cost.activation_bytes(LLAMA70, 4096, 1, 8, True, "none", "materialized")
+def test_activation_memory_fused_gqa_and_selective():
+    def act(recompute, attention):
+        return cost.activation_memory(4096, 1, recompute=recompute, tp=8, sequence_parallel=True,
+                                      layer=LLAMA70, attention=attention)
+    full, sel, mat = act("none", "fused"), act("selective", "fused"), act("none", "materialized")
     assert mat - full == pytest.approx(4096 * (2 * 64 * 4096 / 8 - 4 * 64 / 8))  # scores vs stats
     # selective with a fused kernel: the norms' outputs (4h / t) and fc2's input (2f / t)
     assert full - sel == pytest.approx(4096 * (4 * 8192 + 2 * 28672) / 8)
 
 
 def test_model_and_hardware_flops_are_the_published_counts():
+    # Narayanan et al.'s per-iteration count, 72 (96 with full recomputation) B s l h^2 (...)
+    B, s, L, h, V = 1536, 2048, 96, 12288, 51200
+    layer = {"none": 72 * h * h + 12 * s * h, "selective": 72 * h * h + 16 * s * h,
+             "full": 96 * h * h + 16 * s * h}
     for rec in ("none", "selective", "full"):
-        per = cost.hardware_flops_per_token(GPT3, 96, 2048, 51200, rec)
-        assert per * 1536 * 2048 == pytest.approx(cost.megatron_flops(1536, 2048, 96, 12288,
-                                                                      51200, rec), rel=1e-12)
+        per = cost.flops_per_token(GPT3, L, s, vocab_size=V, count="megatron", recompute=rec)
+        assert per == L * layer[rec] + 6 * h * V
+        assert per * (B * s) == pytest.approx(
+            B * s * L * h * h * (96 if rec == "full" else 72)
+            * (1 + s / (6 * h) + V / ((16 if rec == "full" else 12) * L * h))
+            + (4 * B * s * s * h * L if rec == "selective" else 0), rel=1e-12)
     # Qwen3-235B-A22B on 256 H100: 19.7 s per step of 2048 x 4096 tokens was published as
     # 245 TFLOP/s per GPU: Megatron's count with the causal half of the attention
     qwen = cost.LayerShape(4096, 64, 4, 128, 12288, "swiglu", 128, 8, 1536, biases=False,
                            dropout=False)
-    per = cost.model_flops_per_token(qwen, 94, 4096, 151936, causal_attention=True)
+    per = cost.flops_per_token(qwen, 94, 4096, vocab_size=151936, count="megatron", causal=True)
     assert per * 2048 * 4096 / (19.7 * 256) / 1e12 == pytest.approx(245, rel=0.01)
 
 

@@ -82,17 +82,18 @@ def test_tp_comm_bad_input(kw, name):
 S, B, H, A = 2048, 2, 4096, 32
 SBH = S * B * H
 AS2B = A * S * S * B
+NO_DROPOUT = cost.LayerShape(H, A, dropout=False)  # a GPT layer without dropout
 
 
 def test_without_dropout_per_layer():
     am = cost.activation_memory
-    assert am(S, B, H, A, 1, dropout=False) == SBH * (32 + 2 * A * S / H)
-    assert am(S, B, H, A, 1, tp=8, dropout=False) == SBH * (8 + 24 / 8 + 2 * A * S / (H * 8))
-    assert am(S, B, H, A, 1, tp=8, sequence_parallel=True, dropout=False) == \
+    assert am(S, B, H, A, 1, layer=NO_DROPOUT) == SBH * (32 + 2 * A * S / H)
+    assert am(S, B, H, A, 1, tp=8, layer=NO_DROPOUT) == SBH * (8 + 24 / 8 + 2 * A * S / (H * 8))
+    assert am(S, B, H, A, 1, tp=8, sequence_parallel=True, layer=NO_DROPOUT) == \
         pytest.approx(SBH * (32 + 2 * A * S / H) / 8, rel=1e-12)
-    assert am(S, B, H, A, 1, "selective", tp=8, dropout=False) == SBH * (8 + 24 / 8)
-    assert am(S, B, H, A, 1, "full", dropout=False) == 2 * SBH
-    assert am(S, B, H, A, 1, "full", tp=8, sequence_parallel=True, dropout=False) == 2 * SBH / 8
+    assert am(S, B, H, A, 1, "selective", tp=8, layer=NO_DROPOUT) == SBH * (8 + 24 / 8)
+    assert am(S, B, H, A, 1, "full", layer=NO_DROPOUT) == 2 * SBH
+    assert am(S, B, H, A, 1, "full", tp=8, sequence_parallel=True, layer=NO_DROPOUT) == 2 * SBH / 8
 
 
 def test_masks_do_not_rescale_with_precision():
@@ -106,8 +107,8 @@ def test_masks_do_not_rescale_with_precision():
     assert am(S, B, H, A, 1, "selective", 8, True, bytes_per_value=4) == \
         pytest.approx((2 * 32 * SBH + 2 * SBH) / 8, rel=1e-12)
     # no dropout: no masks, so everything scales
-    assert am(S, B, H, A, 3, bytes_per_value=4, dropout=False) == \
-        2 * am(S, B, H, A, 3, dropout=False)
+    assert am(S, B, H, A, 3, bytes_per_value=4, layer=NO_DROPOUT) == \
+        2 * am(S, B, H, A, 3, layer=NO_DROPOUT)
 
 
 MEASURED = {  # per-layer bytes from the lab's saved-tensor hooks: fp32, s=16, b=8, h=32, a=4
@@ -117,21 +118,27 @@ MEASURED = {  # per-layer bytes from the lab's saved-tensor hooks: fp32, s=16, b
 
 
 @pytest.mark.parametrize("tp, sp", sorted(MEASURED))
-def test_lab_activation_memory_reproduces_the_measurement(tp, sp):
-    assert cost.lab_activation_memory(16, 8, 32, 4, tp=tp, sequence_parallel=sp) == MEASURED[tp, sp]
-    assert cost.lab_activation_memory(16, 8, 32, 4, 3, tp, sp) == 3 * MEASURED[tp, sp]
+def test_the_lab_layer_reproduces_the_measurement(tp, sp):
+    def lab(n_layers):
+        return cost.activation_memory(16, 8, 32, 4, n_layers, tp=tp, sequence_parallel=sp,
+                                      bytes_per_value=4, layer="lab")
+    assert lab(1) == MEASURED[tp, sp]
+    assert lab(3) == 3 * MEASURED[tp, sp]
 
 
-def test_lab_activation_memory_by_parts():
+def test_the_lab_layer_by_parts():
     s, b, h, a, t = 16, 8, 32, 4, 2
-    core = cost.activation_memory(s, b, h, a, 1, tp=t, bytes_per_value=4, dropout=False)
+    gpt = cost.LayerShape(h, a, dropout=False)
+
+    def lab(recompute="none", sp=False):
+        return cost.activation_memory(s, b, h, a, 1, recompute, t, sp, 4, layer="lab")
+    core = cost.activation_memory(s, b, h, a, 1, tp=t, bytes_per_value=4, layer=gpt)
     ln_stats, mask = 2 * 2 * s * b * 4, s * s
-    assert cost.lab_activation_memory(s, b, h, a, tp=t) == core + ln_stats + mask
+    assert lab() == core + ln_stats + mask
     # not measured yet, by the same accounting: selective keeps no s^2 term and no mask
-    sel = cost.activation_memory(s, b, h, a, 1, "selective", t, True, 4, dropout=False)
-    assert cost.lab_activation_memory(s, b, h, a, tp=t, sequence_parallel=True,
-                                      recompute="selective") == sel + ln_stats / t
-    assert cost.lab_activation_memory(s, b, h, a, tp=t, recompute="full") == 2 * s * b * h * 2
+    sel = cost.activation_memory(s, b, h, a, 1, "selective", t, True, 4, layer=gpt)
+    assert lab("selective", sp=True) == sel + ln_stats / t
+    assert lab("full") == 2 * s * b * h * 2
 
 
 def test_activation_table_rows():
@@ -174,11 +181,13 @@ def test_korthikanti_section5_selective_saving(name, a, h, saving):
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: cost.activation_memory(S, B, H, A, 1, dropout=1), "dropout"),
-    (lambda: cost.lab_activation_memory(16, 8, 32, 4, tp=3), "tp"),
-    (lambda: cost.lab_activation_memory(16, 8, 32, 4, n_layers=0), "n_layers"),
-    (lambda: cost.lab_activation_memory(16, 8, 32, 4, bytes_per_value=-4), "bytes_per_value"),
-    (lambda: cost.lab_activation_memory(16, 8, 32, 4, recompute="some"), "recompute"),
+    (lambda: cost.activation_memory(S, B, H, A, 1, layer="gpt"), "layer"),
+    (lambda: cost.activation_memory(16, 8, 32, 4, tp=3, layer="lab"), "tp"),
+    (lambda: cost.activation_memory(16, 8, 32, 4, n_layers=0, layer="lab"), "n_layers"),
+    (lambda: cost.activation_memory(16, 8, 32, 4, bytes_per_value=-4, layer="lab"),
+     "bytes_per_value"),
+    (lambda: cost.activation_memory(16, 8, 32, 4, recompute="some", layer="lab"), "recompute"),
+    (lambda: cost.activation_memory(16, 8, 32, 4, cp=2, layer="lab"), "cp"),
     (lambda: cost.activation_table(S, B, H, A, 3), "tp"),
     (lambda: cost.activation_table(S, B, H, 0, 1), "n_heads"),
 ])

@@ -98,7 +98,8 @@ def test_estimate_fields_and_splits_add_up():
     assert min(t.compute, t.tp_comm, t.pp_comm, t.bubble, t.optimizer) > 0 and t.ideal < t.total
     assert m.total == pytest.approx(m.params + m.grads + m.optimizer + m.activations)
     assert e.fits == (m.total <= m.capacity) and m.capacity == 80e9
-    executed = cost.megatron_flops(1536, 2048, 48, 8192, 51200, "full")
+    executed = cost.flops_per_token(cost.LayerShape(8192, 64), 48, 2048, vocab_size=51200,
+                                    count="megatron", recompute="full") * (1536 * 2048)
     assert e.tflops_per_gpu * 1e12 * t.total * 512 == pytest.approx(executed)
     assert e.hfu == pytest.approx(e.tflops_per_gpu / 312) and 0 < e.mfu < e.hfu
     assert e.mfu == pytest.approx(t.ideal / t.total)  # MFU is the ideal over the step

@@ -174,9 +174,9 @@ def test_activation_bytes_equal_the_formula(t, sequence_parallel, recompute):
     from parlab import cost
     r = tp.run(TPRun(CFG, steps=1, batch_size=BATCH, sequence_parallel=sequence_parallel,
                      recompute=recompute), t)
-    predicted = cost.lab_activation_memory(CFG.seq_len, BATCH, CFG.d_model, CFG.n_heads, tp=t,
-                                           sequence_parallel=sequence_parallel,
-                                           recompute=recompute, bytes_per_value=4)
+    predicted = cost.activation_memory(CFG.seq_len, BATCH, CFG.d_model, CFG.n_heads, tp=t,
+                                       sequence_parallel=sequence_parallel, recompute=recompute,
+                                       bytes_per_value=4, layer="lab")
     assert r.ranks[0]["activations"]["per_layer"] == [predicted] * CFG.n_layers
 
 
