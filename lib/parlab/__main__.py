@@ -129,7 +129,8 @@ def cmd_tp(args, out):
         if c["layer"] == "blocks.0" or (c["layer"] or "").startswith("blocks.0."):
             row = rows.setdefault((c["direction"], c["op"]), [0, 0])
             row[0], row[1] = row[0] + 1, row[1] + c["bytes_sent"]
-    cfg, steps = run.config, args.steps
+    cfg = run.config
+    steps = args.steps
     want = cost.tp_comm_per_layer(args.batch_size, cfg.seq_len, cfg.d_model, t,
                                   args.sequence_parallel, bytes_per_value=4)
     out(f"tensor parallelism on {t} ranks, sequence parallelism "
@@ -146,7 +147,8 @@ def cmd_tp(args, out):
         formula = (f"{k} x  {human_bytes(k * cost.collective_bytes(op, want['message_bytes'], t)):>10}"
                    f"  {sites[direction][op]}" if k else "none")
         out(f"  {direction:<8} {op:<15} {n / steps:>4g} x  {human_bytes(sent / steps):>10} | {formula}")
-    n, sent = sum(r[0] for r in rows.values()) / steps, sum(r[1] for r in rows.values()) / steps
+    n = sum(r[0] for r in rows.values()) / steps
+    sent = sum(r[1] for r in rows.values()) / steps
     out(f"  {'total':<24} {n:>4g} x  {human_bytes(sent):>10} | {want['collectives']} x  "
         f"{human_bytes(want['bytes']):>10}  {10 if args.sequence_parallel else 8} (t-1)/t M, "
         f"M = {human_bytes(want['message_bytes'])} (one activation)")

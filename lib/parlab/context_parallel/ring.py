@@ -47,7 +47,8 @@ from ..mesh import global_rank
 from ..validate import check_bool, check_choice
 from .layout import LAYOUTS
 
-KV, DKV = 1, 2  # message tags: a K/V block and a dK/dV accumulator may be in flight at once
+KV = 1  # message tags: a K/V block and a dK/dV accumulator may be in flight at once
+DKV = 2
 
 
 # --- which block a rank computes, and merging blocks ---------------------------------
@@ -63,7 +64,8 @@ def block_plan(rank: int, source: int, cp: int, layout: str, causal: bool, s_loc
         return every, every, True
     if layout == "contiguous":     # earlier ranks hold earlier positions
         return (every, every, False) if source < rank else None
-    early, late = slice(0, s_local // 2), slice(s_local // 2, None)
+    early = slice(0, s_local // 2)
+    late = slice(s_local // 2, None)
     if source < rank:              # its early chunk precedes both of mine, its late one neither
         return every, early, False
     return late, every, False      # only my late chunk comes after both of its chunks
@@ -108,7 +110,8 @@ def _post(send, dst, recv, src, group, tag, name, **meta):
 
 
 def _neighbours(group):
-    r, n = dist.get_rank(group), dist.get_world_size(group)
+    r = dist.get_rank(group)
+    n = dist.get_world_size(group)
     return r, n, global_rank(group, (r + 1) % n), global_rank(group, (r - 1) % n)
 
 
@@ -128,7 +131,9 @@ def _forward(q, k, v, causal, group, layout):
         plan = block_plan(r, source, n, layout, causal, q.size(-2))
         if plan is not None:
             rows, cols, diagonal = plan
-            qb, kb, vb = q[..., rows, :], kv[0][..., cols, :], kv[1][..., cols, :]
+            qb = q[..., rows, :]
+            kb = kv[0][..., cols, :]
+            vb = kv[1][..., cols, :]
             trace.probe("attention_scores", qb.size(1) * qb.size(2) * kb.size(2),
                         direction="forward")
             with trace.span("ring block", direction="forward", ring_step=step, source=source):
@@ -150,7 +155,8 @@ def _backward(q, k, v, out, lse, dout, causal, group, layout):
     delta = (dout * out).sum(-1)   # D_i = dO_i . O_i (FlashAttention's rowsum), per query
     dq = torch.zeros_like(q)
     kv = torch.stack([k, v])
-    dkv_in, dkv_arrived = None, None
+    dkv_in = None
+    dkv_arrived = None
     for step in range(n):
         source = (r - step) % n
         if step < n - 1:
@@ -161,8 +167,10 @@ def _backward(q, k, v, out, lse, dout, causal, group, layout):
         plan = block_plan(r, source, n, layout, causal, q.size(-2))
         if plan is not None:
             rows, cols, diagonal = plan
-            qb, dob = q[..., rows, :], dout[..., rows, :]
-            kb, vb = kv[0][..., cols, :], kv[1][..., cols, :]
+            qb = q[..., rows, :]
+            dob = dout[..., rows, :]
+            kb = kv[0][..., cols, :]
+            vb = kv[1][..., cols, :]
             trace.probe("attention_scores", qb.size(1) * qb.size(2) * kb.size(2),
                         direction="backward")
             with trace.span("ring block", direction="backward", ring_step=step, source=source):

@@ -64,7 +64,8 @@ def check_cp(config, cp: int, layout: str, attention: str) -> None:
 def _summary(comm_rows: list[dict], work: list) -> tuple[dict, dict]:
     """(the traffic of LAYER in step 0 by direction, the attention scores it computed in
     step 0 by direction) from one rank's comm rows and work probes."""
-    layer_comm, scores = {}, {}
+    layer_comm = {}
+    scores = {}
     for d in ("forward", "backward"):
         mine = [c for c in comm_rows if c["layer"] == LAYER and c["direction"] == d
                 and c["step"] == 0]
@@ -81,7 +82,8 @@ class CPRecipe(Recipe):
 
     def __init__(self, run: CPRun, group=None):
         super().__init__(run, group)
-        cfg, device = run.config, comm.device(group)
+        cfg = run.config
+        device = comm.device(group)
         self.model = GPT(cfg, run.seed).to(device)
         apply_context_parallel(self.model, group, run.layout, run.attention)
         trace.label_modules(self.model, {m: n for n, m in self.model.named_modules() if n})
@@ -92,7 +94,8 @@ class CPRecipe(Recipe):
         trace.add_probe("attention_scores", lambda n, tags: self.work.append((n, tags)))
 
     def batch(self, step: int):
-        r, c = self.run, self.run.config
+        r = self.run
+        c = self.run.config
         x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
         return tuple(shard_sequence(t, 1, self.world, self.rank, r.layout).to(self.positions.device)
                      for t in (x, y))

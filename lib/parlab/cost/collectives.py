@@ -245,7 +245,8 @@ def fit_alpha_beta(sizes, times) -> AlphaBetaFit:
     finite and > 0, one per size.
     """
     try:
-        sizes, times = list(sizes), list(times)
+        sizes = list(sizes)
+        times = list(times)
     except TypeError:
         raise ValueError(f"sizes={sizes!r} and times={times!r} must be sequences of numbers") from None
     xs = [check_float(f"sizes[{i}]", s, 0.0, strict=False) for i, s in enumerate(sizes)]
@@ -289,7 +290,8 @@ def hierarchical_all_reduce_bytes(nbytes: float, nodes: int, per_node: int) -> d
     rank) and "flat_inter" (a boundary rank's network bytes: one card of the node carries
     them, where the two-level form spreads g x "inter" over g cards)."""
     S = check_float("nbytes", nbytes, 0.0, strict=False)
-    m, g = check_int("nodes", nodes), check_int("per_node", per_node)
+    m = check_int("nodes", nodes)
+    g = check_int("per_node", per_node)
     n = m * g
     intra = 2 * (g - 1) / g * S
     inter = 2 * (m - 1) / m * S / g

@@ -19,7 +19,8 @@ def transformer_params(n_layers: int, d_model: int, d_ff: int | None = None) -> 
     (attention qkv + proj, MLP in + out), i.e. 12 L d^2 for d_ff = 4d (Kaplan et
     al., "Scaling Laws for Neural Language Models", 2020, Table 1). Biases and
     LayerNorms are ignored, as there."""
-    n_layers, d_model = check_int("n_layers", n_layers), check_int("d_model", d_model)
+    n_layers = check_int("n_layers", n_layers)
+    d_model = check_int("d_model", d_model)
     d_ff = 4 * d_model if d_ff is None else check_int("d_ff", d_ff)
     return n_layers * (4 * d_model * d_model + 2 * d_model * d_ff)
 
@@ -75,8 +76,10 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
     ``training=False``: the forward only, one third (and no recomputation).
     """
     count = check_choice("count", count, FLOP_COUNTS)
-    n_layers, seq_len = check_int("n_layers", n_layers), check_int("seq_len", seq_len)
-    causal, training = check_bool("causal", causal), check_bool("training", training)
+    n_layers = check_int("n_layers", n_layers)
+    seq_len = check_int("seq_len", seq_len)
+    causal = check_bool("causal", causal)
+    training = check_bool("training", training)
     recompute = check_choice("recompute", recompute, RECOMPUTE)
     if recompute != "none" and not training:
         raise ValueError(f"recompute={recompute!r} needs training=True (recomputation "
@@ -92,7 +95,8 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
         p = layer_params(model)
         routed = model.top_k * model.matrices * model.d_model * model.expert_d_ff \
             if model.moe else 0
-        n, d_attn = n_layers * (p["attention"] + p["mlp"] + routed), model.q
+        n = n_layers * (p["attention"] + p["mlp"] + routed)
+        d_attn = model.q
         logits = 6 * model.d_model * vocab_size
     else:
         if isinstance(model, LayerShape):
@@ -101,7 +105,9 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
         if vocab_size is not None:
             raise ValueError(f"vocab_size={vocab_size!r} must be None for count={count!r}: "
                              f"N counts the output layer's weights if it is to count")
-        n, d_attn, logits = check_whole("model", model), check_int("d_model", d_model), 0
+        n = check_whole("model", model)
+        d_attn = check_int("d_model", d_model)
+        logits = 0
     weights = 6 * n
     attention = _ATTENTION[count] * n_layers * seq_len * d_attn
     if causal:

@@ -75,8 +75,10 @@ def cp_comm_per_layer(micro_batch: int, seq_len: int, d_model: int, cp: int,
     "messages", "message_bytes" (ring: 2S; ulysses: M; megatron_sp: b s h bytes),
     "forward_bytes", "backward_bytes", "bytes"} -- bytes sent by one rank.
     """
-    b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
-    h, n = check_int("d_model", d_model), check_int("cp", cp)
+    b = check_int("micro_batch", micro_batch)
+    s = check_int("seq_len", seq_len)
+    h = check_int("d_model", d_model)
+    n = check_int("cp", cp)
     method = check_choice("method", method, CP_METHODS)
     bpv = check_float("bytes_per_value", bytes_per_value, 0.0)
     d_kv = _kv_width(h, n_heads, n_kv_heads)
@@ -86,7 +88,8 @@ def cp_comm_per_layer(micro_batch: int, seq_len: int, d_model: int, cp: int,
     if method == "megatron_sp":
         tp = tp_comm_per_layer(b, s, h, n, True, bpv)
         size = {op: tp["message_bytes"] for op in tp["by_op"]}
-        fwd, bwd = _sent(tp["forward"], size, n), _sent(tp["backward"], size, n)
+        fwd = _sent(tp["forward"], size, n)
+        bwd = _sent(tp["backward"], size, n)
         return {"method": method, "forward": tp["forward"], "backward": tp["backward"],
                 "messages": tp["collectives"], "message_bytes": tp["message_bytes"],
                 "forward_bytes": fwd, "backward_bytes": bwd, "bytes": tp["bytes"]}
@@ -155,7 +158,8 @@ def attention_memory_per_rank(seq_len: int, micro_batch: int, n_heads: int, head
     activations, and the all-to-alls' send buffers. The score term is where the two
     differ: ring's falls as 1/cp^2, Ulysses' as 1/cp.
     """
-    s, b = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch)
+    s = check_int("seq_len", seq_len)
+    b = check_int("micro_batch", micro_batch)
     a, d, n = check_int("n_heads", n_heads), check_int("head_dim", head_dim), \
         check_int("cp", cp)
     method = check_choice("method", method, ("ring", "ulysses"))
@@ -165,10 +169,12 @@ def attention_memory_per_rank(seq_len: int, micro_batch: int, n_heads: int, head
         raise ValueError(f"cp={n} must divide seq_len={s}")
     c = s // n
     if method == "ring":
-        scores, blocks = b * a * c * c, 6 * b * c * a * d
+        scores = b * a * c * c
+        blocks = 6 * b * c * a * d
     else:
         if a % n:
             raise ValueError(f"cp={n} must divide n_heads={a} (Ulysses gives each rank "
                              "whole heads)")
-        scores, blocks = b * (a // n) * s * s, 4 * b * s * (a // n) * d
+        scores = b * (a // n) * s * s
+        blocks = 4 * b * s * (a // n) * d
     return float((0 if flash else scores) + blocks) * bpv

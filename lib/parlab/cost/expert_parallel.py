@@ -51,7 +51,8 @@ def moe_all_to_all_bytes(tokens: int, d_model: int, top_k: int = 1, ep: int = 2,
     nothing dropped (the rows for this rank's own experts never leave it). Returns
     {"dispatch", "combine", "forward", "backward", "total"} in bytes."""
     tokens = check_int("tokens", tokens, 0)
-    d_model, ep = check_int("d_model", d_model), check_int("ep", ep)
+    d_model = check_int("d_model", d_model)
+    ep = check_int("ep", ep)
     top_k = check_int("top_k", top_k)
     bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
     if remote_fraction is None:
@@ -75,9 +76,11 @@ def moe_flops_per_token(d_model: int, d_ff: int, n_experts: int, top_k: int = 1,
     backward, as ``cost.flops_per_token``). One layer's MLP block, router and padding
     included; a whole model's FLOPs per token, MoE or dense, is ``cost.flops_per_token``
     (its active parameters; the router and padding left out, as Megatron-LM does)."""
-    d_model, d_ff = check_int("d_model", d_model), check_int("d_ff", d_ff)
+    d_model = check_int("d_model", d_model)
+    d_ff = check_int("d_ff", d_ff)
     top_k = _check_k(top_k, n_experts)
-    training, gated = check_bool("training", training), check_bool("gated", gated)
+    training = check_bool("training", training)
+    gated = check_bool("gated", gated)
     slots = float(top_k)
     if capacity_factor is not None:
         slots = top_k * check_float("capacity_factor", capacity_factor, 0.0)
@@ -97,18 +100,23 @@ def moe_params(n_layers: int, d_model: int, d_ff: int, n_experts: int, top_k: in
     final norm d. Active: the same with ``top_k`` experts instead of E. Mixtral 8x7B
     (Jiang et al. 2024, Table 1): 32 layers, d 4096, d_ff 14336, 8 experts top-2, 32
     heads / 8 KV heads, V 32000, SwiGLU, untied: 46.7B total, 12.9B active."""
-    L, d = check_int("n_layers", n_layers), check_int("d_model", d_model)
-    d_ff, top_k = check_int("d_ff", d_ff), _check_k(top_k, n_experts)
+    L = check_int("n_layers", n_layers)
+    d = check_int("d_model", d_model)
+    d_ff = check_int("d_ff", d_ff)
+    top_k = _check_k(top_k, n_experts)
     n_heads = check_int("n_heads", n_heads)
     n_kv_heads = n_heads if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads)
-    vocab_size, norms = check_int("vocab_size", vocab_size, 0), check_int("norms", norms, 0)
-    gated, tied = check_bool("gated", gated), check_bool("tied_embeddings", tied_embeddings)
+    vocab_size = check_int("vocab_size", vocab_size, 0)
+    norms = check_int("norms", norms, 0)
+    gated = check_bool("gated", gated)
+    tied = check_bool("tied_embeddings", tied_embeddings)
     if d % n_heads or n_heads % n_kv_heads:
         raise ValueError(f"n_heads={n_heads} must divide d_model={d} and n_kv_heads="
                          f"{n_kv_heads} must divide n_heads")
     attention = 2 * d * d + 2 * d * (d // n_heads * n_kv_heads)
     expert = (3 if gated else 2) * d * d_ff
-    router, embeddings = d * n_experts, vocab_size * d * (1 if tied else 2) + d
+    router = d * n_experts
+    embeddings = vocab_size * d * (1 if tied else 2) + d
     shared = L * (attention + router + norms * d) + embeddings
     return {"total": shared + L * n_experts * expert, "active": shared + L * top_k * expert,
             "experts": L * n_experts * expert, "attention": L * attention,
@@ -126,8 +134,10 @@ def moe_remote_copies(n_experts: int, top_k: int, ep: int, members_per_domain: i
     2024, "DeepSeek-V3 Technical Report" §3.2.2: each token goes to a node once and is
     forwarded over NVLink there) sends one copy per other domain holding any of its
     experts: (D - 1) x (1 - C(E - E/D, k) / C(E, k)) for D = ep / m domains."""
-    E, k = check_int("n_experts", n_experts), _check_k(top_k, n_experts)
-    ep, m = check_int("ep", ep), check_int("members_per_domain", members_per_domain)
+    E = check_int("n_experts", n_experts)
+    k = _check_k(top_k, n_experts)
+    ep = check_int("ep", ep)
+    m = check_int("members_per_domain", members_per_domain)
     if E % ep or ep % m:
         raise ValueError(f"ep={ep} must divide n_experts={E} and be a multiple of "
                          f"members_per_domain={m}")
@@ -153,7 +163,8 @@ def fine_grained_experts(n_experts: int, top_k: int, d_ff: int, segments: int = 
     m = 4), "active_width": (mK) d_ff/m = K d_ff, the FFN width each token computes,
     "rows_per_token": mK - K_s, rows each token sends in a dispatch}."""
     top_k = _check_k(top_k, n_experts)
-    d_ff, m = check_int("d_ff", d_ff), check_int("segments", segments)
+    d_ff = check_int("d_ff", d_ff)
+    m = check_int("segments", segments)
     n_shared = check_int("n_shared", n_shared, 0, m * top_k - 1)
     if d_ff % m:
         raise ValueError(f"segments={m} must divide d_ff={d_ff}")
@@ -210,7 +221,8 @@ def grouped_gemm_flops(counts: list[int], d_model: int, d_ff: int, capacity: int
     """``grouped_gemm_rows`` in FLOPs: each row costs 2 (2 or 3 gated) d d_ff in the
     forward, x3 in training (as ``moe_flops_per_token``); "dropped" stays a row count."""
     rows = grouped_gemm_rows(counts, capacity, block)
-    d_model, d_ff = check_int("d_model", d_model), check_int("d_ff", d_ff)
+    d_model = check_int("d_model", d_model)
+    d_ff = check_int("d_ff", d_ff)
     per = 2 * (3 if check_bool("gated", gated) else 2) * d_model * d_ff
     per *= 3 if check_bool("training", training) else 1
     return {k: (v if k == "dropped" else float(v * per)) for k, v in rows.items()}

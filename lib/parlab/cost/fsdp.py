@@ -27,7 +27,8 @@ def fsdp_comm_volume(n_params: float, dp: int, reshard_after_forward: bool = Tru
     AG Psi + RS Psi = 2 Psi, plain DP's volume. Psi = n_params x bytes (``grad_bytes``
     defaults to ``param_bytes``), each times (dp - 1) / dp. Returns {"all_gather",
     "reduce_scatter", "total"}."""
-    n_params, dp = check_whole("n_params", n_params), check_int("dp", dp)
+    n_params = check_whole("n_params", n_params)
+    dp = check_int("dp", dp)
     reshard = check_bool("reshard_after_forward", reshard_after_forward)
     param_bytes = _bytes("param_bytes", param_bytes)
     grad_bytes = param_bytes if grad_bytes is None else _bytes("grad_bytes", grad_bytes)
@@ -70,7 +71,8 @@ def hsdp_comm_volume(n_params: float, shard: int, replicate: int,
     the shard group's all-gathers and reduce-scatter, ``fsdp_comm_volume(shard)``, stay
     on the node's links; only the all-reduce of the gradient *shard* (Psi / shard bytes)
     crosses nodes: 2 (Psi / shard)(R - 1)/R. Returns {"intra_node", "inter_node", "total"}."""
-    shard, replicate = check_int("shard", shard), check_int("replicate", replicate)
+    shard = check_int("shard", shard)
+    replicate = check_int("replicate", replicate)
     intra = fsdp_comm_volume(n_params, shard, reshard_after_forward, param_bytes, grad_bytes)
     grad_bytes = param_bytes if grad_bytes is None else grad_bytes
     inter = 2 * n_params * grad_bytes / shard * (replicate - 1) / replicate
@@ -109,6 +111,7 @@ def zero_offload_traffic(n_params: float, param_bytes: float = 2,
     "cpu_bytes" (master weights, moments and the gradients' landing buffer),
     "pcie_bytes_per_step"} for one GPU, no DP."""
     n_params = check_whole("n_params", n_params)
-    pb, ob = _bytes("param_bytes", param_bytes), _bytes("optimizer_bytes", optimizer_bytes)
+    pb = _bytes("param_bytes", param_bytes)
+    ob = _bytes("optimizer_bytes", optimizer_bytes)
     return {"gpu_bytes": n_params * pb, "cpu_bytes": n_params * (ob + pb),
             "pcie_bytes_per_step": 2 * n_params * pb}

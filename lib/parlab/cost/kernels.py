@@ -85,7 +85,8 @@ def gemm_time(m: int, n: int, k: int, peak_flops: float, hbm_bandwidth: float, s
     k = check_int("k", k)
     peak_flops = check_float("peak_flops", peak_flops, 0.0)
     hbm_bandwidth = check_float("hbm_bandwidth", hbm_bandwidth, 0.0)
-    g, mem = _eff("gemm_efficiency", gemm_efficiency), _eff("memory_efficiency", memory_efficiency)
+    g = _eff("gemm_efficiency", gemm_efficiency)
+    mem = _eff("memory_efficiency", memory_efficiency)
     bpv = check_float("bytes_per_value", bytes_per_value, 0.0)
     q = gemm_quantization(m, n, sms, count)
     compute = 2 * m * n * k * count / (peak_flops * g * q)
@@ -107,7 +108,8 @@ def attention_flops(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head
     d_head each head -- halved when ``causal`` (a fused kernel skips the masked half)."""
     b, sq, sk = check_int("micro_batch", micro_batch), check_int("seq_q", seq_q), \
         check_int("seq_k", seq_k)
-    a, d = check_int("n_heads", n_heads), check_int("head_dim", head_dim)
+    a = check_int("n_heads", n_heads)
+    d = check_int("head_dim", head_dim)
     return 4.0 * b * sq * sk * a * d * (0.5 if check_bool("causal", causal) else 1.0)
 
 

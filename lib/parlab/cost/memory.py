@@ -44,7 +44,9 @@ def zero_memory(n_params: float, dp: int, stage: int, param_bytes: float = 2,
     fragmentation are not included (see ``activation_memory``).
     Returns {"params", "grads", "optimizer", "total"} in bytes.
     """
-    n_params, dp, stage = check_whole("n_params", n_params), check_int("dp", dp), _check_stage(stage)
+    n_params = check_whole("n_params", n_params)
+    dp = check_int("dp", dp)
+    stage = _check_stage(stage)
     param_bytes = check_float("param_bytes", param_bytes, 0.0, strict=False)
     grad_bytes = check_float("grad_bytes", grad_bytes, 0.0, strict=False)
     optimizer_bytes = check_float("optimizer_bytes", optimizer_bytes, 0.0, strict=False)
@@ -69,7 +71,9 @@ def zero_comm_volume(n_params: float, dp: int, stage: int, grad_bytes: float = 2
     Psi = n_params x bytes per element (``param_bytes`` defaults to ``grad_bytes``);
     returns the exact (dp-1)/dp-scaled figure (-> 2 Psi or 3 Psi for large dp).
     """
-    n_params, dp, stage = check_whole("n_params", n_params), check_int("dp", dp), _check_stage(stage)
+    n_params = check_whole("n_params", n_params)
+    dp = check_int("dp", dp)
+    stage = _check_stage(stage)
     grad_bytes = check_float("grad_bytes", grad_bytes, 0.0, strict=False)
     param_bytes = (grad_bytes if param_bytes is None
                    else check_float("param_bytes", param_bytes, 0.0, strict=False))
@@ -156,33 +160,50 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
     dropout masks (1 byte) and fp32 statistics stay what they are. Embeddings and the
     output layer are left out, as in the paper's per-layer count.
     """
-    S, b = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch)
-    n_layers, t, cp = check_int("n_layers", n_layers), check_int("tp", tp), check_int("cp", cp)
+    S = check_int("seq_len", seq_len)
+    b = check_int("micro_batch", micro_batch)
+    n_layers = check_int("n_layers", n_layers)
+    t = check_int("tp", tp)
+    cp = check_int("cp", cp)
     recompute = check_choice("recompute", recompute, RECOMPUTE)
     sp = check_bool("sequence_parallel", sequence_parallel)
     bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
     attention = check_choice("attention", attention, ATTENTION)
     shape = _layer(layer, d_model, n_heads)
     if isinstance(shape, LayerShape):
-        lab, h, a, q, f = False, shape.d_model, shape.n_heads, shape.q, shape.d_ff
+        lab = False
+        h = shape.d_model
+        a = shape.n_heads
+        q = shape.q
+        f = shape.d_ff
         kv = max(shape.kv // t, shape.head_dim) * t   # g < tp: a copy of a K/V head per rank
-        gelu, dropout, routed = shape.mlp == "gelu", shape.dropout, 0
+        gelu = shape.mlp == "gelu"
+        dropout = shape.dropout
+        routed = 0
         if shape.moe:
             f = (shape.top_k + shape.n_shared_experts) * shape.expert_d_ff
             routed = shape.top_k
     else:
         name, h, a = shape
-        lab, q, kv, f, gelu, dropout, routed = name == "lab", h, h, 4 * h, True, name != "lab", 0
+        lab = name == "lab"
+        q = h
+        kv = h
+        f = 4 * h
+        gelu = True
+        dropout = name != "lab"
+        routed = 0
     if a % t:
         raise ValueError(f"tp={t} must divide n_heads={a}")
     if lab and (attention != "materialized" or cp != 1):
         raise ValueError(f"attention={attention!r}, cp={cp}: layer='lab' materializes its "
                          f"scores, on one rank's whole sequence (attention='materialized', cp=1)")
-    tokens, split = b * S / cp, t if sp else 1
+    tokens = b * S / cp
+    split = t if sp else 1
     # bytes per token in the paper's terms, 16-bit values; ``fixed``: the part of them that
     # does not rescale with bytes_per_value (1-byte masks, fp32 statistics)
     if recompute == "full":
-        per_token, fixed = 2 * h / split, 0.0     # the layer's input only
+        per_token = 2 * h / split     # the layer's input only
+        fixed = 0.0
     else:
         masks = 2 if dropout else 0               # the two residual-dropout masks
         unsplit = 4 * 2 + masks                   # norm inputs, qkv and fc1 inputs (+ masks)
@@ -192,7 +213,8 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
         if recompute == "selective" and attention == "fused":
             unsplit -= 4                          # the norms' outputs, recomputed
             inner -= 2 * f                        # the activation's output, recomputed
-        per_token, fixed = unsplit * h / split + inner / t, masks * h / split
+        per_token = unsplit * h / split + inner / t
+        fixed = masks * h / split
         if attention == "materialized" and recompute == "none":
             per_token += (5 if dropout else 2) * a * S / t   # the scores
             fixed += a * S / t if dropout else 0.0           # their dropout mask
@@ -202,7 +224,8 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
         if lab:                                   # the LayerNorms' mean and 1/std, fp32
             per_token += 2 * 2 * 4 / split
             fixed += 2 * 2 * 4 / split
-    per_layer, fixed = tokens * per_token, tokens * fixed
+    per_layer = tokens * per_token
+    fixed = tokens * fixed
     if lab and recompute == "none":               # the causal mask, s x s bools
         per_layer += S * S
         fixed += S * S
@@ -232,8 +255,11 @@ def activation_table(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
     16-bit values and 1-byte masks, from ``activation_memory``). The first row has no
     parallelism (t = 1); full recomputation keeps 2 s b h whatever t (the paper does not
     split it)."""
-    s, b = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch)
-    h, a, t = check_int("d_model", d_model), check_int("n_heads", n_heads), check_int("tp", tp)
+    s = check_int("seq_len", seq_len)
+    b = check_int("micro_batch", micro_batch)
+    h = check_int("d_model", d_model)
+    a = check_int("n_heads", n_heads)
+    t = check_int("tp", tp)
     if a % t:
         raise ValueError(f"tp={t} must divide n_heads={a}")
     return [{"label": label, "expression": expr,
@@ -355,7 +381,8 @@ def memory_plan(model="7B", n_gpus: int = 4, gpu_memory_gb: float = 80.0, stage:
         raise ValueError(f"model={model!r} must be one of {sorted(MODEL_PRESETS)} or a ModelPreset")
     n_gpus = check_int("n_gpus", n_gpus)
     gpu_memory_gb = check_float("gpu_memory_gb", gpu_memory_gb, 0.0)
-    stage, recompute = _check_stage(stage), check_choice("recompute", recompute, RECOMPUTE)
+    stage = _check_stage(stage)
+    recompute = check_choice("recompute", recompute, RECOMPUTE)
     micro_batch = check_int("micro_batch", micro_batch)
     seq_len = model.seq_len if seq_len is None else check_int("seq_len", seq_len)
     states = zero_memory(model.n_params, n_gpus, stage, param_bytes, grad_bytes, optimizer_bytes)

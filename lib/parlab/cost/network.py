@@ -96,7 +96,9 @@ def moe_dispatch_time(tokens: float, d_model: int, n_experts: int, top_k: int, e
     arrives), at the same time -- the slower of the two -- plus (ep - 1) alphas."""
     from .expert_parallel import moe_remote_copies
     T = check_float("tokens", tokens, 0.0, strict=False)
-    h, k, ep = check_int("d_model", d_model), check_int("top_k", top_k), check_int("ep", ep)
+    h = check_int("d_model", d_model)
+    k = check_int("top_k", top_k)
+    ep = check_int("ep", ep)
     row = h * check_float("bytes_per_value", bytes_per_value, 0.0)
     m = members_per_domain(ep, 1, domain)
     if m == ep:

@@ -32,7 +32,9 @@ def bubble_fraction(p: int, m: int, v: int = 1) -> float:
     the ideal time instead, ``(p-1)/(v m)`` (see ``bubble_ratio``); it exceeds 1
     when m < p - 1.
     """
-    p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
+    p = check_int("p", p)
+    m = check_int("m", m)
+    v = check_int("v", v)
     return (p - 1) / (v * m + p - 1)
 
 
@@ -40,7 +42,9 @@ def bubble_ratio(p: int, m: int, v: int = 1) -> float:
     """Bubble time over ideal (bubble-free) time: (p-1) / (v m) -- the normalisation
     of Narayanan et al. 2021, §2.2.1 (v = 1) and §2.2.2 (interleaved, v chunks per
     rank). Relation: ratio = fraction / (1 - fraction)."""
-    p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
+    p = check_int("p", p)
+    m = check_int("m", m)
+    v = check_int("v", v)
     return (p - 1) / (v * m)
 
 
@@ -59,16 +63,19 @@ def min_micro_batches(p: int, target: float, v: int = 1, normalisation: str = "f
     ``target``: in (0, 1) for the fraction (which never reaches 1); any number > 0 for
     the ratio, which exceeds 1 when M < p - 1.
     """
-    p, v = check_int("p", p), check_int("v", v)
+    p = check_int("p", p)
+    v = check_int("v", v)
     normalisation = check_choice("normalisation", normalisation, ("fraction", "ratio"))
     if normalisation == "fraction":
         target = check_float("target", target, 0.0, high=1.0)
         if target == 1.0:
             raise ValueError(f"target={target!r} must be < 1 (the bubble fraction is always < 1)")
-        bubble, bound = bubble_fraction, (p - 1) * (1 - target) / (v * target)
+        bubble = bubble_fraction
+        bound = (p - 1) * (1 - target) / (v * target)
     else:
         target = check_float("target", target, 0.0)
-        bubble, bound = bubble_ratio, (p - 1) / (v * target)
+        bubble = bubble_ratio
+        bound = (p - 1) / (v * target)
     if bound > 2 ** 53:  # past float precision: the bubble could not tell M from M + 1
         raise ValueError(f"target={target!r} is too small for p={p}, v={v}: "
                          f"M would exceed 2**53")
@@ -91,7 +98,9 @@ def pipeline_peak_activations(schedule: str, p: int, m: int, stage: int = 0) -> 
     Interleaved, ZB-V and DualPipe hold chunks of other sizes; simulate them
     (``pipeline_parallel.simulate``; ``interleaved_memory_factor``)."""
     schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
-    p, m, stage = check_int("p", p), check_int("m", m), check_int("stage", stage, 0)
+    p = check_int("p", p)
+    m = check_int("m", m)
+    stage = check_int("stage", stage, 0)
     if stage >= p:
         raise ValueError(f"stage={stage} must be in [0, p={p})")
     if schedule == "gpipe":
@@ -120,7 +129,8 @@ def split_backward_bubble(schedule: str, p: int, t_f: float = 1.0, t_b: float = 
     for zb-h2 (its warm-up fits), m >= p for the others."""
     schedule = check_choice("schedule", schedule, ("1f1b", "zb-h1", "zb-h2"))
     p = check_int("p", p)
-    t_f, t_b = check_float("t_f", t_f), check_float("t_b", t_b)
+    t_f = check_float("t_f", t_f)
+    t_b = check_float("t_b", t_b)
     t_w = check_float("t_w", t_w, strict=False)  # 0: nothing split off
     per_slot = {"1f1b": t_f + t_b + t_w, "zb-h1": t_f + t_b - t_w, "zb-h2": t_f + t_b - 2 * t_w}
     return (p - 1) * max(0.0, per_slot[schedule])
@@ -137,7 +147,8 @@ def dualpipe_bubble(p: int, t_fb: float, t_b: float, t_w: float) -> float:
     p = check_int("p", p)
     if p % 2:
         raise ValueError(f"p={p} must be even: DualPipe pairs rank r with rank p - 1 - r")
-    t_fb, t_b = check_float("t_fb", t_fb), check_float("t_b", t_b)
+    t_fb = check_float("t_fb", t_fb)
+    t_b = check_float("t_b", t_b)
     t_w = check_float("t_w", t_w, strict=False)
     return (p / 2 - 1) * max(0.0, t_fb + t_b - 3 * t_w)
 
@@ -150,5 +161,6 @@ def interleaved_memory_factor(p: int, v: int) -> float:
     is as Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
     Models", §4.2.3: "L(1 + (p-1)/(pm)) layers", their m our v) write it for the first
     stage. It tends to 1 + 1/v for large p; enough micro-batches assumed (m v >= (v+1)p - 1)."""
-    p, v = check_int("p", p), check_int("v", v)
+    p = check_int("p", p)
+    v = check_int("v", v)
     return 1 + (p - 1) / (p * v)

@@ -33,11 +33,15 @@ def pipeline_p2p_time(micro_batch: int, seq_len: int, d_model: int, p: int, m: i
     1/tp of the tensor over its own network card and the pieces are re-gathered over
     NVLink (not counted here): S = b s h bytes_per_value / tp. p = 1: nothing is sent.
     """
-    b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
-    h, p, m = check_int("d_model", d_model), check_int("p", p), check_int("m", m)
+    b = check_int("micro_batch", micro_batch)
+    s = check_int("seq_len", seq_len)
+    h = check_int("d_model", d_model)
+    p = check_int("p", p)
+    m = check_int("m", m)
     alpha = check_float("alpha", alpha, 0.0, strict=False)
     bandwidth = check_float("bandwidth", bandwidth, 0.0)
-    v, t = check_int("v", v), check_int("tp", tp)
+    v = check_int("v", v)
+    t = check_int("tp", tp)
     scatter_gather = check_bool("scatter_gather", scatter_gather)
     bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
     if p == 1:
@@ -60,7 +64,8 @@ def dp_grad_sync(n_params: float, dp: int, alpha: float, bandwidth: float, stage
     backward_s with ``overlap``, all of it without (Megatron's "local" DDP all-reduces
     after backward). Returns {"bytes", "time_s", "exposed_s"}.
     """
-    n_params, dp = check_whole("n_params", n_params), check_int("dp", dp)
+    n_params = check_whole("n_params", n_params)
+    dp = check_int("dp", dp)
     alpha = check_float("alpha", alpha, 0.0, strict=False)
     bandwidth = check_float("bandwidth", bandwidth, 0.0)
     stage = _check_stage(stage)
@@ -82,7 +87,9 @@ def interleaved_peak_activations(p: int, m: int, v: int = 1) -> float:
     interleaved schedule in its code; the paper, Narayanan et al. 2021, says only
     "comparable memory footprint", abstract and §1): min(m v, (v + 1) p - 1) chunks =
     that / v stages' worth, about p (1 + 1/v)."""
-    p, m, v = check_int("p", p), check_int("m", m), check_int("v", v)
+    p = check_int("p", p)
+    m = check_int("m", m)
+    v = check_int("v", v)
     if v == 1:
         return float(min(m, p))
     return min(m * v, (v + 1) * p - 1) / v
@@ -93,8 +100,10 @@ def data_parallel_degree(n_gpus: int, tp: int = 1, pp: int = 1, cp: int = 1) -> 
     2021, §3 ("PTD-P": n GPUs as t-way tensor, p-way pipeline and d-way data
     parallelism, d = n / (t p)); context parallelism takes its own factor. The product
     of the other degrees must divide ``n_gpus``."""
-    n_gpus, tp = check_int("n_gpus", n_gpus), check_int("tp", tp)
-    pp, cp = check_int("pp", pp), check_int("cp", cp)
+    n_gpus = check_int("n_gpus", n_gpus)
+    tp = check_int("tp", tp)
+    pp = check_int("pp", pp)
+    cp = check_int("cp", cp)
     if n_gpus % (tp * pp * cp):
         raise ValueError(f"tp={tp} x pp={pp} x cp={cp} = {tp * pp * cp} must divide "
                          f"n_gpus={n_gpus}")

@@ -106,7 +106,8 @@ def goodput_curve(c: float, m: float, r: float = 0.0, points: int = 60) -> list[
     check_float("m", m)
     check_float("r", r, strict=False)
     check_int("points", points, 2)
-    lo, hi = math.log(max(c, 1e-9) / 10), math.log(2 * m)
+    lo = math.log(max(c, 1e-9) / 10)
+    hi = math.log(2 * m)
     taus = [math.exp(lo + (hi - lo) * i / (points - 1)) for i in range(points)]
     return [{"tau": t, **goodput(t, c, m, r)} for t in taus]
 

@@ -81,18 +81,23 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
     ep). Returns {"forward", "backward" (recomputation included), "gemm_forward" (what TP
     communication can overlap with), "attention_forward", "recompute", "parts": {"gemm",
     "attention", "elementwise"} over the whole step}."""
-    b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
-    t, cp = check_int("tp", tp), check_int("cp", cp)
-    shape, device = check_shape(shape), Device.check(device)
+    b = check_int("micro_batch", micro_batch)
+    s = check_int("seq_len", seq_len)
+    t = check_int("tp", tp)
+    cp = check_int("cp", cp)
+    shape = check_shape(shape)
+    device = Device.check(device)
     recompute = check_choice("recompute", recompute, RECOMPUTE)
     attention = check_choice("attention", attention, ATTENTION)
-    fp8, sp = check_bool("fp8", fp8), check_bool("sequence_parallel", sequence_parallel)
+    fp8 = check_bool("fp8", fp8)
+    sp = check_bool("sequence_parallel", sequence_parallel)
     if fp8 and device.fp8_flops is None:
         raise ValueError("fp8=True: this GPU has no fp8 peak")
     if s % cp:
         raise ValueError(f"cp={cp} must divide seq_len={s}")
     tokens = b * s // cp
-    gemm_f, cast = 0.0, 0.0
+    gemm_f = 0.0
+    cast = 0.0
     for name, m, n, k, count in layer_gemms(shape, tokens, t, ep, capacity_factor):
         low = fp8 and name in _LINEAR
         gemm_f += device.gemm(m, n, k, count, low)

@@ -73,8 +73,10 @@ def tp_comm_per_layer(micro_batch: int, seq_len: int, d_model: int, tp: int,
     the part of "bytes" due to the backward re-gather}. Which operators issue each
     count: ``tp_comm_sites``.
     """
-    b, s = check_int("micro_batch", micro_batch), check_int("seq_len", seq_len)
-    h, t = check_int("d_model", d_model), check_int("tp", tp)
+    b = check_int("micro_batch", micro_batch)
+    s = check_int("seq_len", seq_len)
+    h = check_int("d_model", d_model)
+    t = check_int("tp", tp)
     sequence_parallel = check_bool("sequence_parallel", sequence_parallel)
     bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
     M = b * s * h * bytes_per_value
@@ -253,9 +255,13 @@ def tp_forward_overlap(n_layers: int, d_model: int, n_heads: int, seq_len: int,
     c = check_int("chunks", chunks)
     base = tp_scaling(n_layers, d_model, n_heads, seq_len, micro_batch, tp, peak_flops,
                       bandwidth, alpha, efficiency, True, bytes_per_value)
-    L, h, t = n_layers, d_model, tp
+    L = n_layers
+    h = d_model
+    t = tp
     M = micro_batch * seq_len * h * bytes_per_value
-    sites, forward, exposed = [], 0.0, 0.0
+    sites = []
+    forward = 0.0
+    exposed = 0.0
     for site, op, k in _SP_FORWARD_SITES:
         whole = collective_time(op, M, t, alpha, bandwidth) if t > 1 else 0.0
         gemm = 2 * micro_batch * seq_len * k * h * h / t / (peak_flops * efficiency)
@@ -263,8 +269,10 @@ def tp_forward_overlap(n_layers: int, d_model: int, n_heads: int, seq_len: int,
         hidden = chunked_overlap(piece, gemm / c, c)["exposed_s"] if c > 1 else whole
         sites.append({"site": site, "op": op, "comm_s": whole, "gemm_s": gemm,
                       "exposed_s": hidden})
-        forward, exposed = forward + L * whole, exposed + L * hidden
-    step, backward = base["step_s"], base["comm_s"] - forward
+        forward = forward + L * whole
+        exposed = exposed + L * hidden
+    step = base["step_s"]
+    backward = base["comm_s"] - forward
     step_bwd = step - backward
     step_ov = step_bwd - forward + exposed
     return {"chunks": c, "sites": sites, "forward_comm_s": forward, "exposed_forward_s": exposed,

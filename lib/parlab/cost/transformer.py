@@ -45,7 +45,8 @@ class LayerShape:
     rope: bool = False              # rotary embeddings on q and k (Llama; GPT learns positions)
 
     def __post_init__(self):
-        h, a = check_int("d_model", self.d_model), check_int("n_heads", self.n_heads)
+        h = check_int("d_model", self.d_model)
+        a = check_int("n_heads", self.n_heads)
         g = a if self.n_kv_heads is None else check_int("n_kv_heads", self.n_kv_heads)
         if a % g:
             raise ValueError(f"n_kv_heads={g} must divide n_heads={a}")
@@ -93,7 +94,10 @@ def layer_params(shape: LayerShape) -> dict:
     """Parameters of one layer: {"attention", "mlp" (dense or shared experts), "experts"
     (all E), "router", "other" (norms, biases), "total", "dense" (all but the experts)}."""
     s = check_shape(shape)
-    h, q, kv, m = s.d_model, s.q, s.kv, s.matrices
+    h = s.d_model
+    q = s.q
+    kv = s.kv
+    m = s.matrices
     attention = h * (q + 2 * kv) + q * h
     dense_f = s.d_ff if not s.moe else s.n_shared_experts * s.expert_d_ff
     mlp = m * h * dense_f
@@ -111,7 +115,8 @@ def embedding_params(vocab_size: int, d_model: int, seq_len: int = 0,
                      tied: bool = True) -> int:
     """Embedding parameters: V h for the input table (and V h more for an untied output
     layer), plus ``seq_len`` x h learned positions (GPT; 0 with RoPE)."""
-    V, h = check_int("vocab_size", vocab_size), check_int("d_model", d_model)
+    V = check_int("vocab_size", vocab_size)
+    h = check_int("d_model", d_model)
     return V * h * (1 if check_bool("tied", tied) else 2) + check_int("seq_len", seq_len, 0) * h
 
 
@@ -124,12 +129,15 @@ def layer_gemms(shape: LayerShape, tokens: int, tp: int = 1, ep: int = 1,
     sequence-sharded over tp): the router, and E/ep local experts each seeing tokens/tp x
     ep x top_k / E routed rows (x ``capacity_factor`` when capacity buffers are padded)."""
     s = check_shape(shape)
-    T, t = check_int("tokens", tokens), check_int("tp", tp)
+    T = check_int("tokens", tokens)
+    t = check_int("tp", tp)
     ep = check_int("ep", ep)
     if s.n_heads % t or s.n_kv_heads % t and t % s.n_kv_heads:
         raise ValueError(f"tp={t} must divide n_heads={s.n_heads} (and n_kv_heads="
                          f"{s.n_kv_heads}, or be a multiple of it)")
-    h, q, kv = s.d_model, s.q, s.kv
+    h = s.d_model
+    q = s.q
+    kv = s.kv
     kv_local = max(kv // t, s.head_dim)  # g < tp: each rank keeps a copy of its K/V head
     out = [("qkv", T, q // t + 2 * kv_local, h, 1), ("proj", T, h, q // t, 1)]
     m = s.matrices
@@ -156,7 +164,8 @@ def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
     rotary embeddings on q and k where the shape has them. Attention's scores are not here
     (``kernels.attention_time``)."""
     s = check_shape(shape)
-    T, t = check_int("tokens", tokens), check_int("tp", tp)
+    T = check_int("tokens", tokens)
+    t = check_int("tp", tp)
     hw = T * s.d_model / (t if check_bool("sequence_parallel", sequence_parallel) else 1)
     residual = "bias_dropout_add" if s.dropout else "residual_add"
     act = ("swiglu", "bias_gelu")[s.mlp == "gelu"]
@@ -173,6 +182,8 @@ def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
 def logits_gemm(tokens: int, d_model: int, vocab_size: int, tp: int = 1) -> tuple:
     """The output layer's forward GEMM on one GPU as (name, m, n, k, count): tokens x h
     against this rank's V / tp vocabulary columns (Megatron's vocab-parallel output)."""
-    T, h = check_int("tokens", tokens), check_int("d_model", d_model)
-    V, t = check_int("vocab_size", vocab_size), check_int("tp", tp)
+    T = check_int("tokens", tokens)
+    h = check_int("d_model", d_model)
+    V = check_int("vocab_size", vocab_size)
+    t = check_int("tp", tp)
     return ("logits", T, -(-V // t), h, 1)

@@ -36,7 +36,8 @@ def sort_by_expert(experts: torch.Tensor) -> torch.Tensor:
 def all_to_all(x: torch.Tensor, out_splits: list[int], in_splits: list[int], group) -> torch.Tensor:
     """Rows ``x[sum(in_splits[:j]) : ...]`` go to group rank j; returns the rows
     received, source rank by source rank (``out_splits[j]`` from rank j)."""
-    me, row = dist.get_rank(group), math.prod(x.shape[1:]) * x.element_size()
+    me = dist.get_rank(group)
+    row = math.prod(x.shape[1:]) * x.element_size()
     out = x.new_empty((sum(out_splits),) + tuple(x.shape[1:]))
     comm.all_to_all(out, x.contiguous(), out_splits, in_splits, group=group,
                     payload_sent=(sum(in_splits) - in_splits[me]) * row,

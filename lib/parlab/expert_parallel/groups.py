@@ -25,7 +25,8 @@ def make_groups(group, ep: int):
     """(EP group, expert data-parallel group) of this rank within ``group``: EP groups
     are runs of ``ep`` consecutive group ranks; the replicas of an expert are the ranks
     at the same place in each run. Either is ``group`` itself / None when trivial."""
-    W, me = dist.get_world_size(group), dist.get_rank(group)
+    W = dist.get_world_size(group)
+    me = dist.get_rank(group)
     if ep == W:
         return group, None
     ranks = dist.get_process_group_ranks(group) if group is not None else list(range(W))

@@ -32,7 +32,8 @@ class EPMoE(MoE):
     def from_moe(cls, moe: MoE, group=None, ep_group=None) -> "EPMoE":
         check_group(group)
         check_group(ep_group, "ep_group")
-        ep, g = dist.get_world_size(ep_group), dist.get_rank(ep_group)
+        ep = dist.get_world_size(ep_group)
+        g = dist.get_rank(ep_group)
         if moe.n_experts % ep:
             raise ValueError(f"ep={ep} must divide n_experts={moe.n_experts}")
         per = moe.n_experts // ep
@@ -44,7 +45,10 @@ class EPMoE(MoE):
                     routing=moe.routing, expert_gemm=moe.expert_gemm, output=moe.output)
         with torch.no_grad():
             layer.expert_bias.copy_(moe.expert_bias)
-        layer.aux_scale, layer.ep_group, layer.ep, layer.per_rank = moe.aux_scale, ep_group, ep, per
+        layer.aux_scale = moe.aux_scale
+        layer.ep_group = ep_group
+        layer.ep = ep
+        layer.per_rank = per
         layer.counts_hook = global_counts_hook(group)
         return layer
 
@@ -56,13 +60,17 @@ class EPMoE(MoE):
         return cls.from_moe(MoE.from_block(block, **description), group, ep_group)
 
     def run_experts(self, x2, idx, keep):
-        E, k, ep, per = self.n_experts, idx.size(1), self.ep, self.per_rank
+        E = self.n_experts
+        k = idx.size(1)
+        ep = self.ep
+        per = self.per_rank
         flat = idx.reshape(-1)
         slots = keep.reshape(-1).nonzero().squeeze(-1)          # kept (token, choice) slots
         slots = slots[dispatch.sort_by_expert(flat[slots])]     # grouped by destination
         send = torch.bincount(flat[slots], minlength=E)         # rows per expert
         recv = dispatch.exchange_counts(send, self.ep_group).view(ep, per)
-        in_splits, out_splits = send.view(ep, per).sum(1).tolist(), recv.sum(1).tolist()
+        in_splits = send.view(ep, per).sum(1).tolist()
+        out_splits = recv.sum(1).tolist()
         got = self.send(x2[slots // k], out_splits, in_splits, "dispatch")
         # ``got`` is source-major, then expert-major: gather each local expert's rows
         # (sources in rank order = the reference's global token order) and run it once.
@@ -125,7 +133,8 @@ def expert_parameters(model: nn.Module) -> list:
     """The parameters of the experts ``model``'s expert-parallel layers hold on this rank:
     known by membership in the wrapped experts, never by name (their gradients are summed
     over the expert-data-parallel group, not averaged over every rank)."""
-    seen, out = set(), []
+    seen = set()
+    out = []
     for m in model.modules():
         if isinstance(m, EPMoE):
             for p in m.experts.parameters():

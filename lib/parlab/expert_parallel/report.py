@@ -26,7 +26,8 @@ def ep_report(world: int, experts: int, top_k: int, capacity_factor, ep=None, st
         f"{cfg.n_layers} MoE layers")
     for i, (a, b) in enumerate(zip(res.losses, ref["losses"])):
         out(f"step {i:>3}  loss {a:.6f}  single device {b:.6f}  |diff| {abs(a - b):.1e}")
-    layer, n_tokens = "blocks.0.moe", batch_size * cfg.seq_len
+    layer = "blocks.0.moe"
+    n_tokens = batch_size * cfg.seq_len
     for s in range(steps):
         stats = ref["moe"][s][layer]
         measured = sorted(t for r in res.ranks for t in r["dropped"][s][layer])

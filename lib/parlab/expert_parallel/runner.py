@@ -74,7 +74,10 @@ class EPRecipe(Recipe):
         self.model, self.sync = (PEERS[run.peer] if run.peer else build)(run, group)
         trace.label_modules(self.model, {m: n for n, m in self.model.named_modules() if n})
         self.optimizer = self.make_optimizer(self.model.parameters())
-        self.tokens, self.routed, self.dropped, self.stats = [], [], [], []
+        self.tokens = []
+        self.routed = []
+        self.dropped = []
+        self.stats = []
 
     def train_step(self, x, y):
         with trace.span("forward"):

@@ -56,7 +56,8 @@ def check_uneven(n_layers: int, n_stages: int, first: int | None, last: int | No
         raise ValueError(f"first_stage_layers / last_stage_layers need at least 2 stages, "
                          f"got {n_stages}")
     ends = [x for x in (first, last) if x is not None]
-    rest, inner = n_layers - sum(ends), n_stages - len(ends)
+    rest = n_layers - sum(ends)
+    inner = n_stages - len(ends)
     if inner == 0 and rest:
         raise ValueError(f"first_stage_layers + last_stage_layers = {sum(ends)} must equal "
                          f"n_layers={n_layers}: there are only {n_stages} stages")
@@ -77,7 +78,8 @@ class PipelineStage(nn.Module):
         self.layers = nn.ModuleList(modules)
         if not len(self.layers):
             raise ValueError("modules must list at least one module")
-        self.loss_fn, self.last = loss_fn, loss_fn is not None
+        self.loss_fn = loss_fn
+        self.last = loss_fn is not None
         self.checkpointed = {id(m) for m in checkpoint}
         self.names = list(names) if names is not None else [type(m).__name__ for m in modules]
 
@@ -105,7 +107,9 @@ class BlockAdapter(nn.Module):
 
     def __init__(self, block: nn.Module, extra=None, output=None):
         super().__init__()
-        self.block, self.extra, self.output = block, extra, output
+        self.block = block
+        self.extra = extra
+        self.output = output
 
     def forward(self, x):
         out = self.block(x, **(self.extra(x) if self.extra is not None else {}))
@@ -143,7 +147,8 @@ def gpt_stages(model, p: int, rank: int, v: int = 1, checkpoint: bool = False,
     last stage (``split_layers``)."""
     embed, *blocks, head = model.layers()
     if positions is not None:
-        embed, blocks = AtPositions(embed, positions), [AtPositions(b, positions) for b in blocks]
+        embed = AtPositions(embed, positions)
+        blocks = [AtPositions(b, positions) for b in blocks]
     n = p * v if where is None else where.n_stages
     chunks = []
     for c in range(v):

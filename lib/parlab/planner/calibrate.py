@@ -71,7 +71,8 @@ def _attention_share(config: dict, run: dict, spec: GPUSpec, constants: Constant
                         config["seq_len"], config["vocab_size"], 1, 1, 1, b, b, spec,
                         shape=shape, constants=c).step_time.total
 
-    lo, hi = 0.05, 1.0
+    lo = 0.05
+    hi = 1.0
     if step(hi) > want:  # even a perfect kernel leaves the run slower than measured
         return hi
     for _ in range(40):

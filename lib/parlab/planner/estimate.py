@@ -126,7 +126,9 @@ def divisors(n: int) -> tuple:
 
 @functools.lru_cache(maxsize=256)
 def _divisors(n: int) -> tuple:
-    factors, left, d = {}, n, 2
+    factors = {}
+    left = n
+    d = 2
     while d * d <= left:
         while left % d == 0:
             factors[d] = factors.get(d, 0) + 1
@@ -153,14 +155,16 @@ def _tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
     """Exposed TP seconds of one layer, one micro-batch: ``cost.tp_comm_per_layer``'s
     collectives over the TP group (stride 1); a MoE layer's experts are whole on a rank, so
     only its attention half talks over TP. Full recomputation repeats the forward's."""
-    s, tp = model.shape, lay.tp
+    s = model.shape
+    tp = lay.tp
     if tp == 1:
         return 0.0
     c = cost.tp_comm_per_layer(micro_batch, model.seq_len // lay.cp, s.d_model, tp, sp)
     share = 0.5 if s.moe else 1.0
     t = {d: share * sum(k * cluster.collective(op, c["message_bytes"], tp, 1)
                         for op, k in c[d].items()) for d in ("forward", "backward")}
-    fwd, bwd = t["forward"], t["backward"] + (t["forward"] if lay.recompute == "full" else 0.0)
+    fwd = t["forward"]
+    bwd = t["backward"] + (t["forward"] if lay.recompute == "full" else 0.0)
     if lay.tp_comm_overlap:  # backward's collectives beside the weight-gradient GEMMs
         return fwd + max(0.0, bwd - lt["gemm_forward"])
     return fwd + bwd
@@ -172,7 +176,10 @@ def _cp_comm(model, cluster, lay, lt, micro_batch) -> float:
     allgather: K and V gathered forward, their gradients reduce-scattered backward;
     ulysses: its 8 all-to-alls. K/V are this rank's heads (grouped-query: kv/tp, at least
     one head)."""
-    s, tp, cp, b = model.shape, lay.tp, lay.cp, micro_batch
+    s = model.shape
+    tp = lay.tp
+    cp = lay.cp
+    b = micro_batch
     if cp == 1:
         return 0.0
     kv_local = max(s.kv // tp, s.head_dim)
@@ -180,7 +187,8 @@ def _cp_comm(model, cluster, lay, lt, micro_batch) -> float:
     if lay.cp_kind == "ring":
         c = cost.cp_comm_per_layer(b, model.seq_len, s.q, cp, "ring", 2, s.n_heads, s.n_kv_heads)
         hop = cluster.collective("p2p", 2 * shard, 2, tp)
-        fwd, bwd = c["forward"]["p2p"] * hop, c["backward"]["p2p"] * hop
+        fwd = c["forward"]["p2p"] * hop
+        bwd = c["backward"]["p2p"] * hop
         a = lt["attention_forward"]
         return max(0.0, fwd - a) + max(0.0, bwd - 2.5 * a)
     if lay.cp_kind == "allgather":
@@ -197,7 +205,8 @@ def _ep_comm(model, cluster, lay, micro_batch) -> float:
     forward and again backward (GShard, Lepikhin et al. 2020, §3.2) over the ep
     consecutive GPUs, each rank's b s / (cp tp) tokens (x the capacity factor when buffers
     are padded) by ``cost.moe_dispatch_time``, exposed."""
-    s, ep = model.shape, lay.ep
+    s = model.shape
+    ep = lay.ep
     if not s.moe or ep == 1:
         return 0.0
     tokens = micro_batch * model.seq_len / (lay.cp * lay.tp) * (lay.capacity_factor or 1.0)
@@ -210,18 +219,29 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     """The predicted step of ``model`` on ``n_gpus`` GPUs of ``cluster`` laid out as
     ``layout`` (dp = what its degrees leave), ``global_batch`` sequences per step."""
     _check_inputs(model, cluster, layout, constants)
-    n_gpus, B = check_int("n_gpus", n_gpus), check_int("global_batch", global_batch)
-    lay, s, L, S, V = layout, model.shape, model.n_layers, model.seq_len, model.vocab_size
+    n_gpus = check_int("n_gpus", n_gpus)
+    B = check_int("global_batch", global_batch)
+    lay = layout
+    s = model.shape
+    L = model.n_layers
+    S = model.seq_len
+    V = model.vocab_size
     dp = lay.check(model, n_gpus, B)
     dtype = lay.dtype_on(cluster.gpu)
     dev = constants.device(cluster.gpu, dtype)
-    tp, pp, cp, ep, v, b = lay.tp, lay.pp, lay.cp, lay.ep, lay.v, lay.micro_batch
+    tp = lay.tp
+    pp = lay.pp
+    cp = lay.cp
+    ep = lay.ep
+    v = lay.v
+    b = lay.micro_batch
     sp = lay.sequence_parallel and tp > 1
     m = B // (dp * b)
     layers = math.ceil(L / pp)  # the slowest stage
     lt = _layer_time(s, b, S, dev, tp, cp, ep, sp, lay.recompute, lay.attention,
                      dtype == "fp8", lay.capacity_factor or 1.0)
-    tp1, cp1 = _tp_comm(model, cluster, lay, lt, b, sp), _cp_comm(model, cluster, lay, lt, b)
+    tp1 = _tp_comm(model, cluster, lay, lt, b, sp)
+    cp1 = _cp_comm(model, cluster, lay, lt, b)
     ep1 = _ep_comm(model, cluster, lay, b)
     comm_layer = tp1 + cp1 + ep1
     logits = cost.logits_time(b * S // cp, s.d_model, V, dev, tp)
@@ -247,7 +267,8 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
 
     comm = m * layers * comm_layer + pp_s + dp_s
     total = m * compute1 + opt + comm + bubble
-    tokens, peak = B * S, dev.peak_flops
+    tokens = B * S
+    peak = dev.peak_flops
     model_flops = model.flops_per_token() * tokens
     step = StepTime(m * compute1 + opt, comm, bubble, total, m * layers * tp1, m * layers * cp1,
                     pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak))
@@ -268,7 +289,8 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
     behind the last micro-batch's backward / the first one's forward with ``dp_overlap``;
     ZeRO-3 gathers every layer's weights forward and backward and reduce-scatters its
     gradients, every micro-batch, each behind that layer's compute (§7.2.2)."""
-    group, stride = dp * lay.cp, lay.tp
+    group = dp * lay.cp
+    stride = lay.tp
     egroup = max(1, dp * lay.cp * lay.tp // lay.ep)
     if group == 1 and egroup == 1:
         return 0.0
@@ -278,13 +300,16 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
                 + (cluster.collective(op, 2 * experts * share, egroup, lay.ep) if experts else 0.0))
 
     if lay.zero_stage == 3:
-        ag, rs = coll("all_gather", 1 / layers), coll("reduce_scatter", 1 / layers)
+        ag = coll("all_gather", 1 / layers)
+        rs = coll("reduce_scatter", 1 / layers)
         per_layer = max(0.0, ag - lt["forward"]) + max(0.0, ag + rs - lt["backward"])
         return m * layers * per_layer
     if lay.zero_stage == 0:
-        reduce, gather = coll("all_reduce", 1.0), 0.0
+        reduce = coll("all_reduce", 1.0)
+        gather = 0.0
     else:
-        reduce, gather = coll("reduce_scatter", 1.0), coll("all_gather", 1.0)
+        reduce = coll("reduce_scatter", 1.0)
+        gather = coll("all_gather", 1.0)
     if not lay.dp_overlap:
         return reduce + gather
     return max(0.0, reduce - layers * lt["backward"]) + max(0.0, gather - layers * lt["forward"])
@@ -293,7 +318,10 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
 def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     """Bytes on a GPU of the first stage (``cost.zero_memory`` of its weights over dp x cp;
     ``cost.activation_memory`` x the micro-batches 1F1B or the interleaved schedule keeps)."""
-    s, S, b, tp = model.shape, model.seq_len, lay.micro_batch, lay.tp
+    s = model.shape
+    S = model.seq_len
+    b = lay.micro_batch
+    tp = lay.tp
     sp = lay.sequence_parallel and tp > 1
     states = cost.zero_memory(round(dense + experts), dp * lay.cp, lay.zero_stage)
     per_layer = cost.activation_memory(S, b, recompute=lay.recompute, tp=tp, sequence_parallel=sp,
@@ -377,14 +405,16 @@ def best_micro_batch(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus:
     if micro_batch is not None:
         return predict(model, cluster, replace(layout, micro_batch=check_int(
             "micro_batch", micro_batch)), n_gpus, global_batch, constants)
-    n_gpus, B = check_int("n_gpus", n_gpus), check_int("global_batch", global_batch)
+    n_gpus = check_int("n_gpus", n_gpus)
+    B = check_int("global_batch", global_batch)
     first = replace(layout, micro_batch=1, v=1)  # the degrees and the batch, before b and v
     dp = first.check(model, n_gpus, B)
     per = B // dp
     if layout.v > 1 and per % layout.pp:
         raise LayoutError(f"v={layout.v}: interleaving needs the micro-batches per step, "
                           f"global_batch/dp = {per} / b, to be a multiple of pp={layout.pp}")
-    best = first_tried = None
+    best = None
+    first_tried = None
     # b divides per / pp exactly when per / b is a multiple of pp
     for b in divisors(per // layout.pp if layout.v > 1 else per):
         e = predict(model, cluster, replace(layout, micro_batch=b), n_gpus, B, constants)

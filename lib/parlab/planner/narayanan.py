@@ -25,7 +25,8 @@ def narayanan_table1() -> list[dict]:
     (shares of the step), "memory_gb", "fits", and "constants" (the one set used)."""
     rows = []
     for r in validate(tuple(x for x in IN_SAMPLE if x.group == "Narayanan 2021 Table 1")):
-        e, t = r["estimate"], r["estimate"].step_time
+        e = r["estimate"]
+        t = r["estimate"].step_time
         rows.append({"model": r["name"].split()[-1], "heads": e.model.n_heads,
                      "hidden": e.model.d_model, "layers": e.model.n_layers, "tp": e.tp,
                      "pp": e.pp, "dp": e.dp, "gpus": e.n_gpus, "batch": e.global_batch,

@@ -98,7 +98,10 @@ def _pct(x: float) -> str:
 
 def reasons(e: Estimate) -> tuple:
     """Why a layout ranks where it does, in words, from its estimate."""
-    t, mem, c, lay = e.step_time, e.memory_per_gpu, e.cluster, e.layout
+    t = e.step_time
+    mem = e.memory_per_gpu
+    c = e.cluster
+    lay = e.layout
     out = []
     if lay.tp == 1:
         out.append("TP=1: no tensor-parallel communication")
@@ -138,7 +141,8 @@ def reasons(e: Estimate) -> tuple:
 
 
 def _pow2_upto(n: int) -> tuple:
-    out, k = [], 1
+    out = []
+    k = 1
     while k <= n:
         out.append(k)
         k *= 2
@@ -158,7 +162,8 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp):
     """The fastest variant of a layout that fits (ranked as ``plan`` ranks layouts), and the
     leanest one (for the reason why nothing fits). Micro-batches rise until memory stops
     fitting (activations grow with it)."""
-    best = leanest = None
+    best = None
+    leanest = None
     L = model.n_layers
     zeros = (0, 1) if pp > 1 else cost.ZERO_STAGES
     dp = base.check(model, n_gpus, B)
@@ -246,7 +251,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     if seq_len is not None:
         spec = replace(spec, seq_len=check_int("seq_len", seq_len))
     cluster = cluster_for(gpu, gpus_per_node, nics_per_node, inter_link, nvlink_domain)
-    S, s = spec.seq_len, spec.shape
+    S = spec.seq_len
+    s = spec.shape
     if global_batch is None:
         want = max(1, round(2 ** 22 / S))
         global_batch = -(-want // n_gpus) * n_gpus
@@ -267,7 +273,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     base = Layout(dp_overlap=dp_overlap, cp_kind=cp_kind, attention=attention, dtype=dtype,
                   tp_comm_overlap=tp_comm_overlap, uneven_stages=uneven_stages)
     base.dtype_on(cluster.gpu)
-    ranked, infeasible = [], []
+    ranked = []
+    infeasible = []
     for cp in cps:
         for tp in tps:
             rest = n_gpus // (tp * cp) if n_gpus % (tp * cp) == 0 else 0

@@ -195,9 +195,15 @@ class Layout:
         ``model``, ``n_gpus`` or ``global_batch`` is itself malformed)."""
         if not isinstance(model, ModelSpec):
             raise ValueError(f"model={model!r} must be a planner.ModelSpec")
-        n_gpus, global_batch = check_int("n_gpus", n_gpus), check_int("global_batch", global_batch)
-        s, L = model.shape, model.n_layers
-        tp, pp, cp, ep, v = self.tp, self.pp, self.cp, self.ep, self.v
+        n_gpus = check_int("n_gpus", n_gpus)
+        global_batch = check_int("global_batch", global_batch)
+        s = model.shape
+        L = model.n_layers
+        tp = self.tp
+        pp = self.pp
+        cp = self.cp
+        ep = self.ep
+        v = self.v
         if s.n_heads % tp:
             raise LayoutError(f"tp={tp} must divide n_heads={s.n_heads} (each rank holds "
                               "whole heads)")

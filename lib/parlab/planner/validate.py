@@ -37,7 +37,8 @@ def predict_run(run: PublishedRun, constants: Constants = CONSTANTS):
     the source does not give (micro-batch 1, no interleaving, no recomputation); if that
     does not fit in memory, the fastest variant of the knobs in ``run.search`` that does
     (micro-batch: every divisor of the replica's batch)."""
-    model, cluster = resolve_model(run.model), cluster_for(run.gpu, node=run.node)
+    model = resolve_model(run.model)
+    cluster = cluster_for(run.gpu, node=run.node)
     base = Layout(**{"micro_batch": 1, **run.layout})
     first = predict(model, cluster, base, run.n_gpus, run.global_batch, constants)
     if first.fits or not run.search:
@@ -50,7 +51,8 @@ def predict_run(run: PublishedRun, constants: Constants = CONSTANTS):
             options.append([("micro_batch", b) for b in divisors(per)])
         else:
             options.append([(knob, x) for x in _CHOICES[knob]])
-    best, why = None, None
+    best = None
+    why = None
     for combo in itertools.product(*options):
         try:
             e = predict(model, cluster, replace(base, **dict(combo)), run.n_gpus,

@@ -84,7 +84,8 @@ def matmul_reduce_scatter_forward(x, weight, group, chunks: int):
     """reduce_scatter_sequence(F.linear(x, weight)), with chunk k's reduce-scatter in
     flight while chunk k+1 is multiplied. x: (B, T, in) -> (B, T/t, out). No autograd."""
     t, (B, T, _) = tp_size(group), x.shape
-    Ts, o = T // t, weight.size(0)
+    Ts = T // t
+    o = weight.size(0)
     n = Ts // check_chunks(chunks, Ts)
     out = torch.empty(B, Ts, o, dtype=x.dtype, device=x.device)
     pending = None

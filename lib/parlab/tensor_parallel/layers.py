@@ -138,7 +138,9 @@ class _ColumnParallelMatmul(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, group, sequence_parallel, overlap, chunks=1):
-        ctx.group, ctx.sp, ctx.overlap = group, sequence_parallel, overlap
+        ctx.group = group
+        ctx.sp = sequence_parallel
+        ctx.overlap = overlap
         ctx.has_bias = bias is not None
         trace.keep_tags(ctx)
         ctx.save_for_backward(x, weight)
@@ -207,9 +209,12 @@ class ColumnParallelLinear(nn.Module):
     def __init__(self, weight, bias, group=None, sequence_parallel=False, overlap=False,
                  parts=1, overlap_chunks=1, transposed=False):
         super().__init__()
-        self.group, self.sequence_parallel, self.overlap = group, sequence_parallel, overlap
+        self.group = group
+        self.sequence_parallel = sequence_parallel
+        self.overlap = overlap
         self.overlap_chunks = check_chunks(overlap_chunks, None, sequence_parallel)
-        self.transposed, out = transposed, 1 if transposed else 0   # the output features' dim
+        self.transposed = transposed   # the output features' dim
+        out = 1 if transposed else 0
         self.weight = _param(shard(weight, out, group, parts), split=(out, parts))
         self.bias = _param(None if bias is None else shard(bias, 0, group, parts), split=(0, parts))
 
@@ -244,9 +249,11 @@ class RowParallelLinear(nn.Module):
     def __init__(self, weight, bias, group=None, sequence_parallel=False, overlap_chunks=1,
                  transposed=False):
         super().__init__()
-        self.group, self.sequence_parallel = group, sequence_parallel
+        self.group = group
+        self.sequence_parallel = sequence_parallel
         self.overlap_chunks = check_chunks(overlap_chunks, None, sequence_parallel)
-        self.transposed, inp = transposed, 0 if transposed else 1   # the input features' dim
+        self.transposed = transposed   # the input features' dim
+        inp = 0 if transposed else 1
         self.weight = _param(shard(weight, inp, group), split=(inp, 1))
         self.bias = _param(bias.clone() if bias is not None else None, sequence_parallel)
 
@@ -277,7 +284,8 @@ class VocabParallelEmbedding(nn.Module):
 
     def __init__(self, weight, group=None, sequence_parallel=False):
         super().__init__()
-        self.group, self.sequence_parallel = group, sequence_parallel
+        self.group = group
+        self.sequence_parallel = sequence_parallel
         self.weight = _param(shard(weight, 0, group), split=(0, 1))
         rows = self.weight.size(0)
         self.start = dist.get_rank(group) * rows

@@ -77,7 +77,8 @@ def reduce_scatter_sequence(x: torch.Tensor, group) -> torch.Tensor:
 
 def split_sequence(x: torch.Tensor, group, dim: int = 1) -> torch.Tensor:
     """This rank's contiguous slice of positions along ``dim`` (no communication)."""
-    t, r = tp_size(group), dist.get_rank(group)
+    t = tp_size(group)
+    r = dist.get_rank(group)
     T = x.size(dim)
     return x.narrow(dim, r * T // t, T // t)
 

@@ -146,7 +146,8 @@ def _resolve(model: nn.Module, plan: dict) -> list:
     """[(name, style)]: each entry's submodules (a name's dots must match the pattern's),
     or, if it names none, the callable attributes it names (``loss_fn``)."""
     order = [n for n, _ in model.named_modules() if n]
-    chosen, attributes = {}, []
+    chosen = {}
+    attributes = []
     for pattern, style in plan.items():
         hits = [n for n in order if n.count(".") == pattern.count(".")
                 and fnmatch.fnmatchcase(n, pattern)]
@@ -185,7 +186,9 @@ def gpt_plan(config, overlap: bool = False, overlap_chunks: int = 1) -> dict:
     ``overlap_chunks``: every column / row pair's SP collectives chunked and pipelined.
 
         apply_tensor_parallel(gpt, gpt_plan(gpt.config), group, sequence_parallel)"""
-    hd, kv, c = config.head_dim, config.n_kv_heads, overlap_chunks
+    hd = config.head_dim
+    kv = config.n_kv_heads
+    c = overlap_chunks
     dense = [i for i in range(config.n_layers) if not config.is_moe_layer(i)]
     plan = {"wte": VocabParallel(),
             "blocks.*.ln1": SequenceParallel(), "blocks.*.ln2": SequenceParallel(),
@@ -238,7 +241,8 @@ def full_tensors(model: nn.Module, group=None, grads: bool = False, names=None) 
     collective over the group, untraced: bookkeeping, not training), on the CPU.
     ``names``: {id(param): reference name} (default: the model's own names)."""
     import torch.distributed as dist
-    t, out = tp_size(group), {}
+    t = tp_size(group)
+    out = {}
     pairs = [(names[id(p)], p) for p in model.parameters() if id(p) in names] \
         if names is not None else list(model.named_parameters())
     for name, p in pairs:

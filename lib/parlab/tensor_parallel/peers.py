@@ -74,12 +74,14 @@ def device_mesh(group=None, device_type: str = "cpu"):
 class PeerAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, bias: bool, recompute: str = "none"):
         super().__init__()
-        self.head_dim, self.recompute = d_model // n_heads, recompute
+        self.head_dim = d_model // n_heads
+        self.recompute = recompute
         self.q, self.k, self.v = (nn.Linear(d_model, d_model, bias=bias) for _ in range(3))
         self.proj = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(self, x):
-        B, T = x.shape[0], x.shape[1]            # global sizes (x may be a DTensor)
+        B = x.shape[0]            # global sizes (x may be a DTensor)
+        T = x.shape[1]
         # ColwiseParallel hands back local tensors: this rank's n_heads / t heads
         q, k, v = (lin(x).view(B, T, -1, self.head_dim).transpose(1, 2)
                    for lin in (self.q, self.k, self.v))
@@ -94,7 +96,8 @@ class PeerAttention(nn.Module):
 class PeerBlock(nn.Module):
     def __init__(self, c: GPTConfig, recompute: str):
         super().__init__()
-        self.ln1, self.ln2 = norm(c), norm(c)
+        self.ln1 = norm(c)
+        self.ln2 = norm(c)
         self.attn = PeerAttention(c.d_model, c.n_heads, c.bias, recompute)
         self.mlp = MLP(c)
 
@@ -108,7 +111,8 @@ class PeerGPT(nn.Module):
 
     def __init__(self, config: GPTConfig, seed: int = 0, recompute: str = "none"):
         super().__init__()
-        c, self.config = config, config
+        c = config
+        self.config = config
         with torch.device("meta"):     # no default init: every value comes from init_tensor
             self.wte = nn.Embedding(c.vocab_size, c.d_model)
             self.wpe = nn.Embedding(c.seq_len, c.d_model)
@@ -125,7 +129,8 @@ class PeerGPT(nn.Module):
                     full = init_tensor(name.replace(f".{part}.", ".qkv."),
                                        (3 * p.shape[0], *p.shape[1:]), seed, c.n_layers)
                     p.copy_(full.chunk(3, 0)["qkv".index(part)])
-        self.sequence_parallel, self.shard = False, (0, 1)   # set by parallelize
+        self.sequence_parallel = False   # set by parallelize
+        self.shard = (0, 1)
 
     def forward(self, idx, targets):
         """The mean loss. Call it under ``loss_parallel()`` and run its backward there
@@ -212,7 +217,8 @@ class TorchTPRecipe(Recipe):
         self.optimizer = self.make_optimizer(self.model.parameters())
 
     def batch(self, step: int):
-        r, c = self.run, self.run.config
+        r = self.run
+        c = self.run.config
         x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
         return x.to(self.device), y.to(self.device)
 
@@ -230,7 +236,8 @@ class TorchTPRecipe(Recipe):
                           optimizer=[_local(v) for v in optimizer_states(self.optimizer)])
 
     def full_state(self):
-        state, grads = full_tensors(self.model), full_tensors(self.model, grads=True)
+        state = full_tensors(self.model)
+        grads = full_tensors(self.model, grads=True)
         return snapshot(state, grads) if self.rank == 0 else (None, None)
 
     def report(self, events, windows) -> dict:  # DTensor's collectives are not ours to label

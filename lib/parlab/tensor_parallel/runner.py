@@ -86,7 +86,8 @@ class TPRecipe(Recipe):
         labelled(self.model)
 
     def batch(self, step: int):
-        r, c = self.run, self.run.config
+        r = self.run
+        c = self.run.config
         x, y = get_batch(step, r.batch_size, c.seq_len, c.vocab_size, seed=r.data_seed)
         return x.to(comm.device(self.group)), y.to(comm.device(self.group))
 
