@@ -280,10 +280,17 @@ class _RecomputedCore(torch.autograd.Function):
         return (None, *torch.autograd.grad(out, (q, k, v), grad))
 
 
-def recompute_attention(model: nn.Module) -> nn.Module:
+def recompute_attention(model: nn.Module) -> list[str]:
     """Selective recomputation: every attention core of ``model`` (a module with a
-    ``core``, as the lab's attention has) keeps only q, k and v for backward."""
-    for m in model.modules():
+    ``core``, as the lab's attention has) keeps only q, k and v for backward. Returns the
+    names of the modules whose core it wrapped; a ValueError when there is none."""
+    done = []
+    for name, m in model.named_modules():
         if callable(getattr(m, "core", None)):
             m.core = partial(_RecomputedCore.apply, m.core)
-    return model
+            done.append(name)
+    if not done:
+        raise ValueError(f"recompute_attention found no attention core in "
+                         f"{type(model).__name__}: it wraps a submodule's callable `core` "
+                         "(the lab's CausalSelfAttention has one)")
+    return done

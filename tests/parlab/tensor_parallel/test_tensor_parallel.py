@@ -193,3 +193,13 @@ def test_collectives_counted_equal_the_formula():
             for direction in ("forward", "backward"):
                 assert Counter(c["op"] for c in mine if c["direction"] == direction) \
                     == formula[direction]
+
+
+def test_recompute_attention_names_what_it_wrapped_and_refuses_a_model_without_cores():
+    import torch.nn as nn
+
+    from parlab.model import GPT
+    from parlab.tensor_parallel import recompute_attention
+    assert recompute_attention(GPT(CFG)) == [f"blocks.{i}.attn" for i in range(CFG.n_layers)]
+    with pytest.raises(ValueError, match="recompute_attention found no attention core in Sequential"):
+        recompute_attention(nn.Sequential(nn.Linear(2, 2)))
