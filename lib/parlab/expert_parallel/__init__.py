@@ -11,15 +11,16 @@ order (the single-device MoE layer itself is ``parlab.moe``):
   runner.py    EPRun and run(): the lab's run convention
   variants.py  DeepSeekMoE's shared + fine-grained experts, expert choice, dropless
   peers.py     a dense baseline (every rank every expert) and PyTorch's autograd
-               all-to-all, on the same model
+               all-to-all, on the same model (EPRun(peer=...))
 """
 
 from . import dispatch, variants  # modules: dispatch.dispatch / combine; variants.deepseek_moe
-from .layers import EPMoE, apply_expert_parallel, set_counts_group
+from .layers import EPMoE, apply_expert_parallel, expert_parameters, set_counts_group
 from .groups import make_groups, sync_grads
 from .router import global_counts_hook
 from .runner import EPRecipe, EPRun, collect, run, train_worker
 
 __all__ = ["dispatch", "variants", "global_counts_hook", "EPMoE", "apply_expert_parallel",
+           "expert_parameters",
            "set_counts_group", "make_groups", "sync_grads", "EPRecipe", "EPRun", "run",
            "train_worker", "collect"]

@@ -4,10 +4,12 @@
   schedules_zb.py ZB-H2, ZB-V and DualPipe as data; placement.py: which rank holds each stage
   stages.py       PipelineStage: any ordered list of modules; BlockAdapter: another model's
                   block (masks, rotary tables, tuple outputs) as one; the lab's GPT cut
-  executor.py     one executor that runs any schedule's action list on a process group
+  executor.py     one executor that runs a schedule given as data (every rank's action
+                  list and the placement) on a process group
   compute.py      what an op computes: real stages or emulated (sleeps)
-  runner.py       PPRun (checked before any process starts), run(), PipelineResult
-  peers.py        torch.distributed.pipelining on the same stages
+  runner.py       PPRun (checked before any process starts), run(), PipelineResult;
+                  StagesRecipe: what every pipeline rank does (shared with parallel_nd)
+  peers.py        torch.distributed.pipelining on the same stages (PPRun(peer=...))
 
     result = run(PPRun(config=GPTConfig(...), steps=3, batch_size=8, schedule="1f1b",
                        p=2, micro_batches=4), world_size=2)

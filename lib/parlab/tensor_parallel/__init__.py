@@ -12,6 +12,7 @@
                   sequence-parallel gradient sum; reassembly
   runner.py       TPRun and run(): the lab's run convention
   peers.py        PyTorch's own tensor parallelism (DTensor) on the same model
+                  (TPRun(peer="dtensor"))
 
     apply_tensor_parallel(model, {"fc1": Colwise(), "fc2": Rowwise()}, group)
     apply_tensor_parallel(gpt, gpt_plan(gpt.config), group)   # the lab's GPT

@@ -9,10 +9,15 @@ Read in this order:
                   in time; fp16/bf16 compute over fp32 master shards
   prefetch.py     Prefetcher: the next unit's all-gather issued before this unit computes
   hybrid.py       HybridShard: HSDP, ZeRO-3 within a node and replicas across nodes
+  stages.py       apply_zero(module, stage, group): a stage to the part that implements it
+                  (used by the ZeRO run and every composed run)
   probes.py       MemoryProbe and Tracer: instrumentation the runner passes in
   peers.py        torch_peer: FSDP2 (fully_shard) and DDP on the same model
-  runner.py       ZeroRun (checked before any process starts), run(): the stages as these
-                  parts applied to the lab's GPT
+                  (ZeroRun(zero_stage="fsdp2" / "ddp"))
+  runner.py       ZeroRun (checked before any process starts), run(): the stages applied
+                  to the lab's GPT
+
+Every part finishes its gradient reduction inside backward (data_parallel/grad_sync.py).
 
     opt = ShardedOptimizer(model.parameters(), torch.optim.AdamW, group, stage=2, lr=1e-3)
     model = FullyShard(model, group); opt = torch.optim.AdamW(model.parameters())
@@ -25,5 +30,6 @@ from .hybrid import HybridShard, hsdp_groups  # noqa: F401
 from .prefetch import Prefetcher  # noqa: F401
 from .peers import PEERS, torch_peer  # noqa: F401
 from .probes import MemoryProbe, Tracer  # noqa: F401
-from .runner import ZeroRecipe, ZeroRun, apply_zero, collect, run, train_worker  # noqa: F401
+from .runner import ZeroRecipe, ZeroRun, collect, run, train_worker  # noqa: F401
+from .stages import Zero, apply_zero  # noqa: F401
 from .sharded import ELEMENTWISE, ShardedOptimizer  # noqa: F401
