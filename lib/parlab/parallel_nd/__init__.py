@@ -8,6 +8,7 @@ this order:
   ../mesh.py   the named axes: which ranks share a TP group, a PP stage, a DP replica
   runner.py    NDRun (checked before any process starts), the composition, run()
   dp_sync.py   after the flush: ZeRO stage 0-3 over the right groups, and the full state
+  clip.py      clipping by the global gradient norm over the mesh
   emulated.py  emulated compute that still issues the TP collectives (timing sweeps)
 
     result = run(NDRun(config=GPTConfig(...), dp=2, pp=2, tp=2, micro_batches=4), 8)

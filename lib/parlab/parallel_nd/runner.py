@@ -15,13 +15,16 @@ DeepSeek-V3 expert parallelism (DeepSeek-AI 2024, §3.2: PP-EP-ZeRO-1). The worl
   EP  ``expert_parallel.apply_expert_parallel`` over the EP group (folded over dp x cp)
   PP  ``pipeline_parallel.gpt_stages``: its chunk(s) of the (now parallel) layers, run
       by the pipeline executor over the PP group
-  DP  ``ZERO`` stage 0-3 over dp x cp for dense parameters and over the expert-data-
-      parallel group for experts: BucketedDP, ShardedOptimizer or FullyShard (dp_sync.py)
+  DP  ``zero.apply_zero``, stage 0-3, over dp x cp for dense parameters and over the
+      expert-data-parallel group for experts: BucketedDP, ShardedOptimizer or FullyShard
+      (dp_sync.py)
 
-No strategy is re-implemented here. Gradient accumulation over the m micro-batches meets
-ZeRO as in torchtitan's FSDP + PP: nothing is exchanged during the pipeline (``no_sync``),
-gradients add up in full, and after the flush each part sends them once -- an all-reduce
-(stage 0), a reduce-scatter (stages 1-2) or one per unit (stage 3). ZeRO-2/3 thus save
+No strategy is re-implemented here; what every pipeline rank does is the pipeline run's
+own (``pipeline_parallel.runner.StagesRecipe``). Gradient accumulation over the m
+micro-batches meets ZeRO as in torchtitan's FSDP + PP: nothing is exchanged during the
+pipeline (the parts' ``no_sync``), gradients add up in full, and after the flush each part
+sends them once (``finish_grad_sync``) -- an all-reduce (stage 0), a reduce-scatter
+(stages 1-2) or one per unit (stage 3). ZeRO-2/3 thus save
 their gradient memory between steps but not during one; reduce-scattering every
 micro-batch instead would keep it saved at m times the traffic (DeepSpeed's choice).
 
