@@ -2,7 +2,7 @@
 the module, a report written to build/browser-report.json.
 
 PARLAB_BROWSER_TEST=required (set by .ci/run): a missing Chromium or Playwright is a
-failure. Unset: the test skips, saying what is missing. PARLAB_BROWSER_TEST=skip: always
+failure. Unset: the test runs when both are here, and skips otherwise, saying what is missing. PARLAB_BROWSER_TEST=skip: always
 skips (a quicker local `python3 run.py test`). PARLAB_CHROMIUM: the browser's path
 (default /usr/bin/chromium, Debian's package). PARLAB_BROWSER_NOTEBOOKS: another folder of
 notebooks to run (default notebooks/; the test's own checks were tried on planted bad ones).

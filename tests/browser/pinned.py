@@ -30,7 +30,9 @@ def compare_pinned(session, saved: Path, pinned: Path,
     """``(checked, failures)``: how many cells nbval compares, and one entry per code cell whose outputs in ``saved`` (the notebook as executed and saved)
     nbval would fail against ``pinned`` (the committed notebook), named as nbval names it
     (``notebooks/07_mixed_precision.ipynb::Cell 4``), with the notebook's own cell index
-    (the browser test's numbering), its first line and nbval's account of the difference."""
+    (the browser test's numbering), its first line and nbval's account of the difference.
+    Checked cells that did not run (Run All stopped at an error before them) are named in
+    one entry of their own."""
     label = label or Path(pinned).name
     ran = nbformat.read(str(saved), as_version=4).cells
     ran_code = [(i, c) for i, c in enumerate(ran) if c.cell_type == "code"]
@@ -38,7 +40,7 @@ def compare_pinned(session, saved: Path, pinned: Path,
     if len(items) != len(ran_code):
         return 0, [f"{label}: the saved notebook has {len(ran_code)} code cells, the pinned one "
                    f"{len(items)}: its outputs cannot be matched to the pins"]
-    checked, failures = 0, []
+    checked, failures, not_run = 0, [], []
     for item, (index, cell) in zip(items, ran_code):
         name = f"{label}::Cell {item.cell_num} (cell {index} of the notebook, " \
                f"{(item.cell.source.strip().splitlines() or [''])[0][:60]!r})"
@@ -54,11 +56,17 @@ def compare_pinned(session, saved: Path, pinned: Path,
         if not item.options["check"] or unrun:
             continue
         checked += 1
+        if cell.execution_count is None:  # Run All stopped before it (an error says where)
+            not_run.append(f"Cell {item.cell_num}")
+            continue
         item.colors = nocolors  # plain text in the failure message
         test = coalesce_streams(copy.deepcopy(cell.outputs))
         ref = coalesce_streams(copy.deepcopy(item.cell.outputs))
         if not item.compare_outputs(test, ref):
             failures.append(f"{name}: outputs differ from the pinned ones\n"
                             + "\n".join(str(t) for t in item.comparison_traceback))
+    if not_run:
+        failures.append(f"{label}: {len(not_run)} pinned cells did not run, so their outputs "
+                        f"were not compared: {', '.join(not_run)}")
     return checked, failures
 

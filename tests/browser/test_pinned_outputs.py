@@ -86,6 +86,12 @@ def test_a_missing_output_and_mismatched_cells_are_caught(request, tmp_path):
                                               _cell("print('a time')"), _cell("2 + 2", [], [TAG])])
     failures = compare_pinned(request.session, saved, _pinned(tmp_path))[1]
     assert len(failures) == 2 and all("Missing output fields" in f for f in failures)
+    # Run All stopped at an error before the last cell: one line says it was not compared
+    stopped = _write(tmp_path / "stopped.ipynb", [
+        _cell("x = 1"), _cell("print('bytes', 8)", [_out("bytes 8\n")], [TAG]),
+        _cell("print('a time')"), _cell("2 + 2", [], [TAG], count=None)])
+    assert compare_pinned(request.session, stopped, _pinned(tmp_path)) == (2, [
+        "pinned.ipynb: 1 pinned cells did not run, so their outputs were not compared: Cell 3"])
     fewer = _write(tmp_path / "fewer.ipynb", [_cell("x = 1")])
     assert "has 1 code cells, the pinned one 4" in compare_pinned(request.session, fewer,
                                                                   _pinned(tmp_path))[1][0]
