@@ -6,11 +6,17 @@
     python3 run.py lab --reset  the same, after moving your copies to work/backup-<time>/
     python3 run.py html [NN..]  execute the notebooks (all, or those named: 03 05) and write
                                 them with their figures as HTML pages to build/
-    python3 run.py test         create .venv, install, run the whole test suite
-                                (unit tests and every notebook under nbval)
-    python3 run.py setup        create .venv and install, nothing else
+    python3 run.py test         create .venv, install the lab and the test tools, run the
+                                whole test suite (unit tests and every notebook)
+    python3 run.py setup        create .venv and install what a learner needs, nothing else
+    python3 run.py setup --test      the same, and the test tools
     python3 run.py setup --dry-run   say which torch build it would install and the
                                 commands it would run; run none of them
+
+What is installed: the lab's package (lib/parlab, lib/lessons) with its extra "lab", whose
+pins are requirements.txt (torch, numpy, jupyterlab, ipywidgets, plotly); `test` and
+`setup --test` add the extra "test", pinned in requirements-test.txt (pytest, hypothesis,
+nbval, ...). pyproject.toml reads both extras from those files: the pins live there only.
 
 Extra arguments go to JupyterLab or pytest: `python3 run.py test -k ring -x`.
 As root, `lab` adds JupyterLab's --allow-root.
@@ -37,7 +43,8 @@ import venv
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.abspath(os.environ.get("PARLAB_VENV", os.path.join(ROOT, ".venv")))
-REQUIREMENTS = os.path.join(ROOT, "requirements.txt")
+REQUIREMENTS = os.path.join(ROOT, "requirements.txt")  # the extra "lab": a learner's pins
+TEST_REQUIREMENTS = os.path.join(ROOT, "requirements-test.txt")  # the extra "test"
 BIN = os.path.join(VENV, "Scripts" if os.name == "nt" else "bin")
 PY = os.path.join(BIN, "python.exe" if os.name == "nt" else "python")
 STAMP = os.path.join(VENV, ".parlab-installed")
@@ -125,12 +132,14 @@ def installed_torch(venv_dir: str = VENV) -> str | None:
 
 
 def install_commands(cpu: bool, py: str = PY, requirements: str = REQUIREMENTS,
-                     installed: str | None = None,
-                     platform: str = sys.platform) -> list[list[str]]:
-    """The pip commands of an install. The CPU build first, from PyTorch's index, at
-    requirements.txt's pin: the ``-r`` install then finds torch satisfied and leaves it.
-    --no-deps: torch's own dependencies come with the ``-r`` install, from PyPI like the
-    rest, so PyTorch's index is asked for torch alone. Where download.pytorch.org cannot
+                     installed: str | None = None, platform: str = sys.platform,
+                     test: bool = False) -> list[list[str]]:
+    """The pip commands of an install: the lab's package, editable, with its extra "lab"
+    (requirements.txt's pins), and with ``test`` its extra "test" too. The CPU build of
+    torch first, from PyTorch's index, at requirements.txt's pin: the package's install
+    then finds torch satisfied and leaves it. --no-deps: torch's own dependencies come
+    with the package's install, from PyPI like the rest, so PyTorch's index is asked for
+    torch alone. Where download.pytorch.org cannot
     be reached, pip's own find-links or extra indexes (a wheel folder) still answer,
     after pip's retries.
 
@@ -150,22 +159,44 @@ def install_commands(cpu: bool, py: str = PY, requirements: str = REQUIREMENTS,
                      "--index-url", CPU_INDEX])
     elif switch:
         cmds.append([py, "-m", "pip", "install", "--no-deps", *force, torch_pin])
-    cmds.append([py, "-m", "pip", "install", "-r", requirements])
+    cmds.append([py, "-m", "pip", "install", "-e", ".[lab,test]" if test else ".[lab]"])
     return cmds
 
 
-def setup(dry_run: bool = False) -> None:
+def stamp_lines(cpu: bool, test: bool, requirements: str = REQUIREMENTS,
+                test_requirements: str = TEST_REQUIREMENTS) -> list[str]:
+    """What an install writes to the stamp file, one line per extra: its name and a hash of
+    its pins (and of the torch build for "lab": CPU or not), so that a change of either
+    installs again."""
+    def digest(path: str, extra: bytes = b"") -> str:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read() + extra).hexdigest()
+    lines = ["lab " + digest(requirements, b"1" if cpu else b"")]
+    if test:
+        lines.append("test " + digest(test_requirements))
+    return lines
+
+
+def installed_already(stamp: str, wanted: list[str]) -> bool:
+    """Whether the stamp file names every line of ``wanted``: a learner's install after the
+    test install is there already; the test install after a learner's is not."""
+    try:
+        with open(stamp) as f:
+            have = set(f.read().splitlines())
+    except OSError:
+        return False
+    return set(wanted) <= have
+
+
+def setup(dry_run: bool = False, test: bool = False) -> None:
     if sys.version_info < (3, 10):
         sys.exit(f"Python >= 3.10 is needed, this is {sys.version.split()[0]}")
     env = os.environ.get("PARLAB_TORCH_CPU")
     asks_gpu = not (env or "").strip() and sys.platform.startswith("linux")
     gpu = find_nvidia_gpu() if asks_gpu else None
     cpu, line = torch_build(env, gpu)
-    # The stamp names what was installed: requirements.txt and the build ("1": CPU), so a
-    # change of either installs again. (b"" and b"1" are what earlier stamps held.)
-    with open(REQUIREMENTS, "rb") as f:
-        wanted = hashlib.sha256(f.read() + (b"1" if cpu else b"")).hexdigest()
-    installed = os.path.exists(STAMP) and open(STAMP).read() == wanted
+    wanted = stamp_lines(cpu, test)
+    installed = installed_already(STAMP, wanted)
     if dry_run:
         print((line or "installing PyPI's torch") + " (dry run: nothing is run)")
         if installed:
@@ -173,20 +204,20 @@ def setup(dry_run: bool = False) -> None:
             return
         if not os.path.exists(PY):
             print(f"would create virtualenv {VENV}")
-        for cmd in install_commands(cpu, installed=installed_torch()):
+        for cmd in install_commands(cpu, installed=installed_torch(), test=test):
             print("would run:", " ".join(cmd))
         return
     if not os.path.exists(PY):
         print(f"creating virtualenv {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     if installed:
-        return  # already installed from this requirements.txt, with this torch build
+        return  # already installed from these pins, with this torch build
     if line:
         print(line, flush=True)
-    for cmd in install_commands(cpu, installed=installed_torch()):
+    for cmd in install_commands(cpu, installed=installed_torch(), test=test):
         sh(*cmd)
     with open(STAMP, "w") as f:
-        f.write(wanted)
+        f.write("\n".join(wanted) + "\n")
 
 
 # ------------------------------------------------------------------------------
@@ -396,11 +427,11 @@ def main() -> None:
     if command == "_html":  # html, inside the virtualenv (nbconvert, plotly)
         return html(extra)
     if command == "setup":
-        unknown = [a for a in extra if a != "--dry-run"]
+        unknown = [a for a in extra if a not in ("--dry-run", "--test")]
         if unknown:
-            sys.exit(f"setup takes only --dry-run, not {' '.join(unknown)}")
-        return setup(dry_run=bool(extra))
-    setup()
+            sys.exit(f"setup takes only --test and --dry-run, not {' '.join(unknown)}")
+        return setup(dry_run="--dry-run" in extra, test="--test" in extra)
+    setup(test=command == "test")
     if command == "lab":
         lab(extra)
     elif command == "html":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU report in one call, for a session that has a GPU machine (see README, "Measured on"):
+# The GPU report in one call, for a session that has a GPU machine (see docs/measurements.md):
 #
 #     bash tools/gpu_check.sh          # from the repository root; results under $OUT
 #

@@ -1,9 +1,12 @@
 """Every notebook in a real browser (JupyterLab in headless Chromium): Run All from the
-menu finishes with no error output and no browser console error; no answer, verdict, hint
-or solution shows before a click, and one hint opens alone; every widget redraws its output
-when one of its controls changes; and one coding exercise of "Your turn" gets a wrong and
-then a right answer typed in, with the checker's verdicts read off the page. Screenshots of failures go to
-build/browser-failures/, timings to build/browser-report.json (see conftest.py)."""
+menu finishes with no error output and no browser console error; the cells tagged
+nbval-check-output show their pinned outputs, compared by nbval's rules on the notebook as
+saved (pinned.py; this run replaces nbval's own execution of the notebook); no answer,
+verdict, hint or solution shows before a click, and one hint opens alone; every widget
+redraws its output when one of its controls changes; and one coding exercise of "Your turn"
+gets a wrong and then a right answer typed in, with the checker's verdicts read off the
+page. Screenshots of failures go to build/browser-failures/, timings to
+build/browser-report.json (see conftest.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import notebook_page as nbp
+import pinned
 import your_turn
 from conftest import FAILURES, NOTEBOOK_DIR, ROOT
 
@@ -41,6 +45,12 @@ def _shot(page, name: str, what: str, cell: int | None = None) -> str:
     except Exception as e:  # the screenshot must never hide the failure it documents
         return f"(no screenshot: {e})"
     return f"screenshot {path.relative_to(ROOT)}"
+
+
+def _label(name: str) -> str:
+    """The notebook as nbval names it: notebooks/07_mixed_precision.ipynb."""
+    path = NOTEBOOK_DIR / name
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _saved_errors(path: Path) -> tuple[dict[int, str], set[int]]:
@@ -92,7 +102,7 @@ def _exercise_widgets(page, name: str, entry: dict, failures: list[str]) -> None
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", NOTEBOOKS, ids=[Path(n).stem for n in NOTEBOOKS])
-def test_notebook_in_browser(name, lab, browser, report):
+def test_notebook_in_browser(name, lab, browser, report, request):
     entry = report.notebooks[name] = {"widgets": []}
     failures: list[str] = []
     console: list[str] = []
@@ -127,6 +137,10 @@ def test_notebook_in_browser(name, lab, browser, report):
         nbp.save(page)
         errors, expected = _saved_errors(lab.root / name)
         failures += [f"error output in cell {i}: {e}" for i, e in errors.items()]
+        # the run nbval would have made (its cells of this notebook are deselected, conftest.py)
+        entry["pinned_cells"], differ = pinned.compare_pinned(
+            request.session, lab.root / name, NOTEBOOK_DIR / name, label=_label(name))
+        failures += [f"pinned output: {d}" for d in differ]
         # tracebacks printed to stderr (a worker's, a warning's) are not error outputs
         shown = [t for t in nbp.dom_tracebacks(page) if t["cell"] not in expected]
         failures += [f"traceback shown in cell {t['cell']}: {t['text']}"

@@ -1,5 +1,5 @@
 """The benchmarks' smoke modes run end to end and print their tables (no timing is asserted:
-performance figures come from full runs, see README)."""
+performance figures come from full runs, see docs/measurements.md)."""
 import subprocess
 import sys
 from pathlib import Path

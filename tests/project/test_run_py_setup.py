@@ -1,9 +1,12 @@
 """run.py setup and lab without installing or starting anything: which torch build (GPU
-found or not x PARLAB_TORCH_CPU unset/0/1), the pip commands that follow from it, the
-GPU probe with a fake nvidia-smi, and the JupyterLab command that opens notebook 00."""
+found or not x PARLAB_TORCH_CPU unset/0/1), the pip commands that follow from it (a
+learner's install, or the test install), the stamp that makes setup idempotent, the pins
+kept in one place, the GPU probe with a fake nvidia-smi, and the JupyterLab command that
+opens notebook 00."""
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 
@@ -68,18 +71,20 @@ def _requirements(tmp_path):
 
 def test_install_commands(run, tmp_path):
     req = _requirements(tmp_path)
+    lab = ["py", "-m", "pip", "install", "-e", ".[lab]"]
     cpu = run.install_commands(True, py="py", requirements=req, platform="linux")
     assert cpu == [["py", "-m", "pip", "install", "--no-deps", "torch==2.13.0",
-                    "--index-url", "https://download.pytorch.org/whl/cpu"],
-                   ["py", "-m", "pip", "install", "-r", req]]
-    assert run.install_commands(False, py="py", requirements=req) == [
-        ["py", "-m", "pip", "install", "-r", req]]
+                    "--index-url", "https://download.pytorch.org/whl/cpu"], lab]
+    assert run.install_commands(False, py="py", requirements=req) == [lab]
+    # the test install: the same, with the extra "test"
+    assert run.install_commands(True, py="py", requirements=req, platform="linux",
+                                test=True) == [cpu[0], lab[:-1] + [".[lab,test]"]]
     # the build already there is the one chosen: pip is left to call it satisfied
     same = run.install_commands(True, py="py", requirements=req, installed="2.13.0+cpu",
                                 platform="linux")
     assert same == cpu
     assert run.install_commands(False, py="py", requirements=req, installed="2.13.0",
-                                platform="linux") == [["py", "-m", "pip", "install", "-r", req]]
+                                platform="linux") == [lab]
     # the other build is there: the chosen one goes over it (pip would call it satisfied)
     to_cpu = run.install_commands(True, py="py", requirements=req, installed="2.13.0",
                                   platform="linux")
@@ -88,10 +93,59 @@ def test_install_commands(run, tmp_path):
                                    platform="linux")
     assert to_cuda[0] == ["py", "-m", "pip", "install", "--no-deps", "--force-reinstall",
                           "torch==2.13.0"]
-    assert to_cuda[1] == ["py", "-m", "pip", "install", "-r", req]
+    assert to_cuda[1] == lab
     # macOS's CPU wheels carry no +cpu: no switch read into it
     assert run.install_commands(True, py="py", requirements=req, installed="2.13.0",
                                 platform="darwin") == cpu
+
+
+def test_stamp_makes_setup_idempotent_per_extra(run, tmp_path):
+    req, test_req = _requirements(tmp_path), tmp_path / "requirements-test.txt"
+    test_req.write_text("pytest==9.2.0\n")
+    lines = lambda cpu, test: run.stamp_lines(cpu, test, req, str(test_req))  # noqa: E731
+    stamp = tmp_path / "stamp"
+    assert not run.installed_already(str(stamp), lines(True, False))  # nothing installed yet
+    stamp.write_text("\n".join(lines(True, True)) + "\n")  # the test install
+    assert run.installed_already(str(stamp), lines(True, True))
+    assert run.installed_already(str(stamp), lines(True, False))  # lab after test: nothing
+    assert not run.installed_already(str(stamp), lines(False, False))  # the other torch build
+    stamp.write_text("\n".join(lines(True, False)) + "\n")  # a learner's install
+    assert run.installed_already(str(stamp), lines(True, False))
+    assert not run.installed_already(str(stamp), lines(True, True))  # test adds its tools
+    test_req.write_text("pytest==9.3.0\n")  # a changed pin installs again
+    stamp.write_text("\n".join(lines(True, True)) + "\n")
+    test_req.write_text("pytest==9.2.0\n")
+    assert not run.installed_already(str(stamp), lines(True, True))
+    stamp.write_text(lines(True, False)[0].split()[1])  # an older stamp: a bare hash
+    assert not run.installed_already(str(stamp), lines(True, False))
+
+
+PIN = re.compile(r"^([A-Za-z0-9_.-]+)==[0-9][0-9A-Za-z.+]*$")
+
+
+def _pins(path):
+    lines = [ln.strip() for ln in open(path) if ln.strip() and not ln.startswith("#")]
+    assert all(PIN.match(ln) for ln in lines), (path, lines)  # plain pins: pyproject reads them
+    return {PIN.match(ln).group(1).lower(): ln for ln in lines}
+
+
+def test_pins_are_kept_once(run):
+    """The learner's pins in requirements.txt, the test tools' in requirements-test.txt;
+    pyproject.toml's extras are those files, Binder reads requirements.txt, and no package
+    is pinned twice."""
+    lab, test = _pins(run.REQUIREMENTS), _pins(run.TEST_REQUIREMENTS)
+    assert set(lab) == {"torch", "numpy", "jupyterlab", "ipywidgets", "plotly"}
+    assert {"pytest", "pytest-timeout", "hypothesis", "nbval"} <= set(test)
+    assert test["transformers"] == "transformers==4.57.6"
+    assert not set(lab) & set(test)
+    toml = open(os.path.join(ROOT, "pyproject.toml")).read()
+    assert 'lab = { file = ["requirements.txt"] }' in toml
+    assert 'test = { file = ["requirements-test.txt"] }' in toml
+    assert "==" not in toml  # no pin copied into pyproject.toml
+    binder = open(os.path.join(ROOT, "binder", "requirements.txt")).read()
+    assert "-r ../requirements.txt" in binder and "==" not in binder
+    ci = open(os.path.join(ROOT, ".ci", "run")).read()
+    assert "playwright" not in lab and "playwright" not in test and "PLAYWRIGHT_VERSION=" in ci
 
 
 def test_installed_torch_reads_the_dist_info(run, tmp_path):
@@ -128,15 +182,26 @@ def test_find_nvidia_gpu_with_a_fake_nvidia_smi(run, tmp_path):
     assert run.find_nvidia_gpu(which, hangs)[0] is False
 
 
-def test_setup_dry_run_says_the_build_and_runs_nothing(tmp_path):
+@pytest.mark.parametrize("test", [False, True])
+def test_setup_dry_run_says_the_build_and_runs_nothing(tmp_path, test):
     env = {**os.environ, "PARLAB_VENV": str(tmp_path / "venv"), "PARLAB_TORCH_CPU": "1"}
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), "setup", "--dry-run"],
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), "setup", "--dry-run"]
+                       + (["--test"] if test else []),
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == ("PARLAB_TORCH_CPU=1: installing the CPU build of torch "
                         "(dry run: nothing is run)")
     assert any("--index-url https://download.pytorch.org/whl/cpu" in ln for ln in lines)
+    assert lines[-1].endswith("pip install -e " + (".[lab,test]" if test else ".[lab]"))
+    assert not (tmp_path / "venv").exists()
+
+
+def test_setup_refuses_an_unknown_flag(tmp_path):
+    env = {**os.environ, "PARLAB_VENV": str(tmp_path / "venv")}
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), "setup", "--tests"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode != 0 and "setup takes only --test and --dry-run" in r.stderr
     assert not (tmp_path / "venv").exists()
 
 

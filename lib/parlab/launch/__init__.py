@@ -13,7 +13,7 @@ of CPU each; four of them on two cores cost 3-5 s. So the first launch of a give
 to the waiting ranks over a pipe (milliseconds). New ranks are forked from a
 "forkserver" that imported torch once, so even a cold start is well under a second
 per rank. (bench/launcher.py measures this against a fresh spawn and against
-ipyparallel engines; the README's design notes give the figures.)
+ipyparallel engines; docs/design.md gives the figures.)
 
 What never happens (each one is a test in tests/test_launch*.py):
 - a frozen caller. A rank that raises makes the call raise ``LaunchError`` (with

@@ -11,7 +11,7 @@ the single device, after a patched ``F.gelu`` 2.6e-3 away, and after
 Why reset the state rather than restart the ranks after learner code. The launcher
 cannot tell a checker's launch of learner code from a library launch (both are a
 ``fn`` it imports), so restarting "after learner code" would mean after every launch:
-a new pool of 4 ranks takes 0.1-0.3 s (README), and each job would import its modules
+a new pool of 4 ranks takes 0.1-0.3 s (docs/design.md), and each job would import its modules
 again, against ~2-8 ms for a warm launch; and a ``%%ranks`` namespace must outlive
 its cell. Putting back a list of settings and comparing the namespaces' attributes
 with a snapshot costs a rank about 0.7 ms per job (0.08 ms when its caches are warm),

@@ -1,7 +1,7 @@
 """``calibrate``: the planner's constants for the GPU a ``python -m parlab gpu-report`` ran
 on -- its GEMMs' share of peak from the matmul section, the fused attention's from the model
-section (the one unknown left once the GEMMs are measured). The H200 figures of README
-"Measured on" (``constants.H200_REPORT``) are the first calibration: they give 0.70 for the
+section (the one unknown left once the GEMMs are measured). The H200 figures of
+docs/measurements.md (``constants.H200_REPORT``) are the first calibration: they give 0.70 for the
 GEMMs (its 16384^3 GEMM, the one long enough to meet the power limit) and the default
 attention efficiency."""
 

@@ -68,7 +68,7 @@ CONSTANTS_NOTE = (
     "(calibrate). Every other published row is out of sample.")
 
 
-# The first calibration: the H200 figures of README "Measured on" (2026-11-30, one NVIDIA
+# The first calibration: the H200 figures of docs/measurements.md (2026-11-30, one NVIDIA
 # H200, torch 2.11), in gpu-report's JSON layout, transcribed from the table.
 H200_REPORT = {
     "device": {"status": "ok", "gpus": [{"name": "NVIDIA H200"}]},

@@ -1,6 +1,6 @@
-"""README's Slurm example names every CLI command, and tools/slurm/parlab.sbatch builds the
-torchrun line it promises: run here against stand-in `srun` and `scontrol` that print what
-they were asked, with the environment Slurm would set."""
+"""The Slurm example in docs/usage.md names every CLI command, and tools/slurm/parlab.sbatch
+builds the torchrun line it promises: run here against stand-in `srun` and `scontrol` that
+print what they were asked, with the environment Slurm would set."""
 import os
 import re
 import subprocess
@@ -14,7 +14,7 @@ SCRIPT = ROOT / "tools" / "slurm" / "parlab.sbatch"
 
 
 def _slurm_section() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "usage.md").read_text()
     start = text.index("**On a Slurm cluster**")
     return text[start:text.index("In your own code:", start)]
 

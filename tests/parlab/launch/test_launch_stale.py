@@ -1,4 +1,4 @@
-"""Stale code (README, design notes): when a source the ranks imported changes, the next
+"""Stale code (docs/design.md): when a source the ranks imported changes, the next
 launch restarts them; the list of parlab's sources is kept between launches (a warm
 re-run no longer walks the tree) and follows files added or removed."""
 
