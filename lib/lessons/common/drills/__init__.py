@@ -1,13 +1,13 @@
 """Interview drills: randomised questions whose answers are computed by ``parlab.cost``.
 
-    from parlab import drills
+    from lessons.common import drills
     q = drills.generate(topic="pp", seed=3)     # or template="bubble_1f1b"
     print(q.prompt); q.check(12.5); print(q.answer_text, q.explanation)
 
 Each question template draws realistic parameters from a seed (model presets from
 ``cost.MODEL_PRESETS``, GPUs and links from ``parlab.hardware``), computes the answer
 with ``parlab.cost`` and explains it: the formula, the worked numbers, and the notebook
-section that measures the same thing. Front-ends: ``python -m parlab drill`` (a terminal
+section that measures the same thing. Front-ends: ``python -m lessons drill`` (a terminal
 quiz, ``drills.quiz``) and ``drills.widgets.drill_widget`` (a notebook widget).
 
   core          Question, Ask, parse_answer(), the @template registry

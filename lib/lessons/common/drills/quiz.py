@@ -1,4 +1,4 @@
-"""The terminal quiz behind ``python -m parlab drill``: one question at a time, the
+"""The terminal quiz behind ``python -m lessons drill``: one question at a time, the
 answer read from stdin (a pipe works; end of input stops the quiz cleanly), right or
 wrong with how far off and a second try, then the answer and its explanation; the score
 at the end, counted by ``session``'s rules (the widget's too)."""
