@@ -11,8 +11,8 @@ section that measures the same thing. Front-ends: ``python -m lessons drill`` (a
 quiz, ``drills.quiz``) and ``drills.widgets.drill_widget`` (a notebook widget).
 
   core          Question, Ask, parse_answer(), the @template registry
-  bank          templates(), generate(): the topic modules' templates together
-  collectives   dp_zero  tp_sp  pp  moe_ep  memory_flops  cp  threed: the templates
+  bank          templates(), generate(): every lesson's templates together (each lesson's
+                drills.py registers its topic's: l00 collectives ... l08 reliability)
   session       Attempt, Tally: tries and the score (first tries count), for both front-ends
   quiz          the terminal quiz
   widgets       drill_widget (the only module here that imports ipywidgets)
