@@ -83,7 +83,9 @@ def _exercise_widgets(page, name: str, entry: dict, failures: list[str]) -> None
         control, act, timeout = choice
         record = {"cell": cell, "control": control, "update_s": None}
         entry["widgets"].append(record)
-        nbp.settle(page, cell, timeout=30)
+        # (its output has been still since Run All, or since the last widget settled: a
+        # short quiet spell is enough to take the digest to compare with)
+        nbp.settle(page, cell, timeout=30, quiet_for=0.25)
         before = nbp.digest(page, cell)
         t0 = time.monotonic()
         try:
