@@ -2,7 +2,7 @@
 (``charts``: trace timelines, cost curves, bars, memory bars, loss curves) and the
 widgets' common pieces (``controls``) and HTML tables, notes and
 answers (``tables``). Each strategy's own figures live beside it
-(``parlab.<strategy>.figures``). Imports plotly; the core never imports this package.
+(``lessons.lNN_<name>.figures``). Imports plotly; the core never imports this package.
 """
 
 from .charts import (MEMORY_PARTS, bars, cost_curves, loss_curves, measured_vs_predicted,

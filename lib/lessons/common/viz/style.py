@@ -15,6 +15,13 @@ import colorsys
 import math
 
 import plotly.graph_objects as go
+import plotly.io as pio
+
+# Load plotly's renderers now, while the notebook imports the lab. Plotly loads them (and
+# with them nbformat and jsonschema, which build a grammar when imported) the first time a
+# figure is displayed; when that first figure is a widget's, inside its callback, the
+# same imports took 5-7 s instead of about 2 s here, and the learner waited on the widget.
+pio.renderers.default  # noqa: B018
 
 TEMPLATE = "plotly_white"
 
