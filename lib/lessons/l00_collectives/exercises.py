@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from parlab import cost
+from parlab.hardware_presets import LINK_PRESETS
 from parlab.validate import check_int
 from lessons.common.checkers import core
 from .hints import HINTS
@@ -271,7 +272,9 @@ def check_ring_all_reduce(fn, world_size: int = 4, per_chunk: int = PER_CHUNK,
 # --- numeric exercises --------------------------------------------------------------------
 
 RING_BYTES = dict(S=400e6, n=8)  # 100 M fp32 gradients, 8 ranks
-ALLREDUCE_TIME = dict(S=100e6, n=16, alpha=5e-6, bandwidth=25e9)
+# one HDR InfiniBand card per GPU, the lab's cluster link (parlab.hardware_presets)
+ALLREDUCE_TIME = dict(S=100e6, n=16, alpha=5e-6,
+                      bandwidth=LINK_PRESETS["IB-HDR"].gb_per_s_per_direction * 1e9)
 ALL_GATHER_BYTES = dict(S=2e9, n=8)  # ZeRO-3 gathers 1 B fp16 parameters
 
 QUESTIONS = {
