@@ -54,7 +54,7 @@ _SKIP = [re.compile(p, re.S | re.M) for p in (
     r"\b\d{4}\.\d{4,5}(?:v\d)?\b",  # arXiv ids
     r"\b\d+(?:\.\d+)?[BT]\b(?!/)",  # model names: 7B, 175B, 1T (bytes have a space: 12 B)
     r"\b(?:19|20)\d\d[a-z]?\b",  # years
-    r"^\s*(?:#+|\d+\.)\s", r"<[^>]+>")]
+    r"^\s*#+\s*[\d.]*", r"^\s*\d+\.\s", r"<[^>]+>")]  # headings' section numbers, list items
 
 
 def normal(text: str) -> str:
