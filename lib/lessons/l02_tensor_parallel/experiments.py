@@ -210,9 +210,11 @@ def cpu_work(config: GPTConfig = MEDIUM, tps=(1, 2, 4), batch_size: int = 8, ste
 
 def gpu_scale(model: str = "GPT-3 175B", platform: str = "A100 (NVLink3, IB-HDR)",
               tps=(1, 2, 4, 8, 16, 32), micro_batch: int = 1, sequence_parallel: bool = False,
-              gpus_per_node: int = 8, efficiency: float = 0.5) -> list[dict]:
+              gpus_per_node: int = 8, efficiency: float = 0.5,
+              nics_per_node: int | None = None) -> list[dict]:
     """``cost.tp_scaling_curve`` for ``model`` on ``platform``: the link inside a node up to
-    ``gpus_per_node`` ranks, the network beyond. Rows per t: compute_s, comm_s, step_s,
+    ``gpus_per_node`` ranks, the network beyond, over ``nics_per_node`` cards per node (default
+    one per GPU, a DGX's layout; 1 for a node with a single card). Rows per t: compute_s, comm_s, step_s,
     tokens_per_s(_per_gpu), mfu, comm_fraction, link ("intra"/"inter"), link_name. Degrees
     that do not divide the model's heads are left out (a rank holds whole heads)."""
     gpu, inter = PLATFORMS[platform]
@@ -224,7 +226,8 @@ def gpu_scale(model: str = "GPT-3 175B", platform: str = "A100 (NVLink3, IB-HDR)
         peak_flops=hardware.peak_flops(spec, "bf16"),
         intra_bandwidth=intra.gb_per_s_per_direction * 1e9, intra_alpha=intra.latency_us * 1e-6,
         inter_bandwidth=net.gb_per_s_per_direction * 1e9, inter_alpha=net.latency_us * 1e-6,
-        gpus_per_node=gpus_per_node, efficiency=efficiency, sequence_parallel=sequence_parallel)
+        gpus_per_node=gpus_per_node, efficiency=efficiency, sequence_parallel=sequence_parallel,
+        nics_per_node=nics_per_node)
     for r in rows:
         r["link_name"] = intra.name if r["link"] == "intra" else net.name
     return rows

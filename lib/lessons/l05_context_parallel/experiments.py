@@ -282,6 +282,11 @@ def ring_hiding(gpu: str = "A100-SXM4-80GB", link: str = "NVLink3", d_model: int
     return rows
 
 
+def hiding_block(link: str = "NVLink3", gpu: str = "A100-SXM4-80GB", **kw) -> int:
+    """The first block size of ``ring_hiding``'s grid from which a hop hides over ``link``."""
+    return next(r["block"] for r in ring_hiding(gpu, link, **kw) if r["hidden"])
+
+
 # --- 8. live: what the widget shows -------------------------------------------------------
 
 # Liu et al. 2023, "Ring attention with blockwise transformers", Table 2 (rows for GPUs):
@@ -302,6 +307,18 @@ def liu_table2_rows(efficiency: float = 0.5) -> list[dict]:
                      "c = F/B (k)": c / 1e3, "s = 6c, paper (k)": s_paper, "s = 6c (k)": 6 * c / 1e3,
                      f"c at {efficiency:.0%} of peak (k)": efficiency * c / 1e3})
     return rows
+
+
+def block_ratios(slow: str = "IB-HDR", fast: str = "NVLink3") -> dict:
+    """How many times larger the block that hides a hop is over InfiniBand than over NVLink.
+    ``liu``: Liu et al.'s Table 2 (their c = F/B at 12.5 against 300 GB/s); ``lab``: the same
+    condition over the lab's links (c >= rate / bandwidth, so the bandwidth ratio: the rate
+    cancels); ``grid``: the first hidden block of §5's power-of-two grid (``hiding_block``)."""
+    ib, nv = LIU_TABLE2["A100 InfiniBand"], LIU_TABLE2["A100 NVLink"]
+    links = hardware.LINK_PRESETS
+    return dict(liu=(ib[0] / ib[1]) / (nv[0] / nv[1]),
+                lab=links[fast].gb_per_s_per_direction / links[slow].gb_per_s_per_direction,
+                grid=hiding_block(slow) / hiding_block(fast))
 
 
 def predict(seq_len: int = 32, cp: int = 2, layout: str = "zigzag", attention: str = "ring") -> dict:
