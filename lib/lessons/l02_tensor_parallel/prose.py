@@ -39,9 +39,6 @@ NUMBERS = [
     computed("The GPU-scale model", lambda: _EFFICIENCY, "{:g}"),
     computed("The model's assumptions", lambda: _EFFICIENCY, "{:g}"),
     # section numbers the scanner reads after a heading's '##'
-    given("10", "section number", near="## 10 · Next to the real thing"),
-    given("11", "section number", near="## 11 · Interview corner"),
-    given("12", "section number", near="## 12 · Your turn"),
     # §11: the interview answer's claims, quoted to be checked (their verdicts are computed)
     cited("2.8 GB", "interview answer"),
     cited("600 GB/s", "interview answer"),

@@ -68,9 +68,6 @@ NUMBERS = [
     computed("What we measure", lambda: experiments.PROBE["head_dim"], "{}"),
     computed("At the 128k shape (bf16", lambda: _k(LONG["seq_len"])),
     # section numbers the scanner reads after a heading's '##'
-    given("10", "section number", near="## 10 · Next to the real thing"),
-    given("11", "section number", near="## 11 · Interview corner"),
-    given("12", "section number", near="## 12 · Your turn"),
     given("30", "the answer's length in seconds", near="Answer in 30 seconds"),
     # Your turn: the exercises' inputs
     given("16", "exercise 1's sequence length", near="which global positions"),
