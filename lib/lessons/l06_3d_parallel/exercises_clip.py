@@ -59,7 +59,7 @@ def solution_global_grad_norm(grads, groups):
 # --- one device's gradient, cut as NDRun cuts the model ----------------------------------
 
 def config():
-    """Notebook 06's small GPT of §2's clipping (``parallel_nd.clip_experiments.CLIP_CFG``)."""
+    """Notebook 06's small GPT of §2's clipping (``experiments_clip.CLIP_CFG``)."""
     from .experiments_clip import CLIP_CFG
     return CLIP_CFG
 

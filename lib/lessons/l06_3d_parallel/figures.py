@@ -277,7 +277,7 @@ def zero3_table(rows: list[dict]):
 
 
 def clip_table(rows: list[dict]):
-    """``clip_experiments.clip_rows``: the global norm of step 0 on each layout and rule
+    """``experiments_clip.clip_rows``: the global norm of step 0 on each layout and rule
     against one device's, and the parameters after the clipped steps."""
     return table(rows, ["layout", "rule", "norm", "one_device", "ratio", "param_diff"],
                  caption="global gradient norm, step 0, before clipping (max_norm 0.5)",
