@@ -17,7 +17,6 @@ COMPRESSION = GPTConfig(n_layers=2, d_model=32, n_heads=4, seq_len=32)  # experi
 ZCFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)  # section 6's zcfg
 M7, M13, M70 = (cost.MODEL_PRESETS[k] for k in ("7B", "13B", "70B"))
 A100 = GPU_PRESETS["A100-SXM4-80GB"]
-DDP_BUCKET = 25 * 2 ** 20  # DDP's bucket_cap_mb=25
 
 
 def unit_bytes(cfg: GPTConfig, nbytes: int = 4) -> tuple[list[int], int]:
@@ -72,10 +71,6 @@ def _speedup_4_gpus(link: str, overlap: bool) -> float:
     return cost.dp_speedup(4, t_fwd, t_bwd, t_c, overlap=overlap)
 
 
-def _hundreds(v: float) -> str:
-    return f"{round(v, -2):,.0f}"
-
-
 FSDP_13B = lambda dp, reshard=True: cost.fsdp_comm_volume(M13.n_params, dp, reshard)["total"] / GB  # noqa: E731
 
 NUMBERS = [
@@ -88,8 +83,6 @@ NUMBERS = [
     computed("Two ranks train the default lab model", lambda: 4 * n_params(LAB) / 2 ** 20, "{:.1f} MiB"),
     computed("Two ranks train the default lab model", lambda: LAB.seq_len, "{}"),
     computed("Read this honestly", lambda: 4 * n_params(LAB) / 2 ** 20, "{:.1f} MiB"),
-    computed("Read this honestly", lambda: 2 * M7.n_params / DDP_BUCKET, _hundreds),
-    computed("Read this honestly", lambda: 4 * M7.n_params / DDP_BUCKET, _hundreds),
     # 3 · accumulation, 4 · throughput
     given("16", "the accumulation check's global batch", near="as one micro-batch of 8 per rank"),
     given("4×", "4 micro-batches per step", near="each byte serves"),
