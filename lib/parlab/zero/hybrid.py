@@ -7,7 +7,9 @@ all-gather and reduce-scatter only inside the shard group; after the reduce-scat
 each rank all-reduces its gradient *shard* with the ranks holding the same shard in the
 other replicas (the replicate group), so only Psi / S bytes per rank cross the slow
 links (``cost.hsdp_comm_volume``). Memory per rank is ZeRO-3's over S, not over F.
-torch's equivalent is ``fully_shard(module, mesh=DeviceMesh(("replicate", "shard")))``.
+torch's equivalent is ``fully_shard(module, mesh=mesh)`` on a 2-D ``DeviceMesh`` of shape
+(R, S): FSDP2 replicates over the mesh's dimension 0 and shards over dimension 1, whatever
+the dimensions are named.
 
 ``HybridShard`` is ``FullyShard`` over the shard group plus that one all-reduce when its
 round of gradients finishes: the parts compose, nothing is copied.
