@@ -72,8 +72,9 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
     documentation, "torch.distributed.fsdp.fully_shard"): each parameter sharded on dim 0
     as a DTensor, each block one FSDP unit and the root holding embeddings and head --
     the same units as our FullyShard's default -- over a DeviceMesh of ``group``, with
-    ``reshard_after_forward``; ``replicate`` > 1: HSDP, a 2-D mesh ("replicate", "shard")
-    of ``replicate`` x (ranks / replicate), consecutive ranks one shard group (as
+    ``reshard_after_forward``; ``replicate`` > 1: HSDP, a 2-D mesh of ``replicate`` x (ranks / replicate)
+    (FSDP2 replicates over dim 0 and shards over dim 1; the names we give the dims are
+    only labels), consecutive ranks one shard group (as
     ``hybrid.hsdp_groups``).
     ``kind='ddp'``: DistributedDataParallel (Li et al., "PyTorch Distributed", VLDB 2020)
     over ``group``, buckets of ``bucket_bytes``. Returns a ``stages.Zero``: the module to
@@ -107,7 +108,8 @@ def _mesh(group, device_type: str):
 
 
 def _mesh_2d(group, device_type: str, replicate: int):
-    """HSDP's 2-D DeviceMesh ("replicate", "shard") over ``group`` (default: the world)."""
+    """HSDP's 2-D DeviceMesh over ``group`` (default: the world): dim 0 the replicas, dim 1
+    the shards, the order FSDP2 reads (the dims' names are labels)."""
     from torch.distributed.device_mesh import DeviceMesh
 
     from .hybrid import hsdp_groups
