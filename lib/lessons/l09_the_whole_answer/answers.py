@@ -28,8 +28,9 @@ def thirty_second(lang: str = "en") -> str:
     if lang == "en":
         return (
             "Two limits drive it: memory and time. Data parallelism copies the model and "
-            "all-reduces the gradients; a ring sends about twice the gradient per GPU at any "
-            f"GPU count, and ZeRO/FSDP shards the {f['bytes_per_param']:.0f} bytes per parameter "
+            "all-reduces the gradients; a ring sends 2(N−1)/N of the gradient per GPU, "
+            f"{f['ring'][2]:.0f}× at two GPUs and never more than twice ({f['ring'][1024]:.3f}× "
+            f"at 1024), and ZeRO/FSDP shards the {f['bytes_per_param']:.0f} bytes per parameter "
             "of training state when they do not fit. Tensor parallelism splits every matmul and "
             f"pays {f['tp']['collectives']} all-reduces per layer per step, so it stays inside "
             "one NVLink domain. Pipeline parallelism splits the layers and idles "
@@ -39,7 +40,8 @@ def thirty_second(lang: str = "en") -> str:
             "fits, and DP for the rest, chosen with a cost model rather than a fixed order.")
     return (
         "决定因素有两个：显存和时间。数据并行让每张卡持有完整模型，反向后对梯度做 all-reduce；"
-        "用环形算法时每张卡发送的数据量约为梯度大小的两倍，与卡数无关。训练状态每个参数占 "
+        "用环形算法时每张卡发送梯度的 2(N−1)/N：2 卡时是梯度的 "
+        f"{f['ring'][2]:.0f} 倍，卡数再多也不超过 2 倍（1024 卡时 {f['ring'][1024]:.3f} 倍）。训练状态每个参数占 "
         f"{f['bytes_per_param']:.0f} 字节，放不下时用 ZeRO/FSDP 把它们切分到各个数据并行副本上。"
         f"张量并行切分每个矩阵乘法，每层每个训练步要做 {f['tp']['collectives']} 次 all-reduce，"
         "所以应放在同一个 NVLink 域内。流水线并行按层切分，空闲比例为 (P−1)/(M+P−1)，"
@@ -53,6 +55,8 @@ def three_minute(lang: str = "en") -> list[tuple[str, str]]:
     """The 3-minute answer: (sentence, section key) pairs, in speaking order."""
     f, lang = facts(), _lang(lang)
     b, tp, d7, z1 = f["bubble"], f["tp"], f["7b_ddp"], f["7b_zero1"]
+    d7n = f["7b_ddp_none"]
+    m = max(b["peak"])  # the most micro-batches 03 §5 holds: GPipe keeps all of them
     ring, steps = f["ring"], f["ring_steps"][1024]
     l3 = f["llama3"]
     if lang == "en":
@@ -68,9 +72,10 @@ def three_minute(lang: str = "en") -> list[tuple[str, str]]:
              "steps at 1024 GPUs make latency grow with N.", "ring"),
             ("DDP hides most of it behind the backward pass by sending gradients in buckets as "
              "soon as they are ready.", "dp_buckets"),
-            (f"When the states do not fit, ZeRO/FSDP shards them: 7B on four 80 GB GPUs needs "
-             f"{z1['total'] / 1e9:.1f} GB per GPU with ZeRO-1, where plain DDP needs "
-             f"{d7['total'] / 1e9:.1f} GB.", "seven_b"),
+            (f"When the states do not fit, ZeRO/FSDP shards them: 7B on four 80 GB GPUs, one "
+             f"2048-token sequence per GPU, needs {z1['total'] / 1e9:.1f} GB per GPU with ZeRO-1 "
+             f"and {d7n['total'] / 1e9:.1f} GB with plain DDP, both without recomputation; even "
+             f"with full recomputation DDP needs {d7['total'] / 1e9:.1f} GB.", "seven_b"),
             ("Tensor parallelism splits each layer's matmuls, columns then rows (Megatron), and "
              f"pays {tp['collectives']} all-reduces per layer per training step: "
              f"{tp['step_mib']:.0f} MiB sent per GPU per layer for GPT-3 at t = 8. So it stays "
@@ -81,7 +86,8 @@ def three_minute(lang: str = "en") -> list[tuple[str, str]]:
              f"point. Its bubble is (P−1)/(M+P−1), {b['fraction']:.1%} at P = {b['p']}, "
              f"M = {b['m']}, for GPipe and 1F1B alike.", "bubble"),
             (f"1F1B's gain is memory: at most P micro-batches held instead of M "
-             f"({b['peak'][16][1]} instead of 16 at P = 4).", "pp_memory"),
+             f"({b['peak'][m][1]} instead of {b['peak'][m][0]} at P = {b['p']}, M = {m}).",
+             "pp_memory"),
             (f"Interleaving v chunks per GPU divides the bubble ({b['interleaved_v2']:.1%} at "
              "v = 2), and zero-bubble schedules fill it with weight-gradient work.", "interleave"),
             ("Expert parallelism puts MoE experts on different GPUs and moves tokens by "
@@ -110,8 +116,10 @@ def three_minute(lang: str = "en") -> list[tuple[str, str]]:
          f"{ring[1024]:.3f} 倍。每卡带宽开销不随卡数增长，但 1024 卡时有 {steps:,} 个串行步骤，"
          "延迟随 N 增长。", "ring"),
         ("DDP 把梯度分桶，一旦某个桶就绪就开始通信，大部分通信被反向计算掩盖。", "dp_buckets"),
-        (f"训练状态放不下时，用 ZeRO/FSDP 切分：7B 在 4 张 80 GB 卡上，ZeRO-1 每卡需要 "
-         f"{z1['total'] / 1e9:.1f} GB，而普通 DDP 需要 {d7['total'] / 1e9:.1f} GB。", "seven_b"),
+        (f"训练状态放不下时，用 ZeRO/FSDP 切分：7B 在 4 张 80 GB 卡上、每卡一条 2048 token 的序列，"
+         f"都不做重计算时，ZeRO-1 每卡需要 {z1['total'] / 1e9:.1f} GB，普通 DDP 需要 "
+         f"{d7n['total'] / 1e9:.1f} GB；DDP 即使做完整重计算也要 {d7['total'] / 1e9:.1f} GB。",
+         "seven_b"),
         (f"张量并行切分每层的矩阵乘法（Megatron：先按列、再按行），每层每个训练步要 "
          f"{tp['collectives']} 次 all-reduce；GPT-3 在 t = 8 时每层每卡发送 {tp['step_mib']:.0f} MiB，"
          "因此应留在一个 NVLink 域内（HGX 上为 8 张卡）。", "tp_count"),
@@ -119,7 +127,8 @@ def three_minute(lang: str = "en") -> list[tuple[str, str]]:
         (f"流水线并行把层切成若干阶段，阶段之间点对点传激活。气泡为 (P−1)/(M+P−1)，"
          f"P = {b['p']}、M = {b['m']} 时为 {b['fraction']:.1%}，GPipe 和 1F1B 一样。", "bubble"),
         (f"1F1B 的收益在显存：最多同时保存 P 个微批次的激活，而不是 M 个"
-         f"（P = 4 时是 {b['peak'][16][1]} 个而不是 16 个）。", "pp_memory"),
+         f"（P = {b['p']}、M = {m} 时是 {b['peak'][m][1]} 个而不是 {b['peak'][m][0]} 个）。",
+         "pp_memory"),
         (f"交错调度让每张卡持有 v 个模型块，气泡缩小为原来的 1/v（v = 2 时 "
          f"{b['interleaved_v2']:.1%}）；零气泡调度用权重梯度的计算填满气泡。", "interleave"),
         ("专家并行把 MoE 的专家放在不同的卡上，用 all-to-all 分发 token；容量因子限制每个专家"

@@ -27,9 +27,9 @@ def _ring(rng):
 def _zero(rng):
     b, n, stage = rng.choice((7, 13, 70)), rng.choice((4, 8, 16, 64)), rng.choice((1, 2, 3))
     a = cost.zero_memory(b * 1e9, n, stage)["total"] / 1e9
-    return (f"{b}B parameters, mixed-precision AdamW (16 bytes per parameter), ZeRO-{stage} over "
+    return (f"{b}e9 parameters, mixed-precision AdamW (16 bytes per parameter), ZeRO-{stage} over "
             f"{n} GPUs: GB of model states per GPU?",
-            f"{b}B 参数，混合精度 AdamW（每参数 16 字节），{n} 张卡上用 ZeRO-{stage}：每张卡的模型"
+            f"{b}e9 个参数，混合精度 AdamW（每参数 16 字节），{n} 张卡上用 ZeRO-{stage}：每张卡的模型"
             "状态占多少 GB？", a, "GB", f"cost.zero_memory: {fmt(a)} GB", "zero")
 
 
@@ -121,7 +121,7 @@ def mixed_drill(seed: int = 0) -> list[tuple[Question, str]]:
         nb, heading = SECTIONS[key][:2]
         q = Question(f"capstone_{t}", t, seed, en, float(answer), unit,
                      0 if t in ("3d", "moe_ep") else 0.02,  # counts are exact
-                     f"{working}. Measured in notebook {label(key)}.", f"{nb} '{heading}'")
+                     f"{working}. Settled in notebook {label(key)}.", f"{nb} '{heading}'")
         out.append((q, zh))
     return out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from parlab import cost, planner
+from parlab.hardware_presets import LINK_PRESETS
 
 GB = 1e9
 
@@ -28,10 +29,29 @@ def facts() -> dict:
     seven = cost.MODEL_PRESETS["7B"]
     f["7b_params"] = seven.n_params
     f["7b_fp16_gb"] = 2 * seven.n_params / GB
+    # the memory calculator (notebook 01 §6): materialized attention, the s x s scores kept
+    # (Korthikanti et al.'s count); each plan says its recomputation
     f["7b_ddp"] = cost.memory_plan("7B", 4, 80.0, stage=0, recompute="full")
+    f["7b_ddp_none"] = cost.memory_plan("7B", 4, 80.0, stage=0, recompute="none")
     f["7b_zero1"] = cost.memory_plan("7B", 4, 80.0, stage=1)
+    f["7b_zero1_full"] = cost.memory_plan("7B", 4, 80.0, stage=1, recompute="full")
     f["7b_zero3_full"] = cost.memory_plan("7B", 4, 80.0, stage=3, recompute="full")
-    f["7b_best"] = planner.plan("7B", 4, "A100-80GB").best.label
+    # the planner's best layout assumes a fused attention kernel (FlashAttention: no scores
+    # kept), the calculator a materialized one: the same layout under both counts
+    best = planner.plan("7B", 4, "A100-80GB").best
+    f["7b_best"] = best.label
+    one = dict(seq_len=seven.seq_len, micro_batch=1, d_model=seven.d_model,
+               n_heads=seven.n_heads, n_layers=seven.n_layers, layer=seven.layer)
+    f["7b_best_layout"] = dict(
+        micro_batch=best.micro_batch, stage=best.zero_stage, recompute=best.recompute,
+        attention=best.estimate.layout.attention, total=best.estimate.memory_per_gpu.total,
+        act_fused=cost.activation_memory(**one, attention="fused"),
+        act_materialized=cost.activation_memory(**one, attention="materialized"),
+        materialized=cost.memory_plan("7B", 4, 80.0, stage=best.zero_stage,
+                                      recompute=best.recompute,
+                                      micro_batch=best.micro_batch)["total"],
+        max_b_materialized=cost.max_micro_batch("7B", 4, 80.0, stage=best.zero_stage,
+                                                recompute=best.recompute))
     f["7b_zero_stage_that_fits"] = next(
         s for s in range(4) if cost.memory_plan("7B", 4, 80.0, stage=s, recompute="full")["fits"])
 
@@ -50,8 +70,20 @@ def facts() -> dict:
                        peak={m: held for m, held in p["d"].items()},
                        interleaved_v2=cost.bubble_fraction(4, 8, 2))
 
-    f["capacity"] = dict(tokens=4096, experts=8, cf=1.25,
-                         slots=cost.expert_capacity(4096, 8, 1.25))
+    # Mixtral 8x7B routes each token to 2 of its 8 experts (Jiang et al. 2024, arXiv
+    # 2401.04088: "a router network selects two experts", K = 2): capacity = k * T * cf / E
+    f["capacity"] = dict(tokens=4096, experts=8, cf=1.25, top_k=2,
+                         slots=cost.expert_capacity(4096, 8, 1.25, top_k=2),
+                         slots_top1=cost.expert_capacity(4096, 8, 1.25))
+
+    # GPT-3 175B's layer (h = 12288, 96 heads), as 02 §11 (b) counts it: 12 h^2 weights
+    h3 = 12288
+    f["gpt3_layer"] = dict(params=cost.transformer_params(1, h3),
+                           param_gb=2 * cost.transformer_params(1, h3) / GB,
+                           act_gb=cost.activation_memory(2048, 1, h3, 96) / GB)
+    nv = LINK_PRESETS["NVLink3"]
+    f["nvlink3"] = dict(per_direction=nv.gb_per_s_per_direction, total=nv.gb_per_s_total)
+    f["ib_hdr"] = LINK_PRESETS["IB-HDR"].gb_per_s_per_direction
 
     t = threed()
     seed = t["a"]["seed"]

@@ -10,6 +10,7 @@ from lessons.common import viz
 from .answers import QUESTION, three_minute, thirty_second
 from .followups import claims, follow_ups
 from .sections import href, label
+from .seed_claims import VERDICTS
 
 _NAMES = {"en": "English", "zh": "中文"}
 
@@ -58,22 +59,28 @@ def follow_up_html(i: int):
     body = (f"<p><b>{html.escape(f['verdict'])}</b></p><ul>"
             + "".join(f"<li>{html.escape(s)}{_link(k)}</li>" for s, k in f["answer"]) + "</ul>")
     return HTML(f"<p><b>Follow-up {i + 1}.</b> {html.escape(f['q']['en'])}<br>"
-                f"<span style='color:#555'>{html.escape(f['q']['zh'])}</span></p>"
+                f"<span style='color:#555'>{html.escape(f['q']['zh'])}</span><br>"
+                f"<span style='font-size:85%;color:#555'>{html.escape(f['origin'])}</span></p>"
                 + _details("Answer", body))
 
 
 def claims_html():
-    """Every claim of the seed the lab settles: verdict, figure, section; behind a click."""
+    """Every claim of the interview text, in its order: verdict and why, the figure that
+    settles it, the section that measures it; behind a click."""
     from IPython.display import HTML
     rows = claims()
-    th = "padding:2px 8px;border-bottom:1px solid #ccc;text-align:left"
-    head = "".join(f"<th style='{th}'>{h}</th>" for h in ("claim", "verdict", "the figure", "where"))
+    th = "padding:2px 8px;border-bottom:1px solid #ccc;text-align:left;vertical-align:top"
+    head = "".join(f"<th style='{th}'>{h}</th>"
+                   for h in ("where in the text", "claim", "verdict", "the figure", "where measured"))
     body = "".join(
-        "<tr>" + "".join(f"<td style='{th};vertical-align:top'>{html.escape(r[c])}</td>"
-                         for c in ("claim", "verdict", "figure"))
-        + f"<td style='{th}'>{_link(r['key'])}</td></tr>" for r in rows)
+        f"<tr><td style='{th};color:#555'>{html.escape(r['part'])}</td>"
+        f"<td style='{th}'>{html.escape(r['claim'])}</td>"
+        f"<td style='{th}'><b>{html.escape(r['verdict'])}</b>: {html.escape(r['why'])}</td>"
+        f"<td style='{th}'>{html.escape(r['figure'])}</td>"
+        f"<td style='{th}'>{_link(r['key'])}</td></tr>" for r in rows)
+    counts = ", ".join(f"{sum(r['verdict'] == v for r in rows)} {v}" for v in VERDICTS)
     table = f"<table style='border-collapse:collapse;font-size:13px'><tr>{head}</tr>{body}</table>"
-    return HTML(_details(f"The seed's claims, judged ({len(rows)})", table))
+    return HTML(_details(f"The interview text's claims, judged ({len(rows)}: {counts})", table))
 
 
 def walkthrough_html(d: dict) -> str:

@@ -57,7 +57,8 @@ def decide(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100",
     steps.append(dict(q="What must be split to fit, and how?", key="fits", a=(
         f"the fastest layout that fits is {best.label}: "
         + (", ".join(f"{a.upper()} = {getattr(best, a)}" for a in need) if need else "no model split")
-        + f", ZeRO stage {zero}, {e.memory_per_gpu.total / GB:.1f} of {cap / GB:.0f} GB per GPU.")))
+        + f", ZeRO stage {zero}, {e.memory_per_gpu.total / GB:.1f} of {cap / GB:.0f} GB per GPU "
+        f"(counted with {e.layout.attention} attention, as the planner assumes).")))
     tp_reason = next(r for r in best.reasons if r.startswith("TP="))
     if best.tp == 1:
         tp_text = ("none: the model fits without splitting its matmuls, and TP would add "

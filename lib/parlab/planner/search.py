@@ -133,7 +133,7 @@ def reasons(e: Estimate) -> tuple:
         else:
             out.append(f"DP={e.dp}: {what}, all of it hidden behind compute")
     out.append(f"{mem.total / 1e9:.1f} of {mem.capacity / 1e9:.0f} GB per GPU "
-               f"({_ZERO[lay.zero_stage]}, recompute={lay.recompute}"
+               f"({_ZERO[lay.zero_stage]}, recompute={lay.recompute}, {lay.attention} attention"
                + (", sequence parallel" if lay.sequence_parallel and lay.tp > 1 else "") + ")")
     out.append(f"micro-batch {lay.micro_batch}: the fastest that fits; MFU {e.mfu:.0%}, "
                f"{t.total / t.ideal - 1:.0%} over the ideal {t.ideal:.2f} s")
@@ -232,7 +232,10 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     recomputation, sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
     micro-batch is estimated and the fastest variant that fits is kept (ties: the leaner).
     The cluster, attention, dtype, overlaps and ``uneven_stages`` (pp not dividing the
-    layers: the slowest stage timed) are as for ``estimate``. ``tps``, ``pps``, ``cps``,
+    layers: the slowest stage timed) are as for ``estimate``. ``attention``: "fused" by
+    default (a FlashAttention-style kernel: no s x s scores kept, in time and memory),
+    where ``cost.memory_plan`` counts materialized scores; each candidate's reasons say
+    which. ``tps``, ``pps``, ``cps``,
     ``eps``: None (the default search) or a non-empty sequence of distinct integers >= 1
     -- ``tps=(8,)``, not ``tps=8``.
 

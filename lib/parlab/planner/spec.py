@@ -158,6 +158,8 @@ class Layout:
     recompute: str = "none"
     sequence_parallel: bool = False  # with tp = 1 there is nothing to shard: no effect
     cp_kind: str = "ring"
+    # "fused": a FlashAttention-style kernel, no s x s scores kept, in time and in memory;
+    # cost.memory_plan (notebook 01's calculator) counts them ("materialized")
     attention: str = "fused"
     dtype: str | None = None        # None: the GPU's 16-bit type (bf16, or fp16 on V100/T4)
     tp_comm_overlap: bool = False   # TP collectives overlapped with their GEMMs (TE userbuffers)

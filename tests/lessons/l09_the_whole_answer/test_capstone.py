@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from parlab import planner
-from lessons.l09_the_whole_answer import answers, drill, followups, sections, walkthrough
+from lessons.l09_the_whole_answer import answers, drill, followups, sections, seed_claims, walkthrough
 from lessons.common.drills.core import TOPICS
 from lessons.l09_the_whole_answer import exercises as ex
 import paths
@@ -113,7 +113,45 @@ def test_follow_ups_and_claims_carry_their_figures():
     text = " ".join(s for x in f for s, _ in x["answer"])
     assert "336 MiB" in text and "not 96 MiB" in text and "27.3%" in text and "37.5%" in text
     claims = followups.claims()
-    assert len(claims) == 16 and len({c["claim"] for c in claims}) == 16
+    assert len({c["claim"] for c in claims}) == len(claims)
+    assert all(c["verdict"] in seed_claims.VERDICTS and c["why"] for c in claims)
+    mixtral = next(c for c in claims if c["id"] == "cf_125")
+    assert "top-2" in mixtral["figure"] and "1,280 slots" in mixtral["figure"]
+
+
+def test_every_claim_of_the_seed_checklist_is_judged_in_the_table():
+    ids = [c for c, _, _ in seed_claims.SEED_CLAIMS]
+    assert len(ids) == len(set(ids))
+    table = [r["id"] for r in followups.claims()]
+    assert table == ids  # every claim, once, in the text's order
+    for key in ("tp_layer_gb", "nvlink_600", "ref_sp", "placement"):  # the ones once missing
+        assert key in table
+    rows = {r["id"]: r for r in followups.claims()}
+    assert "3.6 GB" in rows["tp_layer_gb"]["figure"] and "300 GB/s" in rows["nvlink_600"]["figure"]
+    assert "2105.13120" in rows["ref_sp"]["why"] and "2205.05198" in rows["ref_sp"]["why"]
+    assert rows["placement"]["verdict"] == "holds"
+
+
+@pytest.mark.skipif(not SEED.exists(), reason="the seed text is not in this checkout")
+def test_the_follow_ups_say_which_the_seed_asks():
+    asked = len(re.findall(r"追问 \d", SEED.read_text()))
+    ours = [x for x in followups.follow_ups() if x["origin"].startswith("From the interview")]
+    assert len(ours) == asked == 3
+
+
+def test_seven_b_compares_like_with_like_and_names_the_attention():
+    en = " ".join(s for s, k in answers.three_minute("en") if k == "seven_b")
+    assert "both without recomputation" in en and "with full recomputation" in en
+    seven = " ".join(s for s, _ in followups.follow_ups()[2]["answer"])
+    assert "materialized attention" in seven and "fused" in seven
+    f = answers.facts()
+    assert f"{f['7b_best_layout']['materialized'] / 1e9:.1f} GB" in seven
+
+
+def test_the_ring_is_two_n_minus_one_over_n_in_both_languages():
+    for lang in answers.LANGS:
+        t = answers.thirty_second(lang)
+        assert "2(N−1)/N" in t and "1.998" in t and "any" not in t and "无关" not in t
 
 
 def test_walkthrough_follows_the_planner():
