@@ -2,9 +2,10 @@
 
 Our ZB-V and DualPipe orders (schedules_zb.py) are played by a simple greedy rule.
 PyTorch ships hand-written ones: ``ScheduleZBVZeroBubble`` (Qi et al.'s ZB-V) and
-``ScheduleDualPipeV``, the "cut in half" DualPipe (DeepSeek-AI, "DeepSeek-V3 Technical
-Report", §3.2.1: DeepSeek's bidirectional order folded onto one copy of the model in a
-V). Each builds a per-rank list of actions in ``pipeline_order`` when constructed; we
+``ScheduleDualPipeV``, DualPipe (DeepSeek-AI, "DeepSeek-V3 Technical Report", §3.2.1)
+cut in half: DeepSeek's bidirectional order folded onto one copy of the model in a V
+(Sea AI Lab's "cut-in-half"; its bubble row is in the DualPipe repository's README,
+github.com/deepseek-ai/DualPipe, not in the report's Table 2). Each builds a per-rank list of actions in ``pipeline_order`` when constructed; we
 read it on p real ranks (``torch_v_order``) and translate it into our actions on ZB-V's
 V placement (rank r holds stages r and 2p - 1 - r):
 
