@@ -47,9 +47,11 @@ def interleaved_memory_table(rows: list[dict]):
 
 def torch_orders_table(rows: list[dict], p: int, m: int):
     """``torch_orders.torch_v_rows``: our ZB-V order and torch's two V orders, replayed
-    alike (idle per rank, idle share of the step, peak in micro-batches' worth)."""
-    return table(rows, caption=f"on the V, P = {p}, M = {m}, T_F = T_B = T_W = 1, nothing "
-                 "overlapped", formats=dict(idle=".3g", step=PCT, makespan=".3g", peak=".3g"),
+    alike (idle per rank, idle share of the step, peak in micro-batches' worth), and
+    DualPipeV's idle beside the DualPipe README's row."""
+    return table(rows, ["order", "idle", "readme", "step", "makespan", "peak"],
+                 caption=f"on the V, P = {p}, M = {m}, T_F = T_B = T_W = 1, nothing overlapped",
+                 formats=dict(idle=".3g", readme=".3g", step=PCT, makespan=".3g", peak=".3g"),
                  headers=dict(order="order", idle="idle per rank (most)",
-                              step="idle share of the step", makespan="step (slots)",
-                              peak="peak (micro-batches)"))
+                              readme="DualPipe README's row", step="idle share of the step",
+                              makespan="step (slots)", peak="peak (micro-batches)"))
