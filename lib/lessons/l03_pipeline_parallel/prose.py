@@ -30,8 +30,6 @@ NUMBERS = [
     given("24", "M in the exercises (P = 8)"),
     given("256", "d_model of §8's wider model", near="Activation checkpointing"),
     # §10: the section headings' numbers
-    given("10", "the section number in the heading", near="Interview corner"),
-    given("11", "the section number in the heading", near="Your turn"),
     # §10: the interview answer's claims, quoted
     cited("50%", INTERVIEW, near="Claims (from"),
     cited("20%", INTERVIEW, near="Claims (from"),
