@@ -38,7 +38,6 @@ NUMBERS = [
     computed("Tokens per second of real training steps", lambda: experiments.MEDIUM.d_model, "{}"),
     computed("The GPU-scale model", lambda: _EFFICIENCY, "{:g}"),
     computed("The model's assumptions", lambda: _EFFICIENCY, "{:g}"),
-    # section numbers the scanner reads after a heading's '##'
     # §11: the interview answer's claims, quoted to be checked (their verdicts are computed)
     cited("2.8 GB", "interview answer"),
     cited("600 GB/s", "interview answer"),

@@ -29,7 +29,6 @@ NUMBERS = [
     # §7's exercise and §11's number exercises
     given("24", "M in the exercises (P = 8)"),
     given("256", "d_model of §8's wider model", near="Activation checkpointing"),
-    # §10: the section headings' numbers
     # §10: the interview answer's claims, quoted
     cited("50%", INTERVIEW, near="Claims (from"),
     cited("20%", INTERVIEW, near="Claims (from"),

@@ -67,7 +67,6 @@ NUMBERS = [
     computed("On the right, the formula at the", lambda: _k(LONG["seq_len"])),
     computed("What we measure", lambda: experiments.PROBE["head_dim"], "{}"),
     computed("At the 128k shape (bf16", lambda: _k(LONG["seq_len"])),
-    # section numbers the scanner reads after a heading's '##'
     given("30", "the answer's length in seconds", near="Answer in 30 seconds"),
     # Your turn: the exercises' inputs
     given("16", "exercise 1's sequence length", near="which global positions"),
