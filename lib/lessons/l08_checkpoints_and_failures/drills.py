@@ -33,18 +33,18 @@ def checkpoint_per_rank(rng):
     return Ask(f"A {n}B-parameter model, ZeRO-3/FSDP over dp = {dp} ranks, saved with sharded DCP: "
                f"each rank writes only its shard of the fp32 master weights and AdamW's two fp32 "
                f"moments. How many GB does one rank write?", r["per_rank"] / 1e9, "GB",
-               f"12 B x {n}e9 / {dp} = {fmt(r['per_rank'] / 1e9)} GB (cost.checkpoint_bytes); "
+               f"{r['per_param']} B x {n}e9 / {dp} = {fmt(r['per_rank'] / 1e9)} GB (cost.checkpoint_bytes); "
                f"plus a small .metadata file for the whole checkpoint.")
 
 
 @template("checkpoint_write_time", "reliability", S2)
 def checkpoint_write_time(rng):
     n, bw = rng.choice(MODELS), rng.choice((10, 50, 100, 500, 2000))
-    size = cost.checkpoint_bytes(n * 1e9, weights=2)["total"]
+    size = cost.checkpoint_bytes(n * 1e9)["total"]
     c = cost.checkpoint_seconds(size, bw * 1e9)
-    return Ask(f"A {n}B-parameter model's checkpoint at 14 B/param (fp32 master weights, AdamW m and "
-               f"v, bf16 weights) is written to storage that sustains {bw} GB/s for the whole job. How "
-               f"many seconds does a synchronous save stall training?", c, "s",
+    return Ask(f"A {n}B-parameter model's checkpoint at 12 B/param (fp32 master weights, AdamW m and "
+               f"v: what a resume needs) is written to storage that sustains {bw} GB/s for the whole "
+               f"job. How many seconds does a synchronous save stall training?", c, "s",
                f"{fmt(size / 1e12)} TB / {bw} GB/s = {fmt(c)} s (cost.checkpoint_bytes, "
                f"cost.checkpoint_seconds). An async save stalls only for the copy to host memory.")
 

@@ -23,7 +23,35 @@ MEDIUM = GPTConfig(vocab_size=64, seq_len=32, d_model=256, n_heads=4, n_layers=4
 
 # Llama 3 (Dubey et al. 2024, arXiv 2407.21783, §3.3.4, Table 5): a 54-day snapshot of
 # pre-training on 16,384 H100s, 466 job interruptions, 419 unexpected; > 90% effective time.
+# The 419 have every cause (GPU, network, host, software...): "GPU issues are the largest
+# category, accounting for 58.7% of all unexpected issues" (§3.3.4).
 LLAMA3 = dict(days=54, gpus=16384, interruptions=466, unexpected=419, effective=0.90)
+LLAMA3_405B = 405e9  # parameters
+# Tectonic, Llama 3's checkpoint storage (§3.3.1): 2 TB/s sustained, 7 TB/s peak
+TECTONIC = dict(sustained=2e12, peak=7e12)
+# our assumptions, not the paper's: a slow storage's stall, and the restart time
+SLOW_STALL_S, RESTART_S = 60.0, 600.0
+
+
+def checkpoint_size(n_params: float = LLAMA3_405B) -> float:
+    """Bytes of one checkpoint on the lab's one basis, 12 B/param: fp32 master weights and
+    AdamW's two fp32 moments, what a resume needs (the bf16 weights are a cast of the
+    master, so they need not be saved; ``cost.checkpoint_bytes``)."""
+    return cost.checkpoint_bytes(n_params)["total"]
+
+
+def stall_seconds(bandwidth: float, n_params: float = LLAMA3_405B) -> float:
+    """C: a synchronous save's stall, ``checkpoint_size(n_params)`` at ``bandwidth`` B/s."""
+    return cost.checkpoint_seconds(checkpoint_size(n_params), bandwidth)
+
+
+def bandwidth_for_stall(stall_s: float = SLOW_STALL_S, n_params: float = LLAMA3_405B) -> float:
+    """The storage bandwidth (B/s) at which a synchronous save stalls ``stall_s``:
+    for 405B and 60 s, 4.86 TB / 60 s = 81 GB/s."""
+    return checkpoint_size(n_params) / stall_s
+
+
+C_TECTONIC = stall_seconds(TECTONIC["sustained"])  # 405B's stall at Tectonic's sustained rate
 
 
 def written(path: str) -> list[dict]:
@@ -132,9 +160,11 @@ def stragglers(kinds=("dp", "tp", "pp"), ranks: int = 4, slowdown: float = 0.5,
     return rows
 
 
-def llama3_check(checkpoint_s: float = 60.0, restart_s: float = 600.0) -> dict:
-    """Llama 3's counts -> MTBF per GPU and of the job; the Young interval and goodput
-    for an assumed checkpoint stall and restart (seconds; the paper gives neither)."""
+def llama3_check(checkpoint_s: float = SLOW_STALL_S, restart_s: float = RESTART_S) -> dict:
+    """Llama 3's counts -> the mean time between job interruptions per GPU
+    (``gpu_mtbf_hours``: GPU-hours per unexpected interruption, whatever its cause, not a
+    GPU's own MTBF) and of the job; the Young interval and goodput for an assumed
+    checkpoint stall and restart (seconds; the paper gives neither)."""
     gpu_h = cost.implied_gpu_mtbf_hours(LLAMA3["unexpected"], LLAMA3["days"], LLAMA3["gpus"])
     job_s = cost.job_mtbf_hours(LLAMA3["gpus"], gpu_h) * 3600
     tau = cost.young_interval(checkpoint_s, job_s)
@@ -150,11 +180,15 @@ LLAMA3_GPU_MTBF_H = cost.implied_gpu_mtbf_hours(LLAMA3["unexpected"], LLAMA3["da
 
 
 def goodput_at_scale(n_gpus: int = 16384, mtbf_gpu_hours: float = LLAMA3_GPU_MTBF_H,
-                     checkpoint_bytes: float = 4.86e12, bandwidth: float = 81e9,
-                     restart_s: float = 600.0, points: int = 60) -> dict:
-    """The goodput widget's numbers: interruptions per day of ``n_gpus`` GPUs with MTBF
-    ``mtbf_gpu_hours`` each, C = checkpoint_bytes / bandwidth (a synchronous save's stall),
-    Young's and Daly's interval, goodput there, and goodput against the interval."""
+                     checkpoint_bytes: float | None = None, bandwidth: float | None = None,
+                     restart_s: float = RESTART_S, points: int = 60) -> dict:
+    """The goodput widget's numbers: interruptions per day of ``n_gpus`` GPUs, each
+    interrupting the job once per ``mtbf_gpu_hours`` on average, C = checkpoint_bytes /
+    bandwidth (a synchronous save's stall; defaults: 405B's ``checkpoint_size()`` at
+    ``bandwidth_for_stall()``, C = 60 s), Young's and Daly's interval, goodput there, and
+    goodput against the interval."""
+    checkpoint_bytes = checkpoint_size() if checkpoint_bytes is None else checkpoint_bytes
+    bandwidth = bandwidth_for_stall() if bandwidth is None else bandwidth
     per_day = cost.interruptions_per_day(n_gpus, mtbf_gpu_hours)
     m = cost.job_mtbf_hours(n_gpus, mtbf_gpu_hours) * 3600
     c = cost.checkpoint_seconds(checkpoint_bytes, bandwidth)
@@ -167,7 +201,7 @@ def goodput_at_scale(n_gpus: int = 16384, mtbf_gpu_hours: float = LLAMA3_GPU_MTB
             "best_goodput": best["goodput"]}
 
 
-def restart_for_target(target: float = 0.90, checkpoint_s: float = 60.0) -> dict:
+def restart_for_target(target: float = 0.90, checkpoint_s: float = SLOW_STALL_S) -> dict:
     """At Llama 3's failure rate and Young's interval for ``checkpoint_s``: the restart
     time at which the formula's goodput reaches ``target`` (e.g. their "> 90%")."""
     r = llama3_check(checkpoint_s)
@@ -179,9 +213,10 @@ def restart_for_target(target: float = 0.90, checkpoint_s: float = 60.0) -> dict
             "reachable": need >= 0 and not math.isnan(need)}
 
 
-def scale_bytes(models=(("Llama 3 405B", 405e9), ("1T (Narayanan et al.)", 1e12)),
-                weights: int = 2, ranks: int = 1) -> list[dict]:
-    """Checkpoint bytes at scale by ``cost.checkpoint_bytes`` (12 B/param + ``weights``)."""
+def scale_bytes(models=(("Llama 3 405B", LLAMA3_405B), ("1T (Narayanan et al.)", 1e12)),
+                weights: int = 0, ranks: int = 1) -> list[dict]:
+    """Checkpoint bytes at scale by ``cost.checkpoint_bytes`` (12 B/param + ``weights``:
+    2 when the bf16 weights are saved too)."""
     return [{"model": name, "params": n, **cost.checkpoint_bytes(n, ranks, weights=weights)}
             for name, n in models]
 

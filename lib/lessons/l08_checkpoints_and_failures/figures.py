@@ -106,7 +106,8 @@ def scale_table(rows: list[dict]):
     """``experiments.scale_bytes``: checkpoint bytes of large models (``cost.checkpoint_bytes``)."""
     return table([dict(model=r["model"], params=r["params"] / 1e9, per_param=r["per_param"],
                        total=r["total"] / 1e12) for r in rows],
-                 caption="one checkpoint: fp32 master weights, AdamW m and v, and the bf16 weights",
+                 caption="one checkpoint: fp32 master weights, AdamW m and v"
+                 + (", and the bf16 weights" if any(r["per_param"] > 12 for r in rows) else ""),
                  headers=dict(params="parameters (billions)", per_param="bytes per parameter",
                               total="checkpoint (TB)"), formats=dict(params=",.0f", total=".1f"))
 

@@ -26,23 +26,32 @@ def explorer_html(res: dict) -> str:
                                for a, b in rows) + "</table>"
 
 
-def goodput_explorer(n_gpus: int = 16384, mtbf_years: float | None = None, checkpoint_tb: float = 4.86,
-                     bandwidth_gb_s: float = 81.0, restart_s: float = 600.0):
-    """Sliders for the GPUs, the MTBF per GPU (years), the checkpoint size (TB), the storage
-    bandwidth (GB/s, aggregate) and the restart time (s): interruptions per day, tau*,
-    goodput and the goodput curve update at once."""
+def goodput_explorer(n_gpus: int = 16384, mtbf_years: float | None = None,
+                     checkpoint_tb: float | None = None, bandwidth_gb_s: float | None = None,
+                     restart_s: float = experiments.RESTART_S):
+    """Sliders for the GPUs, the GPU-years per interruption (each GPU's share of the job's
+    interruptions, whatever their cause: Llama 3's 419 by default), the checkpoint size
+    (TB; default 405B at 12 B/param), the storage bandwidth (GB/s, aggregate; default the
+    rate at which that checkpoint stalls 60 s) and the restart time (s): interruptions per
+    day, tau*, goodput and the goodput curve update at once."""
     if mtbf_years is None:
         mtbf_years = experiments.LLAMA3_GPU_MTBF_H / (24 * 365)
+    if checkpoint_tb is None:
+        checkpoint_tb = experiments.checkpoint_size() / 1e12
+    if bandwidth_gb_s is None:
+        bandwidth_gb_s = experiments.bandwidth_for_stall() / 1e9
+    # the longest label ("GPU-years per interruption") needs more room than STYLE's
+    layout, style = {**LAYOUT, "width": "480px"}, {**STYLE, "description_width": "200px"}
     gpus = w.SelectionSlider(options=GPUS, value=n_gpus if n_gpus in GPUS else 16384,
-                             description="GPUs", layout=LAYOUT, style=STYLE)
+                             description="GPUs", layout=layout, style=style)
     mtbf = w.FloatLogSlider(value=mtbf_years, base=10, min=-0.5, max=2, step=0.05,
-                            description="MTBF per GPU (years)", layout=LAYOUT, style=STYLE)
+                            description="GPU-years per interruption", layout=layout, style=style)
     size = w.FloatLogSlider(value=checkpoint_tb, base=10, min=-1, max=1.5, step=0.05,
-                            description="checkpoint (TB)", layout=LAYOUT, style=STYLE)
+                            description="checkpoint (TB)", layout=layout, style=style)
     bw = w.FloatLogSlider(value=bandwidth_gb_s, base=10, min=0, max=4, step=0.05,
-                          description="storage (GB/s)", layout=LAYOUT, style=STYLE)
+                          description="storage (GB/s)", layout=layout, style=style)
     restart = w.FloatLogSlider(value=restart_s, base=10, min=0, max=4, step=0.05,
-                               description="restart R (s)", layout=LAYOUT, style=STYLE)
+                               description="restart R (s)", layout=layout, style=style)
     numbers, fig_out = w.HTML(), w.Output()
 
     def update(_=None):

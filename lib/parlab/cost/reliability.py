@@ -6,7 +6,9 @@ checkpoint interval, goodput, and a pipeline with one slow stage.
   are saved too (Rajbhandari et al. 2020, §3.1: 16 B/param of mixed-precision Adam state,
   of which the gradients, 2 B, are not saved).
 * ``interruptions_per_day``: n GPUs, each failing at rate 1/MTBF, fail together at n/MTBF
-  (independent failures; a synchronous job stops at any one of them).
+  (independent failures; a synchronous job stops at any one of them). Fitted to a count
+  of interruptions of every cause (``implied_gpu_mtbf_hours``), "MTBF" is the mean time
+  between job interruptions per GPU, not a GPU's own failure rate.
 * ``young_interval``: Young (1974), "A first order approximation to the optimum
   checkpoint interval", CACM 17(9): tau = sqrt(2 C M) for write time C and job MTBF M.
   ``daly_interval``: Daly (2006), "A higher order estimate of the optimum checkpoint
@@ -53,7 +55,11 @@ def job_mtbf_hours(n_gpus: int, mtbf_gpu_hours: float) -> float:
 
 
 def implied_gpu_mtbf_hours(interruptions: float, days: float, n_gpus: int) -> float:
-    """MTBF per GPU that a count of ``interruptions`` in ``days`` on ``n_gpus`` implies."""
+    """GPU-hours per interruption: days x 24 x n_gpus / interruptions, the mean time
+    between job interruptions per GPU that a count of ``interruptions`` in ``days`` on
+    ``n_gpus`` implies. It is a GPU's own MTBF only if every interruption was a GPU
+    failure; Llama 3's 419 unexpected ones also count network, host and software causes
+    (GPU issues were 58.7% of them: Dubey et al. 2024, §3.3.4)."""
     check_float("interruptions", interruptions)
     check_float("days", days)
     check_int("n_gpus", n_gpus)
