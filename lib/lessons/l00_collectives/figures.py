@@ -396,6 +396,6 @@ def bucket_latency_table(S: float, bucket: float, ns: list[int], alpha: float, B
         return {"N": n, "per bucket ms": t * 1e3, "all buckets s": n_buckets * t,
                 "of which latency": cost.collective_steps("all_reduce", n) * alpha / t}
     return table([row(n) for n in ns], caption=(
-        f"S = {S / 1e9:g} GB of gradients in {n_buckets} buckets of {bucket / 2 ** 20:g} MiB; "
+        f"S = {S / 1e9:.1f} GB of gradients in {n_buckets} buckets of {bucket / 2 ** 20:g} MiB; "
         f"alpha = {alpha * 1e6:g} us, B = {B / 1e9:g} GB/s per direction"),
         formats={"per bucket ms": ".2f", "of which latency": ".0%", "all buckets s": ".2f"})
