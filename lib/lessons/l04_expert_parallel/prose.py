@@ -64,7 +64,6 @@ NUMBERS = [
     cited("1.25", "Switch", near="A 30-second answer"),  # Table 1: 1.0-1.25 in training
     computed("A 30-second answer", lambda: _ex().MOE_MODELS["DeepSeek-V3"]["n_experts"], "{}"),
     cited("64", "DeepSeek-V3", near="A 30-second answer"),  # §3.2: 64-way EP over 8 nodes
-    given("10", "the section number in the heading", near="## 10 · Your turn"),
     # exercises 4-6: the checkers' inputs
     computed("how many assignments can one expert take",
              lambda: _default(_exercises().check_capacity, "tokens"), "{}"),

@@ -21,7 +21,7 @@ def facts() -> dict:
     from lessons.l08_checkpoints_and_failures.experiments import goodput_at_scale, llama3_check
 
     f: dict = {}
-    S = 14e9  # 7B's fp16 gradients, the all-reduce 00 and 01 count
+    S = 2 * cost.MODEL_PRESETS["7B"].n_params  # 7B's fp16 gradients, the all-reduce 00 and 01 count
     f["ring"] = {n: cost.collective_bytes("all_reduce", S, n) / S for n in (2, 8, 1024)}
     f["ring_steps"] = {n: cost.collective_steps("all_reduce", n) for n in (8, 1024)}
 
