@@ -16,11 +16,17 @@ S7 = ("07", 7, "16 bytes per parameter, byte by byte")
 @template("vanishing_update", "precision", S2)
 def vanishing_update(rng):
     w, f = rng.choice((0.5, 1.0, 2.0, 4.0, 0.03, 0.25)), rng.choice(("bf16", "fp16"))
-    t = cost.vanishing_update(w, f)
+    direction = rng.choice(("up", "down"))
+    t = cost.vanishing_update(w, f, direction)
+    up = direction == "up"
+    side = "above" if up else "below"
+    binade = ("" if up or cost.vanishing_update(w, f, "up") == t else
+              f"; {w:g} is a power of two, so the gap below it is half that")
     return Ask(f"A weight of {w:g} is stored in {f} and updated in place with round-to-nearest. "
-               f"Below what |update| does the weight not change at all?", t, "",
-               f"{f} has {cost.mantissa_bits(f)} mantissa bits: ulp({w:g}) = {fmt(cost.ulp(w, f))}; "
-               f"half of it, {fmt(t)}, rounds back (cost.vanishing_update).", rel_tol=0.001)
+               f"What is the largest {'increase' if up else 'decrease'} that leaves it unchanged?",
+               t, "", f"{f} has {cost.mantissa_bits(f)} mantissa bits: ulp({w:g}) = "
+               f"{fmt(cost.ulp(w, f))} (the gap above){binade}. Half the gap {side}, {fmt(t)}, "
+               f"rounds back (cost.vanishing_update).", rel_tol=0.001)
 
 
 @template("unit_roundoff", "precision", S1)

@@ -41,14 +41,37 @@ def check_fp16_smallest_normal(answer) -> dict:
                              explanation=f"2^-14 = {want:.6g}; subnormals go on down to 2^-24.")
 
 
-def check_vanishing_update(answer, weight: float = 1.0, fmt: str = "bf16") -> dict:
-    """The size below which an update to ``weight`` stored in ``fmt`` is lost."""
-    want = cost.vanishing_update(weight, fmt)
-    return core.check_number(answer, want, rel_tol=1e-6, name="threshold",
-                             hint=f"{fmt} has {cost.mantissa_bits(fmt)} mantissa bits: what is the gap "
-                             f"from {weight:g} to the next value, and where does rounding switch?",
-                             explanation=f"half an ulp: ulp({weight:g}) = {cost.ulp(weight, fmt):g}, "
-                             f"so |update| < {want:g} rounds back to {weight:g}.")
+def check_vanishing_update(answer, weight: float = 1.0, fmt: str = "bf16",
+                           direction: str = "down") -> dict:
+    """The largest update moving ``weight`` (a value of ``fmt``) ``direction`` ("up": an
+    increase, "down": a decrease) that rounding to nearest in ``fmt`` takes back to ``weight``."""
+    want = cost.vanishing_update(weight, fmt, direction)
+    other = cost.vanishing_update(weight, fmt, "up" if direction == "down" else "down")
+    w = f"{weight:.10g}"
+    side, sign, change = (("below", "-", "a decrease") if direction == "down"
+                          else ("above", "+", "an increase"))
+    nxt = weight - 2 * want if direction == "down" else weight + 2 * want
+    if want != other:  # a power of two: the threshold of the other side is the likely slip
+        got, bad = core.read_number(answer, "threshold")
+        if bad is None and got and abs(got / other - 1) <= 0.01:
+            return core.verdict(False, f"{got:g} is where {'an increase' if direction == 'down' else 'a decrease'} "
+                                f"stops vanishing ({w} {'+' if sign == '-' else '-'} d rounds back for d up to "
+                                f"{other:g}). {w} is a power of two: the {fmt} values {side} it are not spaced "
+                                f"like those on the other side.", want=want)
+    tie = (f"up to {want:g}: the tie at {want:g} goes to the even neighbour, {w} itself"
+           if _even(weight, fmt) else
+           f"below {want:g}: the tie at {want:g} goes to the even neighbour, {nxt:.10g}")
+    return core.check_number(answer, want, rel_tol=0.01, name="threshold",
+                             hint=f"{fmt} has {cost.mantissa_bits(fmt)} mantissa bits. Which {fmt} value is "
+                             f"next {side} {w}, how far is it, and where between the two does rounding "
+                             "switch?",
+                             explanation=f"The {fmt} value next {side} {w} is {nxt:.10g}, {2 * want:g} away; "
+                             f"{w} {sign} d rounds back to {w} for d {tie}.")
+
+
+def _even(weight: float, fmt: str) -> bool:
+    """Whether ``weight``'s last mantissa bit in ``fmt`` is 0 (a tie rounds to it)."""
+    return (abs(weight) / cost.ulp(weight, fmt)) % 2 == 0 if weight else True
 
 
 def check_bf16_allreduce_bound(answer, world_size: int = 1024) -> dict:

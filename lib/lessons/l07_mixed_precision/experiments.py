@@ -53,7 +53,9 @@ def master_weight_runs(steps: int = 40, lr: float = 3e-4, modes=("bf16", "master
 @one_thread
 def vanished_by_layer(steps: int = 10, lr: float = 3e-4, config: GPTConfig = SMALL) -> list[dict]:
     """bf16 weights updated in place: per layer, the share of Adam updates lost at the last
-    step, with the layer's typical |weight| and the threshold half an ulp of it."""
+    step, with the layer's typical |weight| and half an ulp of it (the gap away from zero):
+    a step that moves |w| up by less is lost; one toward zero is lost up to half the gap
+    below, which is half as large where |w| is a power of two (``cost.vanishing_update``)."""
     model = GPT(config)
     opt = MixedAdamW(model.parameters(), lr=lr, mode="bf16")
     names = {p: n for n, p in model.named_parameters()}
@@ -68,7 +70,7 @@ def vanished_by_layer(steps: int = 10, lr: float = 3e-4, config: GPTConfig = SMA
         same = (p == before[p]).float().mean().item()
         w = p.detach().float().abs().median().item()
         rows.append({"parameter": names[p], "median |w|": w,
-                     "half ulp": cost.vanishing_update(w, "bf16") if w else 0.0,
+                     "half ulp": cost.ulp(w, "bf16") / 2 if w else 0.0,
                      "unchanged": same})
     return rows
 

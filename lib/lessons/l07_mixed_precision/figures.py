@@ -49,7 +49,8 @@ def loss_figure(curves: dict, title: str) -> go.Figure:
 
 def vanished_table(rows: list[dict]):
     return table(rows, formats={"median |w|": ".3g", "half ulp": ".3g", "unchanged": ".0%"},
-                 headers={"unchanged": "bf16 weight unchanged by the last step"},
+                 headers={"half ulp": "half ulp of |w| (gap away from 0)",
+                          "unchanged": "bf16 weight unchanged by the last step"},
                  caption="bf16 weights updated in place, AdamW: which updates vanish")
 
 

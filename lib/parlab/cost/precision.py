@@ -44,11 +44,25 @@ def ulp(value: float, fmt: str) -> float:
     return 2.0 ** (e - man)
 
 
-def vanishing_update(weight: float, fmt: str) -> float:
-    """An update smaller than this (in magnitude) leaves ``weight`` unchanged when the sum
-    is rounded to nearest in ``fmt``: half an ulp of the weight (the half-way case rounds
-    to the even neighbour, which may be the weight itself). Counted in notebook 07 §2."""
-    return ulp(weight, fmt) / 2
+def vanishing_update(weight: float, fmt: str, direction: str) -> float:
+    """The largest update that leaves ``weight`` (a value of ``fmt``) unchanged when
+    ``weight`` + update is rounded to nearest in ``fmt``, for an update that moves it
+    ``direction`` "up" (an increase) or "down" (a decrease): half the gap to the neighbour
+    on that side. The two gaps are equal (one ulp) except at a power of two, where the gap
+    toward zero is half the gap away from it: bf16's neighbours of 1.0 are 1 + 2^-7 and
+    1 - 2^-8, so an increase of 1.0 is lost up to 2^-8 and a decrease only up to 2^-9
+    (1 - 0.002 rounds to 0.99609375). An update of exactly this size is a tie, which goes
+    to the neighbour whose last mantissa bit is 0: the weight itself when its own is 0 (as
+    1.0's is), else the neighbour. Counted in notebook 07 §2."""
+    weight = check_float("weight", weight, None, strict=False)
+    direction = check_choice("direction", direction, ("up", "down"))
+    exp_bits, _ = _fmt(fmt)
+    gap = ulp(weight, fmt)  # the gap away from zero
+    toward_zero = weight != 0 and (direction == "down") == (weight > 0)
+    mantissa, e = math.frexp(abs(weight))  # |weight| = mantissa * 2^e, mantissa in [0.5, 1)
+    if toward_zero and mantissa == 0.5 and e - 1 > 2 - 2 ** (exp_bits - 1):
+        gap /= 2  # a power of two above the smallest normal: the binade below is finer
+    return gap / 2
 
 
 def summation_error_bound(n_terms: int, fmt: str) -> float:

@@ -516,3 +516,21 @@ def test_clip_norm_overcount():
                      (dict(sharded_sq=0.0, replicated_sq=0.0), "must be > 0")):
         with pytest.raises(ValueError, match=name):
             cost.clip_norm_overcount(**{"sharded_sq": 3.0, "replicated_sq": 1.0, "tp": 2, **kw})
+
+
+def test_vanishing_update_depends_on_the_side_of_a_power_of_two():
+    # bf16 around 1.0: the next value up is 1 + 2^-7, down 1 - 2^-8 (the binade below is
+    # finer), so an increase is lost up to 2^-8 and a decrease only up to 2^-9
+    # (torch: 1 - 0.002 in bf16 is 0.99609375). The old one-sided ulp(w)/2 said 2^-8 both ways.
+    assert cost.vanishing_update(1.0, "bf16", "up") == 2 ** -8
+    assert cost.vanishing_update(1.0, "bf16", "down") == 2 ** -9
+    assert cost.vanishing_update(1.0, "bf16", "down") != cost.ulp(1.0, "bf16") / 2
+    # a negative weight mirrors it: "up" is toward zero there
+    assert cost.vanishing_update(-1.0, "bf16", "up") == 2 ** -9
+    assert cost.vanishing_update(-1.0, "bf16", "down") == 2 ** -8
+    # inside a binade both sides are one ulp; at the smallest normal the gap below is the
+    # subnormals' spacing, the same as above
+    assert cost.vanishing_update(1.5, "fp16", "up") == cost.vanishing_update(1.5, "fp16", "down") == 2 ** -11
+    assert cost.vanishing_update(2 ** -14, "fp16", "down") == cost.vanishing_update(2 ** -14, "fp16", "up") == 2 ** -25
+    with pytest.raises(ValueError, match="direction"):
+        cost.vanishing_update(1.0, "bf16", "either")

@@ -43,8 +43,28 @@ def test_cost_ulp_is_the_gap_to_the_next_value(fmt, dt):
         nxt = torch.nextafter(x, torch.tensor(math.inf, dtype=dt))
         assert cost.ulp(x.item(), fmt) == (nxt - x).item() == ulp(x, fmt).item()
         # just under half an ulp vanishes; just over it does not
-        t = cost.vanishing_update(x.item(), fmt)
+        t = cost.vanishing_update(x.item(), fmt, "up")
         assert (x.double() + 0.99 * t).to(dt) == x and (x.double() + 1.01 * t).to(dt) != x
+
+
+@pytest.mark.parametrize("fmt, dt", [("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", torch.float32)])
+def test_cost_vanishing_update_is_what_torch_rounds_back_on_both_sides(fmt, dt):
+    # powers of two (1.0: the gap below is half the gap above), their negatives, values
+    # inside a binade, the smallest normal and zero; torch rounds to nearest, ties to even
+    tiny = torch.finfo(dt).smallest_normal
+    for v in (1.0, 0.5, 4.0, 1.5, 0.03, 1 + 2 ** -7, tiny, 2 * tiny, 0.0, -1.0, -0.25, -3.0):
+        x = torch.tensor(v, dtype=torch.float64).to(dt)
+        for direction, sign in (("up", 1), ("down", -1)):
+            t = cost.vanishing_update(x.item(), fmt, direction)
+            nxt = torch.nextafter(x, torch.tensor(sign * math.inf, dtype=dt))
+            assert t == abs(nxt.double() - x.double()).item() / 2, (v, direction)
+            assert (x.double() + sign * 0.99 * t).to(dt) == x, (v, direction)
+            assert (x.double() + sign * 1.01 * t).to(dt) == nxt, (v, direction)
+    one = torch.tensor(1.0, dtype=torch.float64)
+    assert (one - 0.002).to(torch.bfloat16).item() == 0.99609375  # > 2^-9 down: moved
+    assert (one - 2 ** -9).to(torch.bfloat16).item() == 1.0  # the tie: 1.0 is even
+    assert (one + 2 ** -8).to(torch.bfloat16).item() == 1.0  # the tie above, too
+    assert cost.vanishing_update(1.0, "bf16", "down") == 2 ** -9 != cost.ulp(1.0, "bf16") / 2
 
 
 def test_stochastic_rounding_is_unbiased_and_picks_a_neighbour():
