@@ -86,10 +86,13 @@ def _dp_degree(rng):
 
 def _ulp(rng):
     w = rng.choice((1.0, 2.0, 0.5))
-    a = cost.ulp(w, "bf16") / 2
-    return (f"A bf16 weight equal to {w}: below what update size does an in-place bf16 update "
-            "vanish (half an ulp)?", f"一个值为 {w} 的 bf16 权重：原地更新时，小于多少的更新量会"
-            "被舍掉（半个 ulp）？", a, "", f"ulp(bf16, {w}) / 2 = {fmt(a)}", "master")
+    # an increase: the gap above w is a full ulp; below a power of two it is half that
+    a = cost.vanishing_update(w, "bf16", "up")
+    return (f"A bf16 weight equals {w} and an in-place bf16 update increases it: what is the "
+            "largest increase that still vanishes (rounds back to the weight)?",
+            f"一个值为 {w} 的 bf16 权重，原地 bf16 更新把它调大：仍会被舍掉（舍入回原值）的"
+            "最大增量是多少？", a, "",
+            f"half the gap to the next bf16 value above: ulp(bf16, {w}) / 2 = {fmt(a)}", "master")
 
 
 def _daly(rng):

@@ -3,9 +3,11 @@
 Adam's step is computed in fp32 from fp32 moments every time; the four modes differ
 only in how ``w + update`` is stored:
 
-  "bf16"        round to nearest into the bf16 weight. An update below half an ulp of the
-                weight is lost (``cost.vanishing_update``): a LayerNorm gain of 1.0 has an
-                ulp of 2^-7, so every Adam step of size lr = 1e-3 on it vanishes.
+  "bf16"        round to nearest into the bf16 weight. An update below half the gap to the
+                weight's neighbour on that side is lost (``cost.vanishing_update``): a
+                LayerNorm gain of 1.0 has bf16 neighbours 2^-7 above and 2^-8 below, so an
+                increase up to 2^-8 and a decrease up to 2^-9 vanish, and every Adam step of
+                size lr = 1e-3 on it does.
   "master"      an fp32 master copy takes the update; the bf16 weight is a rounded copy of
                 it for the forward and backward (Micikevicius et al. 2018, "Mixed precision
                 training", arXiv 1710.03740, §3.1: the fp32 master copy of weights).
