@@ -24,7 +24,8 @@ unit (a P of 4), nor section, table, figure and exercise numbers, years, arXiv i
 names (7B, 1T), or anything inside ``$math$``, ``code`` or a link's address.
 
 ``SHARED`` holds the figures more than one notebook quotes (7B's parameter count and its
-training states, the link speeds of the lab's cluster), defined once: notebooks quote them
+training states, the A100's memory and peak, the link speeds of the lab's cluster), defined
+once, over ``parlab.cost.MODEL_PRESETS`` and ``parlab.hardware_presets``: notebooks quote them
 through ``shared(name, near, fmt)``, so they cannot disagree with each other.
 """
 
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from parlab import cost
-from parlab.hardware_presets import LINK_PRESETS
+from parlab.hardware_presets import GPU_PRESETS, LINK_PRESETS
 
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 
@@ -116,6 +117,7 @@ def given(text: str, why: str, near: str = "") -> Entry:
 # ---- figures more than one notebook quotes, defined once -------------------------------
 GB = 1e9
 SEVEN_B = cost.MODEL_PRESETS["7B"]  # Llama-2-7B's shape: 6.74e9 parameters, not 7e9
+A100 = GPU_PRESETS["A100-SXM4-80GB"]  # the interview's "4 A100s (80 GB)", Megatron's runs
 
 SHARED: dict[str, Callable[[], float]] = {
     "7b_params_billion": lambda: SEVEN_B.n_params / 1e9,
@@ -123,6 +125,8 @@ SHARED: dict[str, Callable[[], float]] = {
     "7b_train_states_gb": lambda: cost.zero_memory(SEVEN_B.n_params, 1, 0)["total"] / GB,
     "7b_fp16_weights_gb": lambda: 2 * SEVEN_B.n_params / GB,
     "bytes_per_param_adam": lambda: cost.zero_memory(1, 1, 0)["total"],
+    "a100_memory_gb": lambda: A100.memory_gb,
+    "a100_bf16_tflops": lambda: A100.peak_tflops["bf16"],  # dense, no 2:4 sparsity
     # the lab's cluster: a DGX A100's NVLink3 and one HDR InfiniBand card per GPU
     "nvlink3_gb_s": lambda: LINK_PRESETS["NVLink3"].gb_per_s_per_direction,
     "ib_hdr_gb_s": lambda: LINK_PRESETS["IB-HDR"].gb_per_s_per_direction,

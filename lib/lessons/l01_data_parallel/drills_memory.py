@@ -108,7 +108,8 @@ def memory_plan_total(rng):
     name, n_gpus = rng.choice(("7B", "13B", "70B")), rng.choice((8, 16, 64))
     stage, recompute, b = rng.choice((1, 2, 3)), rng.choice(("selective", "full")), \
         rng.choice((1, 2))
-    plan = cost.memory_plan(name, n_gpus, 80.0, stage, recompute, b)
+    plan = cost.memory_plan(name, n_gpus, GPU_PRESETS["A100-SXM4-80GB"].memory_gb, stage,
+                            recompute, b)
     p = cost.MODEL_PRESETS[name]
     return Ask(f"{p.name} ({fmt(p.n_params)} parameters, {p.n_layers} layers, h = "
                f"{p.d_model}, {p.n_heads} heads, s = {p.seq_len}) with mixed-precision Adam "

@@ -4,7 +4,7 @@ activation memory (Korthikanti et al.), communication time (notebook 02)."""
 from __future__ import annotations
 
 from parlab import cost
-from parlab.hardware import LINK_PRESETS
+from parlab.hardware import GPU_PRESETS, LINK_PRESETS
 from lessons.common.drills.core import Ask, fmt, template
 
 S4 = ("02", 4, "Counting: trace vs formula")
@@ -135,7 +135,8 @@ def tp_comm_time(rng):
         link = (f"{where} (α = {fmt(spec.latency_us)} µs, B = "
                 f"{fmt(spec.gb_per_s_per_direction)} GB/s per direction)")
         why = "Inside a node every GPU has its own NVLink bandwidth through the NVSwitch."
-    r = cost.tp_scaling(L, h, a, s, b, t, 312e12, bw, alpha)
+    r = cost.tp_scaling(L, h, a, s, b, t, GPU_PRESETS["A100-SXM4-80GB"].peak_tflops["bf16"] * 1e12,
+                        bw, alpha)
     ms = r["comm_s"] * 1e3
     return Ask(f"Tensor parallelism without SP over {link}, bf16, {said}, {L} layers. In the "
                f"α-β model with ring all-reduces, how many ms of communication does one "

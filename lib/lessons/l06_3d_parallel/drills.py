@@ -5,7 +5,7 @@ and pipeline traffic, an iteration's time at GPU scale, the global norm for clip
 from __future__ import annotations
 
 from parlab import cost
-from parlab.hardware import LINK_PRESETS
+from parlab.hardware import GPU_PRESETS, LINK_PRESETS
 from lessons.common.drills.core import Ask, fmt, template
 
 S1 = ("06", 1, "The mesh")
@@ -15,6 +15,8 @@ S4 = ("06", 4, "At GPU scale: the planner against published runs")
 BUBBLE = ("03", 4, "The bubble, predicted and measured")
 
 N_PARAMS = (7, 13, 70, 175)  # billions: round, so n / (tp pp) stays whole
+
+A100 = GPU_PRESETS["A100-SXM4-80GB"]  # the GPU of Narayanan et al.'s runs
 
 
 def layout(rng):
@@ -102,18 +104,18 @@ def layout_p2p_time(rng):
 @template("iteration_time", "3d", S4)
 def iteration_time(rng):
     B, n_gpus = rng.choice((512, 1024, 1536)), rng.choice((384, 768, 1536, 3072))
-    u, peak = rng.choice((0.4, 0.45, 0.5)), 312e12
+    u, peak = rng.choice((0.4, 0.45, 0.5)), A100.peak_tflops["bf16"] * 1e12
     gpt3 = cost.LayerShape(12288, 96)
     flops = cost.flops_per_token(gpt3, 96, 2048, vocab_size=51200, count="megatron",
                                  recompute="full") * (B * 2048)
     sec = cost.training_time(flops, n_gpus, peak, u)
     return Ask(f"GPT-3 175B (L = 96, h = 12288, V = 51200, s = 2048), global batch {B}, full "
-               f"activation recomputation, on {n_gpus} A100s (312 TFLOP/s bf16) reaching "
+               f"activation recomputation, on {n_gpus} A100s ({fmt(peak / 1e12)} TFLOP/s bf16) reaching "
                f"{fmt(u * 100)}% of peak. How many seconds per iteration? Count FLOPs as "
                f"Narayanan et al.: 96·B·s·L·h²·(1 + s/(6h) + V/(16·L·h)).", sec, "s",
                f"{fmt(flops / 1e18)} EFLOP per iteration (cost.flops_per_token, count "
                f"'megatron', × B·s) / ({n_gpus} × "
-               f"312 TFLOP/s × {u}) = {fmt(sec)} s (cost.training_time).")
+               f"{fmt(peak / 1e12)} TFLOP/s × {u}) = {fmt(sec)} s (cost.training_time).")
 
 
 @template("clip_norm_overcount", "3d", S2)

@@ -11,6 +11,7 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from parlab.hardware_presets import GPU_PRESETS
 from lessons.common.viz.charts import memory_bars
 from lessons.common.viz.tables import note, table
 from lessons.common.viz.style import (INK, MEASURED_COLORS, MISS_COLOR, NODE_SHADES,
@@ -86,9 +87,10 @@ def table1_figure(rows: list[dict], title: str = "") -> go.Figure:
                            yanchor="bottom", showarrow=False,
                            text=f"{r['error']:+.0%}".replace("-0%", "0%").replace("+0%", "0%"),
                            font=dict(size=11))
-    fig.add_hline(y=312, line=dict(dash="dash", color=WARNING_COLOR))
-    fig.add_annotation(x=0, xref="paper", y=312, yanchor="bottom", xanchor="left",
-                       showarrow=False, text="A100 bf16 dense peak, 312 TFLOP/s",
+    peak = GPU_PRESETS["A100-SXM4-80GB"].peak_tflops["bf16"]
+    fig.add_hline(y=peak, line=dict(dash="dash", color=WARNING_COLOR))
+    fig.add_annotation(x=0, xref="paper", y=peak, yanchor="bottom", xanchor="left",
+                       showarrow=False, text=f"A100 bf16 dense peak, {peak:g} TFLOP/s",
                        font=dict(color=WARNING_COLOR, size=11))
     base_layout(fig, title or "TFLOP/s per A100: Narayanan et al. 2021 Table 1 vs the planner",
                 barmode="group", legend=dict(orientation="h", y=-0.2))

@@ -7,9 +7,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 from parlab import cost, planner
+from parlab.hardware_presets import GPU_PRESETS
 from parlab.hardware_presets import LINK_PRESETS
 
 GB = 1e9
+A100_GB = GPU_PRESETS["A100-SXM4-80GB"].memory_gb  # the follow-up's "4 A100s (80 GB)"
 
 
 @lru_cache(maxsize=1)
@@ -31,11 +33,11 @@ def facts() -> dict:
     f["7b_fp16_gb"] = 2 * seven.n_params / GB
     # the memory calculator (notebook 01 §6): materialized attention, the s x s scores kept
     # (Korthikanti et al.'s count); each plan says its recomputation
-    f["7b_ddp"] = cost.memory_plan("7B", 4, 80.0, stage=0, recompute="full")
-    f["7b_ddp_none"] = cost.memory_plan("7B", 4, 80.0, stage=0, recompute="none")
-    f["7b_zero1"] = cost.memory_plan("7B", 4, 80.0, stage=1)
-    f["7b_zero1_full"] = cost.memory_plan("7B", 4, 80.0, stage=1, recompute="full")
-    f["7b_zero3_full"] = cost.memory_plan("7B", 4, 80.0, stage=3, recompute="full")
+    f["7b_ddp"] = cost.memory_plan("7B", 4, A100_GB, stage=0, recompute="full")
+    f["7b_ddp_none"] = cost.memory_plan("7B", 4, A100_GB, stage=0, recompute="none")
+    f["7b_zero1"] = cost.memory_plan("7B", 4, A100_GB, stage=1)
+    f["7b_zero1_full"] = cost.memory_plan("7B", 4, A100_GB, stage=1, recompute="full")
+    f["7b_zero3_full"] = cost.memory_plan("7B", 4, A100_GB, stage=3, recompute="full")
     # the planner's best layout assumes a fused attention kernel (FlashAttention: no scores
     # kept), the calculator a materialized one: the same layout under both counts
     best = planner.plan("7B", 4, "A100-80GB").best
@@ -47,13 +49,13 @@ def facts() -> dict:
         attention=best.estimate.layout.attention, total=best.estimate.memory_per_gpu.total,
         act_fused=cost.activation_memory(**one, attention="fused"),
         act_materialized=cost.activation_memory(**one, attention="materialized"),
-        materialized=cost.memory_plan("7B", 4, 80.0, stage=best.zero_stage,
+        materialized=cost.memory_plan("7B", 4, A100_GB, stage=best.zero_stage,
                                       recompute=best.recompute,
                                       micro_batch=best.micro_batch)["total"],
-        max_b_materialized=cost.max_micro_batch("7B", 4, 80.0, stage=best.zero_stage,
+        max_b_materialized=cost.max_micro_batch("7B", 4, A100_GB, stage=best.zero_stage,
                                                 recompute=best.recompute))
     f["7b_zero_stage_that_fits"] = next(
-        s for s in range(4) if cost.memory_plan("7B", 4, 80.0, stage=s, recompute="full")["fits"])
+        s for s in range(4) if cost.memory_plan("7B", 4, A100_GB, stage=s, recompute="full")["fits"])
 
     tp = cost.tp_comm_per_layer(1, 2048, 12288, 8)  # GPT-3 175B's layer, t = 8
     MiB = 2 ** 20  # the seed's "48 MB" and "96 MB" are MiB: b·s·h·2 = 48 MiB exactly

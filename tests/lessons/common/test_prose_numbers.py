@@ -4,6 +4,7 @@ Planted edits of the prose and of the code must both be caught."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -103,15 +104,32 @@ def test_a_planted_code_change_is_caught(number):
 
 
 # ---- one definition per shared figure ----------------------------------------------------
-# literals that restate a shared figure: 7B's parameter count, the cluster's links
-RESTATED = re.compile(r"(?<![\w.])(?:7e9|7\.0e9|6\.7e9|6\.74e9|6\.738e9|300e9|25e9|12\.5e9|112e9|108e9)(?![\w.])")
+# literals that restate a shared figure: 7B's parameter count, the A100's peak and memory
+# handed to a memory plan, the cluster's links
+RESTATED = re.compile(r"(?<![\w.])(?:7e9|7\.0e9|6\.7e9|6\.74e9|6\.738e9|300e9|25e9|12\.5e9|112e9|"
+                      r"108e9|312e12|312\.0e12)(?![\w.])"
+                      r"|(?:memory_plan|max_micro_batch)\([^)]*,\s*(?:80|80\.0|40|40\.0)\s*[,)]")
+
+
+def _restated(lines):
+    return [n for n, line in enumerate(lines, 1) if RESTATED.search(line.split("#")[0])]
+
+
+def test_the_restated_rule_bites():
+    assert _restated(["peak = 312e12", "cost.memory_plan('7B', 4, 80.0, stage=1)",
+                      "n = 7e9  # 7B", "bw = 25e9"]) == [1, 2, 3, 4]
+    assert _restated(["peak = A100.peak_tflops['bf16'] * 1e12", "timeout=300.0", "x = 1.25e9"]) == []
 
 
 def test_lessons_take_shared_figures_from_their_one_definition():
-    hits = [f"{p.relative_to(paths.LIB)}:{n}: {line.strip()}"
-            for p in sorted((paths.LIB / "lessons").rglob("*.py"))
-            for n, line in enumerate(p.read_text().splitlines(), 1)
-            if RESTATED.search(line.split("#")[0])]
+    sources = {str(p.relative_to(paths.LIB)): p.read_text().splitlines()
+               for p in sorted((paths.LIB / "lessons").rglob("*.py"))}
+    for nb in sorted(paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):  # and the notebooks' code
+        for i, c in enumerate(json.loads(nb.read_text())["cells"]):
+            if c["cell_type"] == "code":
+                sources[f"{nb.name} cell {i}"] = "".join(c["source"]).splitlines()
+    hits = [f"{where}:{n}: {lines[n - 1].strip()}" for where, lines in sources.items()
+            for n in _restated(lines)]
     assert not hits, ("figures defined in parlab.cost.MODEL_PRESETS / parlab.hardware_presets "
                       "(see lessons.common.prose.SHARED) typed again:\n  " + "\n  ".join(hits))
 
