@@ -69,6 +69,10 @@ class Spec:
     planted: str | None = None
     kill: tuple | None = None   # (rank, step): that rank SIGKILLs itself before the step
     log: str | None = None      # rank 0 appends "step loss time" lines here (failover)
+    # this lesson resumes on other layouts on purpose (§1): False refuses a checkpoint
+    # saved at another layout, as ``Checkpointing`` does by default (a config that differs
+    # is refused either way)
+    reshard: bool = True
 
     def run(self) -> ZeroRun:
         """The run this spec trains: ZeRO-3 (ours), FSDP2, or the same fields on one device."""
@@ -170,7 +174,8 @@ def train_rank(spec: Spec, hook=None) -> dict:
         torch.manual_seed(987654)  # a new process: whatever its RNG holds is not the run's
     checkpoints = Checkpointing(spec.directory, spec.save_at, spec.resume_from,
                                 restore_optimizer=spec.planted != "no_optimizer",
-                                resume=hook or planted_resume(spec.planted))
+                                resume=hook or planted_resume(spec.planted),
+                                reshard=spec.reshard)
     losses = GlobalLoss(spec.log)
     hooks = [checkpoints, losses] + ([KillAt(*spec.kill, spec.log)] if spec.kill else [])
     out = train(recipe, hooks)

@@ -9,17 +9,22 @@ What the next step depends on is saved after step k - 1 into ``directory/step_00
 states, the data position (the next step, k: the lab's data is a function of the step)
 and the RNG. A resume loads it into whatever layout this run has -- another number of
 ranks, our ZeRO-3 or torch's FSDP2 or one device (``state.training_state``): DCP reads
-each rank's boxes from what was written. The loop then starts at the saved step.
+each rank's boxes from what was written -- when asked (``reshard=True``): the saved
+config and layout (``run_facts``) are compared with this run's before anything loads,
+and a config that differs is refused whatever ``reshard`` says. The loop then starts at
+the saved step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import torch
 
 from ..runs import Hook
 from .dcp import STEP_DIR, load, save, train_state
+from ..runs import TrainRun
 from .state import restore_training_state, training_state
 
 
@@ -30,16 +35,32 @@ def restore_train_state(saved: dict) -> int:
     return int(saved["step"])
 
 
+def run_facts(recipe) -> dict:
+    """What a checkpoint records of the run that saved it, for a resume to compare:
+    "config", the model's (a 2-layer model is not a 1-layer one, whatever loads), and
+    "layout", how it is spread: the world size, the recipe, and the strategy's own run
+    fields (``zero_stage``, degrees, schedule...: the run's fields beyond ``TrainRun``'s)."""
+    run = recipe.run
+    base = {f.name for f in dataclasses.fields(TrainRun)}
+    own = {f.name: getattr(run, f.name) for f in dataclasses.fields(run) if f.name not in base}
+    return {"config": dataclasses.asdict(run.config),
+            "layout": {"world_size": recipe.world, "recipe": type(recipe).__name__,
+                       "run": type(run).__name__, **own}}
+
+
 class Checkpointing(Hook):
     """Save after the steps k - 1 for k in ``save_at`` into ``directory`` (step k's
     checkpoint holds the state to train step k next); resume from ``resume_from`` (a
     checkpoint's path) before the first step. ``restore_optimizer=False`` loads the
     weights only (the optimizer starts afresh, as for fine-tuning); ``resume(train_state)
     -> next step`` replaces ``restore_train_state`` (what to do with the data position and
-    the RNG). ``saved``: {k: path} of what this run wrote."""
+    the RNG). ``reshard=True``: a checkpoint of another layout may load (DCP reshards it);
+otherwise a layout that differs is refused, naming the fields. ``saved``: {k: path} of
+what this run wrote."""
 
     def __init__(self, directory: str | None = None, save_at=(), resume_from: str | None = None,
-                 restore_optimizer: bool = True, resume=restore_train_state):
+                 restore_optimizer: bool = True, resume=restore_train_state,
+                 reshard: bool = False):
         if save_at and directory is None:
             raise ValueError(f"save_at={tuple(save_at)} needs a directory to save into")
         self.directory = directory
@@ -47,6 +68,7 @@ class Checkpointing(Hook):
         self.resume_from = resume_from
         self.restore_optimizer = restore_optimizer
         self.resume = resume
+        self.reshard = reshard
         self.saved: dict[int, str] = {}
 
     def start(self, recipe) -> int | None:
@@ -56,7 +78,7 @@ class Checkpointing(Hook):
         state = {"model": model_sd, "train": train_state(0)}
         if self.restore_optimizer:
             state["optim"] = optim_sd
-        load(state, self.resume_from)
+        load(state, self.resume_from, expect=run_facts(recipe), reshard=self.reshard)
         restore_training_state(recipe.model, recipe.optimizer, state)
         if not self.restore_optimizer:  # its states were made to be loaded into: drop them
             recipe.optimizer.state.clear()
@@ -67,7 +89,8 @@ class Checkpointing(Hook):
             return
         path = os.path.join(self.directory, STEP_DIR.format(step + 1))
         model_sd, optim_sd = training_state(recipe.model, recipe.optimizer)
-        save({"model": model_sd, "optim": optim_sd, "train": train_state(step + 1)}, path)
+        save({"model": model_sd, "optim": optim_sd, "train": train_state(step + 1)}, path,
+             run=run_facts(recipe))
         self.saved[step + 1] = path
 
     def report(self) -> dict:
