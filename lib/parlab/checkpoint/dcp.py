@@ -187,6 +187,16 @@ def _publish(tmp: str, path: str, metadata, group, run: dict | None, token: str)
                               "checkpoint, if any, is untouched")
 
 
+def _reraise(e: BaseException, what: str):
+    """DCP's CheckpointException (a BaseException, which ``except Exception`` misses) as a
+    CheckpointError naming each failed rank's exception; anything else as it is."""
+    from torch.distributed.checkpoint.api import CheckpointException
+    if not isinstance(e, CheckpointException):
+        raise e
+    ranks = "; ".join(f"rank {r}: {type(x).__name__}: {x}" for r, (x, _) in sorted(e.failures.items()))
+    raise CheckpointError(f"{what} ({ranks})") from e
+
+
 class PendingSave:
     """An async save: ``result()`` waits for DCP's background write, then publishes the
     checkpoint (the manifest and the rename, with collectives on the save's group). So an
@@ -202,7 +212,10 @@ class PendingSave:
         return self.future.done()
 
     def result(self, timeout: float | None = None):
-        metadata = self.future.result(timeout)
+        try:
+            metadata = self.future.result(timeout)
+        except BaseException as e:
+            _reraise(e, "an async save: not published")
         if not self._done:
             self._done = True
             self._publish(metadata)
@@ -237,13 +250,14 @@ def save(state: dict, path: str, mode: str = "sync", group=None, writer=None,
                 future, lambda md: _publish(tmp, path, md, group, run, token))
         try:
             metadata = dcp.save(state, process_group=group, **where)
-        except BaseException:
+        except BaseException as e:
             # DCP raises on every rank once all have stopped writing (it gathers each
             # rank's outcome), so the half-written sibling can go; a killed save leaves
             # it for ``clean``.
             if _rank_world(group)[0] == 0:
                 shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            _reraise(e, f"saving {path}: not published; the previous checkpoint, if any, "
+                        "is untouched")
     _publish(tmp, path, metadata, group, run, token)
     return time.perf_counter() - t0, None
 
@@ -283,19 +297,26 @@ def _plain(obj):
     return json.loads(json.dumps(obj, default=default, sort_keys=True))
 
 
-def manifest(path: str) -> dict:
-    """The manifest of published checkpoint ``path``; CheckpointError if there is none."""
-    where = os.path.join(path, MANIFEST)
+def _read_manifest(path: str) -> tuple[dict | None, str]:
+    """(the manifest of checkpoint ``path``, "") or (None, why there is none usable)."""
     try:
-        with open(where) as f:
+        with open(os.path.join(path, MANIFEST)) as f:
             m = json.load(f)
     except FileNotFoundError:
         what = "an interrupted or unpublished save" if os.path.isdir(path) else "no such directory"
-        raise CheckpointError(f"{path}: no {MANIFEST} ({what})") from None
+        return None, f"no {MANIFEST} ({what})"
     except (OSError, ValueError) as e:
-        raise CheckpointError(f"{where}: unreadable manifest ({e})") from None
+        return None, f"{MANIFEST}: unreadable ({e})"
     if not isinstance(m, dict) or not isinstance(m.get("files"), dict):
-        raise CheckpointError(f"{where}: not a manifest (no 'files')")
+        return None, f"{MANIFEST}: not a manifest (no 'files')"
+    return m, ""
+
+
+def manifest(path: str) -> dict:
+    """The manifest of published checkpoint ``path``; CheckpointError if there is none."""
+    m, why = _read_manifest(path)
+    if m is None:
+        raise CheckpointError(f"{path}: {why}")
     return m
 
 
@@ -317,17 +338,16 @@ def _crc_problem(path: str, name: str, want: dict) -> str | None:
 
 
 def problem(path: str, verify: bool = True) -> str | None:
-    """Why checkpoint ``path`` must not be loaded, or None: no manifest; a file the
-    manifest names missing or of another size; with ``verify``, a checksum that differs."""
-    try:
-        files = manifest(path)["files"]
-    except CheckpointError as e:
-        return str(e)
+    """Why checkpoint ``path`` must not be loaded (naming the file), or None: no manifest;
+    a file the manifest names missing or of another size; with ``verify``, a checksum
+    that differs."""
+    m, why = _read_manifest(path)
+    if m is None:
+        return why
     check = _crc_problem if verify else _size_problem
-    for name, want in sorted(files.items()):
-        p = check(path, name, want)
-        if p:
-            return f"{path}: {p}"
+    for name, want in sorted(m["files"].items()):
+        if why := check(path, name, want):
+            return why
     return None
 
 
@@ -387,7 +407,10 @@ def load(state: dict, path: str, group=None, expect: dict | None = None,
     if verify_files:
         verify(path, group)
     with _quiet():
-        dcp.load(state, checkpoint_id=path, process_group=group)
+        try:
+            dcp.load(state, checkpoint_id=path, process_group=group)
+        except BaseException as e:
+            _reraise(e, f"loading {path}")
     return state
 
 

@@ -52,6 +52,12 @@ def test_resume_onto_one_device_from_a_sharded_checkpoint(tmp_path):
     assert max(abs(one["losses"][k] - base["losses"][k]) for k in (2, 3)) < 1e-5
     full = train_rank(dataclasses.replace(spec, layout=Layout("one", 1), save_at=()))
     assert max(abs(full["losses"][k] - base["losses"][k]) for k in range(4)) < 1e-5
+    # the same resume, not asked to reshard: refused before anything loads, naming the fields
+    from parlab.checkpoint import CheckpointMismatch
+    with pytest.raises(CheckpointMismatch, match=r"layout\.recipe: saved 'ZeroRecipe', this run "
+                       r"'OneDevice'.*layout\.world_size: saved 2, this run 1.*reshard=True"):
+        train_rank(dataclasses.replace(spec, layout=Layout("one", 1), resume_from=base["saved"][2],
+                                       save_at=(), reshard=False))
 
 
 def test_cost_formulas():
