@@ -142,7 +142,11 @@ def _swap_in(tmp: str, path: str, token: str) -> None:
     if os.path.lexists(path):
         old = _beside(path, "old", token)
         os.rename(path, old)
-        os.rename(tmp, path)
+        try:
+            os.rename(tmp, path)
+        except BaseException:
+            os.rename(old, path)  # the old one back where it was
+            raise
         _fsync_dir(parent)
         shutil.rmtree(old, ignore_errors=True)
     else:

@@ -127,6 +127,25 @@ def test_a_save_killed_mid_write_leaves_the_previous_checkpoint_and_latest_skips
     assert sorted(os.listdir(d)) == ["step_00002", "step_00004"]
 
 
+def test_a_replacement_whose_second_rename_fails_keeps_the_old_one(two, monkeypatch):
+    """Replacing step 4 renames it aside, then the new one in: if the second rename fails,
+    the old one is put back and the error says nothing was published."""
+    d, s2, s4 = two
+    before = dcp.verify(s4)
+    real = os.rename
+
+    def rename(a, b):
+        if os.path.basename(a).startswith(".step_00004.tmp-"):
+            raise OSError("no space for the directory entry")
+        real(a, b)
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(dcp.CheckpointError, match="not published.*no space"):
+        dcp.save(_state(9.0, 9), s4)
+    monkeypatch.undo()
+    assert sorted(os.listdir(d)) == ["step_00002", "step_00004"]
+    assert dcp.verify(s4) == before
+
+
 def test_a_crash_between_the_two_renames_of_a_replacement_keeps_the_old_one(two):
     """Replacing step 4 renames it aside, then the new one in: dead between the two, the
     old one is found under its aside name and ``clean`` puts it back."""
