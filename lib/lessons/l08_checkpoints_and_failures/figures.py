@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from lessons.common.viz.style import (INK, KIND_COLORS, WARNING_COLOR, base_layout, fmt_seconds,
                                       series_colors)
 from lessons.common.viz.tables import table
+from parlab.checkpoint import MANIFEST
 
 __all__ = ["files_table", "resume_table", "mistakes_table", "stall_table", "scale_table",
            "goodput_figure", "straggler_table", "straggler_figure"]
@@ -33,10 +34,14 @@ def _kb(v: float) -> str:
 
 def files_table(files: list[dict], saved_on: str = ""):
     """``experiments.written``: each file of one checkpoint directory, who wrote it, its size."""
+    def what(f):
+        if f["file"] == MANIFEST:
+            return "ours, written last: every file's size and CRC-32, the run's config and layout (§3)"
+        if f["rank"] is None:
+            return "global metadata: every tensor's shape and where each saved box sits"
+        return "this rank's boxes: weights, exp_avg, exp_avg_sq"
     rows = [dict(file=f["file"], writer="rank 0, for all" if f["rank"] is None else f"rank {f['rank']}",
-                 what="global metadata: every tensor's shape and where each saved box sits"
-                 if f["rank"] is None else "this rank's boxes: weights, exp_avg, exp_avg_sq",
-                 bytes=f["bytes"]) for f in files]
+                 what=what(f), bytes=f["bytes"]) for f in files]
     return table(rows, ["file", "writer", "what", "bytes"],
                  caption=f"one DCP checkpoint{' saved on ' + saved_on if saved_on else ''}",
                  headers=dict(bytes="kB"), formats=dict(bytes=_kb))
