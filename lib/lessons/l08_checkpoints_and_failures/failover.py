@@ -132,19 +132,19 @@ def _run(cmd: list[str], root: str, timeout: float, keep: bool) -> subprocess.Co
     proc = subprocess.Popen(GUARD + [root, "1" if keep else "0", "--"] + cmd,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=env, start_new_session=True)
-    finished = False
     try:
         out, _ = proc.communicate(timeout=timeout)
-        finished = True
     except subprocess.TimeoutExpired:
         lifeline.end_run(root, keep=True, also=(proc.pid,))
         out, _ = proc.communicate()
         raise FailoverError(f"torchrun still running after timeout={timeout:g} s; killed. "
                             f"Its last output:\n{_traceback(out or '')}") from None
     finally:
-        if not finished:  # Ctrl-C (KeyboardInterrupt) or any other error here
-            lifeline.end_run(root, keep=True, also=(proc.pid,))
-            proc.wait()
+        # Ctrl-C (KeyboardInterrupt), or torchrun ended: whatever is left of the run (a
+        # worker whose torchrun was killed, where the kernel cannot end it) ends here; a
+        # scan of /proc when nothing is left
+        lifeline.end_run(root, keep=True, also=(proc.pid,))
+        proc.wait()
     return subprocess.CompletedProcess(cmd, proc.returncode, out, "")
 
 

@@ -52,7 +52,10 @@ def wait_until(cond, seconds: float) -> bool:
 
 
 def test_kill_restart_resume_equals_the_uninterrupted_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this run's temp folder
+    # this test's temp folder, for this process and (unless failover points them elsewhere)
+    # for torchrun and its workers
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     r = failover(ranks=2, steps=6, kill_at=3, every=2)
     assert r["resumed_from"] == 2 and r["redone_steps"] == 1
     assert r["max_loss_diff"] < 1e-5
@@ -92,6 +95,16 @@ def test_an_interrupted_or_killed_caller_leaves_no_process_and_no_file(tmp_path,
         lifeline.end_run(tmp, keep=True)  # never leave a failed test's processes behind
         for pid in run_processes(tmp):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the run's processes in /proc")
+def test_the_time_limit_ends_every_process_and_removes_the_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(failover_module, "check", lambda *a: 4.0)  # torchrun barely started
+    with pytest.raises(failover_module.FailoverError, match="after timeout=4 s; killed"):
+        failover(ranks=2, steps=6, kill_at=3, every=2)
+    assert (run_processes(str(tmp_path)), leftovers(str(tmp_path))) == ([], [])
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
