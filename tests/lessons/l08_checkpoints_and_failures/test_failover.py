@@ -153,8 +153,9 @@ def test_bad_settings_are_named_before_torchrun_starts(kw, match):
 def test_the_time_limit_is_sized_to_the_work():
     small, big = time_limit(2, 8, 5, 2), time_limit(4, 200, 5, 1)
     assert check(2, 8, 5, 2) == small and check(4, 200, 5, 1) == big
-    # the run that met a fixed 60 s limit (about 2.5 min on a busy 2-core box) gets ample
-    assert big >= 300 and small < big and check(2, 8, 5, 2, timeout=45) == 45
+    # the run that met a fixed 60 s limit (about 2 min on a busy 2-core box) gets three
+    # minutes or more (five on two cores); a short run keeps a short limit
+    assert big >= 180 and big > 2 * small and check(2, 8, 5, 2, timeout=45) == 45
 
 
 def test_the_cli_refuses_in_one_line_before_torchrun(monkeypatch, capsys):
