@@ -81,7 +81,13 @@ def cmd_failover(args, out):
     if "WORLD_SIZE" in os.environ:  # it starts torchrun itself
         raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: failover starts its own "
                          "torchrun; run it as one process (python -m lessons failover)")
-    r = failover(args.ranks, args.steps, args.kill_at, args.every)
+    from .l08_checkpoints_and_failures.failover import FailoverError
+    try:
+        r = failover(args.ranks, args.steps, args.kill_at, args.every, args.timeout, args.keep)
+    except FailoverError as e:  # the worker's report, not this process's traceback
+        sys.exit(f"error: {e}")
+    except KeyboardInterrupt:  # failover ended torchrun and its workers and removed its files
+        sys.exit("interrupted: the run's processes are ended and its files removed")
     out(f"torchrun --standalone --nproc-per-node {r['ranks']} --max-restarts 1: rank "
         f"{r['ranks'] - 1} SIGKILLed itself before step {r['kill_at']}; the group restarted "
         f"and resumed from the checkpoint of step {r['resumed_from']} (one every {r['every']})")
@@ -91,6 +97,8 @@ def cmd_failover(args, out):
     out(f"lost work: {r['redone_steps']} steps redone, {r['lost_seconds']:.1f} s from the kill "
         f"until step {r['kill_at']} again (restart about {r['restart_seconds']:.1f} s, "
         f"a step {r['step_seconds'] * 1e3:.0f} ms)")
+    if args.keep:
+        out(f"kept: {r['directory']}")
 
 
 def cmd_drill(args, out):
@@ -114,6 +122,10 @@ def add_flags(p, name: str) -> None:
         p.add_argument("--steps", type=int, default=8, help="optimizer steps")
         p.add_argument("--kill-at", type=int, default=5, help="the last rank dies before this step")
         p.add_argument("--every", type=int, default=2, help="a DCP checkpoint every N steps")
+        p.add_argument("--timeout", type=float, default=None,
+                       help="seconds before the run is ended (default: sized to the work)")
+        p.add_argument("--keep", action="store_true",
+                       help="keep the run's directory (checkpoints, logs) and print its path")
         return
     add_library_flags(p, name)  # --ranks
     if name == "bytes":

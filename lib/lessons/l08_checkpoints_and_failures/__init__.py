@@ -5,6 +5,7 @@
   stall.py             how long a save stops training: sync against async
   failover.py, elastic_worker.py  a rank killed under torchrun, the group restarted and
                        resumed (python -m lessons failover)
+  lifeline.py          what ends failover's processes and files with its caller
   tp_resume.py         DCP with torch's DTensor TP, resharded
   stragglers.py        one slow rank in a synchronous job, emulated
   experiments.py       the notebook's measurements as data

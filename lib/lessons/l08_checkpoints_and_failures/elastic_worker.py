@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from parlab.checkpoint import dcp as checkpoint
+from . import lifeline
 from .training import Layout, Spec, train_rank
 
 TINY = dict(vocab_size=64, seq_len=16, d_model=32, n_heads=4, n_layers=2)
@@ -45,6 +46,9 @@ def main(argv=None) -> None:
         ap.add_argument(flag, type=int, required=True)
     ap.add_argument("--dir", required=True)
     args = ap.parse_args(argv)
+    # torchrun puts each worker in a session of its own, out of reach of a group kill:
+    # should torchrun die (killed, or ended by failover's guard), the kernel ends us too
+    lifeline.die_with_parent()
     faulthandler.enable()  # a crash in C++ (SIGABRT, SIGSEGV) still prints where Python was
     torch.set_num_threads(1)
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
