@@ -5,8 +5,9 @@
 A catalogue of cases, each a bad (or, as a control, a good) input to one entry point:
 ``GPTConfig``, every ``*Run`` through its strategy's ``run``, a config changed after it
 was made, ``Mesh``, the planner's ``estimate``/``plan``, the exercise checkers (numeric
-answers, learner functions that sleep, exit or raise, the checkers' own parameters) and
-the CLI. Each case runs in a worker process (so a case that kills its caller or hangs is
+answers, answers that cannot be printed or raise when read, learner functions that sleep,
+exit or raise, the checkers' own parameters), notebook 08's demos (misspelt choices,
+absurd counts) and the CLIs (``python -m parlab``, ``python -m lessons``). Each case runs in a worker process (so a case that kills its caller or hangs is
 seen as such, and the next case gets a fresh worker) and lands in one category:
 
   good          a bad input refused with a ValueError naming the field, before any rank
@@ -175,6 +176,36 @@ def catalogue() -> list:
                 return numeric(mod, fn, np.array([1.0, 2.0]) if a == "np.array([1.0, 2.0])" else a)
             add(f"{mod}.{fn}({a!r:.30})", ("verdict",), thunk)
 
+    # every answer checker of every exercises module, on answers that cannot be printed
+    # (ints past Python's 4,300-digit str limit) or that raise when read
+    for mod, fn in _answer_checkers():
+        for what in HOSTILE_ANSWERS:
+            def thunk(mod=mod, fn=fn, what=what):
+                import importlib
+                return getattr(importlib.import_module(mod), fn)(_hostile(what))
+            add(f"{mod.split('.')[1][:3]}.{fn}({what})", ("verdict",), thunk)
+
+    # notebook 08's demos: a misspelt choice or an absurd count, named before any work
+    for call, field in [("resharded_resume(planted=('no_optimiser',))", "planted"),
+                        ("resharded_resume(save=Layout('our', 4))", "kind"),
+                        ("resharded_resume(steps=10**12)", "steps"),
+                        ("resharded_resume(config=GPTConfig(n_layers=10**9))", "config"),
+                        ("save_stall(repeats=10**12)", "repeats"),
+                        ("stragglers(slowdown=float('inf'))", "slowdown"),
+                        ("stragglers(repeats=100, slowdown=50, t_compute=0.5)", "timeout"),
+                        ("stragglers(kinds=('dq',))", "kinds"),
+                        ("goodput_at_scale(points=10**12)", "points"),
+                        ("tp_resharded_resume(resume=((10**6, 10**6),))", "resume"),
+                        ("Spec(TINY, planted='no_rgn')", "planted"),
+                        ("widgets.goodput_explorer(n_gpus=3000)", "n_gpus")]:
+        def thunk(call=call):
+            from parlab.model import GPTConfig  # noqa: F401  (used by eval)
+            from lessons.l08_checkpoints_and_failures import experiments, widgets  # noqa: F401
+            from lessons.l08_checkpoints_and_failures.training import Layout, Spec  # noqa: F401
+            TINY = experiments.TINY  # noqa: F841
+            return eval(call if call.startswith(("Spec", "widgets")) else f"experiments.{call}")
+        add(f"l08 {call}", ("field", field), thunk)
+
     # learner functions run by checkers: sleep, exit, raise -> a verdict, the caller lives
     bodies = {"sleeps": "import time; time.sleep(3600)", "os._exit(7)": "import os; os._exit(7)",
               "sys.exit(3)": "import sys; sys.exit(3)",
@@ -221,14 +252,68 @@ def catalogue() -> list:
            ("tp --ranks 0", "--ranks"), ("dp --bucket-kib 0", "--bucket-kib"),
            ("zero --stage 7", "--stage"), ("cp --layout x", "--layout"),
            ("plan --gpus 0", "--gpus"), ("plan --model nope", "--model"),
-           ("drill --n 0", "--n"), ("train --batch-size -1", "--batch-size")]
+           ("train --batch-size -1", "--batch-size")]
+    # the lessons' CLI (python -m lessons): the drill's counts
+    cli += [("lessons drill --n 0", "--n"), ("lessons drill --n 1000000000", "--n"),
+            ("lessons drill --topic nope", "--topic")]
     for args, flag in cli:
         def thunk(args=args):
-            p = subprocess.run([sys.executable, "-m", "parlab", *args.split()], capture_output=True,
+            prog = ["-m", "lessons", *args.split()[1:]] if args.startswith("lessons ") \
+                else ["-m", "parlab", *args.split()]
+            p = subprocess.run([sys.executable, *prog], capture_output=True,
                                text=True, timeout=60, stdin=subprocess.DEVNULL)
             return {"cli": True, "rc": p.returncode, "out": p.stdout[-2000:] + p.stderr[-2000:]}
         add(f"cli {args}", ("cli", flag), thunk)
     return cases
+
+
+HOSTILE_ANSWERS = ("2**20000", "-(10**5000)", "[2**20000]", "Fraction(2**20000, 3)",
+                   "an object whose __float__ and __repr__ raise", "a list nested 5000 deep",
+                   "a meta tensor", "np.longdouble('1e4000')")
+
+
+def _hostile(what: str):
+    """The answer ``what`` names, made in the worker (repr() of some of them raises)."""
+    import fractions
+    import numbers
+
+    import numpy as np
+    import torch
+
+    class Raises:
+        def __float__(self):
+            raise RuntimeError("__float__")
+        __repr__ = __str__ = __float__
+    numbers.Real.register(Raises)
+    nested = 1
+    for _ in range(5000):
+        nested = [nested]
+    return {"2**20000": 2 ** 20000, "-(10**5000)": -(10 ** 5000), "[2**20000]": [2 ** 20000],
+            "Fraction(2**20000, 3)": fractions.Fraction(2 ** 20000, 3),
+            "an object whose __float__ and __repr__ raise": Raises(),
+            "a list nested 5000 deep": nested, "a meta tensor": torch.empty((), device="meta"),
+            "np.longdouble('1e4000')": np.longdouble("1e4000")}[what]
+
+
+def _answer_checkers() -> list:
+    """(module, name) of every checker of a typed answer in the lessons' exercises modules."""
+    import importlib
+    import inspect
+    import pkgutil
+    sys.path.insert(0, os.path.join(ROOT, "lib"))
+    import lessons
+    found = []
+    for info in pkgutil.walk_packages(lessons.__path__, "lessons."):
+        if info.name.rsplit(".", 1)[1].startswith("exercises"):
+            mod = importlib.import_module(info.name)
+            for name, f in sorted(vars(mod).items()):
+                if name.startswith("check_") and inspect.isfunction(f) \
+                        and f.__module__ == mod.__name__:
+                    sig = inspect.signature(f)
+                    if next(iter(sig.parameters)) not in ("fn", "forward") \
+                            and sig.return_annotation in (dict, "dict"):
+                        found.append((info.name, name))
+    return found
 
 
 # --- one worker: run cases, report what came back ---------------------------------------

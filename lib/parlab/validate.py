@@ -15,16 +15,28 @@ import math
 import numbers
 
 
+def shown(value) -> str:
+    """``repr(value)`` for an error message. Never raises: an int past Python's 4,300-digit
+    ``str`` limit (2**20000) would make ``repr`` raise a ValueError of its own, which
+    names no field."""
+    if isinstance(value, int) and value.bit_length() > 10_000:
+        return f"{'-' if value < 0 else ''}<an integer of {value.bit_length():,} bits>"
+    try:
+        return repr(value)
+    except Exception:  # a list nested too deep, a __repr__ that raises
+        return f"<a {type(value).__name__}>"
+
+
 def check_int(name: str, value, low: int | None = 1, high: int | None = None) -> int:
     """``value`` if it is an integer in [low, high] (not a bool, not a float such as
     8.0), else a ValueError naming it. ``low=None``: no lower bound."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}={value!r} must be an integer"
+        raise ValueError(f"{name}={shown(value)} must be an integer"
                          + (f" >= {low}" if low is not None else ""))
     if low is not None and value < low:
-        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
+        raise ValueError(f"{name}={shown(value)} must be an integer >= {low}")
     if high is not None and value > high:
-        raise ValueError(f"{name}={value!r} must be an integer <= {high}")
+        raise ValueError(f"{name}={shown(value)} must be an integer <= {high}")
     return int(value)
 
 
@@ -34,14 +46,14 @@ def check_float(name: str, value, low: float | None = 0.0, *, strict: bool = Tru
     > low, else >= low) and at most ``high``; else a ValueError naming it. Bools and
     strings are refused; NaN and infinities are refused. ``low=None``: no lower bound."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name}={value!r} must be a real number")
+        raise ValueError(f"{name}={shown(value)} must be a real number")
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"{name}={value!r} must be a finite number")
+        raise ValueError(f"{name}={shown(value)} must be a finite number")
     if low is not None and (value <= low if strict else value < low):
-        raise ValueError(f"{name}={value!r} must be {'>' if strict else '>='} {low}")
+        raise ValueError(f"{name}={shown(value)} must be {'>' if strict else '>='} {low}")
     if high is not None and value > high:
-        raise ValueError(f"{name}={value!r} must be <= {high}")
+        raise ValueError(f"{name}={shown(value)} must be <= {high}")
     return value
 
 
@@ -53,7 +65,7 @@ def check_whole(name: str, value, low: int = 0):
         return check_int(name, value, low)
     v = check_float(name, value, low, strict=False)
     if not v.is_integer():
-        raise ValueError(f"{name}={value!r} must be a whole number >= {low} "
+        raise ValueError(f"{name}={shown(value)} must be a whole number >= {low} "
                          f"(an int, or a float such as 7.5e9)")
     return v
 
@@ -66,10 +78,10 @@ def check_choice(name: str, value, choices) -> object:
             return value
         if value is None and c is None:
             return value
-    raise ValueError(f"{name}={value!r} must be one of {tuple(choices)}")
+    raise ValueError(f"{name}={shown(value)} must be one of {tuple(choices)}")
 
 
 def check_bool(name: str, value) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} must be True or False")
+        raise ValueError(f"{name}={shown(value)} must be True or False")
     return value

@@ -7,7 +7,10 @@ from IPython.display import HTML, display
 
 from parlab import cost, hardware
 from lessons.common.viz.charts import memory_bars
-from lessons.common.viz.controls import LAYOUT, STYLE, nowrap_html, show
+from lessons.common.viz.controls import LAYOUT, STYLE, choices, nowrap_html, show
+
+
+COUNTS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]  # the GPU-count slider's stops
 
 
 def memory_calculator(model: str = "7B", n_gpus: int = 4, gpu: str = "A100-SXM4-80GB"):
@@ -16,9 +19,11 @@ def memory_calculator(model: str = "7B", n_gpus: int = 4, gpu: str = "A100-SXM4-
     and the verdict for the chosen stage in words."""
     gpus = {f"{name} ({spec.memory_gb:g} GB)": spec.memory_gb
             for name, spec in hardware.GPU_PRESETS.items()}
+    choices(model=(model, cost.MODEL_PRESETS), n_gpus=(n_gpus, COUNTS),
+            gpu=(gpu, hardware.GPU_PRESETS))
     models = w.Dropdown(options=list(cost.MODEL_PRESETS), value=model, description="model",
                         layout=LAYOUT, style=STYLE)
-    count = w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], value=n_gpus,
+    count = w.SelectionSlider(options=COUNTS, value=n_gpus,
                               description="GPUs (dp)", layout=LAYOUT, style=STYLE)
     memory = w.Dropdown(options=list(gpus), value=next(k for k in gpus if k.startswith(gpu)),
                         description="GPU", layout=LAYOUT, style=STYLE)

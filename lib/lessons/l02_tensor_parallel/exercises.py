@@ -283,7 +283,7 @@ def check_where_f(answer) -> dict:
     """Where does f go? One of ``WHERE_F``'s keys."""
     if core.blank(answer):
         return core.missing(f"answer one of {', '.join(WHERE_F)}")
-    answer = str(answer).strip().upper()
+    answer = core.as_letter(answer)
     if answer not in WHERE_F:
         return core.verdict(False, f"answer with one of {', '.join(WHERE_F)}")
     if answer == "A":

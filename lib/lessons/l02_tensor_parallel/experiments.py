@@ -19,6 +19,7 @@ from collections import Counter
 
 from parlab import cost, hardware
 from parlab.model import GPTConfig
+from parlab.validate import check_choice
 from parlab.tensor_parallel.runner import TPRun, run
 
 SMALL = GPTConfig(vocab_size=64, seq_len=32, d_model=64, n_heads=4, n_layers=2)
@@ -145,6 +146,7 @@ def sp_grad_values(config: GPTConfig) -> int:
 
 def korthikanti_rows(model: str = "GPT-3 175B", micro_batch: int = 1, tp: int = 8) -> list[dict]:
     """Korthikanti et al.'s Table 2 rows (bytes per layer, 16-bit) at ``model``'s shape."""
+    check_choice("model", model, tuple(GPU_MODELS))
     m = GPU_MODELS[model]
     return cost.activation_table(m["seq_len"], micro_batch, m["d_model"], m["n_heads"], tp)
 
@@ -217,6 +219,8 @@ def gpu_scale(model: str = "GPT-3 175B", platform: str = "A100 (NVLink3, IB-HDR)
     one per GPU, a DGX's layout; 1 for a node with a single card). Rows per t: compute_s, comm_s, step_s,
     tokens_per_s(_per_gpu), mfu, comm_fraction, link ("intra"/"inter"), link_name. Degrees
     that do not divide the model's heads are left out (a rank holds whole heads)."""
+    check_choice("model", model, tuple(GPU_MODELS))
+    check_choice("platform", platform, tuple(PLATFORMS))
     gpu, inter = PLATFORMS[platform]
     tps = [t for t in tps if GPU_MODELS[model]["n_heads"] % t == 0]
     spec = hardware.GPU_PRESETS[gpu]
@@ -294,6 +298,7 @@ def interview(comm: list[dict] | None = None, activations: list[dict] | None = N
     """The numbers that settle each tensor-parallel claim of the seed, keyed (a)..(i).
     ``comm`` / ``activations`` / ``overlap_row``: the notebook's earlier measurements
     (``comm_sweep``, ``activation_rows``, ``overlap``); missing ones are measured small."""
+    check_choice("platform", platform, tuple(PLATFORMS))  # before anything is measured
     comm = comm or comm_sweep(SMALL, (2,))
     g3 = GPU_MODELS["GPT-3 175B"]
     s, h, a = g3["seq_len"], g3["d_model"], g3["n_heads"]

@@ -6,7 +6,7 @@ import html
 
 import ipywidgets as w
 
-from lessons.common.viz.controls import LAYOUT, STYLE
+from lessons.common.viz.controls import LAYOUT, STYLE, choices
 from lessons.common.viz.style import WARNING_COLOR, fmt_bytes, fmt_seconds
 from . import experiments
 
@@ -54,17 +54,23 @@ def gpu_html(row: dict, model: str, platform: str) -> str:
         ("tokens/s per GPU", f"{row['tokens_per_s_per_gpu']:,.0f}")])
 
 
+# the explorer's choices (its controls' options)
+TPS, SEQ_LENS, WIDTHS = [1, 2, 4], [16, 32, 64, 128], [32, 64, 128, 256]
+
+
 def tp_explorer(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32,
                 d_model: int = 64, model: str = "GPT-3 175B",
                 platform: str = "A100 (NVLink3, IB-HDR)", run_now: bool = True):
     """Choose the TP degree, sequence parallelism, sequence length and width: the
     GPU-scale prediction (``experiments.gpu_scale``) updates at once; "run live" trains a
     2-block GPT on that many CPU ranks (``experiments.live``) and shows what it measured."""
-    tps = w.ToggleButtons(options=[1, 2, 4], value=tp, description="TP degree t", style=STYLE)
+    choices(tp=(tp, TPS), seq_len=(seq_len, SEQ_LENS), d_model=(d_model, WIDTHS),
+            model=(model, experiments.GPU_MODELS), platform=(platform, experiments.PLATFORMS))
+    tps = w.ToggleButtons(options=TPS, value=tp, description="TP degree t", style=STYLE)
     sp = w.Checkbox(value=sequence_parallel, description="sequence parallelism", indent=False)
-    seq = w.Dropdown(options=[16, 32, 64, 128], value=seq_len, description="sequence length",
+    seq = w.Dropdown(options=SEQ_LENS, value=seq_len, description="sequence length",
                      layout=LAYOUT, style=STYLE)
-    width = w.Dropdown(options=[32, 64, 128, 256], value=d_model, description="d_model",
+    width = w.Dropdown(options=WIDTHS, value=d_model, description="d_model",
                        layout=LAYOUT, style=STYLE)
     models = w.Dropdown(options=list(experiments.GPU_MODELS), value=model,
                         description="GPU-scale model", layout=LAYOUT, style=STYLE)

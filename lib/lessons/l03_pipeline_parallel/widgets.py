@@ -6,7 +6,7 @@ import html
 
 import ipywidgets as w
 
-from lessons.common.viz.controls import LAYOUT, STYLE, nowrap_html, show
+from lessons.common.viz.controls import LAYOUT, STYLE, choices, nowrap_html, show
 from lessons.common.viz.style import WARNING_COLOR
 from . import experiments
 from .figures import pipeline_timeline
@@ -30,7 +30,10 @@ def pipeline_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2
     at once; "run live" runs the schedule on P real ranks (emulated compute) and
     overlays the measured timeline (``experiments.explore``). The M slider offers only
     the counts the schedule accepts (``experiments.micro_batch_choices``: multiples of P
-    for interleaved); the v slider shows for interleaved only."""
+    for interleaved); the v slider shows for interleaved only. An argument its control
+    cannot show is a ValueError naming it (a slider would clamp it silently)."""
+    choices(schedule=(schedule, PIPELINE_SCHEDULES), p=(p, range(1, 9)), m=(m, range(1, M_MAX + 1)),
+            v=(v, range(2, 5)))
     sched = w.Dropdown(options=list(PIPELINE_SCHEDULES), value=schedule,
                        description="schedule", layout=LAYOUT, style=STYLE)
     ps = w.IntSlider(value=p, min=1, max=8, description="stages P", layout=LAYOUT,

@@ -215,12 +215,17 @@ def check_dropped(answer, case: dict = DROP_CASE) -> dict:
     want = sorted(tuple(x) for x in (~keep).nonzero().tolist())
     if core.blank(answer):
         return core.missing("answer a list of (token, choice) pairs, e.g. [(0, 1), (4, 1)]")
-    if hasattr(answer, "tolist"):  # a numpy / torch array of pairs
-        answer = answer.tolist()
-    if not isinstance(answer, (list, tuple, set)):
+    try:
+        if hasattr(answer, "tolist"):  # a numpy / torch array of pairs
+            answer = answer.tolist()
+        pairs = list(answer) if isinstance(answer, (list, tuple, set)) else None
+    except Exception as e:  # a meta tensor, a learner's list type whose iteration raises
+        return core.verdict(False, f"answer {core.shown(answer)} could not be read as a list "
+                            f"({type(e).__name__})")
+    if pairs is None:
         return core.verdict(False, f"answer a list of (token, choice) pairs, got {core.shown(answer)}")
     got = []
-    for i, pair in enumerate(answer):
+    for i, pair in enumerate(pairs):
         pair, why = core.as_numbers(pair, count=2, whole=True)
         if why:
             return core.verdict(False, f"pair {i} of your list {why}: each is (token, choice)")

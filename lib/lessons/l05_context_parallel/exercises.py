@@ -77,7 +77,7 @@ def check_ulysses_cap(answer) -> dict:
     """Why must cp divide (so be at most) the number of heads for Ulysses?"""
     if core.blank(answer):
         return core.missing('answer = "A", "B" or "C"')
-    key = str(answer).strip().upper()
+    key = core.as_letter(answer)
     if key not in WHY_CAP:
         return core.verdict(False, f"answer with one of {sorted(WHY_CAP)}, got {core.shown(answer)}")
     if key == "A":

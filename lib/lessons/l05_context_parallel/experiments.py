@@ -20,10 +20,12 @@ from torch.utils._pytree import tree_leaves
 from parlab import cost, hardware, trace
 from parlab.launch import launch
 from parlab.model import GPTConfig, causal_attention
-from parlab.context_parallel.layout import rank_chunks, shard_sequence
+from parlab.context_parallel.apply import ATTENTIONS
+from parlab.context_parallel.layout import LAYOUTS, rank_chunks, shard_sequence
 from parlab.context_parallel.ring import ring_attention
 from parlab.context_parallel.runner import LAYER, CPRun, run
 from parlab.context_parallel.ulysses import ulysses_attention
+from parlab.validate import check_choice
 
 SMALL = GPTConfig(vocab_size=64, seq_len=32, d_model=64, n_heads=4, n_layers=2)
 BATCH = 4
@@ -42,6 +44,7 @@ LONG_LAYER = cost.LayerShape(LONG["d_model"], LONG["n_heads"], head_dim=LONG["he
 def work_grid(cp: int = 4, layout: str = "zigzag") -> list[list]:
     """The causal attention matrix in 2cp x 2cp chunks of s/(2cp) (query chunk i, key chunk
     j): the rank that computes the cell (the queries' owner), None above the diagonal."""
+    check_choice("layout", layout, LAYOUTS)
     owner = {c: r for r in range(cp) for c in ([2 * r, 2 * r + 1] if layout == "contiguous"
                                                else rank_chunks(cp, r, layout))}
     return [[None if j > i else owner[i] for j in range(2 * cp)] for i in range(2 * cp)]
@@ -246,6 +249,9 @@ def memory_rows(seq_lens=(128, 256, 512), cps=(1, 2, 4), methods=("ring", "ulyss
                 layout: str = "zigzag", probe: dict = PROBE) -> list[dict]:
     """Peak bytes of one causal attention call per rank (largest over ranks) per (cp, seq_len,
     method), beside ``cost.attention_memory_per_rank`` (fp32) and its score term."""
+    check_choice("layout", layout, LAYOUTS)  # before any rank starts
+    for m in methods:
+        check_choice("methods", m, ATTENTIONS)
     p, rows = probe, []
     for cp in cps:
         ranks = launch(memory_worker, cp, list(seq_lens), list(methods), layout,
@@ -272,6 +278,8 @@ def ring_hiding(gpu: str = "A100-SXM4-80GB", link: str = "NVLink3", d_model: int
     """Per block size c (positions per rank): one ring hop's forward compute (c tokens x
     ``cost.flops_per_token``'s attention term at ``efficiency`` x bf16 peak) beside the next
     K/V block's transfer (``cost.p2p_time``) over ``link``: hidden while compute >= transfer."""
+    check_choice("gpu", gpu, tuple(hardware.GPU_PRESETS))
+    check_choice("link", link, tuple(hardware.LINK_PRESETS))
     peak, ln = hardware.peak_flops(gpu, "bf16") * efficiency, hardware.LINK_PRESETS[link]
     rows = []
     for c in blocks:
@@ -314,6 +322,8 @@ def block_ratios(slow: str = "IB-HDR", fast: str = "NVLink3") -> dict:
     ``liu``: Liu et al.'s Table 2 (their c = F/B at 12.5 against 300 GB/s); ``lab``: the same
     condition over the lab's links (c >= rate / bandwidth, so the bandwidth ratio: the rate
     cancels); ``grid``: the first hidden block of §5's power-of-two grid (``hiding_block``)."""
+    check_choice("slow", slow, tuple(hardware.LINK_PRESETS))
+    check_choice("fast", fast, tuple(hardware.LINK_PRESETS))
     ib, nv = LIU_TABLE2["A100 InfiniBand"], LIU_TABLE2["A100 NVLink"]
     links = hardware.LINK_PRESETS
     return dict(liu=(ib[0] / ib[1]) / (nv[0] / nv[1]),

@@ -6,7 +6,9 @@ import html
 
 import ipywidgets as w
 
-from lessons.common.viz.controls import LAYOUT, STYLE, show
+from lessons.common.viz.controls import LAYOUT, STYLE, choices, show
+from parlab.context_parallel.apply import ATTENTIONS
+from parlab.context_parallel.layout import LAYOUTS
 from lessons.common.viz.style import WARNING_COLOR, fmt_bytes
 from . import experiments, figures
 
@@ -48,18 +50,23 @@ def live_html(res: dict) -> str:
         ("machine", res["load"])])
 
 
+SEQ_LENS, CPS = [16, 32, 64, 128, 256], [1, 2, 4]  # the explorer's choices
+
+
 def cp_explorer(seq_len: int = 32, cp: int = 2, layout: str = "zigzag", attention: str = "ring",
                 run_now: bool = True):
     """Choose the sequence length, cp, the layout and ring vs Ulysses: the formulas update at
     once (``experiments.predict``); "run live" trains the 2-block GPT on cp CPU ranks and
     shows one attention call per rank on a timeline with what it counted and measured
     (``experiments.live``)."""
-    seq = w.Dropdown(options=[16, 32, 64, 128, 256], value=seq_len, description="sequence length",
+    choices(seq_len=(seq_len, SEQ_LENS), cp=(cp, CPS), layout=(layout, LAYOUTS),
+            attention=(attention, ATTENTIONS))
+    seq = w.Dropdown(options=SEQ_LENS, value=seq_len, description="sequence length",
                      layout=LAYOUT, style=STYLE)
-    cps = w.ToggleButtons(options=[1, 2, 4], value=cp, description="CP degree", style=STYLE)
-    lay = w.ToggleButtons(options=["contiguous", "zigzag"], value=layout, description="layout",
+    cps = w.ToggleButtons(options=CPS, value=cp, description="CP degree", style=STYLE)
+    lay = w.ToggleButtons(options=list(LAYOUTS), value=layout, description="layout",
                           style=STYLE)
-    att = w.ToggleButtons(options=["ring", "ulysses"], value=attention, description="attention",
+    att = w.ToggleButtons(options=list(ATTENTIONS), value=attention, description="attention",
                           style=STYLE)
     button = w.Button(description="run live on CPU ranks", icon="play", layout={"width": "auto"})
     pred_out, live_out, fig_out = w.HTML(), w.HTML(), w.Output()

@@ -277,8 +277,8 @@ def plan_view(model: str = "13B", gpu: str = "A100-80GB", gpus_per_node: int = 8
         p = planner.plan(model, gpus_per_node * nodes, gpu, global_batch, seq_len=seq_len,
                          gpus_per_node=gpus_per_node, inter_link=interconnect,
                          nics_per_node=nics_per_node)
-    except ValueError as e:
-        return dict(error=str(e))
+    except ValueError as e:  # named as this function's argument (the planner's inter_link)
+        return dict(error=str(e).replace("inter_link=", "interconnect="))
     rows = [candidate_row(c) for c in p.ranked[:top]]
     best = p.best
     return dict(model=p.model["name"], n_gpus=p.n_gpus, gpu=p.gpu, global_batch=p.global_batch,

@@ -8,7 +8,7 @@ import html
 import ipywidgets as w
 
 from parlab.planner import MODELS
-from lessons.common.viz.controls import LAYOUT, STYLE
+from lessons.common.viz.controls import LAYOUT, STYLE, choices
 from lessons.common.viz.style import WARNING_COLOR
 from . import experiments, figures
 
@@ -37,25 +37,34 @@ def ranked_html(view: dict) -> str:
                f"<table>{bad}</table></details>" if bad else ""))
 
 
+# the explorer's choices (its controls' options)
+PER_NODE, NODES = [4, 8], [1, 2, 4, 8, 16, 32, 64, 128]
+BATCHES, SEQ_LENS = [64, 128, 256, 512, 1024, 1536, 2048, 4096], [1024, 2048, 4096, 8192]
+
+
 def planner_explorer(model: str = "13B", gpu: str = "A100-80GB", gpus_per_node: int = 8,
                      nodes: int = 2, interconnect: str = "IB-HDR", global_batch: int = 512,
                      seq_len: int = 2048):
     """Choose a model, a cluster (GPU, GPUs per node, nodes, interconnect), the global
     batch and sequence length: the planner's ranked layouts, the memory per GPU against
     the device line, the time breakdown and the best layout's mesh redraw at once."""
+    choices(model=(model, MODELS), gpu=(gpu, experiments.CLUSTER_GPUS),
+            gpus_per_node=(gpus_per_node, PER_NODE), nodes=(nodes, NODES),
+            interconnect=(interconnect, experiments.INTERCONNECTS),
+            global_batch=(global_batch, BATCHES), seq_len=(seq_len, SEQ_LENS))
     models = w.Dropdown(options=sorted(MODELS), value=model, description="model",
                         layout=LAYOUT, style=STYLE)
     gpus = w.Dropdown(options=list(experiments.CLUSTER_GPUS), value=gpu, description="GPU",
                       layout=LAYOUT, style=STYLE)
-    per_node = w.Dropdown(options=[4, 8], value=gpus_per_node, description="GPUs per node",
+    per_node = w.Dropdown(options=PER_NODE, value=gpus_per_node, description="GPUs per node",
                           layout=LAYOUT, style=STYLE)
-    n_nodes = w.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128], value=nodes,
+    n_nodes = w.Dropdown(options=NODES, value=nodes,
                          description="nodes", layout=LAYOUT, style=STYLE)
     links = w.Dropdown(options=list(experiments.INTERCONNECTS), value=interconnect,
                        description="between nodes", layout=LAYOUT, style=STYLE)
-    batch = w.Dropdown(options=[64, 128, 256, 512, 1024, 1536, 2048, 4096], value=global_batch,
+    batch = w.Dropdown(options=BATCHES, value=global_batch,
                        description="global batch", layout=LAYOUT, style=STYLE)
-    seq = w.Dropdown(options=[1024, 2048, 4096, 8192], value=seq_len,
+    seq = w.Dropdown(options=SEQ_LENS, value=seq_len,
                      description="sequence length", layout=LAYOUT, style=STYLE)
     table, figs = w.HTML(), w.Output()
 

@@ -9,6 +9,7 @@
   tp_resume.py         DCP with torch's DTensor TP, resharded
   stragglers.py        one slow rank in a synchronous job, emulated
   experiments.py       the notebook's measurements as data
+  checks.py            the demos' argument checks and caps (steps, repeats, model size...)
   figures.py, widgets.py  what the notebook shows
   exercises.py, hints.py  "Your turn"
   drills.py            interview drills on reliability

@@ -60,6 +60,8 @@ def straggler_rank(kind: str, slow_rank: int, slowdown: float, t_compute: float,
     step's compute per rank (dp, tp), or one micro-batch's forward through a stage (pp;
     backward 2x). ``bug="no_sync"`` (planted): dp/tp skip the all-reduce, so nobody waits."""
     check_bug(bug)
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} must be one of {KINDS}")
     rank, world = dist.get_rank(), dist.get_world_size()
     times = {"normal": [], "slowed": [], "own": {"normal": [], "slowed": []}}
     buf = torch.zeros(1 << 14)

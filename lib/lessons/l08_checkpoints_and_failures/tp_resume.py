@@ -60,6 +60,8 @@ def run(dp: int, tp: int, steps: int, save_at: tuple = (), directory: str | None
     """Train steps start .. steps-1; {"losses": {step: loss}, "params": full parameters}.
     ``planted="no_optimizer"`` resumes the model but not AdamW's states (a test's bug)."""
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    if planted not in (None, "no_optimizer"):  # a typo would resume correctly, silently
+        raise ValueError(f"planted={planted!r} must be one of (None, 'no_optimizer')")
     torch.set_num_threads(1)
     mesh, model, opt = _build(dp, tp)
     start = 0

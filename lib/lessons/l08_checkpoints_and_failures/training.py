@@ -34,7 +34,9 @@ import torch.distributed as dist
 from parlab.checkpoint import Checkpointing, restore_train_state
 from parlab.model import GPT, GPTConfig
 from parlab.runs import Hook, Recipe, train
+from parlab.validate import check_choice, check_float, check_int, shown
 from parlab.zero import ZeroRecipe, ZeroRun
+from . import checks
 
 KINDS = ("one", "ours", "fsdp2")
 PLANTED = (None, "no_optimizer", "data_off_by_one", "no_rng")
@@ -46,6 +48,15 @@ STAGE = {"ours": 3, "fsdp2": "fsdp2"}  # the sharded layouts as ZeRO runs
 class Layout:
     kind: str = "ours"
     dp: int = 1
+
+    def __post_init__(self):
+        # a typo ("our", "fsdp") would otherwise train as plain DP (stage 0) and label it
+        check_choice("kind", self.kind, KINDS)
+        # not the launcher's local cap: under torchrun dp may span nodes (a local launch
+        # caps it); but each rank trains at least one row of a batch of at most MAX_BATCH
+        check_int("dp", self.dp, 1, checks.MAX_BATCH)
+        if self.kind == "one" and self.dp != 1:
+            raise ValueError(f"dp={self.dp}: Layout('one') is one device, dp=1")
 
     @property
     def label(self) -> str:
@@ -73,6 +84,39 @@ class Spec:
     # saved at another layout, as ``Checkpointing`` does by default (a config that differs
     # is refused either way)
     reshard: bool = True
+
+    def __post_init__(self):
+        """Every field checked when the spec is made, before any rank gets it."""
+        checks.config(self.config)
+        if not isinstance(self.layout, Layout):
+            raise ValueError(f"layout={shown(self.layout)} must be a Layout, e.g. "
+                             "Layout('ours', 2)")
+        checks.steps("steps", self.steps)
+        check_int("batch_size", self.batch_size, 1, checks.MAX_BATCH)
+        if self.batch_size % self.layout.dp:
+            raise ValueError(f"dp={self.layout.dp} must divide batch_size={self.batch_size} "
+                             "(each rank trains on an equal slice)")
+        check_float("lr", self.lr)
+        check_float("dropout", self.dropout, 0.0, strict=False)
+        if not self.dropout < 1:
+            raise ValueError(f"dropout={self.dropout} must be < 1 (the share of activations "
+                             "dropped)")
+        check_int("seed", self.seed, 0)
+        checks.path("directory", self.directory)
+        checks.path("resume_from", self.resume_from)
+        checks.path("log", self.log)
+        if not isinstance(self.save_at, (tuple, list, range)):
+            raise ValueError(f"save_at={shown(self.save_at)} must be a tuple of steps")
+        for k in self.save_at:  # saved after step k - 1, so 1 .. steps
+            check_int("save_at", k, 1, self.steps)
+        if self.save_at and self.directory is None:
+            raise ValueError(f"save_at={tuple(self.save_at)} needs a directory to save into")
+        check_choice("planted", self.planted, PLANTED)
+        if self.kill is not None:
+            if not (isinstance(self.kill, (tuple, list)) and len(self.kill) == 2):
+                raise ValueError(f"kill={shown(self.kill)} must be (rank, step) or None")
+            check_int("kill", self.kill[0], 0, self.layout.dp - 1)
+            check_int("kill", self.kill[1], 0, self.steps - 1)
 
     def run(self) -> ZeroRun:
         """The run this spec trains: ZeRO-3 (ours), FSDP2, or the same fields on one device."""
@@ -108,6 +152,7 @@ class GlobalDropout:
 
 def planted_resume(planted: str | None):
     """The restore of the data position and the RNG, right or wrong on purpose."""
+    check_choice("planted", planted, PLANTED)
     def resume(saved: dict) -> int:
         if planted == "no_rng":  # the new process's RNG stays: other dropout masks
             return int(saved["step"])

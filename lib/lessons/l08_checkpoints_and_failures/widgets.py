@@ -8,10 +8,20 @@ import html
 import ipywidgets as w
 
 from lessons.common.viz.controls import LAYOUT, STYLE, show
+from parlab.validate import check_choice, check_float
 from lessons.common.viz.style import WARNING_COLOR, fmt_seconds
 from . import experiments, figures
 
 GPUS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+# The log sliders' ranges, as powers of 10: a value outside one would be clamped to its end
+# without a word, so goodput_explorer refuses it instead.
+RANGES = {"mtbf_years": (-0.5, 2), "checkpoint_tb": (-1, 1.5), "bandwidth_gb_s": (0, 4),
+          "restart_s": (0, 4)}
+
+
+def _span(name: str) -> dict:
+    lo, hi = RANGES[name]
+    return {"min": lo, "max": hi}
 
 
 def explorer_html(res: dict) -> str:
@@ -33,7 +43,17 @@ def goodput_explorer(n_gpus: int = 16384, mtbf_years: float | None = None,
     interruptions, whatever their cause: Llama 3's 419 by default), the checkpoint size
     (TB; default 405B at 12 B/param), the storage bandwidth (GB/s, aggregate; default the
     rate at which that checkpoint stalls 60 s) and the restart time (s): interruptions per
-    day, tau*, goodput and the goodput curve update at once."""
+    day, tau*, goodput and the goodput curve update at once. A value its slider cannot
+    show is a ValueError naming it (a slider would clamp it silently)."""
+    check_choice("n_gpus", n_gpus, GPUS)
+    for name, value in (("mtbf_years", mtbf_years), ("checkpoint_tb", checkpoint_tb),
+                        ("bandwidth_gb_s", bandwidth_gb_s), ("restart_s", restart_s)):
+        if value is not None:
+            lo, hi = (10 ** e for e in RANGES[name])
+            check_float(name, value)
+            if not lo <= value <= hi:
+                raise ValueError(f"{name}={value} must be within [{lo:.3g}, {hi:.3g}], its "
+                                 "slider's range")
     if mtbf_years is None:
         mtbf_years = experiments.LLAMA3_GPU_MTBF_H / (24 * 365)
     if checkpoint_tb is None:
@@ -42,15 +62,15 @@ def goodput_explorer(n_gpus: int = 16384, mtbf_years: float | None = None,
         bandwidth_gb_s = experiments.bandwidth_for_stall() / 1e9
     # the longest label ("GPU-years per interruption") needs more room than STYLE's
     layout, style = {**LAYOUT, "width": "480px"}, {**STYLE, "description_width": "200px"}
-    gpus = w.SelectionSlider(options=GPUS, value=n_gpus if n_gpus in GPUS else 16384,
+    gpus = w.SelectionSlider(options=GPUS, value=n_gpus,
                              description="GPUs", layout=layout, style=style)
-    mtbf = w.FloatLogSlider(value=mtbf_years, base=10, min=-0.5, max=2, step=0.05,
+    mtbf = w.FloatLogSlider(value=mtbf_years, base=10, **_span("mtbf_years"), step=0.05,
                             description="GPU-years per interruption", layout=layout, style=style)
-    size = w.FloatLogSlider(value=checkpoint_tb, base=10, min=-1, max=1.5, step=0.05,
+    size = w.FloatLogSlider(value=checkpoint_tb, base=10, **_span("checkpoint_tb"), step=0.05,
                             description="checkpoint (TB)", layout=layout, style=style)
-    bw = w.FloatLogSlider(value=bandwidth_gb_s, base=10, min=0, max=4, step=0.05,
+    bw = w.FloatLogSlider(value=bandwidth_gb_s, base=10, **_span("bandwidth_gb_s"), step=0.05,
                           description="storage (GB/s)", layout=layout, style=style)
-    restart = w.FloatLogSlider(value=restart_s, base=10, min=0, max=4, step=0.05,
+    restart = w.FloatLogSlider(value=restart_s, base=10, **_span("restart_s"), step=0.05,
                                description="restart R (s)", layout=layout, style=style)
     numbers, fig_out = w.HTML(), w.Output()
 

@@ -9,6 +9,7 @@ import html
 import ipywidgets as W
 
 from parlab import planner
+from lessons.common.viz.controls import choices
 from lessons.common.viz.style import VERDICT_COLORS
 from .drill import TimedDrill
 from .figures import walkthrough_html
@@ -20,6 +21,7 @@ _COUNTS = (4, 8, 16, 64, 256, 1024, 4096, 16384)
 
 def walkthrough_widget(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100"):
     """Pick a model, a GPU count and a GPU: the walk-through redraws."""
+    choices(model=(model, planner.MODELS), n_gpus=(n_gpus, _COUNTS), gpu=(gpu, _GPUS))
     m = W.Dropdown(options=list(planner.MODELS), value=model, description="model")
     n = W.Dropdown(options=_COUNTS, value=n_gpus, description="GPUs")
     g = W.Dropdown(options=_GPUS, value=gpu, description="GPU")

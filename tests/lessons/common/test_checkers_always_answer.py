@@ -12,14 +12,21 @@
 
 from __future__ import annotations
 
+import decimal
+import fractions
+import importlib
 import inspect
 import linecache
+import numbers
+import pkgutil
 
 import numpy as np
 import pytest
 import torch
 
+import lessons
 from lessons.common.drills import generate
+from lessons.common.drills.bank import templates
 from lessons.l00_collectives import exercises as ex_coll
 from lessons.l05_context_parallel import exercises as ex_cp
 from lessons.common.checkers import core
@@ -193,30 +200,142 @@ def test_learner_source_puts_the_context_after_the_function():
 
 # --- numeric answers: any input gets a verdict ---------------------------------------------
 
+class Raises(Exception):
+    pass
+
+
+class BadNumber:
+    """A learner's own number type whose every conversion raises."""
+    def __float__(self):
+        raise Raises("__float__")
+
+    def __repr__(self):
+        raise Raises("__repr__")
+
+    __str__ = __int__ = __index__ = __repr__
+
+    def __eq__(self, other):
+        raise Raises("__eq__")
+
+    __hash__ = object.__hash__
+
+
+numbers.Real.register(BadNumber)  # it claims to be a real number
+
+
+class BadArray:
+    """Looks like numpy/torch (shape, item, tolist), but each of them raises."""
+    @property
+    def shape(self):
+        raise Raises("shape")
+
+    def item(self):
+        raise Raises("item")
+
+    tolist = item
+
+
+class OddShape:
+    shape = ("a", None)  # not a shape at all
+
+    def item(self):
+        return 1.0
+
+
+class BadList(list):
+    def __iter__(self):
+        raise Raises("__iter__")
+
+    def __len__(self):
+        raise Raises("__len__")
+
+
+def nested(depth, make=lambda x: [x]):
+    x = 1
+    for _ in range(depth):
+        x = make(x)
+    return x
+
+
+HUGE = 2 ** 20000  # past Python's 4,300-digit limit: str() and repr() of it raise ValueError
 ODD_ANSWERS = [10 ** 400, -10 ** 400, float("nan"), float("inf"), -float("inf"),
                np.array([1.0, 2.0]), np.float64(3.0), np.int64(4), np.array(2.0), torch.tensor(2.0),
                ["a", 1], [float("nan"), 1], [10 ** 400], None, "", "3.0", "abc", "nan", True,
-               {"a": 1}, {1, 2}, (1, 2), b"x", 1j, object()]
-MODULES = [ex_coll, ex_cp, ex_dp, ex_ep, ex_3d, ex_pp, ex_tp, ex_prec, ex_rel]
+               {"a": 1}, {1, 2}, (1, 2), b"x", 1j, object(),
+               # ints and fractions whose digits cannot be printed, in every container
+               HUGE, -(10 ** 5000), [HUGE], [HUGE, HUGE], (HUGE, 1, 2), {"dp": HUGE, "pp": 0, "tp": 1},
+               fractions.Fraction(HUGE, 3), np.array(HUGE, dtype=object), np.array([HUGE], dtype=object),
+               "9" * 5000, "1e99999", "2**20000", "(" * 500, "[" * 100_000, b"9" * 6000,
+               # floats and numbers at their edges
+               1e308, 5e-324, -0.0, complex(float("inf"), float("nan")), decimal.Decimal("1e99999"),
+               decimal.Decimal("sNaN"), np.longdouble("1e4000"), np.complex128(1j),
+               # arrays and tensors of every shape, and ones that cannot give a value
+               np.array([]), np.zeros((2, 3)), np.ones((1, 1, 1)), np.array(None, dtype=object),
+               torch.zeros(0), torch.zeros(2, 3), torch.ones(1, 1), torch.tensor(2.0, requires_grad=True),
+               torch.tensor(1j), torch.tensor(True), torch.empty(3, device="meta"),
+               torch.empty((), device="meta"),
+               # a learner's own types that raise, and structures too deep to print
+               BadNumber(), BadArray(), OddShape(), BadList([1]), nested(5000), nested(5000, lambda x: {"a": x}),
+               print, int, ..., range(10 ** 30), (i for i in range(3))]
 
 
 def _answer_checkers():
-    """Every checker that takes a typed answer (not a learner's function)."""
-    for mod in MODULES:
+    """Every checker that takes a typed answer (not a learner's function) and returns a
+    verdict, in every exercises module of every lesson (a new one is covered without
+    being listed here)."""
+    for info in pkgutil.walk_packages(lessons.__path__, "lessons."):
+        if not info.name.rsplit(".", 1)[1].startswith("exercises"):
+            continue
+        mod = importlib.import_module(info.name)
         for name, f in sorted(vars(mod).items()):
             if name.startswith("check_") and inspect.isfunction(f) and f.__module__ == mod.__name__ \
-                    and next(iter(inspect.signature(f).parameters)) != "fn":
-                yield pytest.param(f, id=f"{mod.__name__.rsplit('.', 1)[1]}.{name}")
+                    and next(iter(inspect.signature(f).parameters)) != "fn" \
+                    and inspect.signature(f).return_annotation in (dict, "dict"):
+                yield pytest.param(f, id=f"{info.name.split('.')[1][:3]}.{info.name.rsplit('.', 1)[1]}.{name}")
+
+
+MODULES = [ex_coll, ex_cp, ex_dp, ex_ep, ex_3d, ex_pp, ex_tp, ex_prec, ex_rel]
 
 
 @pytest.mark.parametrize("check", list(_answer_checkers()))
 def test_every_answer_checker_gives_a_verdict_for_any_input(check):
     two = len([p for p in inspect.signature(check).parameters.values()
                if p.default is inspect.Parameter.empty or p.name in ("active", "backward")]) > 1
-    for answer in ODD_ANSWERS:
-        v = check(answer, answer) if two else check(answer)
-        assert isinstance(v, dict) and isinstance(v["message"], str) and v["ok"] in (True, False), \
-            (answer, v)
+    wrong = []
+    for i, answer in enumerate(ODD_ANSWERS):  # by index: repr(HUGE) itself raises
+        try:
+            v = check(answer, answer) if two else check(answer)
+        except Exception as e:
+            wrong.append(f"ODD_ANSWERS[{i}] ({type(answer).__name__}): raised {type(e).__name__}")
+            continue
+        if not (isinstance(v, dict) and isinstance(v.get("message"), str) and v.get("ok") in (True, False)):
+            wrong.append(f"ODD_ANSWERS[{i}] ({type(answer).__name__}): no verdict")
+    assert not wrong, "\n".join(wrong)
+
+
+HOSTILE = [
+    (HUGE, "an integer of about 6,021 digits is too large to be right"),
+    (-(10 ** 5000), "a negative integer of about 5,001 digits is too large"),
+    ([HUGE], "must be one number, got a list of 1 items"),
+    (np.array(HUGE, dtype=object), "an integer of about 6,021 digits is too large"),
+    (fractions.Fraction(HUGE, 3), "cannot be shown> is too large to be right"),
+    (np.longdouble("1e4000"), "is infinity"),
+    (decimal.Decimal("sNaN"), "is NaN"),
+    (BadNumber(), "= <a BadNumber that cannot be shown> could not be read as a number (Raises)"),
+    (BadArray(), "could not be read as a number (Raises)"),
+    (OddShape(), "could not be read as a number (ValueError)"),
+    (torch.empty((), device="meta"), "could not be read as a number"),
+    (nested(5000), "must be one number, got a list of 1 items"),
+]
+
+
+# ids by type: pytest's own str() of 2**20000 raises
+@pytest.mark.parametrize("answer, said", HOSTILE, ids=[f"{i}-{type(a).__name__}"
+                                                       for i, (a, _) in enumerate(HOSTILE)])
+def test_unprintable_and_hostile_answers_are_named(answer, said):
+    v = ex_pp.check_bubble(answer)
+    assert not v["ok"] and said in v["message"], v["message"]
+    assert ex_pp.check_bubble(decimal.Decimal(7) / 31)["ok"]  # a Decimal is a number too
 
 
 @pytest.mark.parametrize("answer, said", [
@@ -259,8 +378,12 @@ def test_list_answers_name_the_bad_item():
 
 def test_drill_questions_never_raise_on_an_odd_answer():
     q = generate(seed=1)
-    for answer in ODD_ANSWERS:
-        assert q.check(answer) in (True, False), answer
+    for i, answer in enumerate(ODD_ANSWERS):
+        assert q.check(answer) in (True, False), i
+    for t in templates():  # every template's question reads every odd answer
+        q_t = generate(template=t, seed=1)
+        for i, answer in enumerate(ODD_ANSWERS):
+            assert q_t.check(answer) in (True, False), (t, i)
     for answer in (10 ** 400, float("nan"), float("inf"), True, ["a", 1], np.array([1.0, 2.0]), "1e400"):
         assert q.check(answer) is False, answer
     assert q.check(q.answer) and q.check(np.float64(q.answer)) and q.check(torch.tensor(q.answer))

@@ -228,10 +228,30 @@ def test_drill_through_a_real_pipe():
 @pytest.mark.parametrize("argv, match", [
     (["--topic", "pipeline"], r"--topic pipeline: topic='pipeline' must be one of collectives"),
     (["--n", "0"], r"--n 0: n=0 must be"),
+    (["--n", "1000000000"], r"--n 1000000000: n=1000000000 must be at most 1000: a quiz asks"),
+    (["--seed", "1" + "0" * 30], r"--seed 1" + "0" * 30 + r": seed=1" + "0" * 30 + " must be within"),
 ])
 def test_drill_bad_input_exits_with_the_constraint(argv, match):
     with pytest.raises(SystemExit, match="^error: " + match):
         main(["drill"] + argv)
+
+
+def test_drill_asks_its_questions_one_at_a_time(monkeypatch):
+    """A quiz of the most questions allowed that ends at its first answer builds one
+    question, not all of them (a billion questions built up front once hung the drill)."""
+    from lessons.common.drills import quiz
+    built = []
+    real = quiz.generate
+    monkeypatch.setattr(quiz, "generate", lambda **kw: built.append(kw) or real(**kw))
+    quiz.run_quiz(n=quiz.MAX_QUESTIONS, read=lambda prompt: (_ for _ in ()).throw(EOFError),
+                  out=lambda *a: None)
+    assert len(built) == 1
+    for bad in (quiz.MAX_QUESTIONS + 1, 10 ** 9, 2 ** 20000):  # refused before any question
+        with pytest.raises(ValueError, match=r"^n=.* must be at most 1000"):
+            quiz.run_quiz(n=bad, read=None, out=None)
+    with pytest.raises(ValueError, match=r"^seed=.* must be within"):
+        quiz.quiz_questions(n=1, seed=2 ** 20000)
+    assert built[1:] == []
 
 
 def test_drill_refuses_to_run_once_per_rank(monkeypatch):

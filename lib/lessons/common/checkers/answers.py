@@ -36,11 +36,12 @@ Pure Python: no torch (numpy and torch values are read through ``.shape`` / ``.i
 from __future__ import annotations
 
 import ast
+import decimal
 import math
 import numbers
 
 __all__ = ["verdict", "missing", "blank", "shown", "parse_value", "as_number", "as_numbers",
-           "read_number", "read_numbers", "check_number", "off_by"]
+           "as_letter", "read_number", "read_numbers", "check_number", "off_by"]
 
 
 def verdict(ok: bool, message: str, **extra) -> dict:
@@ -62,9 +63,27 @@ def blank(answer) -> bool:
 
 
 def shown(value, width: int = 40) -> str:
-    """``repr(value)`` cut to fit in a sentence (10**400 has 401 digits)."""
-    text = repr(value)
+    """``repr(value)`` cut to fit in a sentence (10**400 has 401 digits). Never raises:
+    an int past Python's 4,300-digit ``str`` limit (2**20000) is named by its number of
+    digits, and a value whose ``repr`` fails (a list nested 5000 deep, an object whose
+    ``__repr__`` raises) by its type."""
+    if isinstance(value, int) and value.bit_length() > 10_000:  # repr would raise ValueError
+        digits = int(value.bit_length() * math.log10(2)) + 1
+        return f"a{' negative' if value < 0 else 'n'} integer of about {digits:,} digits"
+    try:
+        text = repr(value)
+    except Exception:  # RecursionError, the digit limit (a Fraction of huge ints), a bad __repr__
+        text = f"<a {type(value).__name__} that cannot be shown>"
+    if not isinstance(text, str):  # a __repr__ that returns something else
+        text = f"<a {type(value).__name__}>"
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def as_letter(answer) -> str:
+    """A multiple-choice answer as its upper-case letter ("a " -> "A"). Anything but text
+    comes back as ``shown(answer)``, which is no letter: ``str()`` of a learner's value
+    can raise (2**20000, a list nested 5000 deep, an object whose ``__str__`` raises)."""
+    return answer.strip().upper() if isinstance(answer, str) else shown(answer)
 
 
 def parse_value(text: str):
@@ -103,18 +122,30 @@ def as_number(value, *, whole: bool = False) -> tuple[float | int | None, str | 
     Refused, each in words: True/False, NaN, infinities, numbers beyond a float
     (10**400), lists and arrays of several values, anything else. ``whole``: the
     number must be an integer (3.0 is fine, 2.5 is not); it comes back as an int."""
+    try:
+        return _as_number(value, whole)
+    except Exception as e:  # a learner's own type whose __float__, shape or len raises
+        return None, f"= {shown(value)} could not be read as a number ({type(e).__name__})"
+
+
+def _as_number(value, whole: bool, depth: int = 0):
     if isinstance(value, str):
         parsed = parse_value(value)
         if parsed is None or isinstance(parsed, str):
             return None, f"must be a number, got {shown(value)}"
         value = parsed
+    if isinstance(value, decimal.Decimal):  # not a numbers.Real, but a number all the same
+        if value.is_snan():
+            return None, "is NaN (not a number): a 0/0 or inf - inf somewhere in the working?"
+        value = float(value)  # Decimal('1e99999') is inf, refused below
     if isinstance(value, bool):
         return None, f"must be a number, got {value!r} (a yes/no value, not a number)"
-    if hasattr(value, "shape") and hasattr(value, "item"):  # numpy / torch, any shape
-        size = math.prod(value.shape)
+    if hasattr(value, "shape") and hasattr(value, "item") and depth == 0:  # numpy / torch
+        size = math.prod(int(d) for d in value.shape)
         if size != 1:
             return None, f"must be one number, got an array of {size} values"
-        return as_number(value.item(), whole=whole)
+        # depth 1: a numpy long double's .item() is itself (it has .shape too)
+        return _as_number(value.item(), whole, depth + 1)
     if isinstance(value, (list, tuple, set, frozenset, dict)):
         return None, f"must be one number, got a {type(value).__name__} of {len(value)} items"
     if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
@@ -154,6 +185,13 @@ def as_numbers(value, *, count: int | None = None, whole: bool = False
     """A list of numbers (a list, tuple or set; a 1-D numpy or torch array; text such as
     "[0, 1, 14, 15]"): ``(the numbers, None)``, or ``(None, why not)`` naming the first
     item that is not a number (``as_number``), or a wrong length when ``count`` is given."""
+    try:
+        return _as_numbers(value, count, whole)
+    except Exception as e:  # a learner's list type whose len or iteration raises
+        return None, f"= {shown(value)} could not be read as a list ({type(e).__name__})"
+
+
+def _as_numbers(value, count, whole):
     if isinstance(value, str):
         value = parse_value(value)
     if hasattr(value, "tolist") and hasattr(value, "shape") and len(value.shape) == 1:

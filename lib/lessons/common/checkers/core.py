@@ -13,15 +13,15 @@ import torch
 
 from parlab.launch import MAX_LOCAL_RANKS
 from parlab.validate import check_float, check_int
-from .answers import (as_number, as_numbers, blank, check_number, missing, parse_value,
-                      read_number, read_numbers, shown, verdict)
+from .answers import (as_letter, as_number, as_numbers, blank, check_number, missing,
+                      parse_value, read_number, read_numbers, shown, verdict)
 from .learner import call_learner, learner_source, load_learner, run_learner
 
 __all__ = ["verdict", "missing", "blank", "shown", "parse_value", "as_number", "as_numbers",
-           "read_number", "read_numbers", "check_number", "compare_tensors", "learner_source",
-           "load_learner", "run_learner", "call_learner", "check_ranks", "check_timeout",
-           "NotWritten", "solution_source", "show_solution", "solution_html", "hints",
-           "MAX_LOCAL_RANKS"]
+           "as_letter", "read_number", "read_numbers", "check_number", "compare_tensors",
+           "learner_source", "load_learner", "run_learner", "call_learner", "check_ranks",
+           "check_timeout", "NotWritten", "solution_source", "show_solution", "solution_html",
+           "hints", "MAX_LOCAL_RANKS"]
 
 
 class NotWritten(Exception):

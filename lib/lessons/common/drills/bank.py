@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+from parlab.validate import shown
 from lessons.l00_collectives import drills as collectives
 from lessons.l05_context_parallel import drills as cp
 from lessons.l01_data_parallel import drills as dp_zero, drills_memory as memory_flops
@@ -18,6 +19,21 @@ from .core import _REGISTRY, TOPICS, Question, Template
 
 # importing these registered their templates in core
 MODULES = (collectives, dp_zero, tp_sp, pp, moe_ep, memory_flops, cp, threed, precision, reliability)
+
+
+# A seed is written out as text to seed a question's random state: a seed past Python's
+# 4,300-digit limit (2**20000) could not be, and none that large is needed.
+MAX_SEED = 10 ** 18
+
+
+def check_seed(seed) -> int:
+    """``seed`` if it is an integer within +-MAX_SEED, else a ValueError naming it."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed={shown(seed)} must be an integer")
+    if abs(seed) > MAX_SEED:
+        raise ValueError(f"seed={shown(seed)} must be within +-{MAX_SEED:.0e} (every integer "
+                         "that size gives its own questions)")
+    return seed
 
 
 def registry() -> dict[str, Template]:
@@ -50,8 +66,7 @@ def generate(template: str | None = None, topic=None, seed: int = 0) -> Question
     ``seed``. Else a template of ``topic`` (None: all topics; a name or a tuple of names):
     consecutive seeds walk through every template of those topics in a shuffled order
     before any repeats, with new parameters each round."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed={seed!r} must be an integer")
+    check_seed(seed)
     reg = registry()
     if template is None:
         pool = templates(topic)

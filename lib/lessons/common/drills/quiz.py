@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import textwrap
 
-from parlab.validate import check_int
-from .bank import generate
+from parlab.validate import check_int, shown
+from .bank import check_seed, generate, templates
 from .core import TOPICS, Question
 from .session import Attempt, Tally
 
@@ -25,10 +25,28 @@ def parse_topics(text: str | None):
     return names[0] if len(names) == 1 else names
 
 
+# The most questions one quiz asks. Templates draw new parameters each round, so distinct
+# questions never run out; a person does not sit through more than this (1000 is 13 rounds
+# of the 76 templates), and --n 10**9 must be refused, not start building a billion
+# questions (the quiz once did: it hung, growing by about 11 MB/s).
+MAX_QUESTIONS = 1000
+
+
+def _questions(topic, n, seed):
+    """The quiz's questions, one at a time (a quiz that stops early never builds the rest)."""
+    n = check_int("n", n)
+    if n > MAX_QUESTIONS:
+        raise ValueError(f"n={shown(n)} must be at most {MAX_QUESTIONS}: a quiz asks at most "
+                         f"MAX_QUESTIONS = {MAX_QUESTIONS} questions")
+    check_seed(seed), check_seed(seed + n - 1)  # the last question's seed too
+    templates(topic)  # a bad topic is refused now, not at the first question
+    return n, (generate(topic=topic, seed=seed + i) for i in range(n))
+
+
 def quiz_questions(topic=None, n: int = 10, seed: int = 0) -> list[Question]:
-    """The questions a quiz asks: ``generate(topic=topic, seed=seed + i)`` for i < n."""
-    n, seed = check_int("n", n), check_int("seed", seed, None)
-    return [generate(topic=topic, seed=seed + i) for i in range(n)]
+    """The questions a quiz asks: ``generate(topic=topic, seed=seed + i)`` for i < n
+    (``n`` at most ``MAX_QUESTIONS``)."""
+    return list(_questions(topic, n, seed)[1])
 
 
 def _wrap(text: str, indent: str = "") -> str:
@@ -43,7 +61,7 @@ def run_quiz(topic=None, n: int = 10, seed: int = 0, read=input, out=print,
     and another go, up to ``tries`` counted tries; an empty answer skips or gives up and
     shows the answer. Scored as ``session`` says: first tries count. Returns the Tally."""
     tries = check_int("tries", tries)
-    questions = quiz_questions(topic, n, seed)
+    n, questions = _questions(topic, n, seed)  # every argument checked before the first question
     tally, asked = Tally(), 0
     for i, q in enumerate(questions, 1):
         out(f"\nQuestion {i}/{n}  [{q.topic} · {q.template}]")

@@ -12,6 +12,23 @@ LAYOUT = {"width": "420px"}
 STYLE = {"description_width": "140px"}
 
 
+def choice(name: str, value, options):
+    """``value`` if it is one of a widget's ``options`` (plain, or (label, value) pairs),
+    else a ValueError naming the argument ``name`` and listing them. ipywidgets would raise
+    a TraitError naming neither; a slider would clamp a value silently (``within``)."""
+    allowed = [o[1] if isinstance(o, tuple) else o for o in options]
+    if value not in allowed or isinstance(value, bool) != isinstance(allowed[0], bool):
+        raise ValueError(f"{name}={value!r} must be one of {tuple(allowed)}")
+    return value
+
+
+def choices(**named) -> None:
+    """``choice(name, value, options)`` for each ``name=(value, options)``: a widget's
+    arguments checked before any control is made."""
+    for name, (value, options) in named.items():
+        choice(name, value, options)
+
+
 def show(fig) -> None:
     display(fig)
 
