@@ -23,9 +23,19 @@ What never happens (each one is a test in tests/test_launch*.py):
   inside and the Python line it was blocked on. In every case the other ranks are
   killed and the pool is rebuilt by the next launch.
 - orphans. Ranks die with the caller: each watches a pipe that only the caller
-  holds open, so even ``kill -9`` of a notebook kernel takes its ranks with it.
-  Ctrl-C / kernel interrupt kills the running job's ranks before re-raising, and a
-  second Ctrl-C during that cleanup waits for it to finish.
+  holds open, so even ``kill -9`` of a notebook kernel takes its ranks with it; and
+  they die with the fork server, which exits with the caller (PR_SET_PDEATHSIG: a
+  rank stuck in C code holding the GIL cannot run its watching thread). Ctrl-C /
+  kernel interrupt at any phase of a launch stops every rank, the fork server and
+  the resource tracker parlab started, before re-raising (the next launch is a cold
+  start), and a second Ctrl-C during that cleanup waits for it to finish.
+- leftovers. A process group killed whole (Jupyter's SIGTERM/SIGKILL to a busy
+  kernel) leaves nobody to remove the rendezvous directory or multiprocessing's
+  pymp-*; they carry their owner's pid, and the next pool removes those whose
+  owner is gone (processes.sweep_stale_dirs).
+- a stray launcher environment. RANK/WORLD_SIZE without the rest of torchrun's
+  variables is a ValueError naming them, not a wait for a job that does not exist
+  (torchrun.py); the cap on local ranks always holds.
 - a rendezvous others can reach. The ranks meet through a file in a directory only
   this user can enter (removed when the pool closes); gloo is told to use the
   loopback interface.

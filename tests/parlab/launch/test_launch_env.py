@@ -49,8 +49,8 @@ def env(monkeypatch):
 def test_a_stray_launcher_environment_is_refused_before_anything_starts(env, stray, named):
     env(**stray)
     before = parlab.pool_info()
-    for call in (lambda: parlab.launch(workers.rank_and_size, 2, timeout=600),
-                 lambda: parlab.run_on_ranks("rank", 2, timeout=600)):
+    for call in (lambda: parlab.launch(workers.rank_and_size, 2, timeout=5),
+                 lambda: parlab.run_on_ranks("rank", 2, timeout=5)):
         with pytest.raises(ValueError) as e:
             call()
         for name in named:
@@ -71,9 +71,9 @@ def test_the_cap_on_local_ranks_holds_whatever_the_environment(env):
     for values in ({}, {"RANK": "0", "WORLD_SIZE": str(too_many)}, TORCHRUN):
         env(**values)
         with pytest.raises(ValueError, match="world_size|RANK"):
-            parlab.launch(workers.rank_and_size, too_many, timeout=600)
+            parlab.launch(workers.rank_and_size, too_many, timeout=5)
     with pytest.raises(ValueError, match=f"world_size={too_many} exceeds the cap"):
-        parlab.launch(workers.rank_and_size, too_many, timeout=600)  # (TORCHRUN still set)
+        parlab.launch(workers.rank_and_size, too_many, timeout=5)  # (TORCHRUN still set)
 
 
 def test_a_launch_from_inside_a_rank_still_runs_in_place(env):

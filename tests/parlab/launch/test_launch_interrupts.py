@@ -30,28 +30,34 @@ ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(paths.LIB), str(paths.TES
            PARLAB_PREWARM="0")
 GONE_WITHIN = 15.0  # seconds: generous for a loaded 2-core CI box; the usual is < 1 s
 
-CTRL_C_CALLER = textwrap.dedent("""
-    import os, sys
-    import parlab, workers
+# Each caller makes Ctrl-C a KeyboardInterrupt again: a shell's background job (where
+# the suite may run) starts its children with SIGINT ignored. And its fork server
+# preloads torch only, not torch._dynamo and the rest (processes.PRELOAD): half the
+# seconds of each of the cold starts here, and nothing these tests look at changes.
+SETUP = """
+    import os, signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    import parlab, workers_interrupts as w
+    sys.modules["parlab.launch.processes"].PRELOAD = ("torch",)
+"""
+CTRL_C_CALLER = textwrap.dedent(SETUP + """
     for phase in sys.argv[1:]:
         os.environ["PARLAB_PAUSE_AT"] = phase
         try:
-            parlab.launch(workers.all_reduce_sum, 3, timeout=120)
+            parlab.launch(w.rank_sum, 3, timeout=120)
             print("FINISHED", phase, flush=True)
         except KeyboardInterrupt:
             print("INTERRUPTED", phase, flush=True)
         del os.environ["PARLAB_PAUSE_AT"]
         sys.stdin.readline()  # the test looks at what is left, then lets us go on
-    print("NEXT", parlab.launch(workers.all_reduce_sum, 3, timeout=120), flush=True)
+    print("NEXT", parlab.launch(w.rank_sum, 3, timeout=120), flush=True)
 """)
 
-KILLED_CALLER = textwrap.dedent("""
-    import os, sys
-    import parlab, workers, workers_interrupts
+KILLED_CALLER = textwrap.dedent(SETUP + """
     if sys.argv[1] == "hold_gil":
-        parlab.launch(workers_interrupts.hold_gil, 2, 120, os.environ["TMPDIR"], timeout=300)
+        parlab.launch(w.hold_gil, 2, 120, os.environ["TMPDIR"], timeout=300)
     else:
-        print("RESULT", parlab.launch(workers.all_reduce_sum, 2, timeout=120), flush=True)
+        parlab.launch(w.rank_sum, 2, timeout=120)
 """)
 
 
