@@ -23,8 +23,8 @@ from multiprocessing import util as mp_util
 
 from . import errors
 from .processes import (bare_main, ctrl_c_deferred, every_step, fork_server_pid, mp_context,
-                        no_torch_cache_dir_left, owner_tag, pause_at, start_fork_server,
-                        sweep_stale_dirs)
+                        no_torch_cache_dir_left, owner_tag, pause_at, pause_in_fork_request,
+                        start_fork_server, sweep_stale_dirs)
 from .rank import SLOT, START_TIMEOUT, alive, rank_main
 
 KILL_GRACE = 2.0  # seconds to wait for a killed rank to be reaped
@@ -97,6 +97,8 @@ class Pool:
                                      dict(os.environ), os.getpid(), cleanup_dirs,
                                      fork_server_pid(ctx)))
             server = fork_server_pid(ctx)  # None before the first start
+            if rank == 0:
+                pause_in_fork_request()
             try:
                 with bare_main():
                     proc.start()

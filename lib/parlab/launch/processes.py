@@ -150,13 +150,39 @@ def ctrl_c_deferred():
 def pause_at(phase: str) -> None:
     """A test hook: with PARLAB_PAUSE_AT=<phase> the launcher says so on stderr and
     waits there, so that a test's signal lands in that phase and no other (the
-    interrupt tests). Phases: cold-start (the fork server is importing torch),
+    interrupt tests). Phases: fork-request (pause_in_fork_request), cold-start (the
+    fork server is importing torch, no fork asked yet),
     rendezvous (rank 0 is up and waits for its peers), running (the job was sent),
     collecting (every rank has replied)."""
     if os.environ.get("PARLAB_PAUSE_AT") == phase:
         import time
         print(f"[parlab] PAUSED AT {phase}", file=sys.stderr, flush=True)
         time.sleep(float(os.environ.get("PARLAB_PAUSE_S", "60")))
+
+
+def pause_in_fork_request() -> None:
+    """The test hook for the phase a Ctrl-C used to leak from (PARLAB_PAUSE_AT=
+    fork-request): rank 0's fork request sent to a fork server still importing torch,
+    the caller blocked reading the pid it will answer. Called just before that start;
+    a thread says so once the main thread blocks in that read (Linux /proc)."""
+    if os.environ.get("PARLAB_PAUSE_AT") != "fork-request":
+        return
+    import time
+    tid = threading.main_thread().native_id
+
+    def announce():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/self/task/{tid}/wchan") as f:
+                    if "pipe_read" in f.read():
+                        break
+            except OSError:
+                return
+            time.sleep(0.005)
+        print("[parlab] PAUSED AT fork-request", file=sys.stderr, flush=True)
+
+    threading.Thread(target=announce, daemon=True).start()
 
 
 def process_start(pid: int) -> str | None:

@@ -157,7 +157,10 @@ def test_ctrl_c_at_each_phase_ends_every_process(tmp_path, reaper):
     rank, the fork server and the resource tracker; the next launch works. Before the
     fix a Ctrl-C in the cold start left the fork server to fork a rank nobody knew of,
     which sat in its rendezvous for 5 minutes with the server and the tracker."""
-    phases = ["cold-start", "rendezvous", "running", "collecting"]
+    # fork-request: rank 0's fork asked of a server still importing torch, the caller
+    # waiting for its pid (the Ctrl-C that leaked before); cold-start: the server
+    # importing, no fork asked yet; rendezvous: rank 0 up, waiting for its peers
+    phases = ["fork-request", "cold-start", "rendezvous", "running", "collecting"]
     caller = Caller(tmp_path, CTRL_C_CALLER, phases)
     reaper.append(caller.tmp)
     me = (caller.proc.pid,)
