@@ -25,8 +25,9 @@ from contextlib import suppress
 from datetime import timedelta
 
 SLOT = 160  # bytes of the per-rank status slot (current traced op)
+# set per rank; the caller's never override them
 RANK_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-            "MASTER_PORT", "GLOO_SOCKET_IFNAME", "PARLAB_RANK_PID")  # set per rank; the caller's never override
+            "MASTER_PORT", "GLOO_SOCKET_IFNAME", "PARLAB_RANK_PID")
 START_TIMEOUT = float(os.environ.get("PARLAB_START_TIMEOUT", "120"))
 # A job that left the rank holding more than this gives it back (release_memory). A
 # small one (a slider's re-run) does not: giving back its few pages cost the next

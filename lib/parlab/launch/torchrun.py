@@ -51,7 +51,8 @@ def launcher_env_problem() -> str | None:
             except ValueError:
                 return f"{k}={env[k]!r} must be an integer ({set_})"
     if ints["WORLD_SIZE"] < 1 or not 0 <= ints["RANK"] < ints["WORLD_SIZE"]:
-        return f"RANK={env['RANK']!r}, WORLD_SIZE={env['WORLD_SIZE']!r}: need 0 <= RANK < WORLD_SIZE"
+        return (f"RANK={env['RANK']!r}, WORLD_SIZE={env['WORLD_SIZE']!r}: need "
+                "0 <= RANK < WORLD_SIZE")
     local = ints.get("LOCAL_WORLD_SIZE", ints["WORLD_SIZE"])
     if "LOCAL_RANK" in ints and not 0 <= ints["LOCAL_RANK"] < local <= ints["WORLD_SIZE"]:
         return (f"LOCAL_RANK={env['LOCAL_RANK']!r} must be in [0, LOCAL_WORLD_SIZE) and "
