@@ -23,9 +23,19 @@ What never happens (each one is a test in tests/test_launch*.py):
   inside and the Python line it was blocked on. In every case the other ranks are
   killed and the pool is rebuilt by the next launch.
 - orphans. Ranks die with the caller: each watches a pipe that only the caller
-  holds open, so even ``kill -9`` of a notebook kernel takes its ranks with it.
-  Ctrl-C / kernel interrupt kills the running job's ranks before re-raising, and a
-  second Ctrl-C during that cleanup waits for it to finish.
+  holds open, so even ``kill -9`` of a notebook kernel takes its ranks with it; and
+  they die with the fork server, which exits with the caller (PR_SET_PDEATHSIG: a
+  rank stuck in C code holding the GIL cannot run its watching thread). Ctrl-C /
+  kernel interrupt at any phase of a launch stops every rank, the fork server and
+  the resource tracker parlab started, before re-raising (the next launch is a cold
+  start), and a second Ctrl-C during that cleanup waits for it to finish.
+- leftovers. A process group killed whole (Jupyter's SIGTERM/SIGKILL to a busy
+  kernel) leaves nobody to remove the rendezvous directory or multiprocessing's
+  pymp-*; they carry their owner's pid, and the next pool removes those whose
+  owner is gone (processes.sweep_stale_dirs).
+- a stray launcher environment. RANK/WORLD_SIZE without the rest of torchrun's
+  variables is a ValueError naming them, not a wait for a job that does not exist
+  (torchrun.py); the cap on local ranks always holds.
 - a rendezvous others can reach. The ranks meet through a file in a directory only
   this user can enter (removed when the pool closes); gloo is told to use the
   loopback interface.
@@ -64,16 +74,17 @@ when it imports parlab, so that its first launch is warm).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import sys
 import threading
 
 from ..validate import check_float, check_int
-from . import budget
+from . import budget, processes
 from .errors import LaunchError, LaunchTimeout, MemoryBudgetError
 from .pool import Pool
-from .torchrun import default_backend, launch_in_process, under_torchrun
+from .torchrun import check_launcher_env, default_backend, launch_in_process, under_torchrun
 
 __all__ = ["launch", "run_on_ranks", "shutdown", "pool_info", "memory_budget", "LaunchError",
            "LaunchTimeout", "MemoryBudgetError"]
@@ -99,7 +110,7 @@ def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
 
     ``fn`` must be importable by name (defined at module level in ``lib/`` or any
     importable module), because the ranks are separate processes. Under ``torchrun``
-    (RANK and WORLD_SIZE in the environment) no process is started: ``fn`` runs in
+    (torchrun.py says how it is recognised) no process is started: ``fn`` runs in
     this process as this rank, and every rank gets the full list of results.
     """
     _check_fn(fn)
@@ -108,7 +119,7 @@ def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
         return launch_in_process(fn, world_size, args, kwargs, timeout, backend)
     backend = backend or default_backend(world_size)
     payload = _pickle_job(fn, args, kwargs)
-    with _lock:
+    with _lock, _stop_everything_on_ctrl_c():
         pool = _get_pool(world_size, backend, _code_files(fn))
         return pool.run(("run", payload, _main_script(fn), sys.path, dict(os.environ)),
                         timeout, label=_fn_name(fn))
@@ -142,7 +153,7 @@ def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None
     compile(code, filename, "exec")  # a SyntaxError here, before any rank sees it
     backend = backend or default_backend(world_size)
     key = (world_size, backend)
-    with _lock:
+    with _lock, _stop_everything_on_ctrl_c():
         pool = _get_pool(world_size, backend, _code_files(None))
         last, restarts = _cell_pools.get(key, (None, 0))
         restarted = last is not None and last is not pool
@@ -165,6 +176,23 @@ def shutdown() -> None:
     with _lock:
         while _pools:
             _pools.pop(next(iter(_pools))).close()
+
+
+@contextlib.contextmanager
+def _stop_everything_on_ctrl_c():
+    """A Ctrl-C (kernel interrupt) during a launch stops every process parlab started:
+    the ranks of every pool, the fork server and, if parlab started it,
+    multiprocessing's resource tracker; then it is raised. The one it landed in
+    could be anywhere: a rank whose fork the fork server had not yet answered (a cold
+    start, the server still importing torch) is known to nobody and would be forked
+    later, then wait out its rendezvous. The next launch starts afresh (a cold start
+    of a few seconds). A second Ctrl-C meanwhile waits for this to finish."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        with processes.ctrl_c_deferred():
+            processes.every_step(shutdown, processes.stop_fork_server)
+        raise
 
 
 def memory_budget() -> dict:
@@ -190,7 +218,8 @@ def pool_info() -> list[dict]:
 
 def _check_args(world_size, timeout, backend):
     check_int("world_size", world_size)
-    if not under_torchrun() and world_size > MAX_LOCAL_RANKS:
+    check_launcher_env()  # a stray RANK/WORLD_SIZE: a ValueError naming them
+    if world_size > MAX_LOCAL_RANKS:
         raise ValueError(f"world_size={world_size} exceeds the cap of {MAX_LOCAL_RANKS} local "
                          f"ranks (set PARLAB_MAX_RANKS to raise it)")
     check_float("timeout", timeout)  # seconds, finite and > 0: nothing may wait forever

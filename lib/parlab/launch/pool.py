@@ -23,7 +23,8 @@ from multiprocessing import util as mp_util
 
 from . import errors
 from .processes import (bare_main, ctrl_c_deferred, every_step, fork_server_pid, mp_context,
-                        no_torch_cache_dir_left)
+                        no_torch_cache_dir_left, owner_tag, pause_at, pause_in_fork_request,
+                        start_fork_server, sweep_stale_dirs)
 from .rank import SLOT, START_TIMEOUT, alive, rank_main
 
 KILL_GRACE = 2.0  # seconds to wait for a killed rank to be reaped
@@ -52,7 +53,11 @@ class Pool:
         # and connections (hundreds of MB, or all its descriptors). A file needs no
         # server in the caller, leaves gloo's pairwise connections as the only
         # sockets, and works for the "regroup" between jobs like the TCPStore did.
-        self.rendezvous_dir = tempfile.mkdtemp(prefix="parlab-rdzv-")
+        # Its name carries our pid and start time: if we are killed with our whole
+        # process group nobody is left to remove it, and the next pool does
+        # (processes.sweep_stale_dirs; multiprocessing's pymp-* too).
+        sweep_stale_dirs()
+        self.rendezvous_dir = tempfile.mkdtemp(prefix=f"parlab-rdzv-{owner_tag()}-")
         store_path = os.path.join(self.rendezvous_dir, "store")
         os.close(os.open(store_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         try:
@@ -64,9 +69,13 @@ class Pool:
             self.status = ctx.Array("c", SLOT * world_size, lock=False)
             try:
                 with no_torch_cache_dir_left():  # the fork server may start here
+                    start_fork_server(ctx)
+                    pause_at("cold-start")
                     for rank in range(world_size):
                         self._start_rank(ctx, rank, store_path, lifeline_r,
                                          private if rank == 0 else [])
+                        if rank == 0:
+                            pause_at("rendezvous")
             finally:
                 lifeline_r.close()
             self._wait_ready()
@@ -85,8 +94,11 @@ class Pool:
             proc = ctx.Process(target=rank_main, name=f"parlab-rank{rank}",
                                args=(rank, self.world_size, self.backend, store_path,
                                      child_end, lifeline_r, dump_w, self.status,
-                                     dict(os.environ), os.getpid(), cleanup_dirs))
+                                     dict(os.environ), os.getpid(), cleanup_dirs,
+                                     fork_server_pid(ctx)))
             server = fork_server_pid(ctx)  # None before the first start
+            if rank == 0:
+                pause_in_fork_request()
             try:
                 with bare_main():
                     proc.start()
@@ -229,11 +241,13 @@ class Pool:
             for conn in self.conns:
                 conn.send_bytes(msg)
             self.jobs += 1
+            pause_at("running")
             deadline = time.monotonic() + timeout
             while pending:
                 if errs:  # cell mode only: a short grace for the others
                     deadline = min(deadline, time.monotonic() + 1.0)
                 self._poll(pending, deadline, on_message, label)
+            pause_at("collecting")
         except BaseException as e:
             # Error, timeout, Ctrl-C: the ranks are in an unknown state. Kill them all;
             # the next launch starts a fresh pool.

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .torchrun import under_torchrun
+from .torchrun import launcher_env_present
 
 OFF = ("0", "off", "false", "no")
 ON = ("1", "on", "true", "yes")
@@ -43,7 +43,7 @@ def in_kernel() -> bool:
 
 def wanted() -> bool:
     flag = os.environ.get("PARLAB_PREWARM", "auto").strip().lower()
-    if flag in OFF or under_torchrun():
+    if flag in OFF or launcher_env_present():  # torchrun's, or stray
         return False
     import multiprocessing
     # a rank, or any process multiprocessing starts (it imports parlab while it
@@ -56,17 +56,15 @@ def wanted() -> bool:
 
 def start() -> int | None:
     """Start the fork server now if it is wanted and not running; its pid, or None."""
-    from .processes import bare_main, fork_server_pid, mp_context, note_cache_dir
+    from .processes import fork_server_pid, mp_context, note_cache_dir, start_fork_server
     if not wanted():
         return None
     ctx = mp_context()  # sets the preload list
     if ctx.get_start_method() != "forkserver":
         return None
-    from multiprocessing import forkserver
     note_cache_dir()  # the server's import of torch._dynamo may create it: pool.py removes it
     try:
-        with bare_main():  # as pool.py does: the server must not re-run the caller's script
-            forkserver.ensure_running()
+        start_fork_server(ctx)  # (as pool.py does: it must not re-run the caller's script)
     except OSError as e:  # no worse than before: the first launch starts it, or says why
         print(f"[parlab] could not start the fork server early ({e}); the first launch "
               "will", file=sys.stderr, flush=True)

@@ -25,8 +25,9 @@ from contextlib import suppress
 from datetime import timedelta
 
 SLOT = 160  # bytes of the per-rank status slot (current traced op)
+# set per rank; the caller's never override them
 RANK_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-            "MASTER_PORT", "GLOO_SOCKET_IFNAME")  # set per rank; the caller's never override
+            "MASTER_PORT", "GLOO_SOCKET_IFNAME", "PARLAB_RANK_PID")
 START_TIMEOUT = float(os.environ.get("PARLAB_START_TIMEOUT", "120"))
 # A job that left the rank holding more than this gives it back (release_memory). A
 # small one (a slider's re-run) does not: giving back its few pages cost the next
@@ -58,7 +59,7 @@ class _RankStream(io.TextIOBase):
 
 
 def rank_main(rank, world_size, backend, store_path, conn, lifeline, dump_w, status, env,
-              caller, cleanup_dirs):
+              caller, cleanup_dirs, fork_server=None):
     """Entry point of a rank: set up, serve jobs until the caller goes, clean up.
 
     (The pool finds this function's name in a rank's faulthandler dump to pick the
@@ -68,6 +69,9 @@ def rank_main(rank, world_size, backend, store_path, conn, lifeline, dump_w, sta
     # every object it tracks, giving each rank its own copy: keep it off them.
     gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C means
+    _die_with_fork_server(fork_server)
+    if lifeline.poll(0):  # EOF already: the pool was closed (a Ctrl-C) before we got here
+        os._exit(1)
     threading.Thread(target=_die_with_caller, args=(lifeline, caller, cleanup_dirs),
                      daemon=True).start()
     if hasattr(signal, "SIGUSR1"):
@@ -101,7 +105,8 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
     os.environ.update(env)
     os.environ.pop("MASTER_PORT", None)  # no TCP rendezvous here (see pool.py)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
-                      LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1")
+                      LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1",
+                      PARLAB_RANK_PID=str(os.getpid()))  # a launch from here runs in place
     lo = _loopback_ifname()
     if backend == "gloo" and lo and "GLOO_SOCKET_IFNAME" not in os.environ:
         os.environ["GLOO_SOCKET_IFNAME"] = lo  # never listen beyond this machine
@@ -119,6 +124,10 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank)
+        # FileStore waits for a missing file for 5 minutes, holding the GIL (so the
+        # lifeline thread cannot end us): a pool closed meanwhile removed it, so go.
+        if not os.path.exists(store_path):
+            os._exit(1)
         store = dist.FileStore(store_path, -1)  # -1: the caller removes the file, not us
         store.set_timeout(timedelta(seconds=START_TIMEOUT))
         init_group()
@@ -271,6 +280,36 @@ def cell_error_info(e: BaseException) -> dict:
     if isinstance(e, SyntaxError) and (e.filename or "").startswith("<ranks"):
         frames.append((e.filename, e.lineno))
     return {"type": type(e).__name__, "message": str(e), "frames": frames}
+
+
+def _die_with_fork_server(server: int | None) -> None:
+    """Die with the fork server we were forked from, by the kernel's hand.
+
+    The lifeline thread (``_die_with_caller``) needs the GIL, and a rank inside C++
+    code that holds it (a FileStore waiting for its file, a learner's C loop) would
+    outlive its caller by minutes. The fork server exits when the caller does (it
+    watches its own pipe) and when a Ctrl-C stops it (processes.stop_fork_server), so
+    PR_SET_PDEATHSIG makes the rank follow at once. Not under spawn (``server`` None),
+    where our parent is the caller: the signal follows the parent *thread* that
+    started us, and a launch from a thread that then ends would kill its pool.
+    Linux only; elsewhere the lifeline thread is all there is."""
+    if server is None or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != server:  # it died before the prctl: we were handed to init
+        os._exit(1)
+    # multiprocessing gave us a copy of the pipe whose closing tells the server its
+    # clients are gone: held here, it would keep the server (and so us) alive
+    from multiprocessing import forkserver
+    held = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)
+    if held is not None:
+        with suppress(OSError):
+            os.close(held)
+        forkserver._forkserver._forkserver_alive_fd = None
 
 
 def _die_with_caller(lifeline, caller: int, cleanup_dirs: list[str]) -> None:
