@@ -212,6 +212,10 @@ def kill_all(pids) -> None:
 def child_main(name: str) -> None:
     """The case's own process: run it, write its observation to FAULT_PROBE_REPORT."""
     report = os.environ["FAULT_PROBE_REPORT"]
+    # Ctrl-C as a terminal sends it: started from a background shell, this process was
+    # born with SIGINT ignored, which every process it starts would inherit (and Python
+    # keeps), so no interrupt case would interrupt anything. A handler is reset on exec.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     case = {c.name: c for c in catalogue(selftest=True)}[name]
     ctx = Ctx()
     try:
@@ -973,12 +977,19 @@ def _st_ok(ctx):
     return ok("fine")
 
 
+def _st_sigint(ctx):
+    """What this case starts gets Ctrl-C as a terminal would send it."""
+    out = subprocess.run([PY, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is "
+                          "signal.default_int_handler)"], capture_output=True, text=True, timeout=30)
+    return ok() if out.stdout.strip() == "True" else wrong("SIGINT is ignored in what cases start")
+
+
 def _selftest() -> list[Case]:
     return [Case(f"selftest {n}", "selftest", f, timeout=20) for n, f in [
         ("hang", _st_hang), ("leak child", _st_leak_child), ("leak file", _st_leak_file),
         ("crash", _st_crash), ("clear error", _st_clear), ("deep error", _st_deep),
         ("error in ranks", _st_in_ranks), ("silent wrong", _st_silent), ("data loss", _st_lost),
-        ("escaped exception", _st_escape), ("ok", _st_ok)]]
+        ("escaped exception", _st_escape), ("ok", _st_ok), ("sigint", _st_sigint)]]
 
 
 # --- the catalogue ----------------------------------------------------------------------------

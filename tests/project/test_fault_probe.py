@@ -61,9 +61,17 @@ def selftests():
     ("hang", "hang"), ("leak child", "leak"), ("leak file", "leak"), ("crash", "crash"),
     ("clear error", "handled"), ("deep error", "wrong-exception"),
     ("error in ranks", "wrong-exception"), ("silent wrong", "silent-wrong"),
-    ("data loss", "data-loss"), ("escaped exception", "wrong-exception"), ("ok", "handled")])
+    ("data loss", "data-loss"), ("escaped exception", "wrong-exception"), ("ok", "handled"),
+    ("sigint", "handled")])
 def test_planted_faults_are_sorted_right(tmp_path, selftests, name, outcome):
-    row = P.run_case(selftests[name], str(tmp_path), grace=1.0, timeout=3 if name == "hang" else 20)
+    import signal
+    # started as from a background shell (SIGINT ignored): the cases must still get Ctrl-C
+    was = signal.signal(signal.SIGINT, signal.SIG_IGN) if name == "sigint" else None
+    try:
+        row = P.run_case(selftests[name], str(tmp_path), grace=1.0, timeout=3 if name == "hang" else 20)
+    finally:
+        if was is not None:
+            signal.signal(signal.SIGINT, was)
     assert row["outcome"] == outcome, row
     if name == "leak child":  # it was in a session of its own; found by its tag, then ended
         assert row["procs"] == 1
