@@ -44,6 +44,7 @@ class Pool:
         self.conns = []
         self.dumps = []
         self.lifeline = None
+        self.rendezvous_dir = None  # close() may run (atexit) before it is made
         self.fork_servers: list[int | None] = []  # per rank: the pid of the one it came from
         atexit.register(self.close)
         ctx = mp_context()
@@ -202,7 +203,8 @@ class Pool:
                 c.close()
 
     def _remove_rendezvous(self):
-        shutil.rmtree(self.rendezvous_dir, ignore_errors=True)
+        if self.rendezvous_dir is not None:
+            shutil.rmtree(self.rendezvous_dir, ignore_errors=True)
 
     # -- running a job ---------------------------------------------------------
 

@@ -207,3 +207,23 @@ def test_rendezvous_is_private_and_removed():
     assert _listening_sockets(os.getpid()) == []
     parlab.shutdown()
     assert not os.path.exists(rendezvous)
+
+
+def test_pool_that_fails_before_its_rendezvous_dir_still_closes(monkeypatch):
+    """Pool.__init__ registers close() with atexit first; if it then fails before the
+    rendezvous directory exists (a full /tmp, say), that close() must not raise
+    AttributeError at interpreter exit on top of the real error."""
+    import sys as _sys
+    pool_mod = _sys.modules["parlab.launch.pool"]
+    registered = []
+    monkeypatch.setattr(pool_mod.atexit, "register", registered.append)
+    monkeypatch.setattr(pool_mod.atexit, "unregister", lambda f: None)
+
+    def full_tmp(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(pool_mod.tempfile, "mkdtemp", full_tmp)
+    with pytest.raises(OSError, match="No space"):
+        pool_mod.Pool(2, "gloo")
+    assert registered
+    for close in registered:
+        close()  # raised AttributeError: 'Pool' object has no attribute 'rendezvous_dir'
