@@ -33,9 +33,15 @@ def human_bytes(n: float) -> str:
         n /= 1024
 
 
+def _under_torchrun() -> bool:
+    """A whole torchrun environment (launch/torchrun.py); a stray WORLD_SIZE is not one."""
+    from .launch.torchrun import under_torchrun
+    return under_torchrun()
+
+
 def world(args) -> int:
     """The number of ranks: torchrun's (WORLD_SIZE) under torchrun, else --ranks."""
-    return int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else args.ranks
+    return int(os.environ["WORLD_SIZE"]) if _under_torchrun() else args.ranks
 
 
 # Flags whose values are sizes or counts, with their least value. A flag a subcommand
@@ -83,7 +89,10 @@ def check_flags(args) -> None:
                 check_float(dest, v)
             except ValueError as e:
                 raise _refuse(dest, v, e) from None
-    local = "WORLD_SIZE" not in os.environ  # under torchrun --ranks is torchrun's, not ours
+    if hasattr(args, "ranks") or hasattr(args, "sizes"):
+        from .launch.torchrun import check_launcher_env
+        check_launcher_env()  # a stray RANK/WORLD_SIZE is named here, not taken for torchrun
+    local = not _under_torchrun()  # under torchrun --ranks is torchrun's, not ours
     if local and (hasattr(args, "ranks") or hasattr(args, "sizes")):
         from .launch import MAX_LOCAL_RANKS  # the cap the launcher would refuse later
         for dest in ("ranks", "sizes"):
@@ -132,7 +141,7 @@ def name_the_flag(error: ValueError, args, argv: list[str] | None = None) -> str
     aliases = {**_FIELD_FLAG, **_COMMAND_FIELD_FLAG.get(args.command, {})}
     for field in re.findall(r"\b(\w+)=", text):
         dest = aliases.get(field, field)
-        if dest == "ranks" and "WORLD_SIZE" in os.environ:
+        if dest == "ranks" and _under_torchrun():
             continue  # under torchrun --ranks set nothing
         if hasattr(args, dest) and _typed(argv, dest):
             return str(_refuse(dest, getattr(args, dest), text))

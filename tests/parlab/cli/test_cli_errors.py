@@ -89,14 +89,35 @@ def test_the_defaults_of_every_command_pass_the_flag_checks(command, monkeypatch
     assert called == [1]
 
 
+def _torchrun_env(monkeypatch, world):
+    for k, v in {"RANK": "0", "WORLD_SIZE": str(world), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE":
+                 str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
+        monkeypatch.setenv(k, v)
+
+
 def test_under_torchrun_the_ranks_are_torchruns(no_ranks, monkeypatch):
-    monkeypatch.setenv("WORLD_SIZE", "4")  # --ranks is ignored: neither checked nor named
+    _torchrun_env(monkeypatch, 4)  # --ranks is ignored: neither checked nor named
     with pytest.raises(SystemExit, match=r"^error: --dp 1 --pp 1 --cp 1 --tp 2: dp\*pp\*cp\*tp "
                                          r"= 2 must equal WORLD_SIZE=4"):
         clis.main(["3d", "--ranks", "2", "--dp", "1", "--pp", "1", "--tp", "2"])
     with pytest.raises(SystemExit, match=r"^error: tp=3 must divide n_heads=4"):
-        monkeypatch.setenv("WORLD_SIZE", "3")
+        _torchrun_env(monkeypatch, 3)
         clis.main(["tp", "--ranks", "3"])
+
+
+@pytest.mark.parametrize("stray", [{"WORLD_SIZE": "4"}, {"RANK": "0", "WORLD_SIZE": "2"}])
+def test_a_stray_world_size_is_named_not_taken_for_torchrun(no_ranks, monkeypatch, stray):
+    """A WORLD_SIZE left over in the shell is neither torchrun's world (which would skip
+    the --ranks cap and name WORLD_SIZE in 3d's product) nor ignored: the flags' check
+    names the variables, before any rank starts."""
+    for k in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in stray.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(SystemExit, match=r"^error: .*WORLD_SIZE=.*not a torchrun worker"):
+        clis.main(["3d", "--ranks", str(MAX_LOCAL_RANKS + 1)])
+    with pytest.raises(SystemExit, match=r"^error: .*WORLD_SIZE="):
+        clis.main(["tp", "--ranks", "2"])
 
 
 @pytest.mark.parametrize("argv, message", [
