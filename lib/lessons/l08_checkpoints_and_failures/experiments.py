@@ -58,7 +58,7 @@ C_TECTONIC = stall_seconds(TECTONIC["sustained"])  # 405B's stall at Tectonic's 
 
 def written(path: str) -> list[dict]:
     """What a DCP checkpoint directory holds: [{file, bytes, rank}] (rank None for the
-    shared ``.metadata``), sorted by name."""
+    shared ``.metadata`` and our ``.manifest.json``), sorted by name."""
     if not isinstance(path, (str, os.PathLike)) or not os.path.isdir(path):
         raise ValueError(f"path={shown(path)} must be a checkpoint directory that exists")
     out = []
