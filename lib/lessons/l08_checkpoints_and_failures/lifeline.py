@@ -16,7 +16,8 @@ whole job running to completion) and the run's directories behind. Three ties, o
 
 The caller itself, on Ctrl-C or its timeout, does the same with ``end_run``. torchrun's
 own ``torchelastic_*`` logs go under ``ROOT/tmp`` (TMPDIR), so removing ``ROOT`` removes
-them. Standard library only: the guard starts in a few tens of milliseconds.
+them. The standard library and parlab's launcher (no torch): the guard starts in a few
+tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import signal
 import subprocess
 import sys
 import time
+
+from parlab.launch.rank import alive  # a zombie counts as dead
 
 MARK = "PARLAB_FAILOVER_RUN"  # every process of a run: its private directory
 CALLER = "PARLAB_FAILOVER_CALLER"  # the guard's: the pid of the process that called failover
@@ -45,21 +48,6 @@ def die_with_parent() -> None:
         return  # not Linux: the guard and end_run still end this process
     if os.getppid() != parent:
         os._exit(1)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's process: it exists
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def members(root: str) -> list[int]:
