@@ -21,7 +21,7 @@ from contextlib import suppress
 from multiprocessing import connection as mp_connection
 from multiprocessing import util as mp_util
 
-from . import errors
+from . import errors, sweeper
 from .processes import (bare_main, ctrl_c_deferred, every_step, fork_server_pid, mp_context,
                         no_torch_cache_dir_left, owner_tag, pause_at, pause_in_fork_request,
                         start_fork_server, sweep_stale_dirs)
@@ -45,6 +45,7 @@ class Pool:
         self.dumps = []
         self.lifeline = None
         self.rendezvous_dir = None  # close() may run (atexit) before it is made
+        self.sweeper = None
         self.fork_servers: list[int | None] = []  # per rank: the pid of the one it came from
         atexit.register(self.close)
         ctx = mp_context()
@@ -57,8 +58,10 @@ class Pool:
         # Its name carries our pid and start time: if we are killed with our whole
         # process group nobody is left to remove it, and the next pool does
         # (processes.sweep_stale_dirs; multiprocessing's pymp-* too).
+        # A watcher in its own session removes them at once (sweeper.py).
         sweep_stale_dirs()
         self.rendezvous_dir = tempfile.mkdtemp(prefix=f"parlab-rdzv-{owner_tag()}-")
+        self.sweeper = sweeper.start()
         store_path = os.path.join(self.rendezvous_dir, "store")
         os.close(os.open(store_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         try:
@@ -175,7 +178,8 @@ class Pool:
         self.closing = True
         with ctrl_c_deferred():
             every_step(self._kill, self._reap, self._close_pipes,
-                        self._remove_rendezvous, lambda: atexit.unregister(self.close))
+                        self._remove_rendezvous, self._stop_sweeper,
+                        lambda: atexit.unregister(self.close))
             self.closed = True  # not when a step raised: the registry closes it again
 
     def _kill(self):
@@ -201,6 +205,10 @@ class Pool:
         for c in self.conns + self.dumps + [self.lifeline]:
             if c is not None:
                 c.close()
+
+    def _stop_sweeper(self):
+        watcher, self.sweeper = self.sweeper, None
+        sweeper.stop(watcher)
 
     def _remove_rendezvous(self):
         if self.rendezvous_dir is not None:

@@ -5,9 +5,9 @@ Each case runs a caller script in its own session with a private TMPDIR, which a
 marks every process of that job (ranks inherit the fork server's environment, the
 fork server and the resource tracker the caller's). PARLAB_PAUSE_AT makes the launcher
 wait at a phase (processes.pause_at), so each signal lands in that phase and no other.
-Afterwards no process of the job may remain, and no parlab-rdzv-* or pymp-* directory
-once the next launch has run (a killed group leaves nobody to remove them: the next
-pool sweeps directories whose owner is gone)."""
+Afterwards no process of the job may remain, and no parlab-rdzv-* or pymp-* directory:
+a killed group leaves only the pool's watcher (in a session of its own) to remove them,
+and with the watcher killed too, the next pool sweeps directories whose owner is gone."""
 
 from __future__ import annotations
 
@@ -179,16 +179,24 @@ def test_ctrl_c_at_each_phase_ends_every_process(tmp_path, reaper):
     assert leftover_dirs(caller.tmp) == [], out
 
 
-# (signal, whom, phase, the job): each kill leaves what it leaves, and the next case's
-# caller (its first pool) must sweep it. The last, a Ctrl-C to the group, leaves a
-# caller that cleans up on its way out: then nothing may be left at all.
+# (signal, whom, phase, the job, kill the watcher first): the pool's watcher
+# (sweeper.py) removes a killed caller's directories at once; where it was killed
+# first, they stay until the next case's caller (its first pool) sweeps them. The last,
+# a Ctrl-C to the group, leaves a caller that cleans up on its way out.
 KILLS = [
-    (signal.SIGKILL, "caller", "running", "hold_gil"),  # ranks hold the GIL: the kernel
-    (signal.SIGTERM, "caller", "rendezvous", "sum"),    # must end them (PDEATHSIG)
-    (signal.SIGKILL, "group", "cold-start", "sum"),
-    (signal.SIGTERM, "group", "running", "sum"),
-    (signal.SIGINT, "group", "rendezvous", "sum"),
+    (signal.SIGKILL, "caller", "running", "hold_gil", False),  # ranks hold the GIL: the
+    (signal.SIGTERM, "caller", "rendezvous", "sum", False),    # kernel must end them
+    (signal.SIGKILL, "group", "cold-start", "sum", True),      # (PDEATHSIG)
+    (signal.SIGTERM, "group", "running", "sum", False),
+    (signal.SIGINT, "group", "rendezvous", "sum", False),
 ]
+
+
+def watcher_pid(tmp: str) -> int:
+    for pid in job_pids(tmp):
+        if "parlab.launch.sweeper" in _cmdline(pid):
+            return pid
+    raise AssertionError("no sweeper watching the caller")
 
 
 def test_killed_callers_and_groups_leave_nothing(tmp_path, reaper):
@@ -198,12 +206,14 @@ def test_killed_callers_and_groups_leave_nothing(tmp_path, reaper):
     tmp = str(tmp_path / "tmp")
     reaper.append(tmp)
     left = []  # the directories the previous kill left behind
-    for sig, whom, phase, job in KILLS:
+    for sig, whom, phase, job, kill_watcher in KILLS:
         case = f"{sig.name} to the {whom} at {phase}"
         caller = Caller(tmp_path, KILLED_CALLER, [job], pause_at=phase)
         caller.wait_for(f"PAUSED AT {phase}")
         # this caller's first pool has swept what the previous one's kill left
         assert not set(left) & set(leftover_dirs(tmp)), f"not swept before {case}"
+        if kill_watcher:
+            os.kill(watcher_pid(tmp), signal.SIGKILL)
         if job == "hold_gil":
             caller.go_on()  # (no stdin read: harmless)
             deadline = time.monotonic() + 60
@@ -215,9 +225,13 @@ def test_killed_callers_and_groups_leave_nothing(tmp_path, reaper):
         else:
             caller.proc.send_signal(sig)
         caller.proc.wait(timeout=60)  # (not communicate: a survivor may hold its pipes)
-        survivors = wait_gone(tmp)
+        survivors = wait_gone(tmp)  # the watcher too: it exits once it has swept
         caller.proc.kill() if survivors else caller.finish(timeout=10)
         assert survivors == [], f"left running after {case}:\n{caller.output()}"
         left = leftover_dirs(tmp)
+        if not kill_watcher:
+            assert left == [], f"left after {case}: {left}"
+        else:
+            assert left, "expected the kill to leave the directories (nobody watching)"
     assert "KeyboardInterrupt" in caller.output()
     assert left == [], caller.output()
