@@ -655,6 +655,8 @@ def caller_main(mode: str) -> None:
     """A launch's caller, as a notebook kernel would be: ``cold`` (its first launch),
     ``warm`` (a launch on a pool already up), ``collect`` (ranks returning 128 MiB each),
     ``quick`` (one short launch: the "next launch works" check)."""
+    import faulthandler
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stuck caller's stacks
     from parlab.launch import launch
     if mode in ("warm", "collect"):
         launch(sleep_rank, 2, 0.0, timeout=60)
@@ -735,9 +737,14 @@ def _interrupt_case(mode: str, delay: float, how: str, next_launch: bool = False
         try:
             p.wait(15)
         except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGUSR1)  # its threads' stacks, into its log
+            time.sleep(1.0)
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-            return stuck(f"the caller still ran 15 s after {how}")
+            with open(log, errors="replace") as f:
+                where = " | ".join(line.strip() for line in f.read().splitlines()
+                                   if line.strip().startswith(("File", "Thread", "Current")))[-600:]
+            return stuck(f"the caller still ran 15 s after {how}; its stacks: {where}")
         if next_launch:
             bad = _next_launch(ctx)
             if bad:
@@ -1057,9 +1064,11 @@ def catalogue(selftest: bool = False) -> list[Case]:
         add(f"failover +{at:.0f}s: {how}", "failover", _failover_case(["--steps", "40"], how, at),
             timeout=120, quick=(how, at) == ("INT caller", 8.0))
     add("failover --steps 200 --ranks 4 --every 1", "failover",
+        # the run sizes its own time limit to the work (330 s here): give it that and more,
+        # so that under load this case measures failover's limit, not the probe's
         _failover_case("--steps 200 --ranks 4 --every 1".split(), refuse=("--steps", "--every", "--ranks",
-                                                                          "timeout", "time")),
-        timeout=300)
+                                                                          "timeout", "time"), limit=420),
+        timeout=450)
     add("failover(timeout=3)", "failover", _failover_timeout_case(3.0), timeout=120)
     for args, flag in [("--ranks 3", "--ranks"), ("--ranks 0", "--ranks"), ("--ranks 8", "--ranks"),
                        ("--steps 1", "--steps"), ("--steps 0", "--steps"), ("--kill-at 0", "--kill-at"),
