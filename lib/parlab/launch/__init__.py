@@ -117,6 +117,7 @@ def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
     _check_args(world_size, timeout, backend)
     if under_torchrun():
         return launch_in_process(fn, world_size, args, kwargs, timeout, backend)
+    processes.import_holding_ctrl_c("torch")  # a Ctrl-C inside torch's import was lost
     backend = backend or default_backend(world_size)
     payload = _pickle_job(fn, args, kwargs)
     with _lock, _stop_everything_on_ctrl_c():
@@ -151,6 +152,7 @@ def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None
     if not isinstance(code, str):
         raise ValueError(f"code must be a str, got {type(code).__name__}")
     compile(code, filename, "exec")  # a SyntaxError here, before any rank sees it
+    processes.import_holding_ctrl_c("torch")
     backend = backend or default_backend(world_size)
     key = (world_size, backend)
     with _lock, _stop_everything_on_ctrl_c():

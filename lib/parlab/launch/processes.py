@@ -143,6 +143,19 @@ def ctrl_c_deferred():
                 signal.raise_signal(signal.SIGINT)
 
 
+def import_holding_ctrl_c(name: str) -> None:
+    """Import module ``name`` with a Ctrl-C held back until the import is done, then
+    raised. For torch, which the caller's first launch imports (to pick a backend):
+    torch imports numpy from C++ and clears any error there, so a Ctrl-C landing in
+    that window was swallowed. The launch then ran on as if nobody had asked, and torch
+    was left without numpy for the rest of the session."""
+    if name in sys.modules:
+        return
+    import importlib
+    with ctrl_c_deferred():
+        importlib.import_module(name)
+
+
 # ------------------------------------------------------------------------------
 # nothing left behind: interrupts, killed callers, stale directories
 # ------------------------------------------------------------------------------

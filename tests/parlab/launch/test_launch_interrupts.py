@@ -235,3 +235,43 @@ def test_killed_callers_and_groups_leave_nothing(tmp_path, reaper):
             assert left, "expected the kill to leave the directories (nobody watching)"
     assert "KeyboardInterrupt" in caller.output()
     assert left == [], caller.output()
+
+
+IMPORT_CALLER = textwrap.dedent("""
+    import signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from parlab.launch import processes
+    if sys.argv[1] == "held":
+        try:
+            processes.import_holding_ctrl_c("swallows_ctrl_c")
+        except KeyboardInterrupt:
+            print("RAISED after import, whole:", sys.modules["swallows_ctrl_c"].WHOLE)
+    else:
+        import swallows_ctrl_c
+        print("LOST, whole:", swallows_ctrl_c.WHOLE)
+""")
+
+
+@pytest.mark.parametrize("how, printed", [("plain", "LOST, whole: True"),
+                                          ("held", "RAISED after import, whole: True")])
+def test_a_ctrl_c_inside_an_import_that_swallows_it_is_raised_after(tmp_path, how, printed):
+    """torch's import swallowed a Ctrl-C that landed while its C++ code imported numpy
+    (the fault probe's one hang: a launch that ran on after its Ctrl-C). The launcher
+    imports torch with the Ctrl-C held back and raises it once the import is whole;
+    a plain import of the same module loses it (which shows the stand-in swallows)."""
+    script = tmp_path / "caller.py"
+    script.write_text(IMPORT_CALLER)
+    out = subprocess.run([sys.executable, str(script), how], env=ENV, capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout.strip() == printed, out.stdout + out.stderr
+
+
+def test_launch_imports_torch_holding_ctrl_c(monkeypatch):
+    import workers_interrupts
+    launch_mod = sys.modules["parlab.launch"]
+    calls = []
+    monkeypatch.setattr(launch_mod.processes, "import_holding_ctrl_c", calls.append)
+    monkeypatch.setattr(launch_mod, "_get_pool", lambda *a: (_ for _ in ()).throw(RuntimeError("stop")))
+    with pytest.raises(RuntimeError, match="stop"):
+        launch_mod.launch(workers_interrupts.rank_sum, 2)
+    assert calls == ["torch"]
