@@ -162,7 +162,11 @@ def catalogue() -> list:
         import importlib
         return getattr(importlib.import_module(f"lessons.{mod}.exercises"), fn)(answer)
     answers = [10 ** 400, float("nan"), float("inf"), "np.array([1.0, 2.0])", ["a", 1], None,
-               "3.0", True, "abc", [float("nan")]]
+               "3.0", True, "abc", [float("nan")],
+               # typed notations and formulas, and ones meant to hang or eat memory
+               "2^-14", "70e9*12/64", "(8-1)/(8-1+32)", "13.5 GB", "1.5 s", "1,5",
+               "9**9**9**9", "10**10**10", "1" * 100_000, "(" * 100_000, "1+" * 5000 + "1",
+               "__import__('os')", "(-8)^(1/3)"]
     for mod, fn in [("l00_collectives", "check_ring_bytes"), ("l00_collectives", "check_allreduce_time"),
                     ("l03_pipeline_parallel", "check_bubble"), ("l03_pipeline_parallel", "check_min_m"),
                     ("l01_data_parallel", "check_zero_memory"), ("l04_expert_parallel", "check_capacity"),

@@ -26,7 +26,7 @@ def vanishing_update(rng):
                f"What is the largest {'increase' if up else 'decrease'} that leaves it unchanged?",
                t, "", f"{f} has {cost.mantissa_bits(f)} mantissa bits: ulp({w:g}) = "
                f"{fmt(cost.ulp(w, f))} (the gap above){binade}. Half the gap {side}, {fmt(t)}, "
-               f"rounds back (cost.vanishing_update).", rel_tol=0.001)
+               f"rounds back (cost.vanishing_update).", digits=2)
 
 
 @template("unit_roundoff", "precision", S1)
@@ -35,7 +35,7 @@ def unit_roundoff(rng):
     u = cost.unit_roundoff(f)
     return Ask(f"What is the unit roundoff u (largest relative error of one round-to-nearest) of "
                f"{f}?", u, "", f"u = 2^-(mantissa bits + 1) = 2^-{cost.mantissa_bits(f) + 1} = {fmt(u)} "
-               f"(cost.unit_roundoff; Higham §2.1).", rel_tol=0.001)
+               f"(cost.unit_roundoff; Higham §2.1).", digits=2)
 
 
 @template("training_bytes", "precision", S7)

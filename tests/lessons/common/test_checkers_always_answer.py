@@ -266,6 +266,11 @@ ODD_ANSWERS = [10 ** 400, -10 ** 400, float("nan"), float("inf"), -float("inf"),
                HUGE, -(10 ** 5000), [HUGE], [HUGE, HUGE], (HUGE, 1, 2), {"dp": HUGE, "pp": 0, "tp": 1},
                fractions.Fraction(HUGE, 3), np.array(HUGE, dtype=object), np.array([HUGE], dtype=object),
                "9" * 5000, "1e99999", "2**20000", "(" * 500, "[" * 100_000, b"9" * 6000,
+               # notations and formulas a learner types, and ones meant to hang or eat memory
+               "2^-14", "1/16384", "70e9*12/64", "(8-1)/(8-1+32)", "13.5 GB", "250 us", "1 GiB",
+               "1,5", "12.5%", "9**9**9**9", "10**10**10", "2^2^2^2^2^2^2", "1" * 100_000,
+               "1+" * 5000 + "1", "-" * 5000 + "1", "(-8)^(1/3)", "0^-1", "1e308*10",
+               "__import__('os').system('true')", "(1).real", "x*2", "7 % 3",
                # floats and numbers at their edges
                1e308, 5e-324, -0.0, complex(float("inf"), float("nan")), decimal.Decimal("1e99999"),
                decimal.Decimal("sNaN"), np.longdouble("1e4000"), np.complex128(1j),
@@ -348,6 +353,11 @@ def test_unprintable_and_hostile_answers_are_named(answer, said):
     (True, "a yes/no value, not a number"),
     ("abc", "must be a number, got 'abc'"),
     (1j, "must be a real number"),
+    ("9**9**9**9", "too large to be right"),
+    ("1" * 100_000, "is 100,000 characters long"),
+    ("pi/2", "uses the name 'pi'"),
+    ("1/0", "divides by zero"),
+    ("1 GB", "this answer is a plain number, without a unit"),
 ])
 def test_number_answers_name_what_is_wrong(answer, said):
     v = ex_pp.check_bubble(answer)

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from lessons.common import drills
+from lessons.common.checkers.answers import tolerance_words
 from lessons.common.drills import TOPICS, parse_answer, registry
 import paths
 
@@ -39,10 +40,12 @@ def test_every_template_generates_checkable_questions(name):
         assert not q.check(q.answer * 1.5) and not q.check(q.answer * 0.5), q
         assert not q.check(None) and not q.check("") and not q.check(math.nan)
         assert 0 <= q.rel_tol <= 0.05
-        tol = "Exact answer expected." if q.rel_tol == 0 else f"within {q.rel_tol:.0%}"
+        tol = ("rounded correctly to the digits you type" if q.digits else "Exact answer expected."
+               if q.rel_tol == 0 else f"within {tolerance_words(q.rel_tol)[7:]} of the answer")
         assert tol in q.explanation and "cost." in q.explanation, q.explanation
+        assert "within 0%" not in q.explanation and "within 0%" not in q.tolerance_text
         assert q.section in q.explanation and q.prompt.strip()
-        if q.rel_tol == 0:
+        if q.rel_tol == 0 and not q.digits:
             assert q.answer == int(q.answer) and not q.check(q.answer + 1)
         assert drills.generate(name, seed=seed) == q  # same seed, same question
         prompts.add(q.prompt)

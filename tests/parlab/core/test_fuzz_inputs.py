@@ -270,7 +270,11 @@ SCALARS = st.one_of(
     st.builds(_power, st.just(10), st.integers(300, 9000), st.sampled_from([1, -1])),
     st.floats(allow_nan=True, allow_infinity=True), st.complex_numbers(allow_nan=True),
     st.fractions(), st.decimals(allow_nan=True, allow_infinity=True),
-    st.text(max_size=8), st.binary(max_size=8), st.none(), st.booleans())
+    st.text(max_size=8), st.binary(max_size=8), st.none(), st.booleans(),
+    # what a learner types into a box: formulas, units, and ones meant to hang
+    st.text(alphabet="0123456789.,_eE+-*/^() %GBMiks", max_size=24),
+    st.sampled_from(["2^-14", "70e9*12/64", "9**9**9**9", "10**10**10", "2^2^2^2^2^2^2",
+                     "1" * 100_000, "(" * 100_000, "13.5 GiB", "1/0", "(-8)^(1/3)"]))
 
 
 def _array(values, as_torch):

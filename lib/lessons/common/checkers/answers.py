@@ -28,20 +28,53 @@ way everywhere. The rule for shares and percentages:
 - Without either flag, "160%" still reads as 1.6 (a percent sign is a factor 1/100).
 
 A wrong answer's verdict says how far off it is and which way: "off by a factor 2:
-too high".
+too high", or "0.0084% too low" when the factor would print as 1.
+
+What a learner may type (``typed.read_text``; the answer boxes hand the text itself to the
+checker):
+
+- a number in any usual notation: "6.1e-5", "3,072" (commas only in groups of three:
+  "1,5" is refused, since it may mean 1.5), "1_000";
+- arithmetic: "2^-14", "2**-14", "1/16384", "70e9*12/64", "(8-1)/(8-1+32)", with
+  + - * / ^ ** and parentheses (no names, calls or anything else). It is read by a small
+  evaluator over ``ast`` in floats, so nothing can hang or eat memory: a result past
+  1.8e308 ("9**9**9**9", "10**10**10") is refused as too large, text over
+  ``MAX_CHARS`` characters is refused before it is parsed;
+- a unit, where the question has one: "13.5 GB" for GB, converted within its family
+  ("13500 MB", "13.5e9 B", "12.6 GiB" for GB; "250 us" for ms) and said so; a unit of
+  another family ("1.5 s" for GB), or any unit for a plain number, is refused in words;
+- a trailing percent sign, by the rule above.
+
+When the answer was not a plain number, the verdict starts with what was understood:
+"read 2^-14 = 6.1035e-05", "read 13500 MB = 13.5 GB".
+
+How close is close enough. A count (bytes, steps, micro-batches) is exact: ``rel_tol=0``.
+A value computed from a formula has a stated relative tolerance (``rel_tol=0.01``: "within
+1%"). A value a learner reads off a table or works out by hand to a few digits (fp16's
+smallest normal, 6.1035e-05) is judged by the digits typed (``digits=2``): the answer is
+right when it is the true value correctly rounded to the significant digits the learner
+typed, counting at least ``digits`` (2) and at most 6, i.e. within half a unit of the last
+digit. So 6.1e-5 and 6.104e-5 are right for 6.1035e-05; 6e-5 (read as 6.0e-5) and 6.2e-5
+are not; 6.103e-5 is not (6.1035 rounds to 6.104). Digits are counted in the text as typed
+(6.10e-5 has 3); in an expression, in its literals with a point or an exponent (whole
+numbers in it are exact: 2^-14 and 1/16384 are exact), and an exact answer or a number
+computed in code is judged to 6 digits.
 
 Pure Python: no torch (numpy and torch values are read through ``.shape`` / ``.item``).
 """
 
 from __future__ import annotations
 
-import ast
 import decimal
 import math
 import numbers
 
-__all__ = ["verdict", "missing", "blank", "shown", "parse_value", "as_number", "as_numbers",
-           "as_letter", "read_number", "read_numbers", "check_number", "off_by"]
+from .typed import (MAX_CHARS, UNITS, Reading, _significant, box_value, parse_value,
+                    read_text)
+
+__all__ = ["verdict", "missing", "blank", "shown", "parse_value", "box_value", "read_text",
+           "Reading", "UNITS", "as_number", "as_numbers", "as_letter", "read_number",
+           "read_numbers", "check_number", "off_by", "tolerance_words", "MAX_CHARS"]
 
 
 def verdict(ok: bool, message: str, **extra) -> dict:
@@ -86,54 +119,28 @@ def as_letter(answer) -> str:
     return answer.strip().upper() if isinstance(answer, str) else shown(answer)
 
 
-def parse_value(text: str):
-    """What a learner typed: a number ("1.5e9", "3,072"), a fraction ("3/11": a bubble is
-    often worked out as one), a Python literal ("[(0, 1)]"), or None when empty; other
-    text comes back as it is."""
-    text = text.strip()
-    if not text:
-        return None
-    plain = text.replace(",", "").replace("_", "")
-    try:
-        return float(plain)
-    except ValueError:
-        pass
-    num, slash, den = plain.partition("/")
-    if slash:
-        try:
-            a, b = float(num), float(den)
-        except ValueError:
-            pass
-        else:
-            if b:
-                return a / b
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
-
-
-def as_number(value, *, whole: bool = False) -> tuple[float | int | None, str | None]:
+def as_number(value, *, whole: bool = False, unit: str = "") -> tuple[float | int | None, str | None]:
     """A learner's answer as a finite number: ``(number, None)``, or ``(None, why not)``
     where *why not* is a phrase to follow the answer's name ("is NaN ...").
 
     Accepted: ints, floats, fractions and decimals, numpy and torch scalars and
-    one-element arrays, and text that reads as a number ("3.0", "1.5e9", "3/11").
+    one-element arrays, and text that reads as a number ("3.0", "1.5e9", "3/11", "2^-14",
+    "13.5 GB" when ``unit`` is GB; ``read_text``).
     Refused, each in words: True/False, NaN, infinities, numbers beyond a float
     (10**400), lists and arrays of several values, anything else. ``whole``: the
     number must be an integer (3.0 is fine, 2.5 is not); it comes back as an int."""
     try:
-        return _as_number(value, whole)
+        return _as_number(value, whole, unit=unit)
     except Exception as e:  # a learner's own type whose __float__, shape or len raises
         return None, f"= {shown(value)} could not be read as a number ({type(e).__name__})"
 
 
-def _as_number(value, whole: bool, depth: int = 0):
+def _as_number(value, whole: bool, depth: int = 0, unit: str = ""):
     if isinstance(value, str):
-        parsed = parse_value(value)
-        if parsed is None or isinstance(parsed, str):
-            return None, f"must be a number, got {shown(value)}"
-        value = parsed
+        r = read_text(value, unit)
+        if r.why:
+            return None, r.why
+        value = r.value
     if isinstance(value, decimal.Decimal):  # not a numbers.Real, but a number all the same
         if value.is_snan():
             return None, "is NaN (not a number): a 0/0 or inf - inf somewhere in the working?"
@@ -174,7 +181,7 @@ def read_number(answer, name: str = "answer", *, unit: str = "", whole: bool = F
     if blank(answer):
         return None, missing(ask or f"set {name} = a {'whole ' if whole else ''}number"
                              + (f" ({unit})" if unit else ""))
-    got, why = as_number(answer, whole=whole)
+    got, why = as_number(answer, whole=whole, unit=unit)
     if why:  # unreadable: the drills do not count it as a try
         return None, verdict(False, f"{name} {why}", unreadable=True)
     return got, None
@@ -223,14 +230,44 @@ def read_numbers(answer, name: str = "answer", *, count: int | None = None, whol
     return got, None
 
 
+_MAX_DIGITS = 6  # an exact answer, or a number from code, is judged to this many digits
+
+
 def _close(got: float, want: float, rel_tol: float) -> bool:
     """Within ``rel_tol`` of the answer, relative to the answer ("within 2% of the
     answer"); a hair of float rounding (1e-9 relative) even for exact counts."""
     return abs(got - want) <= max(rel_tol * abs(want), 1e-9 * max(1.0, abs(want)))
 
 
+def _rounds_to(got: float, want: float, k: int) -> bool:
+    """``got`` is ``want`` correctly rounded to ``k`` significant digits: within half a
+    unit of ``got``'s k-th digit (and a hair of float rounding)."""
+    if got == 0 or want == 0:
+        return _close(got, want, 0)
+    half = 0.5 * 10.0 ** (math.floor(math.log10(abs(got))) - k + 1)
+    return abs(got - want) <= half + 1e-9 * abs(want)
+
+
+def _code_digits(x) -> int:
+    """Significant digits of a number given as a value (a code cell's ``answer = 6.1e-5``):
+    those of its shortest repr, which is what was typed."""
+    text = repr(float(x)) if not isinstance(x, int) else str(abs(x))
+    return _significant(text.lstrip("-"))
+
+
+def tolerance_words(rel_tol: float, digits: int = 0) -> str:
+    """The tolerance in words: "exactly", "within 0.1%" (never "within 0%"), or the
+    digits rule."""
+    if digits:
+        return f"right when rounded correctly to the digits typed, at least {digits} significant"
+    if not rel_tol:
+        return "exactly"
+    return f"within {float(f'{rel_tol * 100:.2g}'):g}%"
+
+
 def off_by(got: float, want: float) -> str:
-    """How a wrong number misses, as a phrase after it: "is off by a factor 2: too high"."""
+    """How a wrong number misses, as a phrase after it: "is off by a factor 2: too high",
+    or "is 0.0084% too high" when the factor would print as 1."""
     if want == 0:
         return "should be 0"
     r = got / want
@@ -238,12 +275,15 @@ def off_by(got: float, want: float) -> str:
         return "has the wrong sign"
     if r == 0:
         return "is 0"
-    return f"is off by a factor {r:.3g}: too {'high' if r > 1 else 'low'}"
+    way = "high" if r > 1 else "low"
+    if abs(r - 1) < 0.005:  # "a factor 1" would say nothing
+        return f"is {abs(r - 1) * 100:.2g}% too {way}"
+    return f"is off by a factor {r:.3g}: too {way}"
 
 
 def _percent_sign(answer):
     """The number part of text typed with a percent sign ("25%", "25 %" -> "25"), else None."""
-    if isinstance(answer, str) and answer.strip().endswith("%"):
+    if isinstance(answer, str) and answer.strip().endswith(("%", "\uff05")):  # ％: full width
         return answer.strip()[:-1]
     return None
 
@@ -253,35 +293,69 @@ def _share_text(x: float, percent: bool) -> str:
     return f"{x * 100:.4g}%" if percent else f"{x:.4g} ({x * 100:.4g}%)"
 
 
-def check_number(answer, want: float, *, rel_tol: float = 0.01, unit: str = "",
-                 hint: str = "", explanation: str = "", name: str = "answer",
+def _reading(answer, name: str, unit: str):
+    """``(number, note, significant digits, None)`` or ``(None, "", None, the verdict)``:
+    typed text through ``read_text`` (its note and digits), any other value through
+    ``read_number`` (its repr's digits)."""
+    if isinstance(answer, str) and not blank(answer):
+        r = read_text(answer, unit)
+        if r.why:  # unreadable: the drills do not count it as a try
+            return None, "", None, verdict(False, f"{name} {r.why}", unreadable=True)
+        return r.value, r.note, r.digits, None
+    got, bad = read_number(answer, name, unit=unit)
+    if bad:
+        return None, "", None, bad
+    try:
+        return got, "", _code_digits(got), None
+    except (OverflowError, ValueError):  # cannot happen for a finite float; stay safe
+        return got, "", None, None
+
+
+def check_number(answer, want: float, *, rel_tol: float = 0.01, digits: int = 0,
+                 unit: str = "", hint: str = "", explanation: str = "", name: str = "answer",
                  share: bool = False) -> dict:
-    """A numeric answer within ``rel_tol`` of ``want`` (relative to ``want``). The
-    tolerance is stated in the message. Any answer gets a verdict (``read_number``).
+    """A numeric answer within ``rel_tol`` of ``want`` (relative to ``want``), or, with
+    ``digits`` (for a value read off a table or worked out by hand), ``want`` correctly
+    rounded to the significant digits typed, at least ``digits`` (the rule in this
+    module's docstring). The tolerance is stated in the message; an answer typed as a
+    formula or with a unit starts it with what was read ("read 2^-14 = 6.1035e-05").
+    Any answer gets a verdict.
 
     ``share=True``: ``want`` is a share of a whole as a fraction; ``unit="%"``: ``want``
     is a percentage. Both read answers by the rule in this module's docstring ("25%",
     "0.25" and "25" for the share 0.25; "did you mean ...?" when ambiguous). The verdict
     has ``want``, ``detail`` (the message without "Correct." / "Not yet.") and, for a
     number right only in the other form, ``did_you_mean=True``."""
+    percent = unit == "%"
+    if digits and (share or percent):
+        raise ValueError(f"digits={digits} is for plain numbers, not a share or a percentage")
     pct_text = _percent_sign(answer)
-    got, bad = read_number(answer if pct_text is None else pct_text, name, unit=unit)
+    got, note, sig, bad = _reading(answer if pct_text is None else pct_text, name, unit)
     if bad:
         return bad
-    tol = f"within {rel_tol:.0%}" if rel_tol else "exactly"
-    wanted = f"wanted {tol} of the answer" if rel_tol else "wanted the exact answer"
+    k = max(digits, min(sig or _MAX_DIGITS, _MAX_DIGITS))
+    if digits:
+        tol = (f"right to the {k} significant digits typed" if k < _MAX_DIGITS
+               else f"right to {_MAX_DIGITS} significant digits")
+        wanted = (f"an answer is right when it is the true value rounded correctly to the "
+                  f"digits typed, at least {digits} significant; {k} here")
+    else:
+        tol = tolerance_words(rel_tol)
+        wanted = f"wanted {tol} of the answer" if rel_tol else "wanted the exact answer"
+
+    def close(x):
+        return _rounds_to(x, want, k) if digits else _close(x, want, rel_tol)
 
     def done(ok, detail, **extra):
-        return verdict(ok, detail, want=want, **extra)
+        return verdict(ok, f"{note}. {detail}" if note else detail, want=want, **extra)
 
-    percent = unit == "%"
     if not (share or percent):
         u = f" {unit}" if unit else ""
         typed = f"{got:,.6g}{u}"
         if pct_text is not None:  # "160%" of a plain number is 1.6
             got /= 100
             typed = f"{pct_text.strip()}% = {got:,.6g}{u}"
-        if _close(got, want, rel_tol):
+        if close(got):
             return done(True, f"{want:,.6g}{u} ({tol}). {explanation}".strip())
         return done(False, f"{typed} {off_by(got, want)} ({wanted}). {hint}".strip())
 
@@ -296,9 +370,9 @@ def check_number(answer, want: float, *, rel_tol: float = 0.01, unit: str = "",
         frac, typed = got / 100, f"{got:.6g} (read as {got:.4g}%)"
     else:
         frac, alt, typed = got, got / 100, f"{got:.6g} (read as a fraction, {got * 100:.4g}%)"
-    if _close(frac * scale, want, rel_tol):
+    if close(frac * scale):
         return done(True, f"{_share_text(want / scale, percent)} ({tol}). {explanation}".strip())
-    if alt is not None and _close(alt * scale, want, rel_tol):
+    if alt is not None and close(alt * scale):
         form, forms = (("in %", f"{alt * 100:.4g} or {alt * 100:.4g}%") if percent
                        else ("a fraction", f"{alt:.4g} or {alt * 100:.4g}%"))
         return done(False, f"{typed}: did you mean {_share_text(alt, percent)}? The answer "

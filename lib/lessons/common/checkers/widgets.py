@@ -9,14 +9,16 @@ import html
 import ipywidgets as W
 
 from ..viz.style import VERDICT_COLORS
-from .answers import parse_value  # shared with the checkers, which read typed text the same way
+from .answers import box_value, parse_value  # the checkers read typed text the same way
 
 __all__ = ["answer_box", "parse_value"]
 
 
 def answer_box(check, fields=("answer",), label: str = "", placeholder: str = "a number"):
     """A row of text boxes (one per field of ``check``), a Check button and the verdict.
-    Pressing Enter in a box checks too."""
+    Pressing Enter in a box checks too. A number goes to ``check`` as the text typed
+    ("2^-14", "13.5 GB"), which the checker reads and says what it understood; a list or
+    dict as its Python value (``answers.box_value``)."""
     boxes = [W.Text(placeholder=placeholder, description=f, continuous_update=False,
                     layout=W.Layout(width="260px"), style={"description_width": "initial"})
              for f in fields]
@@ -24,7 +26,7 @@ def answer_box(check, fields=("answer",), label: str = "", placeholder: str = "a
     out = W.HTML(value="<i>type your answer, then Check</i>")
 
     def on_check(_=None):
-        values = [parse_value(b.value) for b in boxes]
+        values = [box_value(b.value) for b in boxes]
         try:
             v = check(*values)
         except Exception as e:  # a checker bug must not look like a wrong answer

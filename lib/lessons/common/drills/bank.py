@@ -15,6 +15,7 @@ from lessons.l07_mixed_precision import drills as precision
 from lessons.l08_checkpoints_and_failures import drills as reliability
 from lessons.l06_3d_parallel import drills as threed
 from lessons.l02_tensor_parallel import drills as tp_sp
+from ..checkers.answers import tolerance_words
 from .core import _REGISTRY, TOPICS, Question, Template
 
 # importing these registered their templates in core
@@ -80,10 +81,11 @@ def generate(template: str | None = None, topic=None, seed: int = 0) -> Question
                          f"not {topic!r}")
     t = reg[template]
     ask = t.make(random.Random(f"{template}:{seed}"))
-    tol = "Exact answer expected." if ask.rel_tol == 0 else \
-        f"Accepted within {ask.rel_tol:.0%} of the answer."
+    tol = ("Accepted when it is the answer rounded correctly to the digits you type (at least "
+           f"{ask.digits} significant)." if ask.digits else "Exact answer expected."
+           if ask.rel_tol == 0 else f"Accepted {tolerance_words(ask.rel_tol)} of the answer.")
     unit = {"": "", "x": " Answer as a ratio (a number, e.g. 2.5).",
             "%": " Answer in % (12.5 or 12.5%)."}.get(ask.unit, f" Answer in {ask.unit}.")
     explanation = f"{ask.working}\n{tol} Measured or computed in {t.citation}."
     return Question(template, t.topic, seed, ask.prompt + unit, float(ask.answer), ask.unit,
-                    ask.rel_tol, explanation, t.citation)
+                    ask.rel_tol, explanation, t.citation, ask.digits)

@@ -9,30 +9,16 @@ adds the tolerance and the notebook section that measures the same quantity.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..checkers.answers import check_number, parse_value, verdict
+from ..checkers.answers import check_number, read_text, tolerance_words
 
 TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp", "3d",
           "precision", "reliability")
 
-# Units an answer may be typed in, by family: factor to the family's base unit.
-_UNITS = {
-    "B": ("bytes", 1), "KB": ("bytes", 1e3), "MB": ("bytes", 1e6), "GB": ("bytes", 1e9),
-    "TB": ("bytes", 1e12), "KiB": ("bytes", 2 ** 10), "MiB": ("bytes", 2 ** 20),
-    "GiB": ("bytes", 2 ** 30), "TiB": ("bytes", 2 ** 40),
-    "us": ("time", 1e-6), "µs": ("time", 1e-6), "ms": ("time", 1e-3), "s": ("time", 1),
-    "min": ("time", 60), "h": ("time", 3600), "hours": ("time", 3600),
-    "days": ("time", 86400), "day": ("time", 86400),
-    "FLOP": ("flop", 1), "MFLOP": ("flop", 1e6), "GFLOP": ("flop", 1e9),
-    "TFLOP": ("flop", 1e12), "PFLOP": ("flop", 1e15),
-    "GB/s": ("rate", 1e9), "MB/s": ("rate", 1e6), "TB/s": ("rate", 1e12),
-    "billion": ("count", 1e9), "B params": ("count", 1e9), "M": ("count", 1e6),
-    "%": ("percent", 1), "x": ("ratio", 1), "": ("plain", 1),
-}
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+# Units an answer may be typed in are the answer boxes' (``answers.UNITS``): a question is
+# read by the same ``check_number``.
 
 
 @dataclass(frozen=True)
@@ -43,6 +29,7 @@ class Ask:
     unit: str
     working: str
     rel_tol: float = 0.02  # 0: an exact count
+    digits: int = 0  # > 0: read off a table or by hand, right to the digits typed (rel_tol unused)
 
 
 @dataclass(frozen=True)
@@ -56,11 +43,12 @@ class Question:
     rel_tol: float
     explanation: str
     section: str
+    digits: int = 0  # see Ask
 
     def check(self, value) -> bool:
         """True when ``value`` (a number, or text such as "1.5e9", "3,072", "1.5 GB",
-        "12.5%") is within ``rel_tol`` of the answer (exact counts: equal): ``verdict``'s
-        ``ok``."""
+        "12.5%", "2^-9") is within ``rel_tol`` of the answer (exact counts: equal; with
+        ``digits``, the answer rounded to the digits typed): ``verdict``'s ``ok``."""
         return self.verdict(value)["ok"]
 
     def verdict(self, value) -> dict:
@@ -69,24 +57,11 @@ class Question:
         ("off by a factor 2: too high"), and for a percentage (unit "%") the one rule for
         shares: "12.5", "12.5%" and "12.5 %" are right for 12.5 %, a bare "0.125" gets
         "did you mean 12.5%?" (``did_you_mean``). Text in another unit of the same family
-        is converted first ("1500 MB" for GB); text that cannot be read has ``unreadable``
-        (NaN, lists and True too), empty text ``missing``."""
-        if isinstance(value, str) and self.unit != "%" and value.strip():
-            converted = parse_answer(value, self.unit)
-            if converted is None:  # "3/11", as the answer boxes read it
-                plain = parse_value(value)
-                converted = plain if isinstance(plain, (int, float)) else None
-            if converted is None:
-                why = (f"could not read {value.strip()!r} as a number in "
-                       f"{self.unit or 'plain numbers'}")
-                return verdict(False, why, unreadable=True)
-            value = converted
-        # a percentage goes in as typed: check_number reads "12.5%" and "0.125" itself
-        v = check_number(value, self.answer, rel_tol=self.rel_tol, unit=self.unit,
-                         name="your answer")
-        if v.get("unreadable") and isinstance(value, str):  # say it as for the other units
-            return verdict(False, f"could not read {value.strip()!r} as a number in %",
-                           unreadable=True)
+        is converted ("1500 MB" for GB) and a formula computed ("2^-9"), and the message
+        says what was read; text that cannot be read has ``unreadable`` (NaN, lists and
+        True too), empty text ``missing``."""
+        v = check_number(value, self.answer, rel_tol=self.rel_tol, digits=self.digits,
+                         unit=self.unit, name="your answer")
         v.setdefault("detail", v["message"])  # "not answered yet" has none
         return v
 
@@ -96,7 +71,8 @@ class Question:
 
     @property
     def tolerance_text(self) -> str:
-        return "exact" if self.rel_tol == 0 else f"within {self.rel_tol:.0%}"
+        return "exact" if self.rel_tol == 0 and not self.digits else \
+            tolerance_words(self.rel_tol, self.digits)
 
 
 def _sep(unit: str) -> str:
@@ -115,25 +91,18 @@ def fmt(x: float) -> str:
 
 def parse_answer(text, unit: str = ""):
     """A typed answer in the question's ``unit``: "1.5e9", "3,072", "1.5 GB" (converted
-    when the unit typed is another of the same family, e.g. "1500 MB" for GB), "12.5%".
-    None when empty or unreadable (or typed in a unit of another family)."""
+    when the unit typed is another of the same family, e.g. "1500 MB" for GB), "12.5%",
+    "2^-9" (``answers.read_text``). None when empty or unreadable (or typed in a unit of
+    another family)."""
     if text is None:
         return None
     if not isinstance(text, str):
         return text
-    m = _NUMBER.match(text)
-    if not m:
-        return None
-    value = float(m.group(1).replace(",", "").replace("_", ""))
-    typed = m.group(2)
-    if not typed or typed == unit:
-        return value
-    if typed not in _UNITS or unit not in _UNITS:
-        return None
-    (fam_t, f_t), (fam_u, f_u) = _UNITS[typed], _UNITS[unit]
-    if fam_t != fam_u:
-        return None
-    return value * f_t / f_u
+    t = text.strip()
+    if unit == "%" and t.endswith("%"):
+        t = t[:-1]
+    r = read_text(t, "" if unit == "%" else unit)
+    return r.value if r.why is None else None
 
 
 # --- the registry ---------------------------------------------------------------------
