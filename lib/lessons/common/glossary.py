@@ -21,13 +21,13 @@ class Term:
 
 TERMS = (
     # collectives (00)
-    Term("all-reduce", "全归约（All-Reduce）", "00",
+    Term("all-reduce", "全归约（AllReduce）", "00",
          "every rank ends with the sum of every rank's tensor",
          "每个 rank 最终都得到所有 rank 张量之和"),
-    Term("reduce-scatter", "归约散射（Reduce-Scatter）", "00, 01",
+    Term("reduce-scatter", "归约散射（ReduceScatter）", "00, 01",
          "the sum, cut into shards: each rank ends with one shard of it",
          "求和后切片：每个 rank 只得到和的一个分片"),
-    Term("all-gather", "全收集（All-Gather）", "00, 01",
+    Term("all-gather", "全收集（AllGather）", "00, 01",
          "every rank ends with every rank's shard, concatenated",
          "每个 rank 最终得到所有 rank 的分片拼接结果"),
     Term("all-to-all", "全交换（All-to-All）", "04, 05",
@@ -35,7 +35,7 @@ TERMS = (
          "每个 rank 给其他每个 rank 发送不同的数据块"),
     Term("broadcast", "广播（Broadcast）", "00",
          "one rank's tensor copied to every rank", "把一个 rank 的张量复制到所有 rank"),
-    Term("ring all-reduce", "环形全归约（Ring All-Reduce）", "00",
+    Term("ring all-reduce", "环形全归约（Ring AllReduce）", "00",
          "reduce-scatter then all-gather round a ring: 2(N-1)/N of the data sent per rank",
          "沿环先做归约散射再做全收集：每个 rank 发送数据量的 2(N-1)/N"),
     Term("alpha-beta model", "α-β 模型", "00",

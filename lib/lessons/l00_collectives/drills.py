@@ -38,7 +38,7 @@ def ring_all_reduce_bytes(rng):
                f"Reduce-scatter then all-gather, each n-1 steps of S/n: 2(n-1)/n · S = "
                f"2·{n - 1}/{n} · {fmt(S)} GB = {fmt(sent)} GB (cost.collective_bytes). It tends "
                f"to 2S as n grows: the bytes per rank hardly depend on n.",
-               prompt_zh=f"在 {n} 个 rank 上对 {fmt(S)} GB 的缓冲区做环形 All-Reduce，每个 rank 发送多少 GB？")
+               prompt_zh=f"在 {n} 个 rank 上对 {fmt(S)} GB 的缓冲区做环形 AllReduce，每个 rank 发送多少 GB？")
 
 
 @template("naive_all_reduce_bytes", "collectives", S4)
@@ -55,7 +55,7 @@ def naive_all_reduce_bytes(rng):
                f"{fmt(S)} GB; every other rank sends its buffer once: S. Here {fmt(sent)} GB "
                f"(cost.collective_bytes with algorithm='naive'). The root's link grows with n; "
                f"the ring's 2(n-1)/n·S does not.",
-               prompt_zh=(f"朴素 All-Reduce（每个 rank 把自己 {fmt(S)} GB 的缓冲区发给 rank 0，由它求和后再把结果发回每个 rank）"
+               prompt_zh=(f"朴素 AllReduce（每个 rank 把自己 {fmt(S)} GB 的缓冲区发给 rank 0，由它求和后再把结果发回每个 rank）"
                           f"在 {n} 个 rank 上运行。{who_zh}发送多少 GB？"))
 
 
@@ -81,7 +81,7 @@ def all_reduce_time(rng):
                f"2(n-1)·α + 2(n-1)/n · S/B = {2 * (n - 1)}·{fmt(alpha * 1e6)} µs + "
                f"{fmt(2 * (n - 1) / n)} · {fmt(S)} MB / {fmt(bw / 1e9)} GB/s = {fmt(t)} ms "
                f"(cost.collective_time).",
-               prompt_zh=f"按 α-β 模型，{n} 个 rank 经 {said_zh} 相连，对 {fmt(S)} MB 做环形 All-Reduce 需要多少时间？")
+               prompt_zh=f"按 α-β 模型，{n} 个 rank 经 {said_zh} 相连，对 {fmt(S)} MB 做环形 AllReduce 需要多少时间？")
 
 
 @template("gather_scatter_bytes", "collectives", S4)
@@ -93,8 +93,8 @@ def gather_scatter_bytes(rng):
             if op == "all_gather" else
             f"a reduce-scatter whose input (the whole tensor each rank starts with) is "
             f"{fmt(S)} MB")
-    what_zh = (f"一次输出（拼好的完整张量）为 {fmt(S)} MB 的 All-Gather" if op == "all_gather" else
-               f"一次输入（每个 rank 起始持有的完整张量）为 {fmt(S)} MB 的 Reduce-Scatter")
+    what_zh = (f"一次输出（拼好的完整张量）为 {fmt(S)} MB 的 AllGather" if op == "all_gather" else
+               f"一次输入（每个 rank 起始持有的完整张量）为 {fmt(S)} MB 的 ReduceScatter")
     return Ask(f"With the ring algorithm on {n} ranks, how many MB does each rank send in "
                f"{what}?", sent, "MB",
                f"n-1 steps of one S/n chunk: (n-1)/n · S = {n - 1}/{n} · {fmt(S)} MB = "
@@ -115,8 +115,8 @@ def ring_tree_crossover(rng):
                f"·{fmt(alpha * 1e6)} µs·{fmt(bw / 1e9)} GB/s = {fmt(s)} MB "
                f"(cost.ring_tree_crossover). Small messages are latency-bound (the tree's "
                f"log2 n steps win), large ones bandwidth-bound (the ring's (n-1)/n wins).",
-               prompt_zh=(f"{n} 个 rank 经 {said_zh} 相连。环形 All-Reduce 耗时 2(n-1)·α + 2(n-1)/n·S/B；"
-                          f"双二叉树 All-Reduce 耗时 2·log2(n)·α + 2·S/B。消息大小 S 小于多少时树算法更快？"))
+               prompt_zh=(f"{n} 个 rank 经 {said_zh} 相连。环形 AllReduce 耗时 2(n-1)·α + 2(n-1)/n·S/B；"
+                          f"双二叉树 AllReduce 耗时 2·log2(n)·α + 2·S/B。消息大小 S 小于多少时树算法更快？"))
 
 
 @template("bus_bandwidth", "collectives", S7)
@@ -130,5 +130,5 @@ def bus_bandwidth(rng):
                f"algbw = S / t = {fmt(S)} MB / {fmt(ms)} ms; busbw = algbw · 2(n-1)/n = "
                f"{fmt(busbw)} GB/s (cost.bus_bandwidth): the bandwidth each link carried in a "
                f"ring, comparable with the link's peak.",
-               prompt_zh=(f"nccl-tests 报告在 {n} 张 GPU 上对 {fmt(S)} MB 做 All-Reduce 耗时 {fmt(ms)} ms。"
+               prompt_zh=(f"nccl-tests 报告在 {n} 张 GPU 上对 {fmt(S)} MB 做 AllReduce 耗时 {fmt(ms)} ms。"
                           f"它的总线带宽（busbw）是多少？"))

@@ -40,7 +40,7 @@ def dp_gradient_traffic(rng):
                f"(cost.zero_comm_volume, stage 0). Nearly 2Ψ whatever dp: the traffic per GPU "
                f"does not grow with the number of GPUs; the step count (latency) does.",
                prompt_zh=(f"纯数据并行在 {dp} 张 GPU 上训练{said_zh}，梯度为 bf16（2 B）。"
-                          f"用环形 All-Reduce 时，每张 GPU 每步发送多少 GB？"))
+                          f"用环形 AllReduce 时，每张 GPU 每步发送多少 GB？"))
 
 
 @template("zero_bytes_per_param", "dp_zero", S6)
@@ -111,7 +111,7 @@ def dp_speedup(rng):
                f"; speedup = n (t_f + t_b) / step = {n}·{tf + tb} / "
                f"{fmt(cost.dp_step_time(tf, tb, tc, overlap))} = {fmt(s)} (cost.dp_speedup).",
                prompt_zh=(f"单张 GPU 一步：前向 {tf} ms + 反向 {tb} ms。用 {n} 张 GPU（每卡 batch 不变）时，"
-                          f"梯度 All-Reduce 耗时 {tc} ms，{how_zh}。吞吐相对单卡的加速比是多少？"))
+                          f"梯度 AllReduce 耗时 {tc} ms，{how_zh}。吞吐相对单卡的加速比是多少？"))
 
 
 @template("max_micro_batch", "dp_zero", S6)
@@ -176,4 +176,4 @@ def hsdp_cross_node(rng):
                f"{fmt(gb)} GB (cost.hsdp_comm_volume; Zhao et al. §3.2.2). The all-gathers and "
                f"reduce-scatters stay on the node's links.",
                prompt_zh=(f"HSDP 在 {nodes} 个节点（每节点 {per_node} 张 GPU）上训练{said_zh}："
-                          f"节点内切分，节点间复制，梯度为 bf16。每张 GPU 每步跨节点发送多少 GB（环形 All-Reduce）？"))
+                          f"节点内切分，节点间复制，梯度为 bf16。每张 GPU 每步跨节点发送多少 GB（环形 AllReduce）？"))

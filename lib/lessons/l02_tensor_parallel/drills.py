@@ -62,7 +62,7 @@ def tp_bytes_per_layer(rng):
                f"2(t-1)/t·M: 8(t-1)/t·M = {fmt(mb)} MB (cost.tp_comm_per_layer; Narayanan et "
                f"al. §3.2: 8bsh(t-1)/t).",
                prompt_zh=(f"不带序列并行的张量并行，bf16 激活，{_said_zh(b, s, h, a, t)}。"
-                          f"每个 rank 每个训练步为一层发送多少 MB（环形 All-Reduce）？"))
+                          f"每个 rank 每个训练步为一层发送多少 MB（环形 AllReduce）？"))
 
 
 @template("sp_bytes_per_layer", "tp_sp", S5)
@@ -78,7 +78,7 @@ def sp_bytes_per_layer(rng):
                f"each (t-1)/t·M: 10(t-1)/t·M = {fmt(mb)} MB (cost.tp_comm_per_layer). Without "
                f"the 2 re-gathers it is exactly TP's 8(t-1)/t·M: SP buys memory, not bandwidth.",
                prompt_zh=(f"张量并行 + 序列并行，bf16 激活，{_said_zh(b, s, h, a, t)}；每个 rank 只保留 qkv / fc1 "
-                          f"输入的序列分片，反向时重新 All-Gather。每个 rank 每个训练步为一层发送多少 MB？"))
+                          f"输入的序列分片，反向时重新 AllGather。每个 rank 每个训练步为一层发送多少 MB？"))
 
 
 @template("sp_all_gather_bytes", "tp_sp", S5)
@@ -92,7 +92,7 @@ def sp_all_gather_bytes(rng):
                f"The gathered tensor is b·s·h·2 B = {fmt(M / 1e6)} MB; each rank sends (t-1) "
                f"shards of M/t: {fmt(mb)} MB (cost.collective_bytes of "
                f"tp_comm_per_layer's message).",
-               prompt_zh=(f"序列并行，bf16，{_said_zh(b, s, h, a, t)}。在 qkv 投影之前，g 算子的 All-Gather 把每个 rank "
+               prompt_zh=(f"序列并行，bf16，{_said_zh(b, s, h, a, t)}。在 qkv 投影之前，g 算子的 AllGather 把每个 rank "
                           f"的 s/t 序列分片拼成完整的 (b, s, h) 激活。每个 rank 在其中发送多少 MB（环形）？"))
 
 
@@ -168,7 +168,7 @@ def tp_comm_time(rng):
                f"Per layer 4 all-reduces of b·s·h·2 B, each 2(t-1)·α + 2(t-1)/t·M/B; times "
                f"{L} layers = {fmt(ms)} ms (cost.tp_scaling's comm_s). {why}",
                prompt_zh=(f"不带序列并行的张量并行，经 {link_zh}，bf16，{_said_zh(b, s, h, a, t)}，{L} 层。按 α-β 模型、"
-                          f"环形 All-Reduce，一个微批次的前向 + 反向有多少 ms 通信（不重叠）？"))
+                          f"环形 AllReduce，一个微批次的前向 + 反向有多少 ms 通信（不重叠）？"))
 
 S8 = ("02", 8, "Overlap: what can hide behind what")
 
@@ -187,6 +187,6 @@ def tp_chunked_exposed(rng):
                f"GEMM ({fmt(gemm_ms / c)} ms) is longer than the next chunk's all-gather "
                f"({fmt(comm_ms / c)} ms): exposed = 1/c = {fmt(pct)}% "
                f"(cost.chunked_overlap; Wang et al. ASPLOS 2023, §3).",
-               prompt_zh=(f"序列并行：一次 {comm_ms} ms 的 All-Gather 给一次 {gemm_ms} ms 的列并行 GEMM "
-                          f"供数。两者都切成 c = {c} 块并流水执行（第 k+1 块的 All-Gather 与第 k 块的 GEMM 同时进行），"
-                          f"忽略延迟。All-Gather 还有百分之几暴露在外？"))
+               prompt_zh=(f"序列并行：一次 {comm_ms} ms 的 AllGather 给一次 {gemm_ms} ms 的列并行 GEMM "
+                          f"供数。两者都切成 c = {c} 块并流水执行（第 k+1 块的 AllGather 与第 k 块的 GEMM 同时进行），"
+                          f"忽略延迟。AllGather 还有百分之几暴露在外？"))

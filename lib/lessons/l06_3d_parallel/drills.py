@@ -87,7 +87,7 @@ def layout_grad_sync(rng):
                f"2(dp-1)/dp·Ψ/B = {fmt(ms)} ms (cost.dp_grad_sync).",
                prompt_zh=(f"一个 {N // 10 ** 9}B 模型，tp = {tp}，pp = {pp}，dp = {dp}；数据并行组跨节点，"
                           f"经 {spec.name}（α = {fmt(spec.latency_us)} µs，B = {fmt(spec.gb_per_s_per_direction)} GB/s）。"
-                          f"若无任何重叠，每张 GPU 每步的 bf16 梯度 All-Reduce（环形）需要多少 ms？"))
+                          f"若无任何重叠，每张 GPU 每步的 bf16 梯度 AllReduce（环形）需要多少 ms？"))
 
 
 @template("layout_p2p_time", "3d", S3)
@@ -152,7 +152,7 @@ def clip_norm_overcount(rng):
         why.append(f"the replicas hold the same averaged gradient, so the sum over DP counts it "
                    f"{dp} times: ×√{dp} = {fmt(dp ** 0.5)}")
     wrong_zh = ([f"把每个 TP rank 都完整持有的张量在全部 {tp} 个 TP rank 上各算了一遍"] if rep else [])
-    wrong_zh += [f"还在 {dp} 个数据并行副本间对平方和做了 All-Reduce"] if over_dp else []
+    wrong_zh += [f"还在 {dp} 个数据并行副本间对平方和做了 AllReduce"] if over_dp else []
     return Ask(f"A tp = {tp}, pp = 4, dp = {dp} run (plain DP) clips by the global gradient norm. "
                f"The layer norms and row-parallel biases, which every TP rank holds whole, carry "
                f"{fmt(share * 100)}% of ||g||². Its norm code {' and '.join(wrong)}. By what factor "

@@ -63,7 +63,7 @@ def allreduce_error(rng):
                f"partial sum. What is the bound on |error| / sum|x_i| (gamma_(n-1)), in percent?",
                100 * b, "%", f"gamma_(n-1) = (n-1)u / (1-(n-1)u) with u = 2^-8: {fmt(100 * b)}% "
                f"(cost.summation_error_bound; Higham §4.2).",
-               prompt_zh=(f"环形 All-Reduce 以 bf16 在 {n} 个 rank 上对梯度求和，每一跳都对部分和做舍入。"
+               prompt_zh=(f"环形 AllReduce 以 bf16 在 {n} 个 rank 上对梯度求和，每一跳都对部分和做舍入。"
                           f"|误差| / sum|x_i| 的上界（gamma_(n-1)）是百分之几？"))
 
 

@@ -111,7 +111,7 @@ def dp_straggler(rng):
                f"The all-reduce cannot finish before the last rank joins: max compute {fmt(max(computes))} "
                f"ms + {comm} ms = {fmt(step)} ms (cost.synchronous_step): one slow GPU slows all {n}.",
                prompt_zh=(f"在 {n} 张 GPU 上做数据并行：每张用 {t} ms 算完自己的微批次，全部到齐后梯度 "
-                          f"All-Reduce 再花 {comm} ms。有一张 GPU 慢了 {s}%（过热降频）。一步需要多少 ms？"))
+                          f"AllReduce 再花 {comm} ms。有一张 GPU 慢了 {s}%（过热降频）。一步需要多少 ms？"))
 
 
 @template("pipeline_straggler", "reliability", S5)
