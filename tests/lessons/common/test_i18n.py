@@ -75,6 +75,17 @@ def test_run_py_lab_lang_sets_the_kernels_environment():
             run.take_lang(bad, {})
 
 
+CATALOGUES = sorted(p.relative_to(paths.ROOT / "lib").with_suffix("").as_posix().replace("/", ".")
+                    for p in (paths.ROOT / "lib" / "lessons").rglob("text.py"))
+
+
+@pytest.mark.parametrize("module", CATALOGUES)
+def test_every_catalogue_is_complete_in_both_languages(module):
+    """Each lessons' text.py: every key in both languages, the same fields, the same numbers."""
+    import importlib
+    assert i18n.catalogue_problems(importlib.import_module(module).TEXT) == []
+
+
 def test_catalogue_check_catches_each_kind_of_problem():
     assert i18n.catalogue_problems(TEXT) == []
     planted = {
