@@ -4,6 +4,8 @@
     python3 run.py lab          create .venv, install, open JupyterLab on your own copies of
                                 the notebooks (in work/; notebooks/ stays as shipped)
     python3 run.py lab --reset  the same, after moving your copies to work/backup-<time>/
+    python3 run.py lab --lang zh   the same, with the lessons in Chinese (中文): drills,
+                                glossary, 09's answers (PARLAB_LANG, which the kernels inherit)
     python3 run.py html [NN..]  execute the notebooks (all, or those named: 03 05) and write
                                 them with their figures as HTML pages to build/
     python3 run.py test         create .venv, install the lab and the test tools, run the
@@ -282,6 +284,30 @@ def lab_args(extra: list[str], euid: int | None = None, work: str = WORK,
     return args
 
 
+# the lessons' languages (lessons.common.i18n.LANGS; run.py imports nothing of the lab's)
+LANGS = ("en", "zh")
+
+
+def take_lang(extra: list[str], environ=os.environ) -> list[str]:
+    """``--lang CODE`` (or ``--lang=CODE``) taken out of ``extra`` and put in
+    ``environ["PARLAB_LANG"]``, which JupyterLab's kernels inherit and the lessons read at
+    import; the rest of ``extra`` is returned for JupyterLab. An unknown code exits naming
+    the choices."""
+    rest, i = [], 0
+    while i < len(extra):
+        a = extra[i]
+        if a == "--lang" or a.startswith("--lang="):
+            code = a.partition("=")[2] if "=" in a else (extra[i + 1] if i + 1 < len(extra) else "")
+            i += 1 if "=" in a else 2
+            if code not in LANGS:
+                sys.exit(f"--lang {code}: lang={code!r} must be one of {', '.join(LANGS)}")
+            environ["PARLAB_LANG"] = code
+            continue
+        rest.append(a)
+        i += 1
+    return rest
+
+
 def lab(extra: list[str]) -> None:
     reset = "--reset" in extra
     extra = [a for a in extra if a != "--reset"]
@@ -431,6 +457,8 @@ def main() -> None:
         if unknown:
             sys.exit(f"setup takes only --test and --dry-run, not {' '.join(unknown)}")
         return setup(dry_run="--dry-run" in extra, test="--test" in extra)
+    if command == "lab":  # a bad --lang is refused before anything is installed
+        extra = take_lang(extra)
     setup(test=command == "test")
     if command == "lab":
         lab(extra)

@@ -13,7 +13,13 @@ them directly), ``figures`` (plotly), ``widgets`` (thin ipywidgets shells over t
 ``exercises`` (checkers and reference solutions, with their ``hints``) and ``drills``
 (interview questions whose answers ``parlab.cost`` computes). ``python -m lessons`` runs
 the lessons' demos from a terminal.
+
+``lessons.lang("zh")`` switches what exists in both languages (the drills, the glossary,
+09's answers) to Chinese for the session; ``lessons.current_lang()`` reads it
+(``common/i18n.py``).
 """
+
+from .common.i18n import current_lang, lang  # noqa: F401  (one switch, for every lesson)
 
 # each notebook's lesson folder, by the notebook's number
 FOLDERS = {"00": "l00_collectives", "01": "l01_data_parallel", "02": "l02_tensor_parallel",

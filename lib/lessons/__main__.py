@@ -4,7 +4,8 @@
     python -m lessons ring --ranks 4            the ring all-reduce, step by step
     python -m lessons bytes --sizes 2 4 8       bytes per rank: ring vs naive vs formula
     python -m lessons alpha-beta --ranks 4      latency/bandwidth fit, all-reduce vs model
-    python -m lessons drill [--topic pp,cp] [--n 10] [--seed 1]   interview drills on stdin
+    python -m lessons drill [--topic pp,cp] [--n 10] [--seed 1] [--lang zh]
+                                                interview drills on stdin (in English or 中文)
     python -m lessons failover [--ranks 2 --steps 8 --kill-at 5 --every 2]   a rank killed
                                                 under torchrun; restart, resume from DCP
 
@@ -104,10 +105,12 @@ def cmd_failover(args, out):
 def cmd_drill(args, out):
     """interview drills: questions on stdin, answers and explanations computed by parlab.cost"""
     from .common.drills.quiz import parse_topics, run_quiz
+    from .common.i18n import check_lang
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a quiz for one person, not one per rank
         raise ValueError(f"WORLD_SIZE={os.environ['WORLD_SIZE']}: the drill must run as one "
                          "process (python -m lessons drill, not torchrun)")
-    run_quiz(parse_topics(args.topic), args.n, args.seed, out=out)
+    lang = None if args.lang is None else check_lang(args.lang)  # None: PARLAB_LANG, or English
+    run_quiz(parse_topics(args.topic), args.n, args.seed, out=out, lang=lang)
 
 
 def add_flags(p, name: str) -> None:
@@ -116,6 +119,8 @@ def add_flags(p, name: str) -> None:
         p.add_argument("--topic", default=None, help="topics, comma-separated (default: all)")
         p.add_argument("--n", type=int, default=10, help="number of questions")
         p.add_argument("--seed", type=int, default=0, help="the first question's seed")
+        p.add_argument("--lang", default=None,
+                       help="en or zh: the language it asks in (default: PARLAB_LANG, else en)")
         return
     if name == "failover":  # starts torchrun itself (l08_checkpoints_and_failures.failover)
         p.add_argument("--ranks", type=int, default=2, help="torchrun --nproc-per-node")

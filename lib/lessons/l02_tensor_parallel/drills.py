@@ -26,6 +26,10 @@ def _said(b, s, h, a, t) -> str:
     return f"micro-batch b = {b}, sequence s = {s}, hidden h = {h}, {a} heads, tp = {t}"
 
 
+def _said_zh(b, s, h, a, t) -> str:
+    return f"微批次 b = {b}，序列 s = {s}，隐藏维 h = {h}，{a} 个头，tp = {t}"
+
+
 @template("tp_collectives_per_layer", "tp_sp", S4)
 def tp_collectives_per_layer(rng):
     b, s, h, a, t, said = shape(rng)
@@ -34,6 +38,8 @@ def tp_collectives_per_layer(rng):
     what = ("Megatron tensor parallelism with sequence parallelism (each rank keeping only "
             "its sequence shard of the qkv / fc1 input for backward)" if sp
             else "Megatron tensor parallelism without sequence parallelism")
+    what_zh = ("Megatron 张量并行加序列并行（每个 rank 只为反向保留 qkv / fc1 输入的序列分片）" if sp
+               else "不带序列并行的 Megatron 张量并行")
     return Ask(f"{what}, tp = {t}: how many collectives does ONE transformer layer issue per "
                f"training step (forward + backward)?", c["collectives"], "",
                ("Forward 2 all-gathers (g) + 2 reduce-scatters (g-bar); backward 2 "
@@ -41,7 +47,8 @@ def tp_collectives_per_layer(rng):
                 "shard)" if sp else
                 "Forward 2 all-reduces (g after attn.proj and mlp.fc2); backward 2 (f before "
                 "qkv and fc1)") + f": {c['collectives']} (cost.tp_comm_per_layer; Shoeybi et "
-               f"al. Fig. 4, Korthikanti §4.2.2).", rel_tol=0)
+               f"al. Fig. 4, Korthikanti §4.2.2).", rel_tol=0,
+               prompt_zh=f"{what_zh}，tp = {t}：一个 Transformer 层每个训练步（前向 + 反向）发起多少次集合通信？")
 
 
 @template("tp_bytes_per_layer", "tp_sp", S4)
@@ -53,7 +60,9 @@ def tp_bytes_per_layer(rng):
                f"each rank send for one layer per training step (ring all-reduces)?", mb, "MB",
                f"4 all-reduces of M = b·s·h·2 B = {fmt(c['message_bytes'] / 1e6)} MB, each "
                f"2(t-1)/t·M: 8(t-1)/t·M = {fmt(mb)} MB (cost.tp_comm_per_layer; Narayanan et "
-               f"al. §3.2: 8bsh(t-1)/t).")
+               f"al. §3.2: 8bsh(t-1)/t).",
+               prompt_zh=(f"不带序列并行的张量并行，bf16 激活，{_said_zh(b, s, h, a, t)}。"
+                          f"每个 rank 每个训练步为一层发送多少 MB（环形 AllReduce）？"))
 
 
 @template("sp_bytes_per_layer", "tp_sp", S5)
@@ -67,7 +76,9 @@ def sp_bytes_per_layer(rng):
                mb, "MB",
                f"6 all-gathers + 4 reduce-scatters of M = {fmt(c['message_bytes'] / 1e6)} MB, "
                f"each (t-1)/t·M: 10(t-1)/t·M = {fmt(mb)} MB (cost.tp_comm_per_layer). Without "
-               f"the 2 re-gathers it is exactly TP's 8(t-1)/t·M: SP buys memory, not bandwidth.")
+               f"the 2 re-gathers it is exactly TP's 8(t-1)/t·M: SP buys memory, not bandwidth.",
+               prompt_zh=(f"张量并行 + 序列并行，bf16 激活，{_said_zh(b, s, h, a, t)}；每个 rank 只保留 qkv / fc1 "
+                          f"输入的序列分片，反向时重新 AllGather。每个 rank 每个训练步为一层发送多少 MB？"))
 
 
 @template("sp_all_gather_bytes", "tp_sp", S5)
@@ -80,7 +91,9 @@ def sp_all_gather_bytes(rng):
                f"activation. How many MB does each rank send in it (ring)?", mb, "MB",
                f"The gathered tensor is b·s·h·2 B = {fmt(M / 1e6)} MB; each rank sends (t-1) "
                f"shards of M/t: {fmt(mb)} MB (cost.collective_bytes of "
-               f"tp_comm_per_layer's message).")
+               f"tp_comm_per_layer's message).",
+               prompt_zh=(f"序列并行，bf16，{_said_zh(b, s, h, a, t)}。在 qkv 投影之前，g 算子的 AllGather 把每个 rank "
+                          f"的 s/t 序列分片拼成完整的 (b, s, h) 激活。每个 rank 在其中发送多少 MB（环形）？"))
 
 
 @template("activation_memory_layer", "tp_sp", S6)
@@ -92,7 +105,10 @@ def activation_memory_layer(rng):
                f"parallelism, no recomputation. How many MB of activations does it keep for "
                f"backward?", mb, "MB",
                f"Korthikanti et al. Eq. 1: s·b·h·(34 + 5·a·s/h) = {s}·{b}·{h}·"
-               f"{fmt(34 + 5 * a * s / h)} = {fmt(mb)} MB (cost.activation_memory).")
+               f"{fmt(34 + 5 * a * s / h)} = {fmt(mb)} MB (cost.activation_memory).",
+               prompt_zh=(f"一个 GPT 层（4h MLP，带 dropout），bf16 数值和 1 字节的 dropout 掩码，"
+                          f"微批次 b = {b}，序列 s = {s}，隐藏维 h = {h}，{a} 个头，不做并行，不做重计算。"
+                          f"它为反向保留多少 MB 激活？"))
 
 
 @template("activation_memory_tp", "tp_sp", S6)
@@ -106,9 +122,13 @@ def activation_memory_tp(rng):
     how = {(False, "none"): "tensor parallelism", (True, "none"): "tensor + sequence parallelism",
            (True, "selective"): "tensor + sequence parallelism with selective recomputation"
            }[(sp, recompute)]
+    how_zh = {(False, "none"): "张量并行", (True, "none"): "张量并行 + 序列并行",
+              (True, "selective"): "张量并行 + 序列并行 + 选择性激活重计算"}[(sp, recompute)]
     return Ask(f"A GPT layer (Korthikanti's: 4h MLP, dropout, bf16), {said}, with {how}. How "
                f"many MB of activations does each GPU keep for one layer?", mb, "MB",
-               f"Korthikanti et al. Table 2: {expr} = {fmt(mb)} MB (cost.activation_memory).")
+               f"Korthikanti et al. Table 2: {expr} = {fmt(mb)} MB (cost.activation_memory).",
+               prompt_zh=(f"一个 GPT 层（Korthikanti 的：4h MLP，dropout，bf16），{_said_zh(b, s, h, a, t)}，采用{how_zh}。"
+                          f"每张 GPU 为一层保留多少 MB 激活？"))
 
 
 @template("tp_comm_time", "tp_sp", S7)
@@ -138,11 +158,17 @@ def tp_comm_time(rng):
     r = cost.tp_scaling(L, h, a, s, b, t, GPU_PRESETS["A100-SXM4-80GB"].peak_tflops["bf16"] * 1e12,
                         bw, alpha)
     ms = r["comm_s"] * 1e3
+    link_zh = (f"跨 2 个节点的 TP 组，每节点 {t // 2} 张 GPU，每张 GPU 一块 200 Gb/s HDR 网卡"
+               f"（{fmt(card.gb_per_s_per_direction)} GB/s；α = {fmt(card.latency_us)} µs）"
+               if where == "2 nodes" else
+               f"{where}（α = {fmt(spec.latency_us)} µs，单向 B = {fmt(spec.gb_per_s_per_direction)} GB/s）")
     return Ask(f"Tensor parallelism without SP over {link}, bf16, {said}, {L} layers. In the "
                f"α-β model with ring all-reduces, how many ms of communication does one "
                f"micro-batch's forward + backward take (not overlapped)?", ms, "ms",
                f"Per layer 4 all-reduces of b·s·h·2 B, each 2(t-1)·α + 2(t-1)/t·M/B; times "
-               f"{L} layers = {fmt(ms)} ms (cost.tp_scaling's comm_s). {why}")
+               f"{L} layers = {fmt(ms)} ms (cost.tp_scaling's comm_s). {why}",
+               prompt_zh=(f"不带序列并行的张量并行，经 {link_zh}，bf16，{_said_zh(b, s, h, a, t)}，{L} 层。按 α-β 模型、"
+                          f"环形 AllReduce，一个微批次的前向 + 反向有多少 ms 通信（不重叠）？"))
 
 S8 = ("02", 8, "Overlap: what can hide behind what")
 
@@ -160,4 +186,7 @@ def tp_chunked_exposed(rng):
                f"The first chunk's all-gather has no GEMM beside it; after that each chunk's "
                f"GEMM ({fmt(gemm_ms / c)} ms) is longer than the next chunk's all-gather "
                f"({fmt(comm_ms / c)} ms): exposed = 1/c = {fmt(pct)}% "
-               f"(cost.chunked_overlap; Wang et al. ASPLOS 2023, §3).")
+               f"(cost.chunked_overlap; Wang et al. ASPLOS 2023, §3).",
+               prompt_zh=(f"序列并行：一次 {comm_ms} ms 的 AllGather 给一次 {gemm_ms} ms 的列并行 GEMM "
+                          f"供数。两者都切成 c = {c} 块并流水执行（第 k+1 块的 AllGather 与第 k 块的 GEMM 同时进行），"
+                          f"忽略延迟。AllGather 还有百分之几暴露在外？"))

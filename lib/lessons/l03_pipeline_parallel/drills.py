@@ -23,7 +23,9 @@ def bubble_1f1b(rng):
                f"step (no communication cost). What share of the step's time is each stage "
                f"idle (the bubble)?", f, "%",
                f"(p-1) / (m + p - 1) = {p - 1}/{m + p - 1} = {fmt(f)}% (cost.bubble_fraction). "
-               f"GPipe has the same bubble; 1F1B changes the memory, not the idle time.")
+               f"GPipe has the same bubble; 1F1B changes the memory, not the idle time.",
+               prompt_zh=(f"1F1B 流水线，p = {p} 个等长阶段，每步 m = {m} 个微批次（不计通信）。"
+                          f"每个阶段空闲的时间（气泡）占一步的多少？"))
 
 
 @template("bubble_interleaved", "pp", S6)
@@ -36,7 +38,9 @@ def bubble_interleaved(rng):
                f"Each fill/drain slot is v times shorter: (p-1)/(v·m + p - 1) = "
                f"{p - 1}/{v * m + p - 1} = {fmt(f)}% (cost.bubble_fraction; Narayanan et al. "
                f"§2.2.2 give it over the ideal time, (p-1)/(v·m)), paid for with v times "
-               f"more point-to-point messages.")
+               f"more point-to-point messages.",
+               prompt_zh=(f"交错式 1F1B：p = {p} 个 rank，每个持有 v = {v} 个模型块，m = {m} 个微批次。"
+                          f"气泡占一步时间的多少？"))
 
 
 @template("micro_batches_for_bubble", "pp", S4)
@@ -44,12 +48,15 @@ def micro_batches_for_bubble(rng):
     p, target, v = rng.choice(P[1:]), rng.choice((0.05, 0.1, 0.2, 0.25)), rng.choice((1, 1, 2))
     m = cost.min_micro_batches(p, target, v)
     sched = "1F1B" if v == 1 else f"interleaved 1F1B with v = {v} chunks per rank"
+    sched_zh = "1F1B" if v == 1 else f"交错式 1F1B，每个 rank v = {v} 个模型块"
     return Ask(f"{sched}, p = {p} stages: what is the smallest number of micro-batches m that "
                f"keeps the bubble (idle share of the step) at or under {fmt(target * 100)}%?",
                m, "",
                f"(p-1)/(v·m + p - 1) <= x  <=>  m >= (p-1)(1-x)/(v·x) = "
                f"{fmt((p - 1) * (1 - target) / (v * target))}, rounded up: {m} "
-               f"(cost.min_micro_batches).", rel_tol=0)
+               f"(cost.min_micro_batches).", rel_tol=0,
+               prompt_zh=(f"{sched_zh}，p = {p} 个阶段：要让气泡（一步中的空闲占比）不超过 {fmt(target * 100)}%，"
+                          f"最少需要多少个微批次 m？"))
 
 
 @template("peak_activations", "pp", S5)
@@ -63,7 +70,9 @@ def peak_activations(rng):
                (f"GPipe runs all m forwards before any backward: m = {m}." if sched == "gpipe"
                 else f"1F1B lets stage s run at most p - s forwards ahead of its backwards: "
                      f"min(m, p - s) = min({m}, {p - stage}) = {k}.")
-               + " (cost.pipeline_peak_activations)", rel_tol=0)
+               + " (cost.pipeline_peak_activations)", rel_tol=0,
+               prompt_zh=(f"{name} 调度，p = {p} 个阶段，m = {m} 个微批次。峰值时阶段 {stage}（0 为第一个）"
+                          f"持有多少个微批次的激活？"))
 
 
 @template("bubble_ratio", "pp", S4)
@@ -73,12 +82,15 @@ def bubble_ratio(rng):
         m = p * max(1, m // p)
     r = cost.bubble_ratio(p, m, v) * 100
     sched = "1F1B" if v == 1 else f"interleaved 1F1B (v = {v})"
+    sched_zh = "1F1B" if v == 1 else f"交错式 1F1B（v = {v}）"
     return Ask(f"Narayanan et al. quote the bubble relative to the ideal (bubble-free) time. "
                f"{sched}, p = {p}, m = {m}: bubble time as a percentage of the ideal time?",
                r, "%",
                f"(p-1)/(v·m) = {p - 1}/{v * m} = {fmt(r)}% (cost.bubble_ratio). The share of "
                f"the whole step is smaller: (p-1)/(v·m + p - 1) = "
-               f"{fmt(cost.bubble_fraction(p, m, v) * 100)}%.")
+               f"{fmt(cost.bubble_fraction(p, m, v) * 100)}%.",
+               prompt_zh=(f"Narayanan 等人把气泡表示为相对理想（无气泡）时间的比例。{sched_zh}，p = {p}，m = {m}："
+                          f"气泡时间占理想时间的百分之几？"))
 
 
 @template("gpipe_vs_1f1b_memory", "pp", S5)
@@ -89,7 +101,9 @@ def gpipe_vs_1f1b_memory(rng):
     return Ask(f"p = {p} stages, m = {m} micro-batches. How many times more activation memory "
                f"does the first stage hold at its peak under GPipe than under 1F1B?", g / f, "x",
                f"GPipe holds all m = {g}; 1F1B at most p = {f} on the first stage: "
-               f"{fmt(g / f)}x (cost.pipeline_peak_activations). Same bubble, less memory.")
+               f"{fmt(g / f)}x (cost.pipeline_peak_activations). Same bubble, less memory.",
+               prompt_zh=(f"p = {p} 个阶段，m = {m} 个微批次。峰值时第一个阶段在 GPipe 下持有的激活显存"
+                          f"是 1F1B 下的多少倍？"))
 
 
 
@@ -104,7 +118,9 @@ def zb_h2_memory(rng):
                f"ZB-H2 holds up to 2p - 1 = {z} micro-batches (Qi et al. §2.3, Table 2), "
                f"1F1B p = {f}: "
                f"{fmt(z / f)}x (cost.pipeline_peak_activations); idle per rank drops from "
-               f"(p-1)(T_F+T_B+T_W) to (p-1)(T_F+T_B-2T_W), zero at equal times.")
+               f"(p-1)(T_F+T_B+T_W) to (p-1)(T_F+T_B-2T_W), zero at equal times.",
+               prompt_zh=(f"ZB-H2 在预热阶段多跑一些前向来消除气泡。p = {p} 个阶段，m = {m} 个微批次："
+                          f"峰值时第一个阶段持有的激活显存是 1F1B 的多少倍？"))
 
 
 @template("interleaved_memory", "pp", S6)
@@ -115,4 +131,6 @@ def interleaved_memory(rng):
                f"How many times 1F1B's activation memory does rank 0 hold at its peak?", x, "x",
                f"Its warm-up runs 2(p-1) + (v-1)p chunk forwards, plus one: (v+1)p - 1 = "
                f"{(v + 1) * p - 1} chunks of 1/v of the rank, over 1F1B's p: 1 + (p-1)/(p·v) = "
-               f"{fmt(x)}x (cost.interleaved_memory_factor).")
+               f"{fmt(x)}x (cost.interleaved_memory_factor).",
+               prompt_zh=(f"交错式 1F1B，p = {p} 个 rank，每个 v = {v} 个模型块，微批次很多。"
+                          f"峰值时 rank 0 持有的激活显存是 1F1B 的多少倍？"))

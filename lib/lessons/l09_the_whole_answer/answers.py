@@ -4,9 +4,10 @@ sentence of the long answer names the notebook section that measures it."""
 
 from __future__ import annotations
 
+from lessons.common.i18n import LANGS, pick
 from .facts import facts
 
-LANGS = ("en", "zh")
+__all__ = ["LANGS", "QUESTION", "thirty_second", "three_minute"]
 
 QUESTION = {
     "en": "What parallel strategies are there for training large models, and when do you "
@@ -15,13 +16,11 @@ QUESTION = {
 }
 
 
-def _lang(lang: str) -> str:
-    if lang not in LANGS:
-        raise ValueError(f"lang={lang!r} must be one of {', '.join(LANGS)}")
-    return lang
+# lang=None: the session's language (lessons.lang); a code not in LANGS: a ValueError
+_lang = pick
 
 
-def thirty_second(lang: str = "en") -> str:
+def thirty_second(lang: str | None = None) -> str:
     """The 30-second answer: the axes, each one's price, and how they combine."""
     f, lang = facts(), _lang(lang)
     b = f["bubble"]
@@ -51,7 +50,7 @@ def thirty_second(lang: str = "en") -> str:
         "而不是套固定顺序。")
 
 
-def three_minute(lang: str = "en") -> list[tuple[str, str]]:
+def three_minute(lang: str | None = None) -> list[tuple[str, str]]:
     """The 3-minute answer: (sentence, section key) pairs, in speaking order."""
     f, lang = facts(), _lang(lang)
     b, tp, d7, z1 = f["bubble"], f["tp"], f["7b_ddp"], f["7b_zero1"]

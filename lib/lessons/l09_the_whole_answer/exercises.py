@@ -10,7 +10,9 @@ from __future__ import annotations
 from parlab import cost, planner
 from parlab.validate import check_int
 from lessons.common.checkers import core
-from .hints import HINTS
+from lessons.common.i18n import pick, t
+from .hints import HINTS, HINTS_ZH
+from .text import TEXT
 
 # (model, GPUs, GPU): one node or less, a few nodes, and a large cluster
 CASES = (("7B", 4, "A100-80GB"), ("13B", 16, "A100-80GB"), ("70B", 64, "H100"),
@@ -40,9 +42,10 @@ def solution_layout(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memo
 SOLUTIONS = {"my_layout": solution_layout}
 
 
-def hints(name: str):
-    """Hint 1, hint 2, then the reference solution ("my_layout"), each behind a click."""
-    return core.hints(SOLUTIONS, HINTS, name)
+def hints(name: str, lang: str | None = None):
+    """Hint 1, hint 2, then the reference solution ("my_layout"), each behind a click; the
+    hints in ``lang`` (default: the session's, ``lessons.lang``)."""
+    return core.hints(SOLUTIONS, HINTS_ZH if pick(lang) == "zh" else HINTS, name)
 
 
 def _case_args(model: str, n_gpus: int, gpu: str) -> tuple:
@@ -52,35 +55,38 @@ def _case_args(model: str, n_gpus: int, gpu: str) -> tuple:
             planner.resolve_gpu(gpu).memory_gb)
 
 
-def _judge(model, n_gpus, gpu, got) -> str | None:
-    """None when ``got`` is a layout the planner cannot tell from the best; else why not."""
-    where = f"{model} on {n_gpus} × {gpu}: my_layout returned {core.shown(got, 60)}"
+def _judge(model, n_gpus, gpu, got, lang: str = "en") -> str | None:
+    """None when ``got`` is a layout the planner cannot tell from the best; else why not,
+    in ``lang`` (the planner's own reasons stay in English)."""
+    where = t(TEXT, "where", lang, model=model, n_gpus=n_gpus, gpu=gpu, got=core.shown(got, 60))
     if not isinstance(got, dict) or any(k not in got for k in ("tp", "pp", "dp")):
-        return f"{where}; return a dict with keys 'tp', 'pp', 'dp'"
+        return t(TEXT, "no_dict", lang, where=where)
     degrees, why = core.as_numbers([got["tp"], got["pp"], got["dp"]], whole=True)
     if why:
-        return f"{where}: the degrees {why}"
+        return t(TEXT, "degrees", lang, where=where, why=why)
     tp, pp, dp = degrees
     if min(degrees) < 1 or tp * pp * dp != n_gpus:
-        return f"{where}: tp · pp · dp = {tp * pp * dp}, it must be {n_gpus} (every GPU used once)"
+        return t(TEXT, "product", lang, where=where, product=tp * pp * dp, n_gpus=n_gpus)
     p = planner.plan(model, n_gpus, gpu, cps=(1,))
     mine = next((c for c in p.ranked if (c.tp, c.pp) == (tp, pp)), None)
+    layout = t(TEXT, "layout", lang, model=model, n_gpus=n_gpus, gpu=gpu, tp=tp, pp=pp, dp=dp)
     if mine is None:
         why = next((i.reasons[0] for i in p.infeasible if (i.tp, i.pp) == (tp, pp)),
-                   "the planner has no such layout")
-        return f"{model} on {n_gpus} × {gpu}, tp={tp} pp={pp} dp={dp}: {why}"
+                   t(TEXT, "no_such", lang))
+        return t(TEXT, "infeasible", lang, layout=layout, why=why)
     if p.distinguishable(mine):
-        return (f"{model} on {n_gpus} × {gpu}, tp={tp} pp={pp} dp={dp} fits but ranks "
-                f"#{p.ranked.index(mine) + 1} of {len(p.ranked)}, "
-                f"{mine.rank_time / p.best.rank_time - 1:+.0%} against the best "
-                f"({p.best.label}): slower beyond the planner's error bar")
+        return t(TEXT, "slower", lang, layout=layout, rank=p.ranked.index(mine) + 1,
+                 of=len(p.ranked), gap=f"{mine.rank_time / p.best.rank_time - 1:+.0%}",
+                 best=p.best.label)
     return None
 
 
-def check_layout(fn, cases=CASES, timeout: float = 30.0) -> dict:
+def check_layout(fn, cases=CASES, timeout: float = 30.0, lang: str | None = None) -> dict:
     """``fn(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb)`` -> dict
     tp, pp, dp for each case of ``cases`` ((model, GPUs, GPU) with model a
-    ``planner.MODELS`` key), judged by the planner. ``fn`` runs in a child process."""
+    ``planner.MODELS`` key), judged by the planner. ``fn`` runs in a child process. The
+    verdict speaks ``lang`` (default: the session's, ``lessons.lang``)."""
+    lang = pick(lang)
     if not cases or any(not isinstance(c, tuple) or len(c) != 3 for c in cases):
         raise ValueError(f"cases={cases!r} must be (model, n_gpus, gpu) tuples")
     for model, n, gpu in cases:
@@ -92,12 +98,12 @@ def check_layout(fn, cases=CASES, timeout: float = 30.0) -> dict:
     results, failed = core.call_learner(fn, [_case_args(*c) for c in cases],
                                         label="my_layout", timeout=timeout)
     for case, got in zip(cases, results):
-        why = _judge(*case, got)
+        why = _judge(*case, got, lang=lang)
         if why:
             return core.verdict(False, why)
     if failed:
         return failed
-    picked = ", ".join(f"{m} on {n}: tp={g['tp']} pp={g['pp']} dp={g['dp']}"
-                       for (m, n, _), g in zip(cases, results))
-    return core.verdict(True, f"every layout fits and is as fast as the best within the "
-                        f"planner's error bar ({picked}).")
+    picked = t(TEXT, "picked_sep", lang).join(
+        t(TEXT, "picked", lang, model=m, n_gpus=n, tp=g["tp"], pp=g["pp"], dp=g["dp"])
+        for (m, n, _), g in zip(cases, results))
+    return core.verdict(True, t(TEXT, "right", lang, picked=picked))

@@ -9,6 +9,7 @@ import html
 import ipywidgets as W
 
 from parlab import planner
+from lessons.common.i18n import current_lang
 from lessons.common.viz.controls import choices
 from lessons.common.viz.style import VERDICT_COLORS
 from .drill import TimedDrill
@@ -42,7 +43,7 @@ def walkthrough_widget(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "
 def timed_drill_widget(seed: int = 0):
     """Ten questions, one per topic, against the clock; the prompt in English or 中文."""
     state = {"drill": TimedDrill(seed), "i": 0, "last": None}
-    lang = W.ToggleButtons(options=[("English", "en"), ("中文", "zh")], value="en")
+    lang = W.ToggleButtons(options=[("English", "en"), ("中文", "zh")], value=current_lang())
     prompt, feedback, answer, score = W.HTML(), W.HTML(), W.HTML(), W.HTML()
     box = W.Text(placeholder="your answer", continuous_update=False, layout=W.Layout(width="200px"))
     check = W.Button(description="Check", button_style="primary", layout=W.Layout(width="90px"))

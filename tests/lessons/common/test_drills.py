@@ -66,7 +66,7 @@ def _headings() -> set:
 def test_every_explanation_cites_a_notebook_section_that_exists():
     headings = _headings()
     for name, t in registry().items():
-        assert t.section in headings, f"{name} cites {t.citation}, not a heading in notebooks/"
+        assert t.section in headings, f"{name} cites {t.citation()}, not a heading in notebooks/"
         q = drills.generate(name, seed=0)
         nb, n, title = t.section
         assert f"notebook {nb} §{n} '{title}'" in q.explanation

@@ -74,7 +74,7 @@ from .typed import (MAX_CHARS, UNITS, Reading, _significant, box_value, parse_va
 
 __all__ = ["verdict", "missing", "blank", "shown", "parse_value", "box_value", "read_text",
            "Reading", "UNITS", "as_number", "as_numbers", "as_letter", "read_number",
-           "read_numbers", "check_number", "off_by", "tolerance_words", "MAX_CHARS"]
+           "read_numbers", "check_number", "off_by", "percent_words", "tolerance_words", "MAX_CHARS"]
 
 
 def verdict(ok: bool, message: str, **extra) -> dict:
@@ -255,6 +255,11 @@ def _code_digits(x) -> int:
     return _significant(text.lstrip("-"))
 
 
+def percent_words(rel_tol: float) -> str:
+    """A relative tolerance as a percentage that never reads "0%": 0.001 -> "0.1%"."""
+    return f"{float(f'{rel_tol * 100:.2g}'):g}%"
+
+
 def tolerance_words(rel_tol: float, digits: int = 0) -> str:
     """The tolerance in words: "exactly", "within 0.1%" (never "within 0%"), or the
     digits rule."""
@@ -262,7 +267,7 @@ def tolerance_words(rel_tol: float, digits: int = 0) -> str:
         return f"right when rounded correctly to the digits typed, at least {digits} significant"
     if not rel_tol:
         return "exactly"
-    return f"within {float(f'{rel_tol * 100:.2g}'):g}%"
+    return f"within {percent_words(rel_tol)}"
 
 
 def off_by(got: float, want: float) -> str:

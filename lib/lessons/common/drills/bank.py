@@ -15,8 +15,10 @@ from lessons.l07_mixed_precision import drills as precision
 from lessons.l08_checkpoints_and_failures import drills as reliability
 from lessons.l06_3d_parallel import drills as threed
 from lessons.l02_tensor_parallel import drills as tp_sp
-from ..checkers.answers import tolerance_words
+from ..checkers.answers import percent_words
+from ..i18n import pick, t
 from .core import _REGISTRY, TOPICS, Question, Template
+from .text import TEXT
 
 # importing these registered their templates in core
 MODULES = (collectives, dp_zero, tp_sp, pp, moe_ep, memory_flops, cp, threed, precision, reliability)
@@ -62,12 +64,16 @@ def templates(topic=None) -> list[str]:
     return [n for t in topics for n, tp in reg.items() if tp.topic == t]
 
 
-def generate(template: str | None = None, topic=None, seed: int = 0) -> Question:
+def generate(template: str | None = None, topic=None, seed: int = 0,
+             lang: str | None = None) -> Question:
     """One question. ``template`` given: that template with parameters drawn from
     ``seed``. Else a template of ``topic`` (None: all topics; a name or a tuple of names):
     consecutive seeds walk through every template of those topics in a shuffled order
-    before any repeats, with new parameters each round."""
+    before any repeats, with new parameters each round. ``lang`` ("en", "zh"; default
+    the session's, ``lessons.lang``) is the language it asks in: the same numbers, drawn
+    from the same seed, whichever."""
     check_seed(seed)
+    lang = pick(lang)
     reg = registry()
     if template is None:
         pool = templates(topic)
@@ -79,13 +85,22 @@ def generate(template: str | None = None, topic=None, seed: int = 0) -> Question
     elif topic is not None and reg[template].topic not in _topics(topic):
         raise ValueError(f"template={template!r} belongs to topic={reg[template].topic!r}, "
                          f"not {topic!r}")
-    t = reg[template]
-    ask = t.make(random.Random(f"{template}:{seed}"))
-    tol = ("Accepted when it is the answer rounded correctly to the digits you type (at least "
-           f"{ask.digits} significant)." if ask.digits else "Exact answer expected."
-           if ask.rel_tol == 0 else f"Accepted {tolerance_words(ask.rel_tol)} of the answer.")
-    unit = {"": "", "x": " Answer as a ratio (a number, e.g. 2.5).",
-            "%": " Answer in % (12.5 or 12.5%)."}.get(ask.unit, f" Answer in {ask.unit}.")
-    explanation = f"{ask.working}\n{tol} Measured or computed in {t.citation}."
-    return Question(template, t.topic, seed, ask.prompt + unit, float(ask.answer), ask.unit,
-                    ask.rel_tol, explanation, t.citation, ask.digits)
+    tp = reg[template]
+    ask = tp.make(random.Random(f"{template}:{seed}"))
+    if lang == "zh" and not ask.prompt_zh:
+        raise ValueError(f"template={template!r} has no Chinese question (Ask.prompt_zh)")
+    if ask.digits:  # read off a table or worked by hand: right to the digits typed
+        tol = t(TEXT, "tol_digits", lang, digits=ask.digits)
+    elif ask.rel_tol == 0:
+        tol = t(TEXT, "tol_exact", lang)
+    else:
+        tol = t(TEXT, "tol_within", lang, pct=percent_words(ask.rel_tol))
+    unit = "" if not ask.unit else t(TEXT, {"x": "unit_ratio", "%": "unit_percent"}.get(
+        ask.unit, "unit_other"), lang, unit=ask.unit)
+    citation = tp.citation(lang)
+    # the working is the formula with its numbers, written once (in English)
+    gap = "" if lang == "zh" else " "  # Chinese puts no space after a full stop
+    explanation = f"{ask.working}\n{tol}{gap}{t(TEXT, 'measured_in', lang, citation=citation)}"
+    prompt = ask.prompt_zh if lang == "zh" else ask.prompt
+    return Question(template, tp.topic, seed, prompt + unit, float(ask.answer), ask.unit,
+                    ask.rel_tol, explanation, citation, ask.digits, lang)

@@ -12,7 +12,12 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from ..checkers.answers import check_number, read_text, tolerance_words
+from ..checkers.answers import check_number, percent_words, read_text
+from ..i18n import t
+from .text import TEXT
+
+# parlab.cost.ZERO_STAGE_NAMES as a Chinese question says them
+ZERO_STAGE_ZH = {0: "普通数据并行", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
 
 TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp", "3d",
           "precision", "reliability")
@@ -23,13 +28,16 @@ TOPICS = ("collectives", "dp_zero", "tp_sp", "pp", "moe_ep", "memory_flops", "cp
 
 @dataclass(frozen=True)
 class Ask:
-    """What a template returns: the question, the answer (in ``unit``) and the working."""
+    """What a template returns: the question (``prompt``; ``prompt_zh`` the same question in
+    Chinese, written from the same formatted numbers), the answer (in ``unit``) and the
+    working."""
     prompt: str
     answer: float
     unit: str
     working: str
     rel_tol: float = 0.02  # 0: an exact count
     digits: int = 0  # > 0: read off a table or by hand, right to the digits typed (rel_tol unused)
+    prompt_zh: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,7 @@ class Question:
     explanation: str
     section: str
     digits: int = 0  # see Ask
+    lang: str = "en"  # the language of prompt, explanation and tolerance_text
 
     def check(self, value) -> bool:
         """True when ``value`` (a number, or text such as "1.5e9", "3,072", "1.5 GB",
@@ -71,8 +80,10 @@ class Question:
 
     @property
     def tolerance_text(self) -> str:
-        return "exact" if self.rel_tol == 0 and not self.digits else \
-            tolerance_words(self.rel_tol, self.digits)
+        if self.digits:
+            return t(TEXT, "digits", self.lang, digits=self.digits)
+        return t(TEXT, "exact", self.lang) if self.rel_tol == 0 else \
+            t(TEXT, "within", self.lang, pct=percent_words(self.rel_tol))
 
 
 def _sep(unit: str) -> str:
@@ -114,10 +125,9 @@ class Template:
     section: tuple  # (notebook "03", section number 4, its title)
     make: Callable[[random.Random], Ask]
 
-    @property
-    def citation(self) -> str:
+    def citation(self, lang: str = "en") -> str:
         nb, n, title = self.section
-        return f"notebook {nb} §{n} '{title}'"
+        return t(TEXT, "citation", lang, nb=nb, n=n, title=title)
 
 
 _REGISTRY: dict[str, Template] = {}

@@ -8,9 +8,11 @@ from __future__ import annotations
 import textwrap
 
 from parlab.validate import check_int, shown
+from ..i18n import pick, t
 from .bank import check_seed, generate, templates
 from .core import TOPICS, Question
 from .session import Attempt, Tally
+from .text import TEXT
 
 
 def parse_topics(text: str | None):
@@ -32,7 +34,7 @@ def parse_topics(text: str | None):
 MAX_QUESTIONS = 1000
 
 
-def _questions(topic, n, seed):
+def _questions(topic, n, seed, lang=None):
     """The quiz's questions, one at a time (a quiz that stops early never builds the rest)."""
     n = check_int("n", n)
     if n > MAX_QUESTIONS:
@@ -40,67 +42,75 @@ def _questions(topic, n, seed):
                          f"MAX_QUESTIONS = {MAX_QUESTIONS} questions")
     check_seed(seed), check_seed(seed + n - 1)  # the last question's seed too
     templates(topic)  # a bad topic is refused now, not at the first question
-    return n, (generate(topic=topic, seed=seed + i) for i in range(n))
+    lang = pick(lang)
+    return n, (generate(topic=topic, seed=seed + i, lang=lang) for i in range(n))
 
 
-def quiz_questions(topic=None, n: int = 10, seed: int = 0) -> list[Question]:
-    """The questions a quiz asks: ``generate(topic=topic, seed=seed + i)`` for i < n
-    (``n`` at most ``MAX_QUESTIONS``)."""
-    return list(_questions(topic, n, seed)[1])
+def quiz_questions(topic=None, n: int = 10, seed: int = 0,
+                   lang: str | None = None) -> list[Question]:
+    """The questions a quiz asks: ``generate(topic=topic, seed=seed + i, lang=lang)`` for
+    i < n (``n`` at most ``MAX_QUESTIONS``)."""
+    return list(_questions(topic, n, seed, lang)[1])
 
 
-def _wrap(text: str, indent: str = "") -> str:
-    return "\n".join(textwrap.fill(line, 92, initial_indent=indent, subsequent_indent=indent)
+def _wrap(text: str, indent: str = "", lang: str = "en") -> str:
+    width = 56 if lang == "zh" else 92  # a Chinese character takes two columns
+    return "\n".join(textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
                      for line in text.splitlines())
 
 
 def run_quiz(topic=None, n: int = 10, seed: int = 0, read=input, out=print,
-             tries: int = 2) -> Tally:
+             tries: int = 2, lang: str | None = None) -> Tally:
     """Ask ``n`` questions; ``read(prompt)`` returns the typed line (EOFError ends the
     quiz). A wrong answer gets its verdict (how far off, which way; "did you mean 3.03%?")
     and another go, up to ``tries`` counted tries; an empty answer skips or gives up and
-    shows the answer. Scored as ``session`` says: first tries count. Returns the Tally."""
+    shows the answer. Scored as ``session`` says: first tries count. Asked in ``lang``
+    (default the session's: ``lessons.lang``, or ``--lang``). Returns the Tally."""
     tries = check_int("tries", tries)
-    n, questions = _questions(topic, n, seed)  # every argument checked before the first question
+    lang = pick(lang)
+    # every argument checked before the first question
+    n, questions = _questions(topic, n, seed, lang)
     tally, asked = Tally(), 0
     for i, q in enumerate(questions, 1):
-        out(f"\nQuestion {i}/{n}  [{q.topic} · {q.template}]")
-        out(_wrap(q.prompt))
+        out(f"\n{t(TEXT, 'quiz_head', lang, i=i, n=n)}  [{q.topic} · {q.template}]")
+        out(_wrap(q.prompt, lang=lang))
         attempt = Attempt(q, tally)
-        ask = f"your answer{' (' + q.unit + ')' if q.unit else ''}, empty to skip> "
+        ask = t(TEXT, "quiz_ask_unit", lang, unit=q.unit) if q.unit else \
+            t(TEXT, "quiz_ask", lang)
         while True:
             try:
                 text = (read(ask) or "").strip()
             except EOFError:
-                out("\n(end of input: quiz stopped)")
-                return _end(tally, asked, n, out, stopped=True)
+                out("\n" + t(TEXT, "quiz_eof", lang))
+                return _end(tally, asked, n, out, stopped=True, lang=lang)
             if not text:
                 attempt.reveal()
-                out(f"skipped. The answer is {q.answer_text}." if attempt.tries == 0 else
-                    f"wrong: the answer is {q.answer_text}.")
+                out(t(TEXT, "quiz_skipped" if attempt.tries == 0 else "quiz_wrong", lang,
+                      answer=q.answer_text))
                 break
             v = attempt.answer(text)
             if v["ok"]:
-                again = f" on try {attempt.tries}" if attempt.tries > 1 else ""
-                out(f"right{again}: {q.answer_text} ({q.tolerance_text}).")
+                out(t(TEXT, "quiz_right_on" if attempt.tries > 1 else "quiz_right", lang,
+                      tries=attempt.tries, answer=q.answer_text, tolerance=q.tolerance_text))
                 break
             if v.get("unreadable") or v.get("did_you_mean"):
-                out(f"{v['detail'].rstrip('.')} (not counted as a try).")
+                out(t(TEXT, "not_counted", lang, detail=v["detail"].rstrip(".")))
             elif attempt.tries >= tries:
                 attempt.reveal()
-                out(f"wrong: you said {text}: {v['detail'].rstrip('.')}; the answer is "
-                    f"{q.answer_text}.")
+                out(t(TEXT, "quiz_wrong_said", lang, said=text,
+                      detail=v["detail"].rstrip("."), answer=q.answer_text))
                 break
             else:
-                out(f"not yet: {v['detail']}")
-            ask = "try again, empty to see the answer> "
+                out(t(TEXT, "quiz_not_yet", lang, detail=v["detail"]))
+            ask = t(TEXT, "quiz_again", lang)
         asked += 1
-        out(_wrap(q.explanation, "    "))
-    return _end(tally, asked, n, out)
+        out(_wrap(q.explanation, "    ", lang))
+    return _end(tally, asked, n, out, lang=lang)
 
 
-def _end(tally: Tally, asked: int, n: int, out, stopped: bool = False) -> Tally:
+def _end(tally: Tally, asked: int, n: int, out, stopped: bool = False,
+         lang: str = "en") -> Tally:
     """The score line; ``stopped``: input ended, after ``asked`` questions had a verdict."""
-    note = f" (stopped after {asked} of {n})" if stopped else ""
-    out(f"\nscore: {tally.text()}{note}")
+    note = t(TEXT, "quiz_stopped", lang, asked=asked, n=n) if stopped else ""
+    out("\n" + t(TEXT, "quiz_score", lang, tally=tally.text(lang)) + note)
     return tally

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..i18n import t
 from .core import Question
+from .text import TEXT
 
 __all__ = ["Attempt", "Tally"]
 
@@ -28,14 +30,15 @@ class Tally:
     later: int = 0     # right on a later try, before the answer was shown
     skipped: int = 0   # answer shown (or skipped) before any counted try
 
-    def text(self) -> str:
-        """ "2 right of 3 on the first try, 1 more right on a later try, 1 skipped"."""
-        parts = [f"{self.first} right of {self.answered} on the first try"]
+    def text(self, lang: str | None = None) -> str:
+        """ "2 right of 3 on the first try, 1 more right on a later try, 1 skipped" (in
+        ``lang``; default the session's)."""
+        parts = [t(TEXT, "score_first", lang, first=self.first, answered=self.answered)]
         if self.later:
-            parts.append(f"{self.later} more right on a later try")
+            parts.append(t(TEXT, "score_later", lang, later=self.later))
         if self.skipped:
-            parts.append(f"{self.skipped} skipped")
-        return ", ".join(parts)
+            parts.append(t(TEXT, "score_skipped", lang, skipped=self.skipped))
+        return t(TEXT, "comma", lang).join(parts)
 
 
 class Attempt:

@@ -9,13 +9,15 @@ import html
 
 import ipywidgets as W
 
+from ..i18n import pick, t
 from ..viz.style import INK, VERDICT_COLORS
 from .bank import _topics, generate
 from .session import Attempt, Tally
+from .text import TEXT
 
 __all__ = ["drill_widget"]
 
-_ALL = "all of these"
+_ALL = "all"  # the dropdown's value for every topic; its label is in the language
 
 
 def _para(text: str) -> str:
@@ -27,53 +29,59 @@ def _feedback(attempt: Attempt, v: dict) -> tuple[str, str]:
     it: right (and on which try), how far off, or why it was not counted as a try."""
     q = attempt.q
     if v["ok"]:
-        again = f" on try {attempt.tries}" if attempt.tries > 1 else ""
-        return "right", f"Right{again} ({q.tolerance_text})."
+        return "right", t(TEXT, "w_right_on" if attempt.tries > 1 else "w_right", q.lang,
+                          tries=attempt.tries, tolerance=q.tolerance_text)
     detail = v["detail"].rstrip(".")
     if not v["counted"] and (v.get("unreadable") or v.get("did_you_mean")):
-        return "wrong", f"{detail} (not counted as a try)."
-    return "wrong", f"Not quite: {detail}. Try again, or Show answer."
+        return "wrong", t(TEXT, "not_counted", q.lang, detail=detail)
+    return "wrong", t(TEXT, "w_not_quite", q.lang, detail=detail)
 
 
-def drill_widget(topic=None, seed: int = 0):
+def drill_widget(topic=None, seed: int = 0, lang: str | None = None):
     """A quiz on ``topic``: None (every topic), a name, or a tuple of names (then a
     dropdown picks one of them or all). Questions follow ``generate(topic=..., seed=...)``
-    from ``seed``; "Next question" moves to the next seed."""
+    from ``seed``; "Next question" moves to the next seed. Asked in ``lang`` (default the
+    session's, ``lessons.lang``)."""
     topics = _topics(topic)
+    lang = pick(lang)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed={seed!r} must be an integer")
     state = {"seed": seed, "attempt": None, "tally": Tally(), "last": None}
 
-    pick = W.Dropdown(options=[_ALL] + list(topics), value=_ALL, description="topic",
+    choice = W.Dropdown(options=[(t(TEXT, "w_all", lang), _ALL)] + [(n, n) for n in topics],
+                        value=_ALL,
+                        description=t(TEXT, "w_topic", lang),
                       layout=W.Layout(width="260px"))
     prompt = W.HTML()
-    box = W.Text(placeholder="your answer", continuous_update=False,
+    box = W.Text(placeholder=t(TEXT, "w_placeholder", lang), continuous_update=False,
                  layout=W.Layout(width="200px"))
-    check = W.Button(description="Check", button_style="primary", layout=W.Layout(width="90px"))
-    reveal = W.Button(description="Show answer", layout=W.Layout(width="120px"))
-    nxt = W.Button(description="Next question", layout=W.Layout(width="130px"))
+    check = W.Button(description=t(TEXT, "w_check", lang), button_style="primary",
+                     layout=W.Layout(width="90px"))
+    reveal = W.Button(description=t(TEXT, "w_show", lang), layout=W.Layout(width="120px"))
+    nxt = W.Button(description=t(TEXT, "w_next", lang), layout=W.Layout(width="130px"))
     feedback, answer, score = W.HTML(), W.HTML(), W.HTML()
 
     def chosen():
-        return topics if pick.value == _ALL else pick.value
+        return topics if choice.value == _ALL else choice.value
 
     def show_score():
-        score.value = f"<small>score: {html.escape(state['tally'].text())}</small>"
+        score.value = f"<small>{html.escape(t(TEXT, 'w_score', lang, tally=state['tally'].text(lang)))}</small>"
 
     def ask(_=None):
-        q = generate(topic=chosen(), seed=state["seed"])
+        q = generate(topic=chosen(), seed=state["seed"], lang=lang)
         state.update(attempt=Attempt(q, state["tally"]), last=None)
-        prompt.value = (f"<b>Question</b> <small>[{html.escape(q.topic)} · "
+        prompt.value = (f"<b>{t(TEXT, 'w_question', lang)}</b> <small>[{html.escape(q.topic)} · "
                         f"{html.escape(q.template)} · seed {state['seed']}]</small><br>"
                         f"{_para(q.prompt)}")
         box.value = ""
-        box.placeholder = f"your answer{' in ' + q.unit if q.unit else ''}"
+        box.placeholder = t(TEXT, "w_placeholder_unit", lang, unit=q.unit) if q.unit else \
+            t(TEXT, "w_placeholder", lang)
         feedback.value, answer.value = "", ""
         show_score()
 
     def on_check(_=None):
         if not box.value.strip():
-            feedback.value = "<i>type a number first</i>"
+            feedback.value = f"<i>{t(TEXT, 'w_type_first', lang)}</i>"
             return
         if box.value.strip() == state["last"]:  # Enter fired it, then Check: one try, not two
             return
@@ -87,7 +95,7 @@ def drill_widget(topic=None, seed: int = 0):
         q = state["attempt"].q
         state["attempt"].reveal()
         answer.value = (f"<div style='border-left:3px solid {INK['light']};padding-left:8px'>"
-                        f"<b>Answer: {html.escape(q.answer_text)}</b><br>"
+                        f"<b>{html.escape(t(TEXT, 'w_answer', lang, answer=q.answer_text))}</b><br>"
                         f"{_para(q.explanation)}</div>")
         show_score()
 
@@ -99,11 +107,11 @@ def drill_widget(topic=None, seed: int = 0):
     reveal.on_click(on_reveal)
     nxt.on_click(on_next)
     box.observe(lambda ch: on_check() if ch["new"].strip() else None, names="value")  # Enter
-    pick.observe(lambda ch: ask(), names="value")
+    choice.observe(lambda ch: ask(), names="value")
 
-    head = [W.HTML(f"<b>Interview drill</b> · {html.escape(', '.join(topics))}")]
+    head = [W.HTML(f"<b>{t(TEXT, 'w_title', lang)}</b> · {html.escape(', '.join(topics))}")]
     if len(topics) > 1:
-        head.append(pick)
+        head.append(choice)
     root = W.VBox(head + [prompt, W.HBox([box, check, reveal, nxt]), feedback, answer, score])
     root.add_class("parlab-drill")
     ask()

@@ -1,0 +1,48 @@
+"""Notebook 09's exercise in Chinese: the checker's messages and the hints, with the English's
+numbers (the catalogue check of lessons.common.i18n), switched by lang or the session."""
+
+import re
+
+import lessons
+from lessons.common import i18n
+from lessons.l09_the_whole_answer import exercises as ex
+from lessons.l09_the_whole_answer.hints import HINTS, HINTS_ZH
+from lessons.l09_the_whole_answer.text import TEXT
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def layout_no_split(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
+    return {"tp": 1, "pp": 1, "dp": n_gpus}
+
+
+def layout_wrong_product(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
+    return {"tp": 2, "pp": 1, "dp": n_gpus}
+
+
+def test_catalogue_and_hints_agree_in_both_languages():
+    assert i18n.catalogue_problems(TEXT) == []
+    assert HINTS.keys() == HINTS_ZH.keys()
+    for name in HINTS:
+        for en, zh in zip(HINTS[name], HINTS_ZH[name], strict=True):
+            assert i18n.numbers(en) == i18n.numbers(zh) and CJK.search(zh), name
+
+
+def test_checker_speaks_the_language():
+    en = ex.check_layout(layout_no_split, lang="en")
+    zh = ex.check_layout(layout_no_split, lang="zh")
+    assert not en["ok"] and not zh["ok"]
+    assert "error bar" in en["message"] and "规划器的误差范围" in zh["message"]
+    assert i18n.numbers(en["detail"]) == i18n.numbers(zh["detail"])
+    before = lessons.current_lang()
+    try:
+        lessons.lang("zh")
+        v = ex.check_layout(layout_wrong_product)
+        assert not v["ok"] and "应等于" in v["message"], v["message"]
+    finally:
+        lessons.lang(before)
+
+
+def test_hints_follow_the_language():
+    assert HINTS_ZH["my_layout"][0] in ex.hints("my_layout", lang="zh").data
+    assert HINTS["my_layout"][0] in ex.hints("my_layout", lang="en").data
