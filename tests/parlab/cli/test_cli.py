@@ -221,7 +221,7 @@ def test_drill_through_a_real_pipe():
                           "--n", "2", "--seed", "7"], input=f"{q.answer!r}\nnonsense\n",
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
-    assert "could not read 'nonsense'" in run.stdout, run.stdout
+    assert "must be a number, got 'nonsense'" in run.stdout, run.stdout
     assert "score: 1 right of 1 on the first try (stopped after 1 of 2)" in run.stdout
 
 

@@ -91,7 +91,9 @@ def test_a_wrong_drill_answer_gets_the_factor_hint():
     assert "off by a factor 2: too high" in q.verdict("15.5")["message"]
     assert "off by a factor 0.5: too low" in q.verdict("3875 MB")["message"]
     v = q.verdict("1.5 s")
-    assert not v["ok"] and v["unreadable"] and "could not read '1.5 s'" in v["message"]
+    # a unit of another family is refused in words, never converted (issue 33's reader)
+    assert not v["ok"] and v["unreadable"] and "s is a time" in v["message"] \
+        and "answer in GB" in v["message"]
 
 
 # --- scoring: first tries count, in the session rules, the quiz and the widget ----------
