@@ -2,7 +2,8 @@
 menu finishes with no error output and no browser console error; the cells tagged
 nbval-check-output show their pinned outputs, compared by nbval's rules on the notebook as
 saved (pinned.py; this run replaces nbval's own execution of the notebook); no answer,
-verdict, hint or solution shows before a click, and one hint opens alone; every widget
+verdict, hint or solution shows before a click (in markdown, outputs or code editors, after
+Run All or as committed, before it), and one hint opens alone; every widget
 redraws its output when one of its controls changes; and one coding exercise of "Your turn"
 gets a wrong and then a right answer typed in, with the checker's verdicts read off the
 page. Screenshots of failures go to build/browser-failures/, timings to
@@ -126,6 +127,7 @@ def test_notebook_in_browser(name, lab, browser, report, request):
         try:
             nbp.open_notebook(page, lab.notebook_url(name, f"w{len(report.notebooks)}"))
             entry["open_s"] = round(time.monotonic() - t0, 1)
+            before = your_turn.seen(page)  # the committed outputs and sources, before any run
         except Exception as e:
             failures.append(f"{name} did not open with an idle kernel: "
                             f"{str(e).splitlines()[0]}; " + _shot(page, name, "open"))
@@ -149,7 +151,7 @@ def test_notebook_in_browser(name, lab, browser, report, request):
                      for t in shown if t["cell"] not in errors]
         if failures:
             failures.append(_shot(page, name, "run-all-errors"))
-        failures += [f"visible before any click: {f!r}" for f in your_turn.spoilers(page)]
+        failures += [f"visible before any click: {f!r}" for f in your_turn.spoilers(page, before)]
         hint = your_turn.open_one_hint(page)
         if hint:
             failures.append(f"{name}: {hint}; " + _shot(page, name, "hint"))

@@ -28,10 +28,14 @@ PLANTED = {
     "09": ("my_layout", '"dp": n_gpus // (tp * pp)', '"dp": n_gpus // tp'),
 }
 
-# The page with every closed <details> emptied but for its summary, and code cells' editors
-# left out: the text a learner sees without clicking, from markdown and from outputs. And
-# the text each closed <details> hides.
+# The page with every closed <details> emptied but for its summary: the text a learner sees
+# without clicking, from markdown and from outputs ("shown"), and in the code cells' editors
+# ("code": what CodeMirror renders, and each cell's source, which the editor shows in full
+# when scrolled). And the text each closed <details> hides.
 SHOWN_AND_HIDDEN = """() => {
+  const widget = window.jupyterapp.shell.currentWidget.content;
+  const code = [...widget.node.querySelectorAll('.jp-CodeCell .cm-content')].map(e => e.textContent)
+    .concat(widget.widgets.filter(c => c.model.type === 'code').map(c => c.model.sharedModel.getSource()));
   const nb = window.jupyterapp.shell.currentWidget.content.node.cloneNode(true);
   // a space after each block, so text read from two blocks does not run together
   nb.querySelectorAll('p, div, li, pre, summary, details, td, th, br, h1, h2, h3, h4')
@@ -44,7 +48,7 @@ SHOWN_AND_HIDDEN = """() => {
   });
   nb.querySelectorAll('.jp-CodeCell .jp-InputArea, .jp-InputArea-editor, style, script')
     .forEach(e => e.remove());
-  return {shown: nb.textContent, hidden};
+  return {shown: nb.textContent, code: code.join(' '), hidden};
 }"""
 SOURCES = "() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => [c.model.type, c.model.sharedModel.getSource()])"
 # Replace one cell's source (as typing would) and run the given cells in order.
@@ -75,11 +79,20 @@ def _fragments(text: str, least: int = 30) -> list[str]:
     return [p for p in parts if len(p) >= least and re.search(r"[A-Za-z]{4}", p)]
 
 
-def spoilers(page) -> list[str]:
-    """Hidden text (an answer, a verdict, a hint, a solution) that is also on the page
-    before any click: each such sentence, once."""
+def seen(page) -> str:
+    """Everything a learner can read without clicking: markdown, outputs (closed
+    <details> emptied but for their summaries) and the code editors. Taken right after
+    the notebook opens, it is what the notebook shows as committed, before it runs."""
     got = page.evaluate(SHOWN_AND_HIDDEN)
-    shown = _words(got["shown"])
+    return _words(got["shown"] + " " + got["code"])
+
+
+def spoilers(page, before: str = "") -> list[str]:
+    """Hidden text (an answer, a verdict, a hint, a solution) that is also on the page
+    before any click, in its markdown, outputs or code editors, or in ``before`` (what
+    ``seen`` read before Run All: the committed outputs): each such sentence, once."""
+    got = page.evaluate(SHOWN_AND_HIDDEN)
+    shown = _words(got["shown"] + " " + got["code"]) + " " + before
     found = []
     for body in got["hidden"]:
         for f in _fragments(body):
