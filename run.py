@@ -5,7 +5,9 @@
                                 the notebooks (in work/; notebooks/ stays as shipped)
     python3 run.py lab --reset  the same, after moving your copies to work/backup-<time>/
     python3 run.py html [NN..]  execute the notebooks (all, or those named: 03 05) and write
-                                them with their figures as HTML pages to build/
+                                them with their figures as HTML pages to build/, which read
+                                offline (plotly.js and MathJax in build/assets/) and print
+                                with every fold-out open
     python3 run.py test         create .venv, install the lab and the test tools, run the
                                 whole test suite (unit tests and every notebook)
     python3 run.py setup        create .venv and install what a learner needs, nothing else
@@ -14,7 +16,7 @@
                                 commands it would run; run none of them
 
 What is installed: the lab's package (lib/parlab, lib/lessons) with its extra "lab", whose
-pins are requirements.txt (torch, numpy, jupyterlab, ipywidgets, plotly); `test` and
+pins are requirements.txt (torch, numpy, jupyterlab, ipywidgets, plotly, MathJax); `test` and
 `setup --test` add the extra "test", pinned in requirements-test.txt (pytest, hypothesis,
 nbval, ...). pyproject.toml reads both extras from those files: the pins live there only.
 
