@@ -312,9 +312,9 @@ STATIC_NOTE = ("*Static copy, executed by `python3 run.py html` on {date} in {se
 WIDGET_NOTE = ('<p class="parlab-widget-note" style="color:#777"><i>[an interactive widget: it '
                'works in JupyterLab (<code>python3 run.py lab</code>), not in this static '
                'page]</i></p>')
-# Shared by every page, beside them in build/: plotly.js (~4.8 MB) and MathJax are copied
-# there once instead of inlined in each page or fetched from a CDN, so pages stay small and
-# read offline. Paths are relative, so build/ can be moved or zipped whole.
+# Shared by every page, beside them in build/: plotly.js (~4.8 MB), MathJax and the lab's
+# stylesheet are copied there once instead of inlined in each page or fetched from a CDN, so
+# pages stay small and read offline. Paths are relative, so build/ can be moved or zipped whole.
 ASSETS = "assets"
 # MathJax 2.7 as jupyter-server-mathjax ships it: one combined config (TeX in, HTML-CSS out
 # with the STIX-Web fonts, which Chromium loads from file:// pages)
@@ -343,10 +343,17 @@ PRINT_SUPPORT = """<style type="text/css">
   });
 })();
 </script>"""
+# The package ships MathJax's STIX-Web fonts only: left to itself MathJax asks for its TeX
+# fonts, finds no file, and draws with the system's fonts (upright letters). A MathJax
+# object set before MathJax.js loads is its configuration.
+MATHJAX_FONTS = ('<script>window.MathJax = {"HTML-CSS": {availableFonts: [], '
+                 'webFont: "STIX-Web", imageFont: null}};</script>\n')
 # nbconvert's lab page, less require.js (a CDN fetch, needed only by widget state, which
-# static_outputs drops), plus the print support
+# static_outputs drops), plus MathJax's fonts and the print support
 PAGE_TEMPLATE = ("{%- extends 'index.html.j2' -%}\n"
                  "{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}\n"
+                 "{%- block html_head_js_mathjax -%}{% raw %}" + MATHJAX_FONTS + "{% endraw %}"
+                 "{{ super() }}{%- endblock html_head_js_mathjax -%}\n"
                  "{%- block html_head_css -%}{% raw %}" + PRINT_SUPPORT
                  + "{% endraw %}{%- endblock html_head_css -%}\n")
 
@@ -398,6 +405,24 @@ def write_assets(build: str) -> dict[str, str]:
         os.replace(part, os.path.join(assets, mathjax))
     return {"plotly": f"{ASSETS}/{plotly_name}",
             "mathjax": f"{ASSETS}/{mathjax}/MathJax.js?config={MATHJAX_CONFIG}"}
+
+
+def share_styles(page: str, build: str, min_chars: int = 10_000) -> str:
+    """Move each large ``<style>`` block of ``page`` (JupyterLab's theme, ~260 KB, the same
+    in every page) into ``build/assets/style-<hash>.css`` and link that instead, in place, so
+    the cascade keeps its order."""
+    def link(m):
+        css = m.group(1)
+        if len(css) < min_chars:
+            return m.group(0)
+        name = f"style-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
+        path = os.path.join(build, ASSETS, name)
+        if not os.path.exists(path):
+            with open(path + ".part", "w", encoding="utf-8") as f:
+                f.write(css)
+            os.replace(path + ".part", path)
+        return f'<link rel="stylesheet" href="{ASSETS}/{name}"/>'
+    return re.sub(r'<style type="text/css">(.*?)</style>', link, page, flags=re.S)
 
 
 def static_outputs(nb, plotly_url: str) -> None:
@@ -478,6 +503,7 @@ def build_html(paths: list[str], build: str = BUILD, timeout: int = 600) -> list
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(note))
         static_outputs(nb, urls["plotly"])
         body, _ = exporter.from_notebook_node(nb)
+        body = share_styles(body, build)
         out = os.path.join(build, name + ".html")
         with open(out, "w", encoding="utf-8") as f:
             f.write(body)

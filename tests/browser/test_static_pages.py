@@ -45,7 +45,9 @@ def page(chromium, tmp_path_factory):
 
 def test_page_is_small_and_loads_its_scripts_from_assets(page):
     html = page.read_text(encoding="utf-8")
-    assert page.stat().st_size < 1_000_000, page.stat().st_size  # plotly.js alone is ~4.8 MB
+    # plotly.js alone is ~4.8 MB, the lab's stylesheet ~260 KB: both are in assets/
+    assert page.stat().st_size < 100_000, page.stat().st_size
+    assert '<link rel="stylesheet" href="assets/style-' in html
     assert "* plotly.js v" not in html and '<script src="assets/plotly-' in html
     assert 'src="assets/mathjax-' in html and not re.search(r"src=[\"']?(https?:)?//", html)
     assets = page.parent / "assets"
@@ -67,6 +69,8 @@ def test_offline_math_typeset_figure_drawn_and_printing_opens_fold_outs(browser,
     context.route("**/*", only_files)
     tab = context.new_page()
     tab.on("pageerror", lambda e: errors.append(str(e)))
+    # a file that is not there (a font MathJax asks for, say)
+    tab.on("requestfailed", lambda r: r.url.startswith("file:") and errors.append(r.url))
     try:
         tab.goto(page.as_uri())
         # MathJax's queue empties once every formula is typeset
@@ -76,9 +80,16 @@ def test_offline_math_typeset_figure_drawn_and_printing_opens_fold_outs(browser,
         text = tab.inner_text("body")
         assert "$$" not in text and "\\frac" not in text and "a^2" not in text
         assert tab.locator(".MathJax_Display").count() == 1
+        # in its own fonts (without them the letters come out upright, in the system's)
+        assert tab.evaluate("MathJax.OutputJax['HTML-CSS'].fontInUse") == "STIX-Web"
+        assert tab.evaluate("[...document.fonts].some(f => f.family.startsWith('STIXMathJax')"
+                            " && f.status === 'loaded')")
         tab.wait_for_selector(".plotly-graph-div .main-svg .scatterlayer .trace",
                               timeout=30_000)
         assert outside == [] and errors == []
+        # the lab's stylesheet applies from assets/ (it defines the lab's variables)
+        assert tab.evaluate("getComputedStyle(document.body)"
+                            ".getPropertyValue('--jp-ui-font-family')").strip()
 
         answer = tab.get_by_text(ANSWER, exact=True)  # not the code cell quoting it
         assert not answer.is_visible()  # closed on screen: no answer before the learner asks

@@ -119,8 +119,13 @@ def test_html_has_the_figure_no_traceback_and_reports_a_failing_cell(run, tmp_pa
     assert sorted(os.listdir(src)) == before  # nothing written beside the notebooks
     assert sorted(os.listdir(build)) == ["01_ok.html", "02_bad.html", "assets"]  # no scratch
     assets = sorted(os.listdir(build / "assets"))  # shared by the pages, nothing half-copied
-    assert len(assets) == 2 and re.fullmatch(r"mathjax-2\.7\.\d+", assets[0]) \
+    assert re.fullmatch(r"mathjax-2\.7\.\d+", assets[0]) \
         and re.fullmatch(r"plotly-[\d.]+\.min\.js", assets[1]), assets
+    styles = assets[2:]  # the lab's stylesheets, one copy for both pages
+    assert styles and all(re.fullmatch(r"style-[0-9a-f]{12}\.css", n) for n in styles), assets
+    for name in ("01_ok.html", "02_bad.html"):
+        links = re.findall(r'href="assets/(style-[^"]+)"', (build / name).read_text())
+        assert sorted(links) == styles
     page = (build / "01_ok.html").read_text()
     assert 'class="plotly-graph-div"' in page and "my-trace" in page
     assert "Plotly.newPlot" in page and "* plotly.js v" not in page  # not inlined: loaded
