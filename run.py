@@ -309,9 +309,8 @@ STATIC_NOTE = ("*Static copy, executed by `python3 run.py html` on {date} in {se
                "this machine. The figures are live (hover, zoom), but sliders and buttons "
                "(widgets) do nothing here: open the notebook in JupyterLab (`python3 run.py "
                "lab`) to use them. Printing opens every fold-out.*")
-WIDGET_NOTE = ('<p class="parlab-widget-note" style="color:#777"><i>[an interactive widget: it '
-               'works in JupyterLab (<code>python3 run.py lab</code>), not in this static '
-               'page]</i></p>')
+WIDGET_NOTE = ('<p style="color:#777"><i>[an interactive widget: it works in JupyterLab '
+               '(<code>python3 run.py lab</code>), not in this static page]</i></p>')
 # Shared by every page, beside them in build/: plotly.js (~4.8 MB), MathJax and the lab's
 # stylesheet are copied there once instead of inlined in each page or fetched from a CDN, so
 # pages stay small and read offline. Paths are relative, so build/ can be moved or zipped whole.
@@ -461,9 +460,9 @@ def page_exporter(mathjax_url: str):
 
 def build_html(paths: list[str], build: str = BUILD, timeout: int = 600) -> list[str]:
     """Execute each notebook (in a scratch folder beside ``build``'s pages, never in
-    notebooks/) and write ``build/<name>.html``, which loads plotly.js and MathJax from
-    ``build/assets/`` (write_assets). Returns one line per notebook that failed, naming the
-    cell; the others are written regardless."""
+    notebooks/) and write ``build/<name>.html``, which loads plotly.js, MathJax and the lab's
+    stylesheet from ``build/assets/`` (write_assets, share_styles). Returns one line per
+    notebook that failed, naming the cell; the others are written regardless."""
     import nbformat
     from nbclient import NotebookClient
 
