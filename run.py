@@ -7,7 +7,9 @@
     python3 run.py lab --lang zh   the same, with the lessons in Chinese (中文): drills,
                                 glossary, 09's answers (PARLAB_LANG, which the kernels inherit)
     python3 run.py html [NN..]  execute the notebooks (all, or those named: 03 05) and write
-                                them with their figures as HTML pages to build/
+                                them with their figures as HTML pages to build/, which read
+                                offline (plotly.js and MathJax in build/assets/) and print
+                                with every fold-out open
     python3 run.py test         create .venv, install the lab and the test tools, run the
                                 whole test suite (unit tests and every notebook)
     python3 run.py setup        create .venv and install what a learner needs, nothing else
@@ -16,7 +18,7 @@
                                 commands it would run; run none of them
 
 What is installed: the lab's package (lib/parlab, lib/lessons) with its extra "lab", whose
-pins are requirements.txt (torch, numpy, jupyterlab, ipywidgets, plotly); `test` and
+pins are requirements.txt (torch, numpy, jupyterlab, ipywidgets, plotly, MathJax); `test` and
 `setup --test` add the extra "test", pinned in requirements-test.txt (pytest, hypothesis,
 nbval, ...). pyproject.toml reads both extras from those files: the pins live there only.
 
@@ -332,13 +334,53 @@ def lab(extra: list[str]) -> None:
 STATIC_NOTE = ("*Static copy, executed by `python3 run.py html` on {date} in {secs:.0f} s on "
                "this machine. The figures are live (hover, zoom), but sliders and buttons "
                "(widgets) do nothing here: open the notebook in JupyterLab (`python3 run.py "
-               "lab`) to use them.*")
+               "lab`) to use them. Printing opens every fold-out.*")
 WIDGET_NOTE = ('<p style="color:#777"><i>[an interactive widget: it works in JupyterLab '
                '(<code>python3 run.py lab</code>), not in this static page]</i></p>')
-# The page may load require.js (nbconvert's template does, for widgets); plotly.js would
-# then register as an anonymous AMD module instead of window.Plotly. Hide define for it.
-PLOTLY_JS = ("<script>window.__parlab_define = window.define; window.define = undefined;"
-             "</script>{js}<script>window.define = window.__parlab_define;</script>")
+# Shared by every page, beside them in build/: plotly.js (~4.8 MB), MathJax and the lab's
+# stylesheet are copied there once instead of inlined in each page or fetched from a CDN, so
+# pages stay small and read offline. Paths are relative, so build/ can be moved or zipped whole.
+ASSETS = "assets"
+# MathJax 2.7 as jupyter-server-mathjax ships it: one combined config (TeX in, HTML-CSS out
+# with the STIX-Web fonts, which Chromium loads from file:// pages)
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
+# A closed <details> prints closed and CSS cannot open it: open every fold-out before
+# printing, and close again those it opened after. Newer browsers also open them from CSS
+# (::details-content), for printing paths that fire no beforeprint.
+PRINT_SUPPORT = """<style type="text/css">
+@media print {
+  details::details-content { content-visibility: visible; display: contents; }
+  .modebar-container { display: none !important; }
+  .jp-Cell, .plotly-graph-div { break-inside: avoid; }
+}
+</style>
+<script>
+(function () {
+  var opened = [];
+  window.addEventListener("beforeprint", function () {
+    document.querySelectorAll("details:not([open])").forEach(function (d) {
+      d.open = true;
+      opened.push(d);
+    });
+  });
+  window.addEventListener("afterprint", function () {
+    opened.splice(0).forEach(function (d) { d.open = false; });
+  });
+})();
+</script>"""
+# The package ships MathJax's STIX-Web fonts only: left to itself MathJax asks for its TeX
+# fonts, finds no file, and draws with the system's fonts (upright letters). A MathJax
+# object set before MathJax.js loads is its configuration.
+MATHJAX_FONTS = ('<script>window.MathJax = {"HTML-CSS": {availableFonts: [], '
+                 'webFont: "STIX-Web", imageFont: null}};</script>\n')
+# nbconvert's lab page, less require.js (a CDN fetch, needed only by widget state, which
+# static_outputs drops), plus MathJax's fonts and the print support
+PAGE_TEMPLATE = ("{%- extends 'index.html.j2' -%}\n"
+                 "{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}\n"
+                 "{%- block html_head_js_mathjax -%}{% raw %}" + MATHJAX_FONTS + "{% endraw %}"
+                 "{{ super() }}{%- endblock html_head_js_mathjax -%}\n"
+                 "{%- block html_head_css -%}{% raw %}" + PRINT_SUPPORT
+                 + "{% endraw %}{%- endblock html_head_css -%}\n")
 
 
 def select_notebooks(names: list[str], notebooks: str = NOTEBOOKS) -> list[str]:
@@ -356,11 +398,63 @@ def select_notebooks(names: list[str], notebooks: str = NOTEBOOKS) -> list[str]:
     return chosen
 
 
-def static_outputs(nb) -> None:
-    """Make an executed notebook readable as a page: plotly figures as HTML with plotly.js
-    inline (once per page), widgets as a note saying where they work."""
-    import plotly.io as pio
+def write_assets(build: str) -> dict[str, str]:
+    """Copy plotly.js and MathJax into ``build/assets/`` unless a copy of the same version
+    is there, and return their URLs relative to the pages: ``{"plotly": ..., "mathjax":
+    ...}``. Each is written beside its final name and renamed, so an interrupted copy is
+    never taken for a finished one."""
+    import importlib.util
     import plotly.offline
+
+    assets = os.path.join(build, ASSETS)
+    os.makedirs(assets, exist_ok=True)
+    plotly_name = f"plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
+    plotly_path = os.path.join(assets, plotly_name)
+    if not os.path.exists(plotly_path):
+        with open(plotly_path + ".part", "w", encoding="utf-8") as f:
+            f.write(plotly.offline.get_plotlyjs())
+        os.replace(plotly_path + ".part", plotly_path)
+
+    spec = importlib.util.find_spec("jupyter_server_mathjax")  # found, not imported
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("MathJax is missing: jupyter-server-mathjax is in requirements.txt; "
+                 "python3 run.py setup installs it")
+    static = os.path.join(list(spec.submodule_search_locations)[0], "static")
+    with open(os.path.join(static, "MathJax.js"), encoding="utf-8") as f:
+        version = re.search(r'MathJax\.version="([^"]+)"', f.read()).group(1)
+    mathjax = f"mathjax-{version}"
+    if not os.path.isdir(os.path.join(assets, mathjax)):
+        part = os.path.join(assets, mathjax + ".part")
+        shutil.rmtree(part, ignore_errors=True)
+        shutil.copytree(static, part)
+        os.replace(part, os.path.join(assets, mathjax))
+    return {"plotly": f"{ASSETS}/{plotly_name}",
+            "mathjax": f"{ASSETS}/{mathjax}/MathJax.js?config={MATHJAX_CONFIG}"}
+
+
+def share_styles(page: str, build: str, min_chars: int = 10_000) -> str:
+    """Move each large ``<style>`` block of ``page`` (JupyterLab's theme, ~260 KB, the same
+    in every page) into ``build/assets/style-<hash>.css`` and link that instead, in place, so
+    the cascade keeps its order."""
+    def link(m):
+        css = m.group(1)
+        if len(css) < min_chars:
+            return m.group(0)
+        name = f"style-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
+        path = os.path.join(build, ASSETS, name)
+        if not os.path.exists(path):
+            with open(path + ".part", "w", encoding="utf-8") as f:
+                f.write(css)
+            os.replace(path + ".part", path)
+        return f'<link rel="stylesheet" href="{ASSETS}/{name}"/>'
+    return re.sub(r'<style type="text/css">(.*?)</style>', link, page, flags=re.S)
+
+
+def static_outputs(nb, plotly_url: str) -> None:
+    """Make an executed notebook readable as a page: plotly figures as HTML that load
+    plotly.js from ``plotly_url`` (once per page), widgets as a note saying where they
+    work."""
+    import plotly.io as pio
     first = True
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -370,8 +464,7 @@ def static_outputs(nb) -> None:
                 html = pio.to_html(fig, config=fig.get("config"), include_plotlyjs=False,
                                    full_html=False, validate=False)
                 if first:
-                    js = f"<script>{plotly.offline.get_plotlyjs()}</script>"
-                    html = PLOTLY_JS.format(js=js) + html
+                    html = f'<script src="{plotly_url}"></script>' + html
                     first = False
                 out["data"] = {"text/html": html}
             elif "application/vnd.jupyter.widget-view+json" in data:
@@ -379,15 +472,29 @@ def static_outputs(nb) -> None:
     nb.metadata.pop("widgets", None)  # no widget state: the page loads no widget code
 
 
-def build_html(paths: list[str], build: str = BUILD, timeout: int = 600) -> list[str]:
-    """Execute each notebook (in a scratch folder beside ``build``'s pages, never in
-    notebooks/) and write ``build/<name>.html``. Returns one line per notebook that
-    failed, naming the cell; the others are written regardless."""
-    import nbformat
-    from nbclient import NotebookClient
+def page_exporter(mathjax_url: str):
+    """nbconvert's exporter for the pages: the lab template with PAGE_TEMPLATE's changes,
+    MathJax from ``mathjax_url``."""
+    import jinja2
     from nbconvert import HTMLExporter
 
+    return HTMLExporter(template_name="lab", template_file="parlab_page.html.j2",
+                        extra_loaders=[jinja2.DictLoader({"parlab_page.html.j2":
+                                                          PAGE_TEMPLATE})],
+                        mathjax_url=mathjax_url)
+
+
+def build_html(paths: list[str], build: str = BUILD, timeout: int = 600) -> list[str]:
+    """Execute each notebook (in a scratch folder beside ``build``'s pages, never in
+    notebooks/) and write ``build/<name>.html``, which loads plotly.js, MathJax and the lab's
+    stylesheet from ``build/assets/`` (write_assets, share_styles). Returns one line per
+    notebook that failed, naming the cell; the others are written regardless."""
+    import nbformat
+    from nbclient import NotebookClient
+
     os.makedirs(build, exist_ok=True)
+    urls = write_assets(build)
+    exporter = page_exporter(urls["mathjax"])
     # plotly figures leave only their JSON in the notebook; static_outputs renders them
     os.environ["PLOTLY_RENDERER"] = "plotly_mimetype"
     failures = []
@@ -419,8 +526,9 @@ def build_html(paths: list[str], build: str = BUILD, timeout: int = 600) -> list
         if failed:
             note += f"\n\n**This run failed:** {failed}. The cells after it did not run."
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(note))
-        static_outputs(nb)
-        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+        static_outputs(nb, urls["plotly"])
+        body, _ = exporter.from_notebook_node(nb)
+        body = share_styles(body, build)
         out = os.path.join(build, name + ".html")
         with open(out, "w", encoding="utf-8") as f:
             f.write(body)

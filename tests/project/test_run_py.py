@@ -117,10 +117,19 @@ def test_html_has_the_figure_no_traceback_and_reports_a_failing_cell(run, tmp_pa
     before = sorted(os.listdir(src))
     failures = run.build_html(run.select_notebooks([], str(src)), str(build))
     assert sorted(os.listdir(src)) == before  # nothing written beside the notebooks
-    assert sorted(os.listdir(build)) == ["01_ok.html", "02_bad.html"]  # no scratch left
+    assert sorted(os.listdir(build)) == ["01_ok.html", "02_bad.html", "assets"]  # no scratch
+    assets = sorted(os.listdir(build / "assets"))  # shared by the pages, nothing half-copied
+    assert re.fullmatch(r"mathjax-2\.7\.\d+", assets[0]) \
+        and re.fullmatch(r"plotly-[\d.]+\.min\.js", assets[1]), assets
+    styles = assets[2:]  # the lab's stylesheets, one copy for both pages
+    assert styles and all(re.fullmatch(r"style-[0-9a-f]{12}\.css", n) for n in styles), assets
+    for name in ("01_ok.html", "02_bad.html"):
+        links = re.findall(r'href="assets/(style-[^"]+)"', (build / name).read_text())
+        assert sorted(links) == styles
     page = (build / "01_ok.html").read_text()
     assert 'class="plotly-graph-div"' in page and "my-trace" in page
-    assert "Plotly.newPlot" in page and page.count("* plotly.js v") == 1  # inline, once
+    assert "Plotly.newPlot" in page and "* plotly.js v" not in page  # not inlined: loaded
+    assert page.count(f'<script src="assets/{assets[1]}">') == 1  # once, from the shared copy
     assert "kernel says hi" in page and "Traceback" not in page
     assert "widgets) do nothing here" in page and "it works in JupyterLab" in page
     assert "application/vnd.jupyter.widget-state+json" not in page
@@ -128,3 +137,20 @@ def test_html_has_the_figure_no_traceback_and_reports_a_failing_cell(run, tmp_pa
                                                          "ZeroDivisionError")
     bad = (build / "02_bad.html").read_text()
     assert "This run failed" in bad and "ZeroDivisionError" in bad  # written anyway
+
+
+def test_assets_are_copied_once_and_a_half_copy_is_redone(run, tmp_path):
+    urls = run.write_assets(str(tmp_path))
+    plotly_js = tmp_path / urls["plotly"]
+    mathjax_js = tmp_path / urls["mathjax"].split("?")[0]
+    assert urls["mathjax"].startswith("assets/mathjax-") and mathjax_js.is_file()
+    assert plotly_js.stat().st_size > 1_000_000  # the whole of plotly.js
+    stamps = plotly_js.stat().st_mtime_ns, mathjax_js.stat().st_mtime_ns
+    assert run.write_assets(str(tmp_path)) == urls  # a second build copies nothing
+    assert (plotly_js.stat().st_mtime_ns, mathjax_js.stat().st_mtime_ns) == stamps
+    # a copy cut short lies under a .part name, never the final one, and is started over
+    half = tmp_path / "assets" / (mathjax_js.parent.name + ".part")
+    mathjax_js.parent.rename(half)
+    (half / "MathJax.js").unlink()
+    assert run.write_assets(str(tmp_path)) == urls and mathjax_js.is_file()
+    assert not half.exists()
