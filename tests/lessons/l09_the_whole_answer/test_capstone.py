@@ -187,9 +187,13 @@ def test_the_drill_asks_every_topic_once_and_knows_its_answers():
 
 def test_the_timed_drill_scores_first_tries_and_stops_the_clock():
     now = [100.0]
-    d = drill.TimedDrill(0, clock=lambda: now[0])
+    d = drill.TimedDrill(0, clock=lambda: now[0])  # built at Run All
     qs = [q for q, _ in d.questions]
+    now[0] += 3600  # an hour reading sections 1-6 is not drill time
+    assert d.score()["seconds"] == 0 and d.score()["in_time"]
+    d.start()  # the first question is shown
     now[0] += 30
+    d.start()  # shown again: the clock keeps running from the first time
     assert d.answer(0, qs[0].answer)["ok"]
     d.answer(1, qs[1].answer * 3 + 1)       # wrong first try
     assert d.answer(1, qs[1].answer)["ok"]  # right later
@@ -201,6 +205,30 @@ def test_the_timed_drill_scores_first_tries_and_stops_the_clock():
     assert s["seconds"] == 30 and s["in_time"] and s["points"] == 15
     with pytest.raises(ValueError, match="i="):
         d.answer(10, 1)
+
+
+def test_the_timed_drill_widget_starts_the_clock_at_the_first_question(monkeypatch):
+    from lessons.l09_the_whole_answer import widgets
+    now = [0.0]
+    monkeypatch.setattr(widgets, "TimedDrill", lambda seed=0: drill.TimedDrill(seed, clock=lambda: now[0]))
+    w = widgets.timed_drill_widget(seed=0)
+    items, stack = [], [w]
+    while stack:
+        x = stack.pop()
+        items.append(x)
+        stack.extend(getattr(x, "children", ()))
+    buttons = {b.description: b for b in items if type(b).__name__ == "Button"}
+    shown = lambda: "\n".join(h.value for h in items if type(h).__name__ == "HTML")  # noqa: E731
+    first = w.drill().questions[0][0]
+    assert first.prompt not in shown() and buttons["Check"].disabled  # nothing asked yet
+    now[0] += 3600  # reading the sections above
+    buttons["Start"].click()
+    assert first.prompt in shown() and not buttons["Check"].disabled
+    now[0] += 42
+    assert w.drill().score()["seconds"] == 42 and "0 min 42 s" in w.drill().score()["text"]
+    assert buttons["Start"].description == "Start again"
+    buttons["Start"].click()  # ten new questions, a new clock from now
+    assert w.drill().questions[0][0].seed == 1 and w.drill().score()["seconds"] == 0
 
 
 def layout_reference(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
