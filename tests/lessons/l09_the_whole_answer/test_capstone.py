@@ -5,6 +5,7 @@ the drills' rules, and the decision exercise tells a good rule from a planted mi
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -165,6 +166,31 @@ def test_walkthrough_follows_the_planner():
     assert none["best"] is None and "short per GPU" in none["steps"][-1]["a"]
     pub = walkthrough.rank_of("megatron-1T", 3072, "A100-80GB", tp=8, pp=64)
     assert pub["rank"] and pub["distinguishable"] is False
+
+
+@pytest.mark.parametrize("job", [("llama3-70B", 64, "H100"), ("175B", 1024, "A100-80GB")])
+def test_walkthrough_table_percentages_follow_a_time_it_shows(job):
+    """Each row's "vs #1" is computed from the time column beside it, so it rises with
+    that column (70B on 64 H100s once showed a ZeRO-3 row at 66.1 s "+76%" below a row at
+    67.6 s "+16%": the share came from a time the table did not show)."""
+    from lessons.l09_the_whole_answer.figures import walkthrough_html
+    d = walkthrough.decide(*job)
+    times = [r["ranked_s"] for r in d["rows"]]
+    assert times == sorted(times) and [r["rank"] for r in d["rows"]] == sorted(r["rank"] for r in d["rows"])
+    for r in d["rows"]:
+        assert r["slower"] == pytest.approx(r["ranked_s"] / times[0] - 1)
+    predicted = [r["step_s"] for r in d["rows"]]
+    assert predicted != sorted(predicted)  # the case that misled: the prediction alone is not the order
+    table = walkthrough_html(d)
+    head = [html.unescape(h) for h in re.findall(r"<th[^>]*>([^<]*)</th>", table)]
+    assert head[-1] == "vs #1's step at best end of band" and "step at best end of band (s)" in head
+    k = head.index("step at best end of band (s)")
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
+    shown = [(float(c[k]), int(c[-1].rstrip("%"))) for c in cells]
+    assert [t for t, _ in shown] == sorted(t for t, _ in shown)
+    assert [p for _, p in shown] == sorted(p for _, p in shown)
+    for t, pct in shown:  # the printed share follows from the printed times, to rounding
+        assert abs(pct - 100 * (t / shown[0][0] - 1)) <= 1
 
 
 @pytest.mark.parametrize("kw, field", [(dict(model="8B"), "model"), (dict(gpu="TPU"), "gpu"),
