@@ -64,7 +64,7 @@ def run_quiz(topic=None, n: int = 10, seed: int = 0, read=input, out=print,
     n, questions = _questions(topic, n, seed)  # every argument checked before the first question
     tally, asked = Tally(), 0
     for i, q in enumerate(questions, 1):
-        out(f"\nQuestion {i}/{n}  [{q.topic} · {q.template}]")
+        out(f"\nQuestion {i}/{n}  [{q.topic}]")
         out(_wrap(q.prompt))
         attempt = Attempt(q, tally)
         ask = f"your answer{' (' + q.unit + ')' if q.unit else ''}, empty to skip> "
