@@ -183,8 +183,8 @@ def test_walkthrough_table_percentages_follow_a_time_it_shows(job):
     assert predicted != sorted(predicted)  # the case that misled: the prediction alone is not the order
     table = walkthrough_html(d)
     head = [html.unescape(h) for h in re.findall(r"<th[^>]*>([^<]*)</th>", table)]
-    assert head[-1] == "vs #1's step at best end of band" and "step at best end of band (s)" in head
-    k = head.index("step at best end of band (s)")
+    assert head[-1] == "vs #1's ranked step" and "ranked step (s)" in head
+    k = head.index("ranked step (s)")
     cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
     shown = [(float(c[k]), int(c[-1].rstrip("%"))) for c in cells]
     assert [t for t, _ in shown] == sorted(t for t, _ in shown)
