@@ -56,3 +56,22 @@ def test_readme_links_every_doc():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [d.name for d in (ROOT / "docs").glob("*.md") if f"docs/{d.name}" not in readme]
     assert not missing, f"docs not linked from the README: {missing}"
+
+
+WORDS = {w: i for i, w in enumerate(("zero", "one", "two", "three", "four", "five", "six"))}
+
+
+def test_the_exercise_counts_in_the_docs_are_the_notebooks():
+    """docs/exercises.md says how many checked exercises each notebook has, and the count
+    is the checkers its cells call (it once promised four everywhere; 09 has one)."""
+    counts = {}
+    for nb in sorted(paths.NOTEBOOKS.glob("0*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        counts[nb.name[:2]] = len(set(re.findall(r"\bcheck_\w+", code)))  # called or passed
+    text = " ".join((ROOT / "docs" / "exercises.md").read_text(encoding="utf-8").split())
+    m = re.search(r"at least (\w+) in each of 00–08 and (\w+) in 09", text)
+    assert m, "docs/exercises.md no longer says how many exercises each notebook has"
+    least, capstone = WORDS[m.group(1)], WORDS[m.group(2)]
+    assert min(v for k, v in counts.items() if k != "09") == least, counts
+    assert counts["09"] == capstone, counts

@@ -6,9 +6,10 @@ Plain data in (from ``experiments``), a plotly ``Figure`` or an HTML table out."
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from lessons.common.viz.charts import bars, loss_curves
-from lessons.common.viz.style import base_layout, series_colors
+from lessons.common.viz.style import LOSS_COLORS, base_layout, series_colors
 from lessons.common.viz.tables import table
 
 __all__ = ["formats_table", "number_line", "loss_figure", "vanished_table", "underflow_table",
@@ -43,8 +44,38 @@ def number_line(rows: list[dict]) -> go.Figure:
                        height=320, showlegend=False)
 
 
+# Each run its own colour, dash and marker: the runs of §3 and §6 differ by less than a
+# line's width, so colour alone cannot tell them apart (nor can a reader who sees no colour).
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+_MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
+
+
 def loss_figure(curves: dict, title: str) -> go.Figure:
-    return loss_curves(curves, title)
+    """The loss per step of each run (top), and its difference from the first run's
+    (bottom: where runs that overlap on top come apart). One legend entry per run."""
+    names = list(curves)
+    if not names:
+        return loss_curves(curves, title)
+    ref = [float(y) for y in curves[names[0]]]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        row_heights=[0.6, 0.4])
+    for i, (name, color) in enumerate(zip(names, LOSS_COLORS * len(names))):
+        ys = [float(y) for y in curves[name]]
+        style = dict(mode="lines+markers", legendgroup=name,
+                     line=dict(color=color, width=4 if i == 0 else 2, dash=_DASHES[i % len(_DASHES)]),
+                     marker=dict(symbol=_MARKERS[i % len(_MARKERS)], size=6, color=color))
+        fig.add_trace(go.Scatter(name=name, x=list(range(len(ys))), y=[round(y, 4) for y in ys],
+                                 hovertemplate=f"{name}<br>step %{{x}}: %{{y:.4f}}<extra></extra>",
+                                 **style), row=1, col=1)
+        diff = [round(y - r, 5) for y, r in zip(ys, ref)]
+        fig.add_trace(go.Scatter(name=name, x=list(range(len(diff))), y=diff, showlegend=False,
+                                 hovertemplate=f"{name}<br>step %{{x}}: %{{y:+.4f}}<extra></extra>",
+                                 **style), row=2, col=1)
+    base_layout(fig, title, height=520)
+    fig.update_xaxes(title_text="optimizer step", row=2, col=1)
+    fig.update_yaxes(title_text="training loss (nats/token)", row=1, col=1)
+    fig.update_yaxes(title_text=f"loss − {names[0]}'s", row=2, col=1)
+    return fig
 
 
 def vanished_table(rows: list[dict]):

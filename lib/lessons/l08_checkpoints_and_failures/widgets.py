@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import math
 
 import ipywidgets as w
 
@@ -19,9 +20,18 @@ RANGES = {"mtbf_years": (-0.5, 2), "checkpoint_tb": (-1, 1.5), "bandwidth_gb_s":
           "restart_s": (0, 4)}
 
 
-def _span(name: str) -> dict:
+STEP = 0.05  # a log slider's step, in powers of 10
+
+
+def _log_grid(name: str, value: float, step: float = STEP) -> dict:
+    """min, max and step of ``name``'s log slider, its grid moved so that ``value`` lies
+    on it. The browser snaps a slider to min + k * step (in powers of 10) and sends that
+    back: on RANGES' own grid 4.86 TB opened as 10^0.70 = 5.01 TB and R = 600 s as 631 s,
+    so the widget computed with numbers the cell above it does not state. (``value`` is
+    checked against RANGES by goodput_explorer first.)"""
     lo, hi = RANGES[name]
-    return {"min": lo, "max": hi}
+    x = math.log10(value)
+    return {"min": x - math.floor((x - lo) / step + 1e-9) * step, "max": hi, "step": step}
 
 
 def explorer_html(res: dict) -> str:
@@ -64,13 +74,13 @@ def goodput_explorer(n_gpus: int = 16384, mtbf_years: float | None = None,
     layout, style = {**LAYOUT, "width": "480px"}, {**STYLE, "description_width": "200px"}
     gpus = w.SelectionSlider(options=GPUS, value=n_gpus,
                              description="GPUs", layout=layout, style=style)
-    mtbf = w.FloatLogSlider(value=mtbf_years, base=10, **_span("mtbf_years"), step=0.05,
+    mtbf = w.FloatLogSlider(value=mtbf_years, base=10, **_log_grid("mtbf_years", mtbf_years),
                             description="GPU-years per interruption", layout=layout, style=style)
-    size = w.FloatLogSlider(value=checkpoint_tb, base=10, **_span("checkpoint_tb"), step=0.05,
+    size = w.FloatLogSlider(value=checkpoint_tb, base=10, **_log_grid("checkpoint_tb", checkpoint_tb),
                             description="checkpoint (TB)", layout=layout, style=style)
-    bw = w.FloatLogSlider(value=bandwidth_gb_s, base=10, **_span("bandwidth_gb_s"), step=0.05,
+    bw = w.FloatLogSlider(value=bandwidth_gb_s, base=10, **_log_grid("bandwidth_gb_s", bandwidth_gb_s),
                           description="storage (GB/s)", layout=layout, style=style)
-    restart = w.FloatLogSlider(value=restart_s, base=10, **_span("restart_s"), step=0.05,
+    restart = w.FloatLogSlider(value=restart_s, base=10, **_log_grid("restart_s", restart_s),
                                description="restart R (s)", layout=layout, style=style)
     numbers, fig_out = w.HTML(), w.Output()
 

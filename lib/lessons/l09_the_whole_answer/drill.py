@@ -132,17 +132,27 @@ def mixed_drill(seed: int = 0) -> list[tuple[Question, str]]:
 class TimedDrill:
     """The tries and the clock of one mixed drill: ``answer(i, value)`` counts by
     ``drills.session``'s rules; ``score()`` says how many were right first time, and how
-    long it took against ``TIME_TARGET_S``. ``clock`` is injectable for tests."""
+    long it took against ``TIME_TARGET_S``. ``clock`` is injectable for tests.
+
+    The clock starts at ``start()``, when the first question is shown, not when the drill
+    is built: the notebook builds it at Run All, and a learner who reads the sections
+    above first must not be past the target before the first question."""
 
     def __init__(self, seed: int = 0, clock=time.monotonic):
         self.questions = mixed_drill(seed)
         self.tally, self.clock = Tally(), clock
         self.attempts = [Attempt(q, self.tally) for q, _ in self.questions]
-        self.started, self.finished = clock(), None
+        self.started, self.finished = None, None
+
+    def start(self) -> None:
+        """Start the clock (once: showing the first question again does not restart it)."""
+        if self.started is None:
+            self.started = self.clock()
 
     def answer(self, i: int, value) -> dict:
         if not 0 <= i < len(self.attempts):
             raise ValueError(f"i={i!r} must be 0..{len(self.attempts) - 1}")
+        self.start()  # an answer before start() (a script, a test) starts the clock there
         v = self.attempts[i].answer(value)
         self._stop_when_done()
         return v
@@ -150,6 +160,7 @@ class TimedDrill:
     def reveal(self, i: int) -> None:
         if not 0 <= i < len(self.attempts):
             raise ValueError(f"i={i!r} must be 0..{len(self.attempts) - 1}")
+        self.start()
         self.attempts[i].reveal()
         self._stop_when_done()
 
@@ -159,7 +170,10 @@ class TimedDrill:
             self.finished = self.clock()
 
     def score(self) -> dict:
-        elapsed = (self.finished or self.clock()) - self.started
+        if self.started is None:
+            elapsed = 0.0
+        else:
+            elapsed = (self.clock() if self.finished is None else self.finished) - self.started
         n = len(self.attempts)
         return dict(first=self.tally.first, later=self.tally.later, answered=self.tally.answered,
                     skipped=self.tally.skipped, of=n, seconds=elapsed,

@@ -8,7 +8,6 @@ NUMBERS = [
     # cell 0, objectives and time
     given("30", "the 30-second answer's length", near="Learning objectives"),
     given("30 min", "reading time"),
-    given("20 s", "the time the notebook takes to run on 2 CPU cores (nothing starts ranks)"),
     given("15 min", "time for the drill and Your turn"),
     given("30", "the 30-second answer's length", near="Where the code is"),
     given("30", "the 30-second answer's length", near="The 30-second answer"),

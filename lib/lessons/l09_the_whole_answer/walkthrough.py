@@ -93,8 +93,10 @@ def decide(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100",
     kinds: dict[str, object] = {}
     for c in ranked:
         kinds.setdefault(_kind(c), c)
-    rows = [dict(kind=k, layout=c.label, step_s=c.step_time, mfu=c.estimate.mfu,
-                 memory_gb=c.estimate.memory_per_gpu.total / GB,
+    # ``ranked_s`` is the time the ranking and ``slower`` use, shown beside the prediction:
+    # a ZeRO-3 row can predict less than #1 and still rank far below it
+    rows = [dict(kind=k, layout=c.label, step_s=c.step_time, ranked_s=c.rank_time,
+                 mfu=c.estimate.mfu, memory_gb=c.estimate.memory_per_gpu.total / GB,
                  slower=c.rank_time / best.rank_time - 1, rank=ranked.index(c) + 1)
             for k, c in kinds.items()]
     return dict(model=model, n_gpus=n_gpus, gpu=gpu, steps=steps, rows=rows, best=best.label,

@@ -40,8 +40,15 @@ def walkthrough_widget(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "
     return W.VBox([W.HBox([m, n, g]), out])
 
 
+# Before Start: the questions stay hidden and the clock stopped (Run All builds the widget
+# long before a learner who reads the sections above reaches it).
+_READY = {"en": "Press <b>Start</b>: the first question appears and the clock starts.",
+          "zh": "按 <b>Start</b>：第一题出现，同时开始计时。"}
+
+
 def timed_drill_widget(seed: int = 0):
-    """Ten questions, one per topic, against the clock; the prompt in English or 中文."""
+    """Ten questions, one per topic, against the clock; the prompt in English or 中文.
+    The clock starts with the first question, on **Start** (``TimedDrill.start``)."""
     state = {"drill": TimedDrill(seed), "i": 0, "last": None}
     lang = W.ToggleButtons(options=[("English", "en"), ("中文", "zh")], value=current_lang())
     prompt, feedback, answer, score = W.HTML(), W.HTML(), W.HTML(), W.HTML()
@@ -49,10 +56,17 @@ def timed_drill_widget(seed: int = 0):
     check = W.Button(description="Check", button_style="primary", layout=W.Layout(width="90px"))
     reveal = W.Button(description="Show answer", layout=W.Layout(width="120px"))
     nxt = W.Button(description="Next", layout=W.Layout(width="90px"))
-    again = W.Button(description="Start again", layout=W.Layout(width="110px"))
+    start = W.Button(description="Start", button_style="success", layout=W.Layout(width="110px"))
 
     def show():
         d, i = state["drill"], state["i"]
+        waiting = d.started is None
+        for c in (box, check, reveal, nxt):
+            c.disabled = waiting
+        if waiting:
+            prompt.value = _READY[lang.value]
+            score.value = ""
+            return
         q, zh = d.questions[i]
         text = q.prompt if lang.value == "en" else zh
         prompt.value = (f"<b>{i + 1} / {len(d.questions)}</b> <small>[{html.escape(q.topic)}]"
@@ -62,7 +76,7 @@ def timed_drill_widget(seed: int = 0):
 
     def on_check(_=None):
         value = box.value.strip()
-        if not value or value == state["last"]:
+        if state["drill"].started is None or not value or value == state["last"]:
             return
         state["last"] = value
         v = state["drill"].answer(state["i"], value)
@@ -82,17 +96,22 @@ def timed_drill_widget(seed: int = 0):
         state["last"], box.value, feedback.value, answer.value = None, "", "", ""
         show()
 
-    def on_again(_=None):
-        state.update(drill=TimedDrill(state["drill"].questions[0][0].seed + 1), i=0, last=None)
-        box.value, feedback.value, answer.value = "", "", ""
+    def on_start(_=None):
+        if state["drill"].started is not None:  # "Start again": ten new questions, a new clock
+            state.update(drill=TimedDrill(state["drill"].questions[0][0].seed + 1), i=0, last=None)
+            box.value, feedback.value, answer.value = "", "", ""
+        state["drill"].start()
+        start.description = "Start again"
         show()
 
     check.on_click(on_check)
     reveal.on_click(on_reveal)
     nxt.on_click(on_next)
-    again.on_click(on_again)
+    start.on_click(on_start)
     box.observe(lambda ch: on_check() if ch["new"].strip() else None, names="value")
     lang.observe(lambda ch: show(), names="value")
     show()
-    return W.VBox([W.HTML("<b>Timed drill</b> · one question from every topic"), lang, prompt,
-                   W.HBox([box, check, reveal, nxt, again]), feedback, answer, score])
+    root = W.VBox([W.HTML("<b>Timed drill</b> · one question from every topic"), lang, prompt,
+                   W.HBox([start, box, check, reveal, nxt]), feedback, answer, score])
+    root.drill = lambda: state["drill"]  # for tests and debugging: the TimedDrill behind it
+    return root

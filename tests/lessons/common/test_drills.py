@@ -167,12 +167,13 @@ def _shown(htmls) -> str:
 
 @pytest.mark.parametrize("topic", list(TOPICS) + [None, ("pp", "cp")])
 def test_widget_checks_reveals_and_moves_on(topic):
-    from lessons.common.drills.widgets import drill_widget
+    from lessons.common.drills.widgets import _para, drill_widget
     w = drill_widget(topic, seed=3)
     assert "parlab-drill" in w._dom_classes
     buttons, text, htmls = _parts(w)
     q = drills.generate(topic=topic, seed=3)
-    assert q.template in _shown(htmls) and "Answer:" not in _shown(htmls)  # asked first
+    assert w.question() == q and _para(q.prompt) in _shown(htmls)
+    assert "Answer:" not in _shown(htmls)  # asked first
     before = _shown(htmls)
     text.value = repr(q.answer * 3)
     buttons["Check"].click()
@@ -186,10 +187,30 @@ def test_widget_checks_reveals_and_moves_on(topic):
     assert html.escape(q.section) in after
     buttons["Next question"].click()
     q2 = drills.generate(topic=topic, seed=4)
-    assert q2.template in _shown(htmls) and "Answer:" not in _shown(htmls)
+    assert w.question() == q2 and _para(q2.prompt) in _shown(htmls) and "Answer:" not in _shown(htmls)
     text.value = repr(q2.answer)
     buttons["Check"].click()
     assert "1 right of 2" in _shown(htmls)
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_a_shown_question_carries_no_internal_tag(topic):
+    """A learner sees the topic and the question, never the template's name or the seed
+    ("[precision · fp8_scale · seed 0]" once); a developer finds both in w.question()."""
+    from lessons.common.drills import quiz
+    from lessons.common.drills.widgets import _para, drill_widget
+    w = drill_widget(topic, seed=0)
+    buttons, _, htmls = _parts(w)
+    for seed in range(4):
+        q = w.question()
+        assert (q.topic, q.seed) == (topic, seed)
+        around = _shown(htmls).replace(_para(q.prompt), "")  # the words outside the question
+        assert q.template not in around and not re.search(r"\bseed\b", around), around
+        buttons["Next question"].click()
+    lines = []  # the terminal quiz's question lines too
+    quiz.run_quiz(topic, n=3, read=lambda _: "", out=lines.append)
+    heads = [line for line in lines if line.lstrip().startswith("Question ")]
+    assert heads and all(line.strip().endswith(f"[{topic}]") for line in heads), heads
 
 
 def test_widget_dropdown_only_with_several_topics_and_bad_topic():
@@ -199,7 +220,7 @@ def test_widget_dropdown_only_with_several_topics_and_bad_topic():
     w = drill_widget(("pp", "cp"))
     dropdown = next(c for c in w.children if type(c).__name__ == "Dropdown")
     dropdown.value = "cp"
-    assert "[cp ·" in _shown(_parts(w)[2])
+    assert "[cp]" in _shown(_parts(w)[2]) and w.question().topic == "cp"
     with pytest.raises(ValueError, match="topic='nope' must be one of"):
         drill_widget("nope")
 

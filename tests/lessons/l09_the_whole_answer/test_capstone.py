@@ -5,6 +5,7 @@ the drills' rules, and the decision exercise tells a good rule from a planted mi
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -167,6 +168,31 @@ def test_walkthrough_follows_the_planner():
     assert pub["rank"] and pub["distinguishable"] is False
 
 
+@pytest.mark.parametrize("job", [("llama3-70B", 64, "H100"), ("175B", 1024, "A100-80GB")])
+def test_walkthrough_table_percentages_follow_a_time_it_shows(job):
+    """Each row's "vs #1" is computed from the time column beside it, so it rises with
+    that column (70B on 64 H100s once showed a ZeRO-3 row at 66.1 s "+76%" below a row at
+    67.6 s "+16%": the share came from a time the table did not show)."""
+    from lessons.l09_the_whole_answer.figures import walkthrough_html
+    d = walkthrough.decide(*job)
+    times = [r["ranked_s"] for r in d["rows"]]
+    assert times == sorted(times) and [r["rank"] for r in d["rows"]] == sorted(r["rank"] for r in d["rows"])
+    for r in d["rows"]:
+        assert r["slower"] == pytest.approx(r["ranked_s"] / times[0] - 1)
+    predicted = [r["step_s"] for r in d["rows"]]
+    assert predicted != sorted(predicted)  # the case that misled: the prediction alone is not the order
+    table = walkthrough_html(d)
+    head = [html.unescape(h) for h in re.findall(r"<th[^>]*>([^<]*)</th>", table)]
+    assert head[-1] == "vs #1's ranked step" and "ranked step (s)" in head
+    k = head.index("ranked step (s)")
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
+    shown = [(float(c[k]), int(c[-1].rstrip("%"))) for c in cells]
+    assert [t for t, _ in shown] == sorted(t for t, _ in shown)
+    assert [p for _, p in shown] == sorted(p for _, p in shown)
+    for t, pct in shown:  # the printed share follows from the printed times, to rounding
+        assert abs(pct - 100 * (t / shown[0][0] - 1)) <= 1
+
+
 @pytest.mark.parametrize("kw, field", [(dict(model="8B"), "model"), (dict(gpu="TPU"), "gpu"),
                                        (dict(n_gpus=0), "n_gpus"), (dict(n_gpus="8"), "n_gpus")])
 def test_walkthrough_refuses_bad_input(kw, field):
@@ -187,9 +213,13 @@ def test_the_drill_asks_every_topic_once_and_knows_its_answers():
 
 def test_the_timed_drill_scores_first_tries_and_stops_the_clock():
     now = [100.0]
-    d = drill.TimedDrill(0, clock=lambda: now[0])
+    d = drill.TimedDrill(0, clock=lambda: now[0])  # built at Run All
     qs = [q for q, _ in d.questions]
+    now[0] += 3600  # an hour reading sections 1-6 is not drill time
+    assert d.score()["seconds"] == 0 and d.score()["in_time"]
+    d.start()  # the first question is shown
     now[0] += 30
+    d.start()  # shown again: the clock keeps running from the first time
     assert d.answer(0, qs[0].answer)["ok"]
     d.answer(1, qs[1].answer * 3 + 1)       # wrong first try
     assert d.answer(1, qs[1].answer)["ok"]  # right later
@@ -201,6 +231,30 @@ def test_the_timed_drill_scores_first_tries_and_stops_the_clock():
     assert s["seconds"] == 30 and s["in_time"] and s["points"] == 15
     with pytest.raises(ValueError, match="i="):
         d.answer(10, 1)
+
+
+def test_the_timed_drill_widget_starts_the_clock_at_the_first_question(monkeypatch):
+    from lessons.l09_the_whole_answer import widgets
+    now = [0.0]
+    monkeypatch.setattr(widgets, "TimedDrill", lambda seed=0: drill.TimedDrill(seed, clock=lambda: now[0]))
+    w = widgets.timed_drill_widget(seed=0)
+    items, stack = [], [w]
+    while stack:
+        x = stack.pop()
+        items.append(x)
+        stack.extend(getattr(x, "children", ()))
+    buttons = {b.description: b for b in items if type(b).__name__ == "Button"}
+    shown = lambda: "\n".join(h.value for h in items if type(h).__name__ == "HTML")  # noqa: E731
+    first = w.drill().questions[0][0]
+    assert first.prompt not in shown() and buttons["Check"].disabled  # nothing asked yet
+    now[0] += 3600  # reading the sections above
+    buttons["Start"].click()
+    assert first.prompt in shown() and not buttons["Check"].disabled
+    now[0] += 42
+    assert w.drill().score()["seconds"] == 42 and "0 min 42 s" in w.drill().score()["text"]
+    assert buttons["Start"].description == "Start again"
+    buttons["Start"].click()  # ten new questions, a new clock from now
+    assert w.drill().questions[0][0].seed == 1 and w.drill().score()["seconds"] == 0
 
 
 def layout_reference(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):

@@ -70,8 +70,9 @@ def drill_widget(topic=None, seed: int = 0, lang: str | None = None):
     def ask(_=None):
         q = generate(topic=chosen(), seed=state["seed"], lang=lang)
         state.update(attempt=Attempt(q, state["tally"]), last=None)
-        prompt.value = (f"<b>{t(TEXT, 'w_question', lang)}</b> <small>[{html.escape(q.topic)} · "
-                        f"{html.escape(q.template)} · seed {state['seed']}]</small><br>"
+        # the template's name and the seed are for developers (root.question()), not
+        # for a learner: the prompt names only the topic
+        prompt.value = (f"<b>{t(TEXT, 'w_question', lang)}</b> <small>[{html.escape(q.topic)}]</small><br>"
                         f"{_para(q.prompt)}")
         box.value = ""
         box.placeholder = t(TEXT, "w_placeholder_unit", lang, unit=q.unit) if q.unit else \
@@ -114,5 +115,6 @@ def drill_widget(topic=None, seed: int = 0, lang: str | None = None):
         head.append(choice)
     root = W.VBox(head + [prompt, W.HBox([box, check, reveal, nxt]), feedback, answer, score])
     root.add_class("parlab-drill")
+    root.question = lambda: state["attempt"].q  # the Question shown: its template and seed
     ask()
     return root
