@@ -157,6 +157,7 @@ def test_notebook_in_browser(name, lab, browser, report, request):
             failures.append(f"{name}: {hint}; " + _shot(page, name, "hint"))
         t1 = time.monotonic()
         _exercise_widgets(page, name, entry, failures)
+        failures += [f"notation: {p}" for p in your_turn.type_notations(page, name[:2])]
         entry["widgets_s"] = round(time.monotonic() - t1, 1)
         failures += [f"traceback shown after the widget changes in cell {t['cell']}: {t['text']}"
                      for t in nbp.dom_tracebacks(page)

@@ -169,3 +169,36 @@ def wrong_then_right(page, stem: str, timeout: float = 90.0) -> dict:
         verdicts[label] = _verdict(page, checks[0], timeout)
     return dict(exercise=name, seconds=round(time.monotonic() - t0, 1), **verdicts)
 
+
+
+# Answer boxes read the notations people type (issue 33): per notebook, one box (by its
+# label) and what is typed into it, each right, with what the verdict must say it read.
+NOTATIONS = {
+    "07": ("smallest normal", [("2^-14", "read 2^-14 ="), ("2**-14", "read 2**-14 ="),
+                               ("1/16384", "read 1/16384 ="), ("6.1e-5", ""), ("6.104e-5", "")]),
+}
+
+
+def type_notations(page, stem: str, timeout: float = 30.0) -> list[str]:
+    """Type each notation of ``NOTATIONS[stem]`` into its answer box and press Check; what
+    went wrong (a verdict that is not "Correct.", or that does not say what it read)."""
+    if stem not in NOTATIONS:
+        return []
+    label, typed = NOTATIONS[stem]
+    box = page.locator(".parlab-answer").filter(has=page.locator(f"b:text-is('{label}')")).first
+    if not box.count():
+        return [f"no answer box labelled {label!r}"]
+    box.scroll_into_view_if_needed(timeout=10_000)
+    text, check = box.locator(".widget-text input").first, box.locator("button").first
+    verdict = box.locator(".widget-html-content").last
+    problems = []
+    for value, says in typed:
+        before = verdict.text_content() or ""
+        text.fill(value)
+        check.click()
+        deadline = time.monotonic() + timeout
+        while (got := verdict.text_content() or "") == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not got.startswith("Correct.") or says not in got:
+            problems.append(f"{label!r} box: typed {value!r}, got {got[:160]!r}")
+    return problems

@@ -72,8 +72,7 @@ def run_quiz(topic=None, n: int = 10, seed: int = 0, read=input, out=print,
     n, questions = _questions(topic, n, seed, lang)
     tally, asked = Tally(), 0
     for i, q in enumerate(questions, 1):
-        out(f"
-{t(TEXT, 'quiz_head', lang, i=i, n=n)}  [{q.topic}]")
+        out(f"\n{t(TEXT, 'quiz_head', lang, i=i, n=n)}  [{q.topic}]")
         out(_wrap(q.prompt, lang=lang))
         attempt = Attempt(q, tally)
         ask = t(TEXT, "quiz_ask_unit", lang, unit=q.unit) if q.unit else \
