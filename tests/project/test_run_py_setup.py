@@ -134,7 +134,7 @@ def test_pins_are_kept_once(run):
     pyproject.toml's extras are those files, Binder reads requirements.txt, and no package
     is pinned twice."""
     lab, test = _pins(run.REQUIREMENTS), _pins(run.TEST_REQUIREMENTS)
-    assert set(lab) == {"torch", "numpy", "jupyterlab", "ipywidgets", "plotly"}
+    assert set(lab) == {"torch", "numpy", "jupyterlab", "ipywidgets", "plotly", "jupyter-server-mathjax"}
     assert {"pytest", "pytest-timeout", "hypothesis", "nbval"} <= set(test)
     assert test["transformers"] == "transformers==4.57.6"
     assert not set(lab) & set(test)
