@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 
-from parlab.launch import MAX_LOCAL_RANKS
+from lessons.common.checkers.core import check_ranks as ranks  # noqa: F401 (the demos' rank counts)
+from lessons.common.checkers.core import check_timeout as timeout  # noqa: F401
+from parlab import cost
 from parlab.model import GPTConfig
 from parlab.validate import check_choice, check_float, check_int, shown
 
@@ -29,23 +31,13 @@ def steps(name: str, value) -> int:
     return check_int(name, value, 1, MAX_STEPS)
 
 
-def ranks(name: str, value, low: int = 1) -> int:
-    """A number of local ranks: at most the launcher's cap (PARLAB_MAX_RANKS)."""
-    return check_int(name, value, low, MAX_LOCAL_RANKS)
-
-
-def timeout(value) -> float:
-    return check_float("timeout", value)
-
-
 def approx_params(config: GPTConfig) -> int:
     """The GPT's parameters from its shape, without building it (building is what an
     absurd config must not get to): attention 4 d^2 and the MLP 2 d d_ff per layer (per
     expert in a MoE), the embeddings and the untied head."""
     experts = max(1, config.n_experts)
-    d = config.d_model
-    per_layer = 4 * d * d + 2 * d * config.d_ff * experts
-    return config.n_layers * per_layer + (2 * config.vocab_size + config.seq_len) * d
+    blocks = cost.transformer_params(config.n_layers, config.d_model, config.d_ff * experts)
+    return blocks + (2 * config.vocab_size + config.seq_len) * config.d_model
 
 
 def config(value, name: str = "config") -> GPTConfig:
