@@ -398,6 +398,14 @@ def select_notebooks(names: list[str], notebooks: str = NOTEBOOKS) -> list[str]:
     return chosen
 
 
+def _write_whole(path: str, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it into place: an interrupted write is
+    never taken for a finished asset."""
+    with open(path + ".part", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(path + ".part", path)
+
+
 def write_assets(build: str) -> dict[str, str]:
     """Copy plotly.js and MathJax into ``build/assets/`` unless a copy of the same version
     is there, and return their URLs relative to the pages: ``{"plotly": ..., "mathjax":
@@ -411,9 +419,7 @@ def write_assets(build: str) -> dict[str, str]:
     plotly_name = f"plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
     plotly_path = os.path.join(assets, plotly_name)
     if not os.path.exists(plotly_path):
-        with open(plotly_path + ".part", "w", encoding="utf-8") as f:
-            f.write(plotly.offline.get_plotlyjs())
-        os.replace(plotly_path + ".part", plotly_path)
+        _write_whole(plotly_path, plotly.offline.get_plotlyjs())
 
     spec = importlib.util.find_spec("jupyter_server_mathjax")  # found, not imported
     if spec is None or not spec.submodule_search_locations:
@@ -443,9 +449,7 @@ def share_styles(page: str, build: str, min_chars: int = 10_000) -> str:
         name = f"style-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
         path = os.path.join(build, ASSETS, name)
         if not os.path.exists(path):
-            with open(path + ".part", "w", encoding="utf-8") as f:
-                f.write(css)
-            os.replace(path + ".part", path)
+            _write_whole(path, css)
         return f'<link rel="stylesheet" href="{ASSETS}/{name}"/>'
     return re.sub(r'<style type="text/css">(.*?)</style>', link, page, flags=re.S)
 
