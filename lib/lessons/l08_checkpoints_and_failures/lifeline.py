@@ -22,7 +22,6 @@ tens of milliseconds.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
@@ -30,24 +29,15 @@ import subprocess
 import sys
 import time
 
+from parlab.launch import rank
 from parlab.launch.rank import alive  # a zombie counts as dead
 
 MARK = "PARLAB_FAILOVER_RUN"  # every process of a run: its private directory
 CALLER = "PARLAB_FAILOVER_CALLER"  # the guard's: the pid of the process that called failover
-PR_SET_PDEATHSIG = 1
-
-
 def die_with_parent() -> None:
-    """SIGKILL this process when its parent dies (Linux; elsewhere nothing). If the parent
-    died already, before the request was made, go at once: the kernel would not tell."""
-    parent = os.getppid()
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return  # not Linux: the guard and end_run still end this process
-    if os.getppid() != parent:
-        os._exit(1)
+    """SIGKILL this process when its parent dies (Linux; elsewhere nothing: the guard and
+    end_run still end this process). The launcher's ranks use the same tie."""
+    rank.die_with_parent(os.getppid())
 
 
 def members(root: str) -> list[int]:

@@ -282,6 +282,25 @@ def cell_error_info(e: BaseException) -> dict:
     return {"type": type(e).__name__, "message": str(e), "frames": frames}
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+
+
+def die_with_parent(parent: int) -> bool:
+    """Ask the kernel for SIGKILL when ``parent`` (this process's parent) dies. If it died
+    before the request was made, exit at once: the kernel would not tell. False where
+    it cannot be asked (not Linux): the caller's other ties must do."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent:  # it died before the prctl: we were handed to init
+        os._exit(1)
+    return True
+
+
 def _die_with_fork_server(server: int | None) -> None:
     """Die with the fork server we were forked from, by the kernel's hand.
 
@@ -293,15 +312,8 @@ def _die_with_fork_server(server: int | None) -> None:
     where our parent is the caller: the signal follows the parent *thread* that
     started us, and a launch from a thread that then ends would kill its pool.
     Linux only; elsewhere the lifeline thread is all there is."""
-    if server is None or not sys.platform.startswith("linux"):
+    if server is None or not die_with_parent(server):
         return
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != server:  # it died before the prctl: we were handed to init
-        os._exit(1)
     # multiprocessing gave us a copy of the pipe whose closing tells the server its
     # clients are gone: held here, it would keep the server (and so us) alive
     from multiprocessing import forkserver
