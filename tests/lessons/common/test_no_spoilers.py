@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import copy
 import html
+import importlib
 import inspect
 import json
 import re
@@ -34,12 +35,17 @@ def _plain(text: str) -> str:
     return _words(html.unescape(re.sub(r"<[^<>]{0,300}>", " ", text)))
 
 
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
 def _fragments(text: str, least: int = 24) -> list[str]:
     """Sentences (or clauses) of an answer long enough that finding one elsewhere means
-    the answer is shown, not that two texts share a phrase."""
-    parts = re.split(r"(?<=[.!?;])\s+", _plain(text))
-    return [p for p in parts if len(p) >= least and len(p.split()) >= 4
-            and re.search(r"[A-Za-z]{4}", p)]
+    the answer is shown, not that two texts share a phrase: in English 24 characters and
+    four words, in Chinese (clauses cut at 。；！？，：) 10 characters of Chinese."""
+    parts = re.split(r"(?<=[.!?;])\s+|(?<=[。；！？，：])", _plain(text))
+    return [p.strip() for p in parts
+            if (len(p) >= least and len(p.split()) >= 4 and re.search(r"[A-Za-z]{4}", p))
+            or len(_CJK.findall(p)) >= 10]
 
 
 def _keys(tree: ast.AST) -> set[int]:
@@ -88,6 +94,13 @@ def hidden_texts() -> tuple[str, ...]:
     for path in sorted(LESSONS.glob("l*/interview.py")):
         tree = ast.parse(path.read_text())
         texts += _literal_parts(tree, _docstrings(tree) | _summaries(tree))
+    for path in sorted(LESSONS.glob("l*/text.py")):
+        # an answer's lines and verdict ("b.1", "b.verdict"), both languages; its summary
+        # ("b") shows before the click; a field cuts a sentence in two (its value is not known)
+        for key, texts_ in getattr(importlib.import_module(f"lessons.{path.parent.name}.text"),
+                                   "INTERVIEW", {}).items():
+            if "." in key:
+                texts += [re.sub(r"\{[^{}]*\}", " ; ", v) for v in texts_.values()]
     from lessons.l09_the_whole_answer import answers, followups
     for lang in answers.LANGS:
         texts.append(answers.thirty_second(lang))

@@ -80,13 +80,17 @@ __all__ = ["verdict", "missing", "blank", "shown", "parse_value", "box_value", "
 def verdict(ok: bool, message: str, **extra) -> dict:
     """``{"ok", "message": "Correct. ..." / "Not yet. ...", "detail": the message alone}``
     (``detail``: for front-ends that say right or wrong in their own words)."""
-    return dict(ok=bool(ok), message=("Correct. " if ok else "Not yet. ") + message,
+    from lessons.common.i18n import t
+    from .text import TEXT
+    return dict(ok=bool(ok), message=t(TEXT, "correct" if ok else "not_yet") + message,
                 detail=message, **extra)
 
 
 def missing(what: str) -> dict:
     """The verdict for an exercise not attempted yet."""
-    return dict(ok=False, message=f"Not answered yet: {what}", missing=True)
+    from lessons.common.i18n import t
+    from .text import TEXT
+    return dict(ok=False, message=t(TEXT, "not_answered", what=what), missing=True)
 
 
 def blank(answer) -> bool:
