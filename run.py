@@ -10,6 +10,9 @@
                                 them with their figures as HTML pages to build/, which read
                                 offline (plotly.js and MathJax in build/assets/) and print
                                 with every fold-out open
+    python3 run.py progress     my record, one page: exercises passed, the drill by topic,
+                                questions due for review, figures measured on this machine,
+                                CV lines (--lang zh for 中文, --html PATH for a page)
     python3 run.py test         create .venv, install the lab and the test tools, run the
                                 whole test suite (unit tests and every notebook)
     python3 run.py setup        create .venv and install what a learner needs, nothing else
@@ -559,7 +562,7 @@ def html(names: list[str]) -> None:
 # ------------------------------------------------------------------------------
 
 def main() -> None:
-    if len(sys.argv) < 2 or sys.argv[1] not in ("lab", "test", "setup", "html", "_html"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("lab", "test", "setup", "html", "_html", "progress"):
         sys.exit(__doc__)
     command, extra = sys.argv[1], sys.argv[2:]
     if command == "_html":  # html, inside the virtualenv (nbconvert, plotly)
@@ -576,6 +579,8 @@ def main() -> None:
         lab(extra)
     elif command == "html":
         os.execv(PY, [PY, os.path.abspath(__file__), "_html", *extra])
+    elif command == "progress":  # the lessons read the record (lessons.common.record)
+        os.execv(PY, [PY, "-m", "lessons", "progress", *extra])
     elif command == "test":
         # pytest settings (test paths, nbval, timeouts) live in pyproject.toml
         os.chdir(ROOT)

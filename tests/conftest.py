@@ -1,5 +1,10 @@
+import os
 import subprocess
 import sys
+
+# the learner's record (lessons.common.record) stays out of the tests, and out of the kernels
+# and servers they start (they inherit this); tests of the record name a file of their own
+os.environ["PARLAB_RECORD"] = "off"
 
 import pytest
 

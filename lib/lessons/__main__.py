@@ -6,6 +6,9 @@
     python -m lessons alpha-beta --ranks 4      latency/bandwidth fit, all-reduce vs model
     python -m lessons drill [--topic pp,cp] [--n 10] [--seed 1] [--lang zh]
                                                 interview drills on stdin (in English or 中文)
+    python -m lessons progress [--lang zh] [--html PATH]
+                                                my record: exercises passed, drill, due reviews,
+                                                my own measurements, CV lines
     python -m lessons failover [--ranks 2 --steps 8 --kill-at 5 --every 2]   a rank killed
                                                 under torchrun; restart, resume from DCP
 
@@ -113,6 +116,17 @@ def cmd_drill(args, out):
     run_quiz(parse_topics(args.topic), args.n, args.seed, out=out, lang=lang)
 
 
+def cmd_progress(args, out):
+    """my record, one page: exercises passed, drill by topic, due reviews, my measurements"""
+    from .common import progress
+    from .common.i18n import check_lang
+    lang = None if args.lang is None else check_lang(args.lang)
+    if args.html:
+        out(f"written: {progress.write_page(args.html, lang)}")
+    else:
+        out(progress.text(lang))
+
+
 def add_flags(p, name: str) -> None:
     """The flags of the lessons' subcommand ``name`` on its parser ``p``."""
     if name == "drill":  # a quiz: no ranks start
@@ -121,6 +135,10 @@ def add_flags(p, name: str) -> None:
         p.add_argument("--seed", type=int, default=0, help="the first question's seed")
         p.add_argument("--lang", default=None,
                        help="en or zh: the language it asks in (default: PARLAB_LANG, else en)")
+        return
+    if name == "progress":  # reads the record: no ranks start
+        p.add_argument("--lang", default=None, help="en or zh (default: PARLAB_LANG, else en)")
+        p.add_argument("--html", default=None, help="write the page to this HTML file instead")
         return
     if name == "failover":  # starts torchrun itself (l08_checkpoints_and_failures.failover)
         p.add_argument("--ranks", type=int, default=2, help="torchrun --nproc-per-node")
@@ -141,7 +159,8 @@ def add_flags(p, name: str) -> None:
 
 
 COMMANDS = [("collectives", cmd_collectives), ("ring", cmd_ring), ("bytes", cmd_bytes),
-            ("alpha-beta", cmd_alpha_beta), ("drill", cmd_drill), ("failover", cmd_failover)]
+            ("alpha-beta", cmd_alpha_beta), ("drill", cmd_drill), ("progress", cmd_progress),
+            ("failover", cmd_failover)]
 
 
 def main(argv=None) -> None:

@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 from parlab import comm, cost, trace
 from parlab.launch import launch
+from lessons.common import record
 
 
 # --- 1. every collective once, on tiny tensors --------------------------------------
@@ -251,6 +252,12 @@ def measure_alpha_beta(sizes=None, repeats: int = 30, duplex: bool = False,
     xs = sorted(times)
     best = [times[s][0] for s in xs]
     fit = cost.fit_alpha_beta(xs, best)
+    way = "exchange" if duplex else "one way"  # measured here: it goes in the learner's record
+    way_zh = "双向同时" if duplex else "单向"
+    record.measurement("l00_collectives", f"latency alpha, rank 0 <-> 1 ({way})", fit.alpha * 1e6, "us",
+                       f"延迟 alpha，rank 0 <-> 1（{way_zh}）")
+    record.measurement("l00_collectives", f"bandwidth, rank 0 <-> 1 ({way})", fit.bandwidth / 1e9, "GB/s",
+                       f"带宽，rank 0 <-> 1（{way_zh}）")
     return {"sizes": xs, "times": best, "medians": [times[s][1] for s in xs],
             "alpha": fit.alpha, "beta": fit.beta, "bandwidth": fit.bandwidth, "r2": fit.r2,
             "duplex": duplex}

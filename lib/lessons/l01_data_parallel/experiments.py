@@ -21,6 +21,7 @@ from parlab.trace import overlap_fraction
 from parlab.data_parallel.compression import COMPRESSORS, payload_bytes
 from parlab.data_parallel.ddp import assign_buckets
 from parlab.data_parallel.runner import DPRun, make_dp, run
+from lessons.common import record
 
 TIMING_CONFIG = GPTConfig()  # vocab 64, seq 64, d 64, 4 heads, 4 layers: ~0.2 M parameters
 COMPRESSION_CONFIG = GPTConfig(n_layers=2, d_model=32, n_heads=4, seq_len=32)  # ~31 k parameters
@@ -166,6 +167,8 @@ def throughput(world_sizes=(1, 2, 4), variants=("naive", "bucketed", "ddp"),
     base = {r["variant"]: r["tokens_per_s"] for r in rows if r["world_size"] == min(world_sizes)}
     for r in rows:
         r["speedup"] = r["tokens_per_s"] / base[r["variant"]]
+        record.measurement("l01_data_parallel", f"DP {r['variant']} on {r['world_size']} ranks",
+                           r["tokens_per_s"], "tokens/s", f"数据并行 {r['variant']}，{r['world_size']} 个 rank")
     return rows
 
 

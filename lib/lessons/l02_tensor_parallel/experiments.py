@@ -21,6 +21,7 @@ from parlab import cost, hardware
 from parlab.model import GPTConfig
 from parlab.validate import check_choice
 from parlab.tensor_parallel.runner import TPRun, run
+from lessons.common import record
 
 SMALL = GPTConfig(vocab_size=64, seq_len=32, d_model=64, n_heads=4, n_layers=2)
 MEDIUM = GPTConfig(vocab_size=64, seq_len=64, d_model=256, n_heads=4, n_layers=2)  # timings
@@ -176,6 +177,10 @@ def throughput(config: GPTConfig = MEDIUM, tps=(1, 2, 4), batch_size: int = 8, s
             times[t] += _run(config, t, sequence_parallel and t > 1, batch_size,
                              steps=steps).step_times[1:]
     base = statistics.median(times[tps[0]])
+    for t in tps:  # measured here: it goes in the learner's record
+        name = f"TP t={t}{' + SP' if sequence_parallel and t > 1 else ''}"
+        record.measurement("l02_tensor_parallel", name, batch_size * config.seq_len / statistics.median(times[t]),
+                           "tokens/s", "张量并行 " + name[3:])
     return [dict(tp=t, step_s=statistics.median(times[t]), steps=len(times[t]),
                  tokens_per_s=batch_size * config.seq_len / statistics.median(times[t]),
                  speedup=base / statistics.median(times[t])) for t in tps]

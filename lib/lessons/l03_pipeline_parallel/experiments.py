@@ -11,6 +11,7 @@ from parlab.pipeline_parallel.runner import PipelineResult, PPRun, run
 from parlab.pipeline_parallel.schedules import (FIXED_V, Action, make_schedule, placement_of,
                                                 simulate, validate)
 from parlab.pipeline_parallel.stages import gpt_stages
+from lessons.common import record
 
 
 # ----------------------------------------------------------------------------- for notebook 03
@@ -126,6 +127,9 @@ def measured_bubble(schedule: str, p: int, m: int, v: int = 1, t_fwd: float = 0.
     costs = message_costs(steps[0].events, p, v, schedule, m)
     with_comm = simulate(schedule, p, m, v, t_fwd, t_bwd, **costs)
     known = schedule in ("gpipe", "1f1b", "interleaved")
+    shape = f"P={p} M={m}" + (f" v={v}" if v > 1 else "")
+    record.measurement("l03_pipeline_parallel", f"{schedule} bubble, {shape}", 100 * steps[0].bubble_fraction, "%",
+                       f"{schedule} 气泡，{shape}")
     return dict(schedule=schedule, p=p, m=m, v=v, measured=steps[0].bubble_fraction,
                 median=statistics.median(t.bubble_fraction for t in steps),
                 measured_ratio=steps[0].bubble_ratio, simulated=sim.bubble_fraction,

@@ -158,8 +158,9 @@ def test_drill_widget_in_chinese(session_lang):
     w = drill_widget(("pp", "cp"))
     dropdown = next(c for c in parts(w) if type(c).__name__ == "Dropdown")
     assert dropdown.label == "以上全部"
-    dropdown.value = "cp"  # still picks a topic by its name
-    assert any("[cp]" in getattr(c, "value", "") for c in parts(w) if type(c).__name__ == "HTML")
+    assert dropdown.options[-1] == ("上下文并行", "cp")  # shown by its Chinese name, keyed as ever
+    dropdown.value = "cp"
+    assert any("[上下文并行]" in getattr(c, "value", "") for c in parts(w) if type(c).__name__ == "HTML")
 
 
 def test_the_whole_answer_follows_the_session(session_lang):

@@ -15,6 +15,7 @@ from lessons.l07_mixed_precision import drills as precision
 from lessons.l08_checkpoints_and_failures import drills as reliability
 from lessons.l06_3d_parallel import drills as threed
 from lessons.l02_tensor_parallel import drills as tp_sp
+from .. import record
 from ..checkers.answers import percent_words
 from ..i18n import pick, t
 from .core import _REGISTRY, TOPICS, Question, Template
@@ -104,3 +105,22 @@ def generate(template: str | None = None, topic=None, seed: int = 0,
     prompt = ask.prompt_zh if lang == "zh" else ask.prompt
     return Question(template, tp.topic, seed, prompt + unit, float(ask.answer), ask.unit,
                     ask.rel_tol, explanation, citation, ask.digits, lang)
+
+
+def topic_name(topic: str, lang: str | None = None) -> str:
+    """A topic as a learner reads it: "pipeline parallelism" / "流水线并行" for ``pp``."""
+    if topic not in TOPICS:
+        raise ValueError(f"topic={topic!r} must be one of {', '.join(TOPICS)}")
+    return t(TEXT, f"topic_{topic}", lang)
+
+
+def next_question(topic=None, seed: int = 0, lang: str | None = None,
+                  asked: frozenset | set = frozenset()) -> tuple[Question, bool]:
+    """The drill's next question and whether it is a review: a question the learner missed
+    before that is due again in their record (``record.due``; box 1 first), with new
+    numbers from ``seed``, ahead of ``generate(topic=topic, seed=seed)``'s. ``asked``: the
+    templates this session already asked, which are not brought back in it."""
+    for template in record.due(_topics(topic)) if record.enabled() else ():
+        if template not in asked and template in _REGISTRY:
+            return generate(template=template, topic=topic, seed=seed, lang=lang), True
+    return generate(topic=topic, seed=seed, lang=lang), False

@@ -9,7 +9,7 @@ import textwrap
 
 from parlab.validate import check_int, shown
 from ..i18n import pick, t
-from .bank import check_seed, generate, templates
+from .bank import check_seed, next_question, templates, topic_name
 from .core import TOPICS, Question
 from .session import Attempt, Tally
 from .text import TEXT
@@ -43,14 +43,23 @@ def _questions(topic, n, seed, lang=None):
     check_seed(seed), check_seed(seed + n - 1)  # the last question's seed too
     templates(topic)  # a bad topic is refused now, not at the first question
     lang = pick(lang)
-    return n, (generate(topic=topic, seed=seed + i, lang=lang) for i in range(n))
+    return n, _walk(topic, n, seed, lang)
+
+
+def _walk(topic, n, seed, lang):
+    """``next_question`` n times: the learner's due reviews first, then the seeds in turn."""
+    asked = set()
+    for i in range(n):
+        q, review = next_question(topic, seed + i, lang, asked)
+        asked.add(q.template)
+        yield q, review
 
 
 def quiz_questions(topic=None, n: int = 10, seed: int = 0,
                    lang: str | None = None) -> list[Question]:
     """The questions a quiz asks: ``generate(topic=topic, seed=seed + i, lang=lang)`` for
     i < n (``n`` at most ``MAX_QUESTIONS``)."""
-    return list(_questions(topic, n, seed, lang)[1])
+    return [q for q, _ in _questions(topic, n, seed, lang)[1]]
 
 
 def _wrap(text: str, indent: str = "", lang: str = "en") -> str:
@@ -71,8 +80,9 @@ def run_quiz(topic=None, n: int = 10, seed: int = 0, read=input, out=print,
     # every argument checked before the first question
     n, questions = _questions(topic, n, seed, lang)
     tally, asked = Tally(), 0
-    for i, q in enumerate(questions, 1):
-        out(f"\n{t(TEXT, 'quiz_head', lang, i=i, n=n)}  [{q.topic}]")
+    for i, (q, review) in enumerate(questions, 1):
+        tag = topic_name(q.topic, lang) + (" · " + t(TEXT, "review", lang) if review else "")
+        out(f"\n{t(TEXT, 'quiz_head', lang, i=i, n=n)}  [{tag}]")
         out(_wrap(q.prompt, lang=lang))
         attempt = Attempt(q, tally)
         ask = t(TEXT, "quiz_ask_unit", lang, unit=q.unit) if q.unit else \

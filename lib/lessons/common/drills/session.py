@@ -2,6 +2,10 @@
 quiz (``quiz.run_quiz``) and the widget (``widgets.drill_widget``), which only show
 what ``Attempt`` and ``Tally`` decide.
 
+Each counted try goes into the learner's record (``lessons.common.record``), with the
+seconds since the question was shown; the first try, or a reveal before any, settles the
+question's Leitner box there.
+
 The score counts first tries, and says so: "2 right of 3 on the first try". A question
 is answered once it has a counted try; a right answer after a wrong one is reported on
 its own ("1 more right on a later try"), so it is seen but does not pass for knowing the
@@ -14,8 +18,10 @@ before any try is skipped.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+from .. import record
 from ..i18n import t
 from .core import Question
 from .text import TEXT
@@ -49,6 +55,7 @@ class Attempt:
         self.tries = 0         # counted tries
         self.solved = False    # a right answer came before the answer was shown
         self.revealed = False
+        self.shown_at = time.monotonic()  # the clock of this question starts when it is shown
 
     def answer(self, value) -> dict:
         """The question's verdict on ``value`` (``Question.verdict``), counted by the rules
@@ -57,6 +64,10 @@ class Attempt:
         counts = not (v.get("missing") or v.get("unreadable") or v.get("did_you_mean"))
         if counts and not self.revealed and not self.solved:
             self.tries += 1
+            if record.enabled():
+                record.drill_try(self.q, self.tries, v["ok"], time.monotonic() - self.shown_at)
+                if self.tries == 1:
+                    record.settle(self.q.template, self.q.topic, v["ok"])
             if self.tries == 1:
                 self.tally.answered += 1
             if v["ok"]:
@@ -74,4 +85,6 @@ class Attempt:
         """The answer is shown: a skip when nothing was tried, and no score after it."""
         if not self.revealed and self.tries == 0 and not self.solved:
             self.tally.skipped += 1
+            if record.enabled():  # shown before a try: a miss, back to box 1
+                record.settle(self.q.template, self.q.topic, False)
         self.revealed = True

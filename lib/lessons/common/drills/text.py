@@ -48,6 +48,18 @@ TEXT = {
     "quiz_not_yet": {"en": "not yet: {detail}", "zh": "还不对：{detail}"},
     "quiz_score": {"en": "score: {tally}", "zh": "得分：{tally}"},
     "quiz_stopped": {"en": " (stopped after {asked} of {n})", "zh": "（共 {n} 题，答到第 {asked} 题时停止）"},
+    "review": {"en": "review: missed before", "zh": "复习：之前答错的题"},
+    # the topics, as a learner reads them (core.TOPICS are their keys)
+    "topic_collectives": {"en": "collectives", "zh": "集合通信"},
+    "topic_dp_zero": {"en": "data parallelism and ZeRO", "zh": "数据并行与 ZeRO"},
+    "topic_tp_sp": {"en": "tensor and sequence parallelism", "zh": "张量并行与序列并行"},
+    "topic_pp": {"en": "pipeline parallelism", "zh": "流水线并行"},
+    "topic_moe_ep": {"en": "MoE and expert parallelism", "zh": "MoE 与专家并行"},
+    "topic_memory_flops": {"en": "memory and FLOPs", "zh": "显存与算力"},
+    "topic_cp": {"en": "context parallelism", "zh": "上下文并行"},
+    "topic_3d": {"en": "3D parallelism", "zh": "3D 并行"},
+    "topic_precision": {"en": "mixed precision", "zh": "混合精度"},
+    "topic_reliability": {"en": "checkpoints and failures", "zh": "检查点与故障"},
     # the notebook widget
     "w_title": {"en": "Interview drill", "zh": "面试练习"},
     "w_topic": {"en": "topic", "zh": "主题"},

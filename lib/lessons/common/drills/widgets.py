@@ -11,7 +11,7 @@ import ipywidgets as W
 
 from ..i18n import pick, t
 from ..viz.style import INK, VERDICT_COLORS
-from .bank import _topics, generate
+from .bank import _topics, next_question, topic_name
 from .session import Attempt, Tally
 from .text import TEXT
 
@@ -40,15 +40,16 @@ def _feedback(attempt: Attempt, v: dict) -> tuple[str, str]:
 def drill_widget(topic=None, seed: int = 0, lang: str | None = None):
     """A quiz on ``topic``: None (every topic), a name, or a tuple of names (then a
     dropdown picks one of them or all). Questions follow ``generate(topic=..., seed=...)``
-    from ``seed``; "Next question" moves to the next seed. Asked in ``lang`` (default the
+    from ``seed``, after the ones the learner's record says are due for review
+    (``next_question``); "Next question" moves to the next seed. Asked in ``lang`` (default the
     session's, ``lessons.lang``)."""
     topics = _topics(topic)
     lang = pick(lang)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed={seed!r} must be an integer")
-    state = {"seed": seed, "attempt": None, "tally": Tally(), "last": None}
+    state = {"seed": seed, "attempt": None, "tally": Tally(), "last": None, "asked": set()}
 
-    choice = W.Dropdown(options=[(t(TEXT, "w_all", lang), _ALL)] + [(n, n) for n in topics],
+    choice = W.Dropdown(options=[(t(TEXT, "w_all", lang), _ALL)] + [(topic_name(n, lang), n) for n in topics],
                         value=_ALL,
                         description=t(TEXT, "w_topic", lang),
                       layout=W.Layout(width="260px"))
@@ -68,11 +69,13 @@ def drill_widget(topic=None, seed: int = 0, lang: str | None = None):
         score.value = f"<small>{html.escape(t(TEXT, 'w_score', lang, tally=state['tally'].text(lang)))}</small>"
 
     def ask(_=None):
-        q = generate(topic=chosen(), seed=state["seed"], lang=lang)
+        q, review = next_question(chosen(), state["seed"], lang, state["asked"])
+        state["asked"].add(q.template)
         state.update(attempt=Attempt(q, state["tally"]), last=None)
+        tag = topic_name(q.topic, lang) + (" · " + t(TEXT, "review", lang) if review else "")
         # the template's name and the seed are for developers (root.question()), not
         # for a learner: the prompt names only the topic
-        prompt.value = (f"<b>{t(TEXT, 'w_question', lang)}</b> <small>[{html.escape(q.topic)}]</small><br>"
+        prompt.value = (f"<b>{t(TEXT, 'w_question', lang)}</b> <small>[{html.escape(tag)}]</small><br>"
                         f"{_para(q.prompt)}")
         box.value = ""
         box.placeholder = t(TEXT, "w_placeholder_unit", lang, unit=q.unit) if q.unit else \
@@ -110,7 +113,8 @@ def drill_widget(topic=None, seed: int = 0, lang: str | None = None):
     box.observe(lambda ch: on_check() if ch["new"].strip() else None, names="value")  # Enter
     choice.observe(lambda ch: ask(), names="value")
 
-    head = [W.HTML(f"<b>{t(TEXT, 'w_title', lang)}</b> · {html.escape(', '.join(topics))}")]
+    head = [W.HTML(f"<b>{t(TEXT, 'w_title', lang)}</b> · "
+                   f"{html.escape(t(TEXT, 'comma', lang).join(topic_name(n, lang) for n in topics))}")]
     if len(topics) > 1:
         head.append(choice)
     root = W.VBox(head + [prompt, W.HBox([box, check, reveal, nxt]), feedback, answer, score])
