@@ -326,6 +326,10 @@ def lab(extra: list[str]) -> None:
           f"shipped; a notebook added there later is copied on the next start).\n"
           f"To start over from fresh copies: python3 run.py lab --reset (your copies are moved "
           f"to {rel}/backup-<time>/, not deleted).", flush=True)
+    # read-only copies of the sections notebook 09 links to (lessons.common.readcopy), written
+    # beside the copies while JupyterLab starts; only those whose notebook changed
+    subprocess.Popen([PY, "-m", "lessons", "read-copies", "--out", os.path.join(WORK, "read")],
+                     stdout=subprocess.DEVNULL, start_new_session=True)
     args = lab_args(extra)
     os.execv(args[0], args)
 
@@ -504,6 +508,8 @@ def build_html(paths: list[str], build: str = BUILD, timeout: int = 600) -> list
     exporter = page_exporter(urls["mathjax"])
     # plotly figures leave only their JSON in the notebook; static_outputs renders them
     os.environ["PLOTLY_RENDERER"] = "plotly_mimetype"
+    # the kernels' environment: 09's section links go to the sections of these pages
+    kernel_env = dict(os.environ, PARLAB_LINKS="pages")
     failures = []
     for path in paths:
         name = os.path.basename(path)[:-len(".ipynb")]
@@ -518,7 +524,7 @@ def build_html(paths: list[str], build: str = BUILD, timeout: int = 600) -> list
         print(f"executing {name} ...", flush=True)
         t0, failed = time.perf_counter(), None
         try:
-            client.execute()
+            client.execute(env=kernel_env)
         except Exception as e:  # a cell raised or timed out, or the kernel died
             i = current["index"]
             first = (nb.cells[i].source.strip().splitlines() or [""])[0] if i is not None else ""

@@ -9,6 +9,8 @@
     python -m lessons progress [--lang zh] [--html PATH]
                                                 my record: exercises passed, drill, due reviews,
                                                 my own measurements, CV lines
+    python -m lessons read-copies --out work/read
+                                                read-only pages of the sections 09 links to
     python -m lessons failover [--ranks 2 --steps 8 --kill-at 5 --every 2]   a rank killed
                                                 under torchrun; restart, resume from DCP
 
@@ -127,6 +129,16 @@ def cmd_progress(args, out):
         out(progress.text(lang))
 
 
+def cmd_read_copies(args, out):
+    """read-only pages of the sections notebook 09 links to (run.py lab writes them)"""
+    from pathlib import Path
+    from .common.readcopy import write_copies
+    from .l09_the_whole_answer.sections import SECTIONS, title
+    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
+    done = write_copies(SECTIONS, notebooks, Path(args.out), label=title)
+    out(f"{len(done)} of {len(SECTIONS)} section pages written to {args.out}")
+
+
 def add_flags(p, name: str) -> None:
     """The flags of the lessons' subcommand ``name`` on its parser ``p``."""
     if name == "drill":  # a quiz: no ranks start
@@ -135,6 +147,9 @@ def add_flags(p, name: str) -> None:
         p.add_argument("--seed", type=int, default=0, help="the first question's seed")
         p.add_argument("--lang", default=None,
                        help="en or zh: the language it asks in (default: PARLAB_LANG, else en)")
+        return
+    if name == "read-copies":  # writes pages: no ranks start
+        p.add_argument("--out", required=True, help="the folder to write them to")
         return
     if name == "progress":  # reads the record: no ranks start
         p.add_argument("--lang", default=None, help="en or zh (default: PARLAB_LANG, else en)")
@@ -160,6 +175,7 @@ def add_flags(p, name: str) -> None:
 
 COMMANDS = [("collectives", cmd_collectives), ("ring", cmd_ring), ("bytes", cmd_bytes),
             ("alpha-beta", cmd_alpha_beta), ("drill", cmd_drill), ("progress", cmd_progress),
+            ("read-copies", cmd_read_copies),
             ("failover", cmd_failover)]
 
 

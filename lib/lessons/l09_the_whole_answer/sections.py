@@ -1,9 +1,19 @@
 """Where each claim of the whole answer is measured: notebook sections by key. Every
 sentence of the mock interview links to one of these; a test reads the notebooks and
 checks that each heading is still there, so a renamed section breaks the test, not a link.
+
+Where a link goes (``href``), so that it lands on the section and starts no kernel:
+
+- in JupyterLab started by ``run.py lab``: the section's read-only copy, ``read/<key>.html``
+  beside the learner's notebooks (``lessons.common.readcopy`` writes them at start);
+- in ``run.py html``'s pages (``PARLAB_LINKS=pages``): the section in its notebook's page;
+- elsewhere (no copies written): the notebook itself at the heading's anchor.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 # key: (notebook file, heading text as written after the '#'s[, the section it sits in when
 # the heading is a sub-heading without a number of its own])
@@ -58,12 +68,25 @@ def anchor(heading: str) -> str:
     return heading.strip().replace(" ", "-")
 
 
-def href(key: str) -> str:
-    """A relative link from notebook 09 to the section ``key``."""
+READ = "read"  # the folder of read-only copies, beside the notebooks (run.py lab writes it)
+
+
+def href(key: str, here: str | None = None) -> str:
+    """A relative link from notebook 09 (in folder ``here``, default the kernel's working
+    folder: the notebook's) to the section ``key``, as the module docstring says."""
     if key not in SECTIONS:
         raise ValueError(f"section={key!r} is not one of {', '.join(SECTIONS)}")
     nb, heading = SECTIONS[key][:2]
+    if os.environ.get("PARLAB_LINKS") == "pages":
+        return f"{nb[:-len('.ipynb')]}.html#{anchor(heading)}"
+    if (Path(here or os.getcwd()) / READ / f"{key}.html").exists():
+        return f"{READ}/{key}.html"
     return f"{nb}#{anchor(heading)}"
+
+
+def title(key: str) -> str:
+    """'Notebook 03 §4 · The bubble, predicted and measured': a read-only copy's heading."""
+    return f"Notebook {label(key).replace(' §', ' §', 1)} · {SECTIONS[key][1].split(' · ')[-1]}"
 
 
 def label(key: str) -> str:
