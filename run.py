@@ -560,6 +560,10 @@ def _last_line(text: str) -> str:
 
 def html(names: list[str]) -> None:
     failures = build_html(select_notebooks(names))
+    # one page per topic to revise from, every number from parlab.cost (lessons.common.cheatsheet)
+    from lessons.common.cheatsheet import write_all
+    write_all(BUILD, write_assets(BUILD)["mathjax"])
+    print(f"wrote the cheat sheets: {os.path.relpath(os.path.join(BUILD, 'cheatsheets.html'))}")
     if failures:
         sys.exit("failed:\n  " + "\n  ".join(failures))
     print(f"done: open the pages in {os.path.relpath(BUILD)}/ in a browser")

@@ -128,10 +128,6 @@ def page(lang: str | None = None, summary: dict | None = None) -> str:
 
 
 def write_page(path: str, lang: str | None = None) -> str:
-    """``page`` written to ``path`` whole (a temporary file renamed over it); returns the path."""
-    import os
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(page(lang))
-    os.replace(tmp, path)
-    return path
+    """``page`` written whole to ``path``; returns the path."""
+    from .files import write_whole
+    return write_whole(path, page(lang))

@@ -16,9 +16,10 @@ modification times), so a second start costs nothing.
 from __future__ import annotations
 
 import html
-import os
 import re
 from pathlib import Path
+
+from .files import write_whole
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:52em;margin:1.5em auto;padding:0 1em;
 line-height:1.45;color:#222}pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:90%}
@@ -74,7 +75,7 @@ def page(notebook: Path, heading: str, label: str) -> str:
 
 def write_copies(sections: dict, notebooks: Path, out: Path, label=None) -> list[str]:
     """A page per key of ``sections`` ({key: (notebook file, heading, ...)}) in ``out``,
-    each written whole (a temporary file renamed); only those older than their notebook.
+    each written whole (``files.write_whole``); only those older than their notebook.
     Returns the keys written."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -82,9 +83,6 @@ def write_copies(sections: dict, notebooks: Path, out: Path, label=None) -> list
         src, dst = Path(notebooks) / name, out / f"{key}.html"
         if dst.exists() and dst.stat().st_mtime >= src.stat().st_mtime:
             continue
-        text = page(src, heading, label(key) if label else f"{name} · {heading}")
-        tmp = dst.with_name(f".{dst.name}.tmp-{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, dst)
+        write_whole(dst, page(src, heading, label(key) if label else f"{name} · {heading}"))
         written.append(key)
     return written
