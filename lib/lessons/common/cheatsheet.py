@@ -31,7 +31,8 @@ def sheets() -> dict[str, dict]:
     """{notebook number: {"title": {en, zh}, "entries": [...]}}, every number from ``cost``."""
     ar8 = cost.collective_bytes("all_reduce", 1 * GB, 8)
     ag8 = cost.collective_bytes("all_gather", 1 * GB, 8)
-    z = {s: cost.zero_memory(7e9, 64, s)["total"] / GB for s in (0, 1, 2, 3)}
+    seven_b = cost.MODEL_PRESETS["7B"].n_params  # Llama-2-7B's 6.74e9, as the notebooks count
+    z = {s: cost.zero_memory(seven_b, 64, s)["total"] / GB for s in (0, 1, 2, 3)}
     bpp = cost.training_bytes_per_param("bf16_mixed")["total"]
     tp = cost.tp_comm_per_layer(1, 2048, 12288, 8)
     act = cost.activation_memory(2048, 1, 12288, 96)
@@ -68,8 +69,8 @@ def sheets() -> dict[str, dict]:
                "Rajbhandari et al. 2020, §3.1; cost.training_bytes_per_param", b=bpp),
             _e("ZeRO stages, memory per GPU", "ZeRO 各阶段每卡显存",
                r"(2+2+12)\Psi \to 2\Psi+2\Psi+\tfrac{12\Psi}{N_d} \to 2\Psi+\tfrac{14\Psi}{N_d} \to \tfrac{16\Psi}{N_d}",
-               "7B on 64 GPUs: {z0:.0f} / {z1:.1f} / {z2:.1f} / {z3:.2f} GB (DDP, ZeRO-1, -2, -3)",
-               "7B、64 卡：{z0:.0f} / {z1:.1f} / {z2:.1f} / {z3:.2f} GB（DDP、ZeRO-1、-2、-3）",
+               "7B on 64 GPUs: {z0:.1f} / {z1:.1f} / {z2:.1f} / {z3:.2f} GB (DDP, ZeRO-1, -2, -3)",
+               "7B、64 卡：{z0:.1f} / {z1:.1f} / {z2:.1f} / {z3:.2f} GB（DDP、ZeRO-1、-2、-3）",
                "Rajbhandari et al. 2020, §5, Fig. 1; cost.zero_memory", z0=z[0], z1=z[1], z2=z[2], z3=z[3]),
             _e("Communication per step", "每步通信量",
                r"\text{DDP, ZeRO-1/2: } 2\Psi \qquad \text{ZeRO-3: } 3\Psi",

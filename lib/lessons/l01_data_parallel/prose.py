@@ -76,7 +76,6 @@ FSDP_13B = lambda dp, reshard=True: cost.fsdp_comm_volume(M13.n_params, dp, resh
 NUMBERS = [
     # 0 · objectives
     given("60 min", "reading time"), given("30 min", "time for the exercises"),
-    given("1 min", "run time on a quiet 2-core machine"),
     # 2 · buckets: the lab's default model
     computed("Two ranks train the default lab model", lambda: LAB.d_model),
     computed("Two ranks train the default lab model", lambda: n_params(LAB) / 1e6, "{:.1f} M"),

@@ -28,7 +28,6 @@ NUMBERS = [
     # the overview: reading, exercise and run time
     given("40 min", "reading time"),
     given("30 min", "time for the exercises"),
-    given("1 min", "time to run the notebook on 2 CPU cores"),
     # §1: the reference run is capped at capacity factor 1.0 (the code cell's moe_config)
     given("1.0", "the capacity factor of the check against one device", near="so there are drops"),
     # §3: the balancers' knobs and the capped runs

@@ -23,7 +23,6 @@ def _k(positions: int) -> str:
 
 NUMBERS = [
     given("40 min", "reading time"),
-    given("1 min", "running time on 2 CPU cores"),
     given("20", "time for Your turn, from"),
     given("30 min", "time for Your turn, to"),
     # the long-context shape: LLaMA-2-7B's layer at 131,072 tokens (experiments.LONG)

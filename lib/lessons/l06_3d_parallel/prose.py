@@ -41,7 +41,6 @@ LLAMA3 = "Llama 3"  # Dubey et al. 2024, §3.3.2 and Table 4
 NUMBERS = [
     # the header
     given("40 min", "reading time"),
-    given("1 min", "time the code cells take on the lab's 2 CPU cores"),
     given("20 min", "time for the exercises of §7"),
     # §2 clipping: the max_norm clip_rows() runs with
     computed("Clipping by the global norm", lambda: _default(clip_rows, "max_norm"), "{}"),

@@ -28,7 +28,8 @@ def test_the_numbers_are_the_cost_models():
     sheets = cheatsheet.sheets()
     examples = " ".join(e["example"]["en"] for s in sheets.values() for e in s["entries"])
     assert f"{cost.bubble_fraction(4, 8):.1%}" in examples
-    assert f"{cost.zero_memory(7e9, 64, 3)['total'] / 1e9:.2f} GB" in examples
+    seven_b = cost.MODEL_PRESETS["7B"].n_params
+    assert f"{cost.zero_memory(seven_b, 64, 3)['total'] / 1e9:.2f} GB" in examples
     assert f"{cost.young_interval(60, 3 * 3600):.0f} s" in examples
 
 
