@@ -10,7 +10,7 @@ TEXT = {
             "zh": "记录已关闭（PARLAB_RECORD=off）：什么都不会保存。"},
     "exercises": {"en": "Exercises passed", "zh": "通过的练习"},
     "lesson_line": {"en": "{lesson}: {passed} of {total} passed{missing}",
-                    "zh": "{lesson}：通过 {passed}/{total}{missing}"},
+                    "zh": "{lesson}：{total} 个中通过 {passed} 个{missing}"},
     "not_yet": {"en": " (not yet: {names})", "zh": "（未通过：{names}）"},
     "drill": {"en": "Interview drill", "zh": "面试练习"},
     "drill_line": {"en": "{topic}: {first} of {asked} right on the first try, median {median} s to answer",

@@ -8,15 +8,19 @@ from html.parser import HTMLParser
 
 import pytest
 
+import lessons
 from lessons import FOLDERS
+from lessons.common.checkers.hints import in_lang
 
 TOPICS = list(FOLDERS.values())  # every lesson has exercises, and hints for its coding ones
 EXERCISES = [(t, n) for t in TOPICS
              for n in importlib.import_module(f"lessons.{t}.exercises").SOLUTIONS]
 
 
-def hints_of(topic: str) -> dict:
-    return importlib.import_module(f"lessons.{topic}.hints").HINTS
+def hints_of(topic: str, lang: str = "en") -> dict:
+    """A lesson's hints in ``lang`` (each hint is {"en", "zh"}, or a string: English only)."""
+    return {n: tuple(in_lang(h, lang) for h in pair)
+            for n, pair in importlib.import_module(f"lessons.{topic}.hints").HINTS.items()}
 
 
 class _Visible(HTMLParser):
@@ -55,8 +59,17 @@ def test_every_exercise_has_two_hints_and_no_stale_ones():
         assert tiers[0] != tiers[1], name
 
 
+@pytest.fixture
+def english():
+    """These tests read the English labels; the session's language is put back after."""
+    was = lessons.current_lang()
+    lessons.lang("en")
+    yield
+    lessons.lang(was)
+
+
 @pytest.mark.parametrize("topic,name", EXERCISES)
-def test_hints_open_one_level_at_a_time_and_hide_the_solution(topic, name):
+def test_hints_open_one_level_at_a_time_and_hide_the_solution(topic, name, english):
     mod = importlib.import_module(f"lessons.{topic}.exercises")
     hints = hints_of(topic)
     page = mod.hints(name).data
@@ -76,3 +89,18 @@ def test_an_unknown_exercise_is_a_value_error_naming_the_known_ones():
     from lessons.l00_collectives import exercises as collectives
     with pytest.raises(ValueError, match="my_reduce_scatter"):
         collectives.hints("my_reduce")
+
+
+@pytest.mark.parametrize("topic,name", EXERCISES)
+def test_hints_in_chinese(topic, name):
+    """In a Chinese session the labels and both hints are Chinese; the solution is the code."""
+    mod = importlib.import_module(f"lessons.{topic}.exercises")
+    was = lessons.current_lang()
+    lessons.lang("zh")
+    try:
+        page = mod.hints(name).data
+    finally:
+        lessons.lang(was)
+    first, second = hints_of(topic, "zh")[name]
+    assert page.index("提示 2") > page.index(first[:12]) and page.index("参考答案") > page.index(second[:12])
+    assert "Hint 2" not in page and f"def {name}(" in page

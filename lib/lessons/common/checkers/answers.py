@@ -69,6 +69,9 @@ import decimal
 import math
 import numbers
 
+from lessons.common.i18n import t
+
+from .text import TEXT
 from .typed import (MAX_CHARS, UNITS, Reading, _significant, box_value, parse_value,
                     read_text)
 
@@ -80,16 +83,12 @@ __all__ = ["verdict", "missing", "blank", "shown", "parse_value", "box_value", "
 def verdict(ok: bool, message: str, **extra) -> dict:
     """``{"ok", "message": "Correct. ..." / "Not yet. ...", "detail": the message alone}``
     (``detail``: for front-ends that say right or wrong in their own words)."""
-    from lessons.common.i18n import t
-    from .text import TEXT
     return dict(ok=bool(ok), message=t(TEXT, "correct" if ok else "not_yet") + message,
                 detail=message, **extra)
 
 
 def missing(what: str) -> dict:
     """The verdict for an exercise not attempted yet."""
-    from lessons.common.i18n import t
-    from .text import TEXT
     return dict(ok=False, message=t(TEXT, "not_answered", what=what), missing=True)
 
 
@@ -136,7 +135,7 @@ def as_number(value, *, whole: bool = False, unit: str = "") -> tuple[float | in
     try:
         return _as_number(value, whole, unit=unit)
     except Exception as e:  # a learner's own type whose __float__, shape or len raises
-        return None, f"= {shown(value)} could not be read as a number ({type(e).__name__})"
+        return None, t(TEXT, "why_unreadable", value=shown(value), err=type(e).__name__)
 
 
 def _as_number(value, whole: bool, depth: int = 0, unit: str = ""):
@@ -147,33 +146,33 @@ def _as_number(value, whole: bool, depth: int = 0, unit: str = ""):
         value = r.value
     if isinstance(value, decimal.Decimal):  # not a numbers.Real, but a number all the same
         if value.is_snan():
-            return None, "is NaN (not a number): a 0/0 or inf - inf somewhere in the working?"
+            return None, t(TEXT, "why_nan")
         value = float(value)  # Decimal('1e99999') is inf, refused below
     if isinstance(value, bool):
-        return None, f"must be a number, got {value!r} (a yes/no value, not a number)"
+        return None, t(TEXT, "why_bool", value=repr(value))
     if hasattr(value, "shape") and hasattr(value, "item") and depth == 0:  # numpy / torch
         size = math.prod(int(d) for d in value.shape)
         if size != 1:
-            return None, f"must be one number, got an array of {size} values"
+            return None, t(TEXT, "why_array", size=size)
         # depth 1: a numpy long double's .item() is itself (it has .shape too)
         return _as_number(value.item(), whole, depth + 1)
     if isinstance(value, (list, tuple, set, frozenset, dict)):
-        return None, f"must be one number, got a {type(value).__name__} of {len(value)} items"
+        return None, t(TEXT, "why_items", kind=type(value).__name__, n=len(value))
     if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
-        return None, f"must be a real number, got {shown(value)}"
+        return None, t(TEXT, "why_complex", value=shown(value))
     if not isinstance(value, numbers.Real):
-        return None, f"must be a number, got {shown(value)}"
+        return None, t(TEXT, "why_not_number", value=shown(value))
     try:
         f = float(value)
     except OverflowError:  # an int (or Fraction) beyond 1.8e308: no answer here is that big
-        return None, f"= {shown(value)} is too large to be right (more than 1.8e308)"
+        return None, t(TEXT, "why_too_large", value=shown(value))
     if math.isnan(f):
-        return None, "is NaN (not a number): a 0/0 or inf - inf somewhere in the working?"
+        return None, t(TEXT, "why_nan")
     if math.isinf(f):
-        return None, f"is {'minus ' if f < 0 else ''}infinity: a division by zero somewhere?"
+        return None, t(TEXT, "why_minus_inf" if f < 0 else "why_inf")
     if whole:
         if not f.is_integer():
-            return None, f"must be a whole number, got {f:g}"
+            return None, t(TEXT, "why_whole", value=f"{f:g}")
         return (int(value) if isinstance(value, numbers.Integral) else int(f)), None
     return f, None
 
@@ -183,8 +182,8 @@ def read_number(answer, name: str = "answer", *, unit: str = "", whole: bool = F
     """``(the answer as a number, None)``, or ``(None, the verdict)``: "not answered yet"
     when blank (``ask`` says what to type), else what is wrong with it (``as_number``)."""
     if blank(answer):
-        return None, missing(ask or f"set {name} = a {'whole ' if whole else ''}number"
-                             + (f" ({unit})" if unit else ""))
+        return None, missing(ask or t(TEXT, ("ask_whole" if whole else "ask_number")
+                                      + ("_unit" if unit else ""), name=name, unit=unit))
     got, why = as_number(answer, whole=whole, unit=unit)
     if why:  # unreadable: the drills do not count it as a try
         return None, verdict(False, f"{name} {why}", unreadable=True)
@@ -199,7 +198,7 @@ def as_numbers(value, *, count: int | None = None, whole: bool = False
     try:
         return _as_numbers(value, count, whole)
     except Exception as e:  # a learner's list type whose len or iteration raises
-        return None, f"= {shown(value)} could not be read as a list ({type(e).__name__})"
+        return None, t(TEXT, "why_list_unreadable", value=shown(value), err=type(e).__name__)
 
 
 def _as_numbers(value, count, whole):
@@ -207,17 +206,17 @@ def _as_numbers(value, count, whole):
         value = parse_value(value)
     if hasattr(value, "tolist") and hasattr(value, "shape") and len(value.shape) == 1:
         value = value.tolist()
-    what = f"a list of {count} numbers" if count is not None else "a list of numbers"
+    what = t(TEXT, "list_of_n", count=count) if count is not None else t(TEXT, "list_of")
     if not isinstance(value, (list, tuple, set, frozenset)):
-        return None, f"must be {what}, got {shown(value)}"
+        return None, t(TEXT, "why_list", what=what, value=shown(value))
     items = list(value)
     if count is not None and len(items) != count:
-        return None, f"must be {what}, got {len(items)} items ({shown(value)})"
+        return None, t(TEXT, "why_list_len", what=what, n=len(items), value=shown(value))
     out = []
     for i, x in enumerate(items):
         got, why = as_number(x, whole=whole)
         if why:
-            return None, f"(item {i}) {why}"
+            return None, t(TEXT, "why_item", i=i, why=why)
         out.append(got)
     return out, None
 
@@ -227,7 +226,7 @@ def read_numbers(answer, name: str = "answer", *, count: int | None = None, whol
     """``(the answer as a list of numbers, None)`` or ``(None, the verdict)``: "not
     answered yet" when blank, else what is wrong with it (``as_numbers``)."""
     if blank(answer):
-        return None, missing(ask or f"set {name} = a list of numbers")
+        return None, missing(ask or t(TEXT, "ask_list", name=name))
     got, why = as_numbers(answer, count=count, whole=whole)
     if why:
         return None, verdict(False, f"{name} {why}")
@@ -268,26 +267,26 @@ def tolerance_words(rel_tol: float, digits: int = 0) -> str:
     """The tolerance in words: "exactly", "within 0.1%" (never "within 0%"), or the
     digits rule."""
     if digits:
-        return f"right when rounded correctly to the digits typed, at least {digits} significant"
+        return t(TEXT, "tol_digits", digits=digits)
     if not rel_tol:
-        return "exactly"
-    return f"within {percent_words(rel_tol)}"
+        return t(TEXT, "tol_exact")
+    return t(TEXT, "tol_within", pct=percent_words(rel_tol))
 
 
 def off_by(got: float, want: float) -> str:
     """How a wrong number misses, as a phrase after it: "is off by a factor 2: too high",
     or "is 0.0084% too high" when the factor would print as 1."""
     if want == 0:
-        return "should be 0"
+        return t(TEXT, "off_zero_wanted")
     r = got / want
     if r < 0:
-        return "has the wrong sign"
+        return t(TEXT, "off_sign")
     if r == 0:
-        return "is 0"
+        return t(TEXT, "off_is_zero")
     way = "high" if r > 1 else "low"
     if abs(r - 1) < 0.005:  # "a factor 1" would say nothing
-        return f"is {abs(r - 1) * 100:.2g}% too {way}"
-    return f"is off by a factor {r:.3g}: too {way}"
+        return t(TEXT, f"off_pct_{way}", pct=f"{abs(r - 1) * 100:.2g}")
+    return t(TEXT, f"off_factor_{way}", r=f"{r:.3g}")
 
 
 def _percent_sign(answer):
@@ -344,19 +343,19 @@ def check_number(answer, want: float, *, rel_tol: float = 0.01, digits: int = 0,
         return bad
     k = max(digits, min(sig or _MAX_DIGITS, _MAX_DIGITS))
     if digits:
-        tol = (f"right to the {k} significant digits typed" if k < _MAX_DIGITS
-               else f"right to {_MAX_DIGITS} significant digits")
-        wanted = (f"an answer is right when it is the true value rounded correctly to the "
-                  f"digits typed, at least {digits} significant; {k} here")
+        tol = (t(TEXT, "tol_k_digits", k=k) if k < _MAX_DIGITS
+               else t(TEXT, "tol_max_digits", k=_MAX_DIGITS))
+        wanted = t(TEXT, "wanted_digits", digits=digits, k=k)
     else:
         tol = tolerance_words(rel_tol)
-        wanted = f"wanted {tol} of the answer" if rel_tol else "wanted the exact answer"
+        wanted = t(TEXT, "wanted_tol", tol=tol) if rel_tol else t(TEXT, "wanted_exact")
 
     def close(x):
         return _rounds_to(x, want, k) if digits else _close(x, want, rel_tol)
 
     def done(ok, detail, **extra):
-        return verdict(ok, f"{note}. {detail}" if note else detail, want=want, **extra)
+        return verdict(ok, t(TEXT, "noted", note=note, detail=detail) if note else detail,
+                       want=want, **extra)
 
     if not (share or percent):
         u = f" {unit}" if unit else ""
@@ -365,8 +364,10 @@ def check_number(answer, want: float, *, rel_tol: float = 0.01, digits: int = 0,
             got /= 100
             typed = f"{pct_text.strip()}% = {got:,.6g}{u}"
         if close(got):
-            return done(True, f"{want:,.6g}{u} ({tol}). {explanation}".strip())
-        return done(False, f"{typed} {off_by(got, want)} ({wanted}). {hint}".strip())
+            return done(True, t(TEXT, "right_number", want=f"{want:,.6g}{u}", tol=tol,
+                                explanation=explanation).strip())
+        return done(False, t(TEXT, "wrong_number", typed=typed, off=off_by(got, want), wanted=wanted,
+                             hint=hint).strip())
 
     # a share or percentage: work in fractions (0.25), compare in the question's own form
     scale = 100 if percent else 1
@@ -374,16 +375,19 @@ def check_number(answer, want: float, *, rel_tol: float = 0.01, digits: int = 0,
     if pct_text is not None:
         frac, typed = got / 100, f"{got:.6g}%"
     elif percent:
-        frac, alt, typed = got / 100, got, f"{got:.6g} (read as {got:.4g}%)"
+        frac, alt, typed = got / 100, got, t(TEXT, "read_pct", got=f"{got:.6g}", pct=f"{got:.4g}")
     elif abs(got) > 1:  # a share is at most 1: a bare 25 can only mean 25%
-        frac, typed = got / 100, f"{got:.6g} (read as {got:.4g}%)"
+        frac, typed = got / 100, t(TEXT, "read_pct", got=f"{got:.6g}", pct=f"{got:.4g}")
     else:
-        frac, alt, typed = got, got / 100, f"{got:.6g} (read as a fraction, {got * 100:.4g}%)"
+        frac, alt, typed = got, got / 100, t(TEXT, "read_fraction", got=f"{got:.6g}",
+                                             pct=f"{got * 100:.4g}")
     if close(frac * scale):
-        return done(True, f"{_share_text(want / scale, percent)} ({tol}). {explanation}".strip())
+        return done(True, t(TEXT, "right_number", want=_share_text(want / scale, percent), tol=tol,
+                            explanation=explanation).strip())
     if alt is not None and close(alt * scale):
-        form, forms = (("in %", f"{alt * 100:.4g} or {alt * 100:.4g}%") if percent
-                       else ("a fraction", f"{alt:.4g} or {alt * 100:.4g}%"))
-        return done(False, f"{typed}: did you mean {_share_text(alt, percent)}? The answer "
-                    f"here is {form}: type {forms}.", did_you_mean=True)
-    return done(False, f"{typed} {off_by(frac * scale, want)} ({wanted}). {hint}".strip())
+        a = f"{alt * 100:.4g}" if percent else f"{alt:.4g}"
+        return done(False, t(TEXT, "did_you_mean_pct" if percent else "did_you_mean_fraction",
+                             typed=typed, alt=_share_text(alt, percent), a=a, b=f"{alt * 100:.4g}"),
+                    did_you_mean=True)
+    return done(False, t(TEXT, "wrong_number", typed=typed, off=off_by(frac * scale, want),
+                         wanted=wanted, hint=hint).strip())

@@ -13,6 +13,10 @@ import ast
 import math
 import re
 
+from lessons.common.i18n import t
+
+from .text import TEXT
+
 __all__ = ["MAX_CHARS", "UNITS", "Reading", "read_text", "parse_value", "box_value"]
 
 
@@ -87,12 +91,12 @@ def _evaluate(node, src: str, counted: list, alone: bool) -> float:
         text = ast.get_source_segment(src, node) or ""
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)) \
                 or not _LITERAL.match(text):
-            raise _Refused(f"{text or _cut(node.value)} is not a number in decimal notation")
+            raise _Refused(t(TEXT, "typed_not_decimal", text=text or _cut(node.value)))
         if alone or re.search(r"[.eE]", text):
             counted.append(_significant(text))
         x = float(node.value)  # at most MAX_CHARS digits, but 1e999 is a float too: inf
         if not math.isfinite(x):
-            raise _Refused("is too large to be right (more than 1.8e308)")
+            raise _Refused(t(TEXT, "why_too_large_short"))
         return x
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         x = _evaluate(node.operand, src, counted, alone)
@@ -110,22 +114,21 @@ def _evaluate(node, src: str, counted: list, alone: bool) -> float:
             else:
                 x = a + b if isinstance(node.op, ast.Add) else a - b
         except ZeroDivisionError:
-            raise _Refused("divides by zero") from None
+            raise _Refused(t(TEXT, "typed_div_zero")) from None
         except OverflowError:
-            raise _Refused("is too large to be right (more than 1.8e308)") from None
+            raise _Refused(t(TEXT, "why_too_large_short")) from None
         except ValueError:  # math.pow(-8, 1/3), math.pow(0, -1)
-            raise _Refused(f"has no real value ({_cut(a)} ^ {_cut(b)})") from None
+            raise _Refused(t(TEXT, "typed_no_real", a=_cut(a), b=_cut(b))) from None
         if not math.isfinite(x):
-            raise _Refused("is too large to be right (more than 1.8e308)")
+            raise _Refused(t(TEXT, "why_too_large_short"))
         return x
     if isinstance(node, ast.Name):
-        raise _Refused(f"uses the name {node.id!r}: type numbers, + - * / ^ and parentheses only")
+        raise _Refused(t(TEXT, "typed_name", name=repr(node.id)))
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        raise _Refused(f"must be one number, got a {type(node).__name__.lower()} of "
-                       f"{len(node.elts)} items")
+        raise _Refused(t(TEXT, "typed_items", kind=type(node).__name__.lower(), n=len(node.elts)))
     if isinstance(node, ast.BinOp):
-        raise _Refused("uses an operator other than + - * / ^ (** too) and parentheses")
-    raise _Refused("can only be numbers, + - * / ^ and parentheses")
+        raise _Refused(t(TEXT, "typed_operator"))
+    raise _Refused(t(TEXT, "typed_only"))
 
 
 def _fmt(x: float) -> str:
@@ -139,48 +142,46 @@ def read_text(text: str, unit: str = "") -> Reading:
     try:
         return _read_text(text, unit)
     except Exception as e:  # a parser limit not foreseen here: still a verdict, not a crash
-        return Reading(why=f"could not be read ({type(e).__name__})")
+        return Reading(why=t(TEXT, "typed_unreadable", err=type(e).__name__))
 
 
 def _read_text(text: str, unit: str) -> Reading:
-    t = text.strip().translate(_ASCII)
-    if len(t) > MAX_CHARS:
-        return Reading(why=f"is {len(t):,} characters long: type a number, or a short "
-                       f"formula (at most {MAX_CHARS} characters)")
+    text_ = text.strip().translate(_ASCII)
+    if len(text_) > MAX_CHARS:
+        return Reading(why=t(TEXT, "typed_long", n=f"{len(text_):,}", most=MAX_CHARS))
     typed_unit = ""
-    m = _UNIT_TAIL.match(t)
+    m = _UNIT_TAIL.match(text_)
     if m and m.group(1) and re.search(r"[\d)]$", m.group(1)):
-        t, typed_unit = m.group(1), m.group(2).strip()
-    if not t:
-        return Reading(why=f"must be a number, got {_cut(text.strip())}")
-    for run in [] if t[0] in "[{" else _GROUPED.findall(t):  # commas: thousands, or a list
+        text_, typed_unit = m.group(1), m.group(2).strip()
+    if not text_:
+        return Reading(why=t(TEXT, "why_not_number", value=_cut(text.strip())))
+    for run in [] if text_[0] in "[{" else _GROUPED.findall(text_):  # commas: thousands, or a list
         if "," in run and not re.fullmatch(r"\d{1,3}(,\d{3})+", run):
-            return Reading(why=f"has {run!r}: a comma groups thousands (3,072); a decimal "
-                           f"takes a point (1.5)")
-    expr = re.sub(r"(?<=\d),(?=\d{3})", "", t).replace("^", "**")
+            return Reading(why=t(TEXT, "typed_comma", run=repr(run)))
+    expr = re.sub(r"(?<=\d),(?=\d{3})", "", text_).replace("^", "**")
     try:
         tree = ast.parse(expr, mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return Reading(why=f"must be a number, got {_cut(text.strip())}")
+        return Reading(why=t(TEXT, "why_not_number", value=_cut(text.strip())))
     if isinstance(tree, ast.Name):  # a word, not a formula
-        return Reading(why=f"must be a number, got {_cut(text.strip())}")
+        return Reading(why=t(TEXT, "why_not_number", value=_cut(text.strip())))
     counted: list = []
     try:
         value = _evaluate(tree, expr, counted, alone=True)
     except _Refused as e:
         return Reading(why=str(e))
     except RecursionError:
-        return Reading(why="is nested too deeply to read")
+        return Reading(why=t(TEXT, "typed_nested"))
     plain = isinstance(tree, ast.Constant) or (
         isinstance(tree, ast.UnaryOp) and isinstance(tree.operand, ast.Constant))
-    shown_text = t.strip() if len(t.strip()) <= 40 else t.strip()[:37] + "..."
-    note = "" if plain else f"read {shown_text} = {_fmt(value)}"
+    shown_text = text_.strip() if len(text_.strip()) <= 40 else text_.strip()[:37] + "..."
+    note = "" if plain else t(TEXT, "typed_read", text=shown_text, value=_fmt(value))
     factor, why = _unit_factor(typed_unit, unit)
     if why:
-        return Reading(why=f"= {t.strip()} {typed_unit}: {why}")
+        return Reading(why=t(TEXT, "typed_unit_why", text=text_.strip(), typed=typed_unit, why=why))
     if factor != 1:
         value *= factor
-        note = f"read {shown_text} {typed_unit} = {_fmt(value)} {unit}"
+        note = t(TEXT, "typed_read_unit", text=shown_text, typed=typed_unit, value=_fmt(value), unit=unit)
     return Reading(value, note, min(counted) if counted else None)
 
 
@@ -191,13 +192,14 @@ def _unit_factor(typed: str, unit: str) -> tuple[float, str | None]:
     if typed.rstrip("s") == unit.rstrip("s") and typed not in UNITS:  # "assignment(s)"
         return 1, None
     if not unit:
-        return 1, "this answer is a plain number, without a unit"
+        return 1, t(TEXT, "unit_none")
     if typed not in UNITS:
-        return 1, f"{typed!r} is not a unit this box reads; answer in {unit}"
+        return 1, t(TEXT, "unit_unknown", typed=repr(typed), unit=unit)
     if unit not in UNITS or UNITS[typed][0] != UNITS[unit][0]:
-        what = f"a {_FAMILY[UNITS[unit][0]]}" if unit in UNITS else f"in {unit}"
-        return 1, f"{typed} is a {_FAMILY[UNITS[typed][0]]}, and this answer is {what}; " \
-                  f"answer in {unit}"
+        what = (t(TEXT, "unit_a", family=t(TEXT, "family_" + UNITS[unit][0])) if unit in UNITS
+                else t(TEXT, "unit_in", unit=unit))
+        return 1, t(TEXT, "unit_family", typed=typed, family=t(TEXT, "family_" + UNITS[typed][0]),
+                    what=what, unit=unit)
     return UNITS[typed][1] / UNITS[unit][1], None
 
 
