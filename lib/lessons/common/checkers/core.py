@@ -13,9 +13,11 @@ import torch
 
 from parlab.launch import MAX_LOCAL_RANKS
 from parlab.validate import check_float, check_int
+from lessons.common.i18n import t
 from .answers import (as_letter, as_number, as_numbers, blank, check_number, missing,
                       parse_value, read_number, read_numbers, shown, verdict)
 from .learner import call_learner, learner_source, load_learner, run_learner
+from .text import TEXT
 
 __all__ = ["verdict", "missing", "blank", "shown", "parse_value", "as_number", "as_numbers",
            "as_letter", "read_number", "read_numbers", "check_number", "compare_tensors",
@@ -32,19 +34,19 @@ def compare_tensors(got, want, *, where: str, atol: float = 1e-6, rtol: float = 
     """None if ``got`` matches ``want``; else one line naming ``where``, the first wrong
     element, its value, the expected value and the difference."""
     if got is None:
-        return f"{where}: returned None"
+        return t(TEXT, "tensor_none", where=where)
     if not isinstance(got, torch.Tensor):
-        return f"{where}: returned a {type(got).__name__}, expected a tensor"
+        return t(TEXT, "tensor_type", where=where, kind=type(got).__name__)
     if tuple(got.shape) != tuple(want.shape):
-        return f"{where}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+        return t(TEXT, "tensor_shape", where=where, got=tuple(got.shape), want=tuple(want.shape))
     g, w = got.detach().double(), want.detach().double()
     bad = ~torch.isclose(g, w, atol=atol, rtol=rtol)
     if not bad.any():
         return None
     idx = tuple(int(i) for i in bad.nonzero()[0])
     n_bad = int(bad.sum())
-    return (f"{where}: element {list(idx)} is {g[idx].item():.6g}, expected {w[idx].item():.6g} "
-            f"(off by {abs(g[idx] - w[idx]).item():.3g}); {n_bad} of {g.numel()} elements wrong")
+    return t(TEXT, "tensor_element", where=where, idx=list(idx), got=f"{g[idx].item():.6g}",
+             want=f"{w[idx].item():.6g}", diff=f"{abs(g[idx] - w[idx]).item():.3g}", bad=n_bad, n=g.numel())
 
 
 def check_ranks(name: str, value, low: int = 1) -> int:

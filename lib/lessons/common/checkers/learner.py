@@ -33,7 +33,9 @@ import types
 import torch
 
 from parlab.launch import LaunchError, LaunchTimeout, launch
+from lessons.common.i18n import current_lang, t
 from .answers import missing, shown, verdict
+from .text import TEXT
 
 __all__ = ["learner_source", "load_learner", "call_learner", "run_learner", "pure_harness",
            "LAMBDA_NAME"]
@@ -189,8 +191,19 @@ def _where_raised(e: BaseException) -> str:
     if not mine:
         return ""
     f = mine[-1]
-    code = f": {f.line.strip()}" if f.line else ""
-    return f" (line {f.lineno} of {f.filename[len('<your '):-1]}{code})"
+    fn = f.filename[len('<your '):-1]
+    if f.line:
+        return t(TEXT, "learner_where_code", line=f.lineno, fn=fn, code=f.line.strip())
+    return t(TEXT, "learner_where", line=f.lineno, fn=fn)
+
+
+def in_lang(lang: str, harness, *args):
+    """On a rank: ``harness(*args)`` with the lessons speaking ``lang``, the caller's
+    session language (a rank is a fresh process: it would otherwise start from
+    PARLAB_LANG, not from a ``lessons.lang(...)`` made in the notebook)."""
+    from lessons.common.i18n import lang as set_lang
+    set_lang(lang)
+    return harness(*args)
 
 
 def pure_harness(source: str, name: str, calls: list):
@@ -207,12 +220,11 @@ def pure_harness(source: str, name: str, calls: list):
         except NotImplementedError:
             return values, ("missing", "")
         except SystemExit as e:
-            return values, ("exit", f"called sys.exit({'' if e.code is None else repr(e.code)}): "
-                            "the checker stopped it there; a function returns its answer")
+            return values, ("exit", t(TEXT, "learner_exit", code='' if e.code is None else repr(e.code)))
         except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt too: the learner's, reported
             said = f": {e}" if str(e) else ""
-            return values, ("raised", f"raised {type(e).__name__}{said}{_where_raised(e)}"
-                            + _name_error_hint(e))
+            return values, ("raised", t(TEXT, "learner_raised", err=type(e).__name__, said=said,
+                                        where=_where_raised(e)) + _name_error_hint(e))
         values.append(_sendable(value))
     return values, None
 
@@ -220,9 +232,7 @@ def pure_harness(source: str, name: str, calls: list):
 def _name_error_hint(e: BaseException) -> str:
     if not isinstance(e, NameError):
         return ""
-    return (". The checker runs your function in a separate process, with the imports, "
-            "constants and functions it could copy from the notebook: define or import "
-            f"{getattr(e, 'name', None) or 'it'} inside your function")
+    return t(TEXT, "learner_name_error", name=getattr(e, "name", None) or "it")
 
 
 def call_learner(fn, calls, *, label: str, timeout: float = 10.0) -> tuple[list, dict | None]:
@@ -243,17 +253,17 @@ def call_learner(fn, calls, *, label: str, timeout: float = 10.0) -> tuple[list,
     calls = [tuple(c) for c in calls]
     with _RankOutput() as printed:
         try:
-            values, failed = launch(pure_harness, 1, source, name, calls, timeout=timeout)[0]
+            values, failed = launch(in_lang, 1, current_lang(), pure_harness, source, name, calls,
+                                    timeout=timeout)[0]
         except LaunchError as e:
-            return [], _launch_verdict(e, label, 1, timeout, printed.lines, hint=(
-                "An endless loop, a sleep, or far more work than the question needs? (Pass a "
-                "larger timeout= if it only needs longer.)"))
+            return [], _launch_verdict(e, label, 1, timeout, printed.lines,
+                                       hint=t(TEXT, "learner_slow_hint"))
     if failed is None:
         return values, None
     kind, text = failed
     args = ", ".join(shown(a, 20) for a in calls[len(values)])
     if kind == "missing":
-        return values, missing(f"write {label} (it still raises NotImplementedError)")
+        return values, missing(t(TEXT, "learner_write", name=label))
     return values, verdict(False, f"{label}({args}) {text}")
 
 
@@ -270,12 +280,13 @@ def run_learner(harness, fn, world_size: int, *args, timeout: float = 20.0) -> t
         return None, verdict(False, str(e))
     with _RankOutput() as printed:
         try:
-            return launch(harness, world_size, source, name, *args, timeout=timeout), None
+            return launch(in_lang, world_size, current_lang(), harness, source, name, *args,
+                          timeout=timeout), None
         except LaunchError as e:
             text = str(e)
             if not isinstance(e, LaunchTimeout) and ("NotImplementedError" in text
                                                        or "NotWritten" in text):
-                return None, missing(f"write {name} (it still raises NotImplementedError)")
+                return None, missing(t(TEXT, "learner_write", name=name))
             # a checker's watch stopped a rank before a wrong message (watch.Diagnosis):
             # its text is the verdict, not a traceback
             said = re.search(r"^(?:[\w.]+\.)?Diagnosis: (.+)$", e.remote_traceback.strip()
@@ -290,30 +301,29 @@ def _launch_verdict(e: LaunchError, name: str, world_size: int, timeout: float,
     """What happened to the learner's function on the ranks, plainly: still running at
     the timeout (where each rank was, and how much it printed), a process that died
     (its exit code or signal), ``sys.exit``, or an exception (its line)."""
-    where = f"on {world_size} ranks" if world_size > 1 else "in its process"
+    where = (t(TEXT, "learner_on_ranks", n=world_size) if world_size > 1
+             else t(TEXT, "learner_in_process"))
     if isinstance(e, LaunchTimeout):
         at = {r: _learner_line(e.dumps.get(r, "")) or w for r, w in e.blocked_in.items()}
-        ranks = ("; ".join(f"rank {r} was at {w}" for r, w in at.items()) if world_size > 1
-                 else "".join(f"It was at {w}" for w in at.values()))
-        talk = (f" It printed {printed:,} lines before that: printing that much is slow "
-                f"(every line travels to this notebook)." if printed > _RankOutput.SHOWN else "")
+        ranks = (t(TEXT, "learner_sep").join(t(TEXT, "learner_rank_at", r=r, where=w) for r, w in at.items())
+                 if world_size > 1 else "".join(t(TEXT, "learner_it_at", where=w) for w in at.values()))
+        talk = (t(TEXT, "learner_printed", n=f"{printed:,}") if printed > _RankOutput.SHOWN else "")
         # the launcher's hint tells a rank waiting in a collective from a slow job
         hint = hint or _sentence(e.hint)
-        return verdict(False, f"{name} did not finish within {timeout:g} s {where}: it was "
-                       f"still running then, and was stopped. {ranks + '. ' if ranks else ''}"
-                       f"{hint}{talk}")
+        return verdict(False, t(TEXT, "learner_timeout", name=name, timeout=f"{timeout:g}", where=where,
+                                ranks=t(TEXT, "learner_ranks_end", ranks=ranks) if ranks else "",
+                                hint=hint, talk=talk))
     if not e.remote_traceback:  # the process ended without a word: os._exit, a crash, OOM
         how = re.search(r"\((exit code [^)]*|killed by signal \w+)\)", str(e))
-        rank = f"rank {e.rank}'s process" if world_size > 1 else "the process it ran in"
-        return verdict(False, f"{name} ended {rank} ({how.group(1) if how else 'it died'}): "
-                       f"os._exit, a crash inside a library or running out of memory does "
-                       f"that. Only that process was lost; this notebook is fine.")
+        rank = (t(TEXT, "learner_rank_process", r=e.rank) if world_size > 1
+                else t(TEXT, "learner_the_process"))
+        return verdict(False, t(TEXT, "learner_died", name=name, rank=rank,
+                                how=how.group(1) if how else t(TEXT, "learner_it_died")))
     last = [ln for ln in e.remote_traceback.strip().splitlines() if ln.strip()][-1:]
     if last and last[0].startswith("SystemExit"):
         code = last[0].partition(":")[2].strip()
-        return verdict(False, f"{name} called sys.exit({code}) on rank {e.rank}: a function "
-                       f"returns its answer; the checker stopped the ranks.")
-    return verdict(False, f"{name} raised on the ranks: {_short(str(e))}")
+        return verdict(False, t(TEXT, "learner_exit_rank", name=name, code=code, r=e.rank))
+    return verdict(False, t(TEXT, "learner_raised_ranks", name=name, err=_short(str(e))))
 
 
 def _sentence(text: str) -> str:

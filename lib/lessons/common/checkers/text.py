@@ -113,4 +113,51 @@ TEXT = {
     "box_number": {"en": "a number", "zh": "一个数"},
     "box_error": {"en": "checker error: {error}", "zh": "检查程序出错：{error}"},
     "click_to_open": {"en": "(click to open)", "zh": "（点击展开）"},
+    # the learner's function, run elsewhere (learner.py)
+    "learner_where": {"en": " (line {line} of {fn})", "zh": "（{fn} 第 {line} 行）"},
+    "learner_where_code": {"en": " (line {line} of {fn}: {code})", "zh": "（{fn} 第 {line} 行：{code}）"},
+    "learner_exit": {"en": "called sys.exit({code}): the checker stopped it there; a function returns its answer",
+                     "zh": "调用了 sys.exit({code})：检查程序在这里停下了它；函数应当 return 它的答案"},
+    "learner_raised": {"en": "raised {err}{said}{where}", "zh": "抛出了 {err}{said}{where}"},
+    "learner_name_error": {"en": ". The checker runs your function in a separate process, with the imports, "
+                                 "constants and functions it could copy from the notebook: define or import "
+                                 "{name} inside your function",
+                           "zh": "。检查程序在单独的进程里运行你的函数，只带上它能从 notebook 复制过去的 import、"
+                                 "常量和函数：请在函数内部定义或 import {name}"},
+    "learner_slow_hint": {"en": "An endless loop, a sleep, or far more work than the question needs? (Pass a "
+                                "larger timeout= if it only needs longer.)",
+                          "zh": "是死循环、sleep，还是做了远超题目所需的计算？（如果只是需要更久，可以传入更大的 timeout=。）"},
+    "learner_write": {"en": "write {name} (it still raises NotImplementedError)",
+                      "zh": "请实现 {name}（它仍在抛出 NotImplementedError）"},
+    "learner_on_ranks": {"en": "on {n} ranks", "zh": "在 {n} 个 rank 上"},
+    "learner_in_process": {"en": "in its process", "zh": "在它的进程里"},
+    "learner_sep": {"en": "; ", "zh": "；"},
+    "learner_rank_at": {"en": "rank {r} was at {where}", "zh": "rank {r} 停在 {where}"},
+    "learner_it_at": {"en": "It was at {where}", "zh": "它停在 {where}"},
+    "learner_ranks_end": {"en": "{ranks}. ", "zh": "{ranks}。"},
+    "learner_printed": {"en": " It printed {n} lines before that: printing that much is slow (every line "
+                              "travels to this notebook).",
+                        "zh": "此前它打印了 {n} 行：打印这么多很慢（每一行都要传回这个 notebook）。"},
+    "learner_timeout": {"en": "{name} did not finish within {timeout} s {where}: it was still running then, "
+                              "and was stopped. {ranks}{hint}{talk}",
+                        "zh": "{name} 没能在 {timeout} 秒内结束（{where}）：到时仍在运行，已被停止。{ranks}{hint}{talk}"},
+    "learner_rank_process": {"en": "rank {r}'s process", "zh": "rank {r} 的进程"},
+    "learner_the_process": {"en": "the process it ran in", "zh": "它所在的进程"},
+    "learner_it_died": {"en": "it died", "zh": "进程已退出"},
+    "learner_died": {"en": "{name} ended {rank} ({how}): os._exit, a crash inside a library or running out "
+                           "of memory does that. Only that process was lost; this notebook is fine.",
+                     "zh": "{name} 结束了{rank}（{how}）：os._exit、库内部崩溃或内存耗尽都会这样。"
+                           "只丢了那个进程，这个 notebook 没有受影响。"},
+    "learner_exit_rank": {"en": "{name} called sys.exit({code}) on rank {r}: a function returns its answer; "
+                                "the checker stopped the ranks.",
+                          "zh": "{name} 在 rank {r} 上调用了 sys.exit({code})：函数应当 return 它的答案；"
+                                "检查程序已停止所有 rank。"},
+    "learner_raised_ranks": {"en": "{name} raised on the ranks: {err}", "zh": "{name} 在 rank 上抛出了异常：{err}"},
+    # a tensor against the reference (core.tensor_mismatch)
+    "tensor_none": {"en": "{where}: returned None", "zh": "{where}：返回了 None"},
+    "tensor_type": {"en": "{where}: returned a {kind}, expected a tensor", "zh": "{where}：返回了 {kind}，应为 tensor"},
+    "tensor_shape": {"en": "{where}: shape {got}, expected {want}", "zh": "{where}：形状为 {got}，应为 {want}"},
+    "tensor_element": {"en": "{where}: element {idx} is {got}, expected {want} (off by {diff}); {bad} of {n} "
+                             "elements wrong",
+                       "zh": "{where}：元素 {idx} 是 {got}，应为 {want}（相差 {diff}）；{n} 个元素中有 {bad} 个不对"},
 }

@@ -60,5 +60,9 @@ def answer(summary: str, lines: list[str], verdict: str = ""):
     from IPython.display import HTML
     body = "".join(f"<li>{line}</li>" for line in lines)
     head = f"<p><b>{html.escape(verdict)}</b></p>" if verdict else ""
-    return HTML(f"<details><summary><b>{html.escape(summary)}</b> (click to open)</summary>"
+    from lessons.common.checkers.text import TEXT
+    from lessons.common.i18n import t
+    click = t(TEXT, "click_to_open")  # "(click to open)", in the session's language
+    gap = "" if click.startswith("（") else " "
+    return HTML(f"<details><summary><b>{html.escape(summary)}</b>{gap}{click}</summary>"
                 f"{head}<ul>{body}</ul></details>")
