@@ -117,7 +117,7 @@ TEXT = {
     "partial_many": {"en": "holds a partial sum ({k} of {w} ranks' parts; ranks {missing} missing)",
                      "zh": "只是部分和（{w} 个 rank 中只加了 {k} 个；缺 rank {missing}）"},
     "chunk_on_rank": {"en": "Chunk {c} on rank {rank} {what}",
-                      "zh": "rank {rank} 上的第 {c} 块{what}"},
+                      "zh": "rank {rank} 上编号为 {c} 的块{what}"},
     "stopped_one": {"en": ": the all-gather phase stopped one step short ({steps} steps are "
                           "needed, {ran} ran)",
                     "zh": "：all-gather 阶段少跑了一步（需要 {steps} 步，只跑了 {ran} 步）"},
@@ -131,7 +131,7 @@ TEXT = {
                           "{per_chunk} 个元素）。"},
     "wrong_too": {"en": "; wrong on rank(s) {others} too", "zh": "；rank {others} 上也不对"},
     "want_reduce_scatter": {"en": "Rank r must return the sum over ranks of chunk r",
-                            "zh": "rank r 应返回所有 rank 第 r 块之和"},
+                            "zh": "rank r 应返回所有 rank 编号为 r 的块之和"},
     "want_all_reduce": {"en": "Every rank must end with the element-wise sum of all ranks' x",
                         "zh": "每个 rank 最后都应得到所有 rank 的 x 逐元素相加之和"},
     "wrong": {"en": "{first}{more}. {why}{what}. {inputs}",
