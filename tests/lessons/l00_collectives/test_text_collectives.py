@@ -117,15 +117,16 @@ def test_each_interview_answer_says_the_same_numbers_in_chinese(in_lang, key):
         assert not a or CJK.search(b), b
 
 
-def test_the_answers_show_what_the_pinned_notebook_showed():
+def test_the_answers_show_what_the_pinned_notebook_showed(in_lang):
     """The numbers §7's answers showed when their cells were pinned (English)."""
     numbers = _notebook_numbers()
-    holds = interview.corner.answer("holds", **numbers["holds"])
+    holds = in_lang("en", lambda: interview.corner.answer("holds", **numbers["holds"]))
     assert ("13.48, 20.22, 23.58, 26.53, 26.90, 26.95 GB at N = 2, 4, 8, 64, 512, 4096"
             in holds.lines[1])
-    does_not = interview.corner.answer("does_not", **numbers["does_not"])
+    does_not = in_lang("en", lambda: interview.corner.answer("does_not", **numbers["does_not"]))
     text = " ".join(does_not.lines)
     assert "2(N−1), 8,190 at N = 4,096" in text
     assert "tree faster below 1 MB at N = 8, 91 MB at N = 64, 6,426 MB at N = 512" in text
     assert "about 1,049 ranks with α = 1 µs or 105 ranks with α = 10 µs" in text
-    assert interview.show("thirty").data.startswith("<details><summary><b>A 30-second answer</b>")
+    assert in_lang("en", lambda: interview.show("thirty").data).startswith(
+        "<details><summary><b>A 30-second answer</b>")
