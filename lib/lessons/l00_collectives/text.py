@@ -244,4 +244,38 @@ TEXT = {
     "w_not_offered": {"en": "not offered at {n} ranks: {groups}; a ring that large crosses the "
                             "network",
                       "zh": "{n} 个 rank 时不提供：{groups}；这么大的环必然要跨网络"},
+
+    # --- the pictures the widgets show (figures.py, cells.py) ------------------------------
+    "f_before": {"en": "before", "zh": "之前"},
+    "f_after": {"en": "after", "zh": "之后"},
+    "f_diagram_title": {"en": "<b>{op}</b>, {n} ranks", "zh": "<b>{op}</b>，{n} 个 rank"},
+    "f_cap_all_reduce": {"en": "every rank ends with the element-wise sum of all buffers",
+                         "zh": "每个 rank 最后都得到所有缓冲区逐元素相加之和"},
+    "f_cap_all_gather": {"en": "every rank ends with every rank's shard",
+                         "zh": "每个 rank 最后都得到所有 rank 的分片"},
+    "f_cap_reduce_scatter": {"en": "rank r ends with chunk r, summed over all ranks",
+                             "zh": "rank r 最后得到块 r 在所有 rank 上的和"},
+    "f_cap_all_to_all": {"en": "rank r sends its chunk c to rank c: a transpose",
+                         "zh": "rank r 把自己的块 c 发给 rank c：相当于一次转置"},
+    "f_cap_broadcast": {"en": "rank 0's buffer is copied to every rank",
+                        "zh": "rank 0 的缓冲区被复制到每个 rank"},
+    "f_cap_send_recv": {"en": "rank 0 sends its buffer to rank 1; the others do nothing",
+                        "zh": "rank 0 把缓冲区发给 rank 1；其他 rank 什么也不做"},
+    "f_start": {"en": "start: every rank holds only its own data",
+                "zh": "开始：每个 rank 只有自己的数据"},
+    "f_step": {"en": "{name} step {k} of {n}", "zh": "{name} 第 {k} 步（共 {n} 步）"},
+    "f_start_label": {"en": "start", "zh": "开始"},
+    "f_no_transfers": {"en": "no transfers yet", "zh": "还没有传输"},
+    "f_transfer": {"en": "rank {src} → rank {dst}: chunk {c}", "zh": "rank {src} → rank {dst}：块 {c}"},
+    "f_all": {"en": "all", "zh": "全部"},
+    "f_contributions": {"en": "contributions", "zh": "已累加份数"},
+    "f_hover": {"en": "rank %{{y}}, chunk %{{x}}<br>contributions: %{{text}} (%{{z}} of {n})"
+                      "<extra></extra>",
+                "zh": "rank %{{y}}，块 %{{x}}<br>已累加：%{{text}}（{n} 份中的 %{{z}} 份）"
+                      "<extra></extra>"},
+    "f_chunk": {"en": "chunk {c}", "zh": "块 {c}"},
+    "f_play": {"en": "▶ play", "zh": "▶ 播放"},
+    "f_pause": {"en": "❚❚ pause", "zh": "❚❚ 暂停"},
+    "f_slider": {"en": "step: ", "zh": "步骤："},
+    "f_time": {"en": "time", "zh": "时间"},
 }

@@ -130,3 +130,12 @@ def test_the_answers_show_what_the_pinned_notebook_showed(in_lang):
     assert "about 1,049 ranks with α = 1 µs or 105 ranks with α = 10 µs" in text
     assert in_lang("en", lambda: interview.show("thirty").data).startswith(
         "<details><summary><b>A 30-second answer</b>")
+
+
+def test_the_pictures_the_widgets_show_follow_the_language(in_lang):
+    from ring_reference import simulate_ring
+    frames = simulate_ring(4)
+    en, zh = _both(in_lang, lambda: " | ".join(
+        [figures.collective_diagram("reduce_scatter", 4).layout.title.subtitle.text]
+        + [f.layout.title.text for f in figures.ring_animation(frames).frames[:5]]))
+    assert "reduce-scatter step 1 of 3" in en and "reduce-scatter 第 1 步（共 3 步）" in zh
