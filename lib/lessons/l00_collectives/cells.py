@@ -4,6 +4,10 @@ recorded frames and a step's title. ``figures`` draws them."""
 
 from __future__ import annotations
 
+from lessons.common.i18n import t
+
+from .text import TEXT
+
 SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")  # as viz.style's, which imports plotly
 
 
@@ -39,9 +43,10 @@ def collective_cells(op: str, n: int):
 
 
 def contributors(mask: int, n: int) -> str:
-    """Cell text: 'all', '0+1+3', or with runs folded for long lists ('0–4+6')."""
+    """Cell text: 'all' (in the session's language), '0+1+3', or with runs folded for long
+    lists ('0–4+6')."""
     if mask == (1 << n) - 1:
-        return "all"
+        return t(TEXT, "f_all")
     ranks = [k for k in range(n) if mask >> k & 1]
     if len(ranks) <= 4:
         return "+".join(map(str, ranks))
@@ -78,6 +83,6 @@ def check_ring_frames(frames) -> tuple[int, int]:
 
 def ring_step_title(f: dict, n: int) -> str:
     if f["phase"] == "start":
-        return "start: every rank holds only its own data"
+        return t(TEXT, "f_start")
     name = "reduce-scatter" if f["phase"] == "reduce_scatter" else "all-gather"
-    return f"{name} step {f.get('step', 0) + 1} of {n - 1}"
+    return t(TEXT, "f_step", name=name, k=f.get("step", 0) + 1, n=n - 1)

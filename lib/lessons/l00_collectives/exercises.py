@@ -16,10 +16,12 @@ as dist`` inside the function, ``from torch.distributed import isend`` and
 
 Numeric exercises are pure functions of the typed answer, with the wanted value
 computed by ``parlab.cost``; ``QUESTIONS`` holds their text (numbers stated once).
+Every message and question is in ``text.TEXT``, rendered in the session's language.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 
 import torch
 import torch.distributed as dist
@@ -28,7 +30,9 @@ from parlab import cost
 from parlab.hardware_presets import LINK_PRESETS
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.i18n import t
 from .hints import HINTS
+from .text import TEXT
 from lessons.common.checkers.watch import COLLECTIVES, DistWatch
 
 __all__ = ["check_reduce_scatter", "check_ring_all_reduce", "check_ring_bytes",
@@ -131,9 +135,9 @@ def _whose(diff: torch.Tensor, world_size: int, chunk: int | None, per_chunk: in
         if chunk is not None:
             part = part.chunk(world_size)[chunk]
         if torch.equal(diff, part):
-            return f" (exactly rank {p}'s contribution is missing)"
+            return t(TEXT, "whose_missing", p=p)
         if torch.equal(-diff, part):
-            return f" (rank {p}'s contribution is counted twice)"
+            return t(TEXT, "whose_twice", p=p)
     return ""
 
 
@@ -178,21 +182,21 @@ def _ring_diagnosis(results, world_size: int, per_chunk: int) -> str:
         return ""
     c, rank, held = first
     if held is None:
-        what = "is not a sum of the ranks' chunks"
+        what = t(TEXT, "not_a_sum")
     elif len(held) == 1:
-        what = f"still holds only rank {held[0]}'s own part"
+        what = t(TEXT, "own_part", p=held[0])
     else:
         missing = [p for p in range(world_size) if p not in held]
-        what = (f"holds a partial sum ({len(held)} of {world_size} ranks' parts; "
-                f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} missing)")
-    text = f"Chunk {c} on rank {rank} {what}"
+        what = t(TEXT, "partial_many" if len(missing) > 1 else "partial_one", k=len(held),
+                 w=world_size, missing=", ".join(map(str, missing)))
+    text = t(TEXT, "chunk_on_rank", c=c, rank=rank, what=what)
     steps = world_size - 1
     if len(set(complete)) == 1 and 1 <= complete[0] < world_size:
         ran = complete[0] - 1  # after the reduce-scatter a rank holds one complete chunk
         short = steps - ran
-        text += (f": the all-gather phase stopped {'one step' if short == 1 else f'{short} steps'}"
-                 f" short ({steps} steps are needed, {ran} ran)")
-    return text + ". "
+        text += t(TEXT, "stopped_one" if short == 1 else "stopped_many", short=short,
+                  steps=steps, ran=ran)
+    return t(TEXT, "sentence", text=text)
 
 
 def _check(fn, world_size: int, per_chunk: int, timeout: float, *, reduce_scatter: bool):
@@ -217,42 +221,34 @@ def _check(fn, world_size: int, per_chunk: int, timeout: float, *, reduce_scatte
                 msg += _whose(want - res["out"], world_size, rank if reduce_scatter else None,
                               per_chunk)
             wrong.append((rank, msg))
-    inputs_note = (f"Rank r's x is 100 (r + 1) + [0, 1, ..., {world_size * per_chunk - 1}] "
-                   f"({world_size} chunks of {per_chunk}).")
+    inputs_note = t(TEXT, "inputs_note", last=world_size * per_chunk - 1, w=world_size,
+                    per_chunk=per_chunk)
     if wrong:
         others = ", ".join(str(r) for r, _ in wrong[1:])
-        more = f"; wrong on rank(s) {others} too" if others else ""
-        what = ("Rank r must return the sum over ranks of chunk r" if reduce_scatter
-                else "Every rank must end with the element-wise sum of all ranks' x")
+        more = t(TEXT, "wrong_too", others=others) if others else ""
+        what = t(TEXT, "want_reduce_scatter" if reduce_scatter else "want_all_reduce")
         why = "" if reduce_scatter else _ring_diagnosis(results, world_size, per_chunk)
-        return core.verdict(False, f"{wrong[0][1]}{more}. {why}{what}. {inputs_note}")
+        return core.verdict(False, t(TEXT, "wrong", first=wrong[0][1], more=more, why=why,
+                                     what=what, inputs=inputs_note))
     used = sorted({u for res in results for u in res["used"]})
     if used:
-        return core.verdict(False, f"Right values, but built on dist.{used[0]}: write it from "
-                            "send/recv (isend/irecv) only")
+        return core.verdict(False, t(TEXT, "used_collective", op=used[0]))
     sent, received = sum(r["sent"] for r in results), sum(r["received"] for r in results)
     if sent != received or not any(r["messages"] for r in results):
         # the values came from other ranks, so messages went by a way the watch cannot
         # see: say so rather than tell the learner it sent nothing
-        return core.verdict(False, f"Right values, but the checker could not count your bytes: "
-                            f"it saw {sent} bytes sent and {received} received over all ranks. "
-                            f"It counts dist.send, recv, isend, irecv and batch_isend_irecv "
-                            f"(however you import them), not the process group's own methods "
-                            f"or torch.ops; write the messages with those so it can.")
+        return core.verdict(False, t(TEXT, "uncounted", sent=sent, received=received))
     S = world_size * per_chunk * 4
     op = "reduce_scatter" if reduce_scatter else "all_reduce"
     want_bytes = cost.collective_bytes(op, S, world_size)
     for rank, res in enumerate(results):
         if res["sent"] != want_bytes:
-            how = ("each rank needs to send each peer only the chunk that peer owns"
-                   if reduce_scatter else
-                   "each of the 2(W-1) steps sends one chunk of S/W to the right neighbour")
-            return core.verdict(False, f"Right values, but rank {rank} sent {res['sent']} bytes "
-                                f"where {want_bytes:g} suffice (S = {S} bytes, W = {world_size}): "
-                                f"{how}")
+            how = t(TEXT, "how_reduce_scatter" if reduce_scatter else "how_all_reduce")
+            return core.verdict(False, t(TEXT, "too_many_bytes", rank=rank, sent=res["sent"],
+                                         want=want_bytes, S=S, w=world_size, how=how))
     formula = "(W-1)/W·S" if reduce_scatter else "2(W-1)/W·S"
-    return core.verdict(True, f"All {world_size} ranks hold the right sums, and each sent "
-                        f"{want_bytes:g} bytes = {formula} for S = {S} bytes.")
+    return core.verdict(True, t(TEXT, "right", w=world_size, want=want_bytes, formula=formula,
+                                S=S))
 
 
 def check_reduce_scatter(fn, world_size: int = 4, per_chunk: int = PER_CHUNK,
@@ -277,26 +273,37 @@ ALLREDUCE_TIME = dict(S=100e6, n=16, alpha=5e-6,
                       bandwidth=LINK_PRESETS["IB-HDR"].gb_per_s_per_direction * 1e9)
 ALL_GATHER_BYTES = dict(S=2e9, n=8)  # ZeRO-3 gathers 1 B fp16 parameters
 
-QUESTIONS = {
-    "ring_bytes": (f"A ring all-reduce of S = {RING_BYTES['S'] / 1e6:g} MB of gradients on "
-                   f"N = {RING_BYTES['n']} ranks: how many MB does each rank send?"),
-    "allreduce_time": (f"Predicted time (α-β model, ring) of an all-reduce of "
-                       f"S = {ALLREDUCE_TIME['S'] / 1e6:g} MB on N = {ALLREDUCE_TIME['n']} ranks "
-                       f"with α = {ALLREDUCE_TIME['alpha'] * 1e6:g} µs per step and "
-                       f"B = {ALLREDUCE_TIME['bandwidth'] / 1e9:g} GB/s per direction, in ms?"),
-    "all_gather_bytes": (f"ZeRO-3 all-gathers S = {ALL_GATHER_BYTES['S'] / 1e9:g} GB of "
-                         f"parameters (a ring all-gather) on N = {ALL_GATHER_BYTES['n']} ranks: "
-                         "how many GB does each rank send?"),
-}
+class _Questions(Mapping):
+    """The numeric exercises' questions, each rendered when it is read, in the session's
+    language (``QUESTIONS["ring_bytes"]``)."""
+
+    _FIELDS = {
+        "ring_bytes": lambda: dict(S_mb=RING_BYTES["S"] / 1e6, n=RING_BYTES["n"]),
+        "allreduce_time": lambda: dict(S_mb=ALLREDUCE_TIME["S"] / 1e6, n=ALLREDUCE_TIME["n"],
+                                       alpha_us=ALLREDUCE_TIME["alpha"] * 1e6,
+                                       gb_s=ALLREDUCE_TIME["bandwidth"] / 1e9),
+        "all_gather_bytes": lambda: dict(S_gb=ALL_GATHER_BYTES["S"] / 1e9, n=ALL_GATHER_BYTES["n"]),
+    }
+
+    def __getitem__(self, key: str) -> str:
+        return t(TEXT, f"q_{key}", **self._FIELDS[key]())
+
+    def __iter__(self):
+        return iter(self._FIELDS)
+
+    def __len__(self) -> int:
+        return len(self._FIELDS)
+
+
+QUESTIONS = _Questions()
 
 
 def check_ring_bytes(mb) -> dict:
     S, n = RING_BYTES["S"], RING_BYTES["n"]
     want = cost.collective_bytes("all_reduce", S, n) / 1e6
-    return core.check_number(mb, want, unit="MB", name="MB per rank",
-                             hint="Two phases, each sending N-1 chunks of S/N.",
-                             explanation=f"2(N-1)/N·S = 2·{n - 1}/{n}·{S / 1e6:g} MB: under 2S "
-                                         "whatever N is.")
+    return core.check_number(mb, want, unit="MB", name=t(TEXT, "name_mb_per_rank"),
+                             hint=t(TEXT, "hint_ring_bytes"),
+                             explanation=t(TEXT, "explain_ring_bytes", n1=n - 1, n=n, S_mb=S / 1e6))
 
 
 def check_allreduce_time(ms) -> dict:
@@ -304,16 +311,15 @@ def check_allreduce_time(ms) -> dict:
     want = cost.collective_time("all_reduce", p["S"], p["n"], p["alpha"], p["bandwidth"]) * 1e3
     steps = cost.collective_steps("all_reduce", p["n"])
     latency_ms = steps * p["alpha"] * 1e3
-    return core.check_number(ms, want, unit="ms", name="time",
-                             hint="2(N-1) steps each cost α; each rank sends 2(N-1)/N·S bytes at B.",
-                             explanation=f"{steps}·α = {latency_ms:.3g} ms of latency + "
-                                         f"{want - latency_ms:.4g} ms of bandwidth: bandwidth-bound.")
+    return core.check_number(ms, want, unit="ms", name=t(TEXT, "name_time"),
+                             hint=t(TEXT, "hint_allreduce_time"),
+                             explanation=t(TEXT, "explain_allreduce_time", steps=steps,
+                                           latency_ms=latency_ms, bandwidth_ms=want - latency_ms))
 
 
 def check_all_gather_bytes(gb) -> dict:
     S, n = ALL_GATHER_BYTES["S"], ALL_GATHER_BYTES["n"]
     want = cost.collective_bytes("all_gather", S, n) / 1e9
-    return core.check_number(gb, want, unit="GB", name="GB per rank",
-                             hint="An all-gather is the second half of a ring all-reduce.",
-                             explanation="(N-1)/N·S: each rank forwards the N-1 shards it "
-                                         "does not own, half of an all-reduce's traffic.")
+    return core.check_number(gb, want, unit="GB", name=t(TEXT, "name_gb_per_rank"),
+                             hint=t(TEXT, "hint_all_gather_bytes"),
+                             explanation=t(TEXT, "explain_all_gather_bytes"))

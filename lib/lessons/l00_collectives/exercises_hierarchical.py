@@ -17,6 +17,9 @@ import torch.distributed as dist
 from parlab.validate import check_int
 from lessons.common.checkers import core
 from lessons.common.checkers.watch import DistWatch
+from lessons.common.i18n import t
+
+from .text import TEXT
 
 NUMEL = 8  # elements per rank's x: 2 chunks of 4 inside a node of 2
 
@@ -71,25 +74,18 @@ def check_two_level_all_reduce(fn, nodes: int = 2, gpus_per_node: int = 2,
             continue
         node_sum = torch.stack([inputs(r, numel) for r in res["node"]]).sum(0)
         if isinstance(res["out"], torch.Tensor) and torch.equal(res["out"], node_sum):
-            msg += (": that is the sum over its own node only; the step across the nodes "
-                    "(on network_group) is missing")
-        return core.verdict(False, f"{msg}. Every rank must end with the sum of all "
-                            f"{m * g} ranks' x.")
+            msg += t(TEXT, "node_only")
+        return core.verdict(False, t(TEXT, "two_level_wrong", msg=msg, n=m * g))
     res = results[0]
     across = [(op, n) for op, ranks, n in res["collectives"] if ranks == res["network"]]
     world = [op for op, ranks, _ in res["collectives"] if ranks is not None and len(ranks) == m * g]
     if world:
-        return core.verdict(False, f"right sums, but through dist.{world[0]} over all {m * g} "
-                            "ranks: a flat collective sends the whole buffer across the network. "
-                            "Use node_group and network_group")
+        return core.verdict(False, t(TEXT, "two_level_flat", op=world[0], n=m * g))
     if not across:
-        return core.verdict(False, "right sums, but no collective ran on network_group: the "
-                            "checker reads torch.distributed's collectives with the groups given")
+        return core.verdict(False, t(TEXT, "two_level_no_network"))
     carried = sum(n for _, n in across)
     if carried != numel // g:
-        return core.verdict(False, f"right sums, but the network step carried {carried} of the "
-                            f"{numel} elements; reduce-scatter inside the node first, so each GPU "
-                            f"sends only its 1/{g} ({numel // g} elements) across")
-    return core.verdict(True, f"every rank holds the sum of all {m * g}; across the network "
-                        f"each rank all-reduced {carried} of {numel} elements (1/{g}), inside the "
-                        f"node the rest: {', '.join(op for op, ranks, _ in res['collectives'])}.")
+        return core.verdict(False, t(TEXT, "two_level_carried", carried=carried, numel=numel,
+                                     g=g, piece=numel // g))
+    return core.verdict(True, t(TEXT, "two_level_right", n=m * g, carried=carried, numel=numel,
+                                g=g, ops=", ".join(op for op, ranks, _ in res["collectives"])))

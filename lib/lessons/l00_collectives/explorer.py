@@ -8,6 +8,10 @@ import re
 from parlab import cost
 from parlab.hardware_presets import GPU_PRESETS, LINK_PRESETS, node_for
 
+from lessons.common.i18n import t
+
+from .text import TEXT
+
 
 def link_reach(name: str) -> int | None:
     """The most GPUs one ``LINK_PRESETS`` link can join, or None for a network (no limit).
@@ -23,10 +27,11 @@ def link_reach(name: str) -> int | None:
 def link_choices(n: int, measured: tuple[float, float] | None = None) -> dict:
     """The links a ring of ``n`` ranks can run over, and one line on those left out.
     ``{"links": {label: (alpha s, bandwidth B/s)}, "note": str}``; ``measured`` (alpha,
-    bandwidth) adds this machine's fit, which limits nothing (its ranks are processes)."""
+    bandwidth) adds this machine's fit, which limits nothing (its ranks are processes).
+    The measured link's label and the note are in the session's language."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:
         raise ValueError(f"n={n!r} must be an int >= 2 (ranks of one all-reduce)")
-    links = {"this machine, measured": measured} if measured else {}
+    links = {t(TEXT, "w_measured"): measured} if measured else {}
     left_out: dict[int, list[str]] = {}
     for name, spec in LINK_PRESETS.items():
         reach = link_reach(name)
@@ -35,9 +40,9 @@ def link_choices(n: int, measured: tuple[float, float] | None = None) -> dict:
             continue
         label = f"{name} ({spec.gb_per_s_per_direction:g} GB/s, ~{spec.latency_us:g} us)"
         links[label] = (spec.latency_us * 1e-6, spec.gb_per_s_per_direction * 1e9)
-    groups = ("; ".join(f"{_compact(names)} (at most {reach} GPUs)"
-                        for reach, names in sorted(left_out.items())))
-    note = f"not offered at {n} ranks: {groups}; a ring that large crosses the network" if left_out else ""
+    groups = t(TEXT, "w_reach_sep").join(t(TEXT, "w_reach", names=_compact(names), reach=reach)
+                                         for reach, names in sorted(left_out.items()))
+    note = t(TEXT, "w_not_offered", n=n, groups=groups) if left_out else ""
     return {"links": links, "note": note}
 
 

@@ -8,6 +8,7 @@ import math
 import plotly.graph_objects as go
 
 from parlab import cost
+from lessons.common.i18n import t
 from lessons.common.viz.charts import measured_vs_predicted
 from lessons.common.viz.tables import table
 from lessons.common.viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION_SCALE,
@@ -16,6 +17,7 @@ from lessons.common.viz.style import (ALGORITHM_COLORS, BYTES_AXIS, CONTRIBUTION
                                       byte_unit, fmt_bytes, rank_color, ratio_ticks, seconds_ticks,
                                       text_color)
 from .cells import check_ring_frames, collective_cells, contributors, ring_step_title
+from .text import TEXT
 
 def launch_table(timing: dict, n: int = 4):
     """Seconds of a first launch (fork the ranks from the server ``import parlab`` started)
@@ -28,14 +30,8 @@ def launch_table(timing: dict, n: int = 4):
 
 # --- 1. collectives explained --------------------------------------------------------
 
-_CAPTIONS = {
-    "all_reduce": "every rank ends with the element-wise sum of all buffers",
-    "all_gather": "every rank ends with every rank's shard",
-    "reduce_scatter": "rank r ends with chunk r, summed over all ranks",
-    "all_to_all": "rank r sends its chunk c to rank c: a transpose",
-    "broadcast": "rank 0's buffer is copied to every rank",
-    "send_recv": "rank 0 sends its buffer to rank 1; the others do nothing",
-}
+# each collective's caption: text.TEXT["f_cap_<op>"], in the session's language
+_CAPTIONS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 
 
 def collective_diagram(op: str, n: int = 4) -> go.Figure:
@@ -50,7 +46,8 @@ def collective_diagram(op: str, n: int = 4) -> go.Figure:
     gap, pad = 2.6, 0.06  # gap between the panels (room for the arrow); cell padding
     shapes, notes = [], []
     for panel, (cells, x0) in enumerate(((before, 0.0), (after, n + gap))):
-        notes.append(dict(x=x0 + n / 2, y=-0.15, text=f"<b>{('before', 'after')[panel]}</b>",
+        notes.append(dict(x=x0 + n / 2, y=-0.15,
+                          text=f"<b>{t(TEXT, ('f_before', 'f_after')[panel])}</b>",
                           showarrow=False, yanchor="bottom", font=dict(size=14)))
         for r in range(n):
             for c in range(n):
@@ -76,10 +73,10 @@ def collective_diagram(op: str, n: int = 4) -> go.Figure:
                       yanchor="bottom", font=dict(size=12, color=INK["dark"])))
     unit = 46  # pixels per cell
     fig = go.Figure()
-    base_layout(fig, f"<b>{op}</b>, {n} ranks", shapes=shapes, annotations=notes,
+    base_layout(fig, t(TEXT, "f_diagram_title", op=op, n=n), shapes=shapes, annotations=notes,
                  width=int((2 * n + gap + 1.6) * unit + 40),
                  height=int((n + 0.8) * unit + 110), showlegend=False)
-    fig.update_layout(title_subtitle_text=_CAPTIONS[op], margin=dict(l=20, r=20, t=80, b=20))
+    fig.update_layout(title_subtitle_text=t(TEXT, f"f_cap_{op}"), margin=dict(l=20, r=20, t=80, b=20))
     fig.update_xaxes(visible=False, range=[-1.4, 2 * n + gap + 0.2], fixedrange=True)
     fig.update_yaxes(visible=False, range=[n + 0.2, -0.6], fixedrange=True,
                      scaleanchor="x", scaleratio=1)
@@ -112,11 +109,11 @@ def _ring_annotations(sends, n: int) -> list[dict]:
             down = 1 if dst > src else -1
             out.append(dict(arrow, x=x, y=dst - 0.2 * down, ax=x, ay=src + 0.2 * down))
     if sends:
-        items = [f"rank {s} → rank {d}: chunk {c}" for s, d, c in sends]
+        items = [t(TEXT, "f_transfer", src=s, dst=d, c=c) for s, d, c in sends]
         lines = ["    ".join(items[i:i + 3]) for i in range(0, len(items), 3)]
         text = "<br>".join(lines)
     else:
-        text = "no transfers yet"
+        text = t(TEXT, "f_no_transfers")
     # The text line goes first, so it keeps its place (and style) in every frame.
     return [dict(xref="paper", yref="paper", x=0, y=0, xanchor="left", yanchor="top",
                  yshift=-8, align="left", showarrow=False, text=text, visible=True,
@@ -149,10 +146,9 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
     heat = go.Heatmap(
         x=cols, y=ranks, z=z0, text=text0, texttemplate="%{text}", zmin=1, zmax=n,
         colorscale=CONTRIBUTION_SCALE, xgap=3, ygap=3, textfont=dict(size=12),
-        colorbar=dict(title=dict(text="contributions"), tickvals=list(range(1, n + 1)),
+        colorbar=dict(title=dict(text=t(TEXT, "f_contributions")), tickvals=list(range(1, n + 1)),
                       thickness=14, len=0.8),
-        hovertemplate="rank %{y}, chunk %{x}<br>contributions: %{text} (%{z} of "
-                      f"{n})<extra></extra>")
+        hovertemplate=t(TEXT, "f_hover", n=n))
     fig = go.Figure(data=[heat])
     # Plotly merges a frame's annotations into the current ones by position, so every
     # frame carries the same number (padded with invisible ones, and every real one
@@ -169,7 +165,7 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
             name=str(i), data=[go.Heatmap(z=z, text=text)],
             layout=dict(annotations=notes[i],
                         title=dict(text=full_title(f), x=0.01, xanchor="left"))))
-        label = ("start" if f["phase"] == "start" else
+        label = (t(TEXT, "f_start_label") if f["phase"] == "start" else
                  f"{'RS' if f['phase'] == 'reduce_scatter' else 'AG'} {f.get('step', 0) + 1}")
         steps.append(dict(method="animate", label=label, args=[
             [str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
@@ -183,15 +179,15 @@ def ring_animation(frames: list[dict], title: str = "") -> go.Figure:
         updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left",
                           yanchor="top", pad=dict(t=60 + 16 * n_lines), showactive=False,
                           buttons=[
-                              dict(label="▶ play", method="animate", args=[None, dict(
+                              dict(label=t(TEXT, "f_play"), method="animate", args=[None, dict(
                                   frame=dict(duration=900, redraw=True), fromcurrent=True,
                                   transition=dict(duration=0))]),
-                              dict(label="❚❚ pause", method="animate", args=[[None], dict(
+                              dict(label=t(TEXT, "f_pause"), method="animate", args=[[None], dict(
                                   mode="immediate", frame=dict(duration=0, redraw=False),
                                   transition=dict(duration=0))])])],
         sliders=[dict(active=0, steps=steps, x=0.3, len=0.7, y=0, yanchor="top",
-                      pad=dict(t=50 + 16 * n_lines), currentvalue=dict(prefix="step: "))])
-    fig.update_xaxes(side="top", tickvals=cols, ticktext=[f"chunk {c}" for c in cols],
+                      pad=dict(t=50 + 16 * n_lines), currentvalue=dict(prefix=t(TEXT, "f_slider")))])
+    fig.update_xaxes(side="top", tickvals=cols, ticktext=[t(TEXT, "f_chunk", c=c) for c in cols],
                      range=[-0.5, chunks - 0.5], showgrid=False, zeroline=False,
                      fixedrange=True)
     fig.update_yaxes(tickvals=ranks, ticktext=[f"rank {r}" for r in ranks],
@@ -278,7 +274,7 @@ def readable_time_axis(fig: go.Figure) -> go.Figure:
     ys = [y for t in fig.data if getattr(t, "y", None) is not None for y in t.y
           if isinstance(y, (int, float)) and y > 0]
     if ys:
-        fig.update_yaxes(title_text="time", **seconds_ticks(min(ys), max(ys)))
+        fig.update_yaxes(title_text=t(TEXT, "f_time"), **seconds_ticks(min(ys), max(ys)))
     return fig
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+import lessons
 from lessons.l00_collectives import experiments as demos
 from lessons.l00_collectives import explorer
 from parlab import cost
@@ -104,6 +105,16 @@ def test_slower_than_larger_finds_sizes_that_never_had_a_quiet_moment():
     assert demos.slower_than_larger({4: 1e-4, 64: 1.2e-4, 4096: 1.1e-4}) == []  # within 1.5x
 
 
+@pytest.fixture
+def english():
+    """For a test that reads English words, whatever PARLAB_LANG says."""
+    before = lessons.current_lang()
+    lessons.lang("en")
+    yield
+    lessons.lang(before)
+
+
+@pytest.mark.usefixtures("english")
 def test_cost_explorer_offers_only_links_that_reach_that_many_ranks():
     assert explorer.link_reach("NVLink2") == 8 and explorer.link_reach("NVLink5") == 72
     assert explorer.link_reach("PCIe4-x16") == 8 and explorer.link_reach("IB-HDR") is None
