@@ -402,12 +402,12 @@ TEXT = {
               "partial input gradients (all-reduce backward).",
         "zh": "f 把完整的输入交给每个 rank 的列切片（前向是恒等映射），并把各 rank 的部分输入梯度加起来"
               "（反向是 all-reduce）。"},
-    "where_f_wrong": {"en": "{place} is where {why}.", "zh": "{place}：那里是{why}。"},
-    "where_f_why.B": {"en": "g goes (partial sums to add up)", "zh": "g 的位置（要把部分和加起来）"},
+    "where_f_wrong": {"en": "{place} is where {why}.", "zh": "“{place}”是{why}。"},
+    "where_f_why.B": {"en": "g goes (partial sums to add up)", "zh": "放 g 的地方（要把部分和加起来）"},
     "where_f_why.C": {"en": "nothing is needed: every rank works on its own heads",
-                      "zh": "什么都不需要的地方：每个 rank 只算自己的注意力头"},
+                      "zh": "不需要任何通信的地方：每个 rank 只算自己的注意力头"},
     "where_f_why.D": {"en": "the full activation already is on every rank",
-                      "zh": "每个 rank 上已经有完整激活值的地方"},
+                      "zh": "每个 rank 上本来就有完整激活值的地方"},
     # --- exercise 3: the chunked all-gather -> matmul (exercises_overlap.py) -------------------
     "cannot_multiply": {
         "en": " | Cut and gather x_shard along the sequence (dim 1): every piece keeps all the features the "
