@@ -5,4 +5,5 @@
   figures.py, widgets.py  what the notebook shows
   exercises.py (+ exercises_overlap.py), hints.py  "Your turn"
   drills.py               interview drills on TP and SP
+  interview.py, text.py   §11's answers; answers, checker messages, explorer labels in English and 中文
 """

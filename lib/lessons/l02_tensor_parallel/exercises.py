@@ -30,7 +30,9 @@ import torch.nn.functional as F
 from parlab import cost
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.i18n import t as say
 from .hints import HINTS
+from .text import TEXT
 from lessons.common.checkers.watch import DistWatch
 
 __all__ = ["check_tp_mlp_forward", "check_tp_mlp", "check_chunked_all_gather_matmul",
@@ -162,7 +164,7 @@ def _is_placeholder(fn) -> bool:
 
 
 def _ops(calls) -> str:
-    return ", ".join(f"{op} x{calls.count(op)}" for op in dict.fromkeys(calls)) or "none"
+    return ", ".join(f"{op} x{calls.count(op)}" for op in dict.fromkeys(calls)) or say(TEXT, "none")
 
 
 def _output_hint(out, want, t: int) -> str:
@@ -172,11 +174,10 @@ def _output_hint(out, want, t: int) -> str:
         return ""
     out = out.detach()
     if torch.allclose(out * t, want, atol=1e-5, rtol=1e-4):
-        return (f" It is 1/{t} of the sum: the mean over the {t} ranks. g's all-reduce "
-                f"already adds the {t} terms into the output: don't divide.")
+        return say(TEXT, "mean_not_sum", t=t)
     if torch.allclose(out / t, want, atol=1e-5, rtol=1e-4):
-        return f" It is {t}x the sum: the terms were added {t} times (one all-reduce is all g does)."
-    return " Each rank holds one term of the sum: did g all-reduce the row-parallel output?"
+        return say(TEXT, "summed_t_times", t=t)
+    return say(TEXT, "one_term")
 
 
 def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
@@ -184,7 +185,7 @@ def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
     check_int("seed", seed, 0)
     name = getattr(fn, "__name__", "your function")
     if _is_placeholder(fn):
-        return core.missing(f"write {name} (it still raises NotImplementedError)")
+        return core.missing(say(TEXT, "still_placeholder", name=name))
     results, bad = core.run_learner(_tp_harness, fn, world_size, seed, with_grads)
     if bad:
         return bad
@@ -195,35 +196,22 @@ def _check_mlp(fn, world_size: int, seed: int, with_grads: bool) -> dict:
             return core.verdict(False, wrong + "." + _output_hint(res["out"], want, world_size))
         n = len(res["forward_calls"])
         if n != 1:
-            return core.verdict(False, f"rank {r}: the output is right, but the forward called "
-                                f"{n} collectives ({_ops(res['forward_calls'])}); Megatron's MLP "
-                                "needs exactly one all-reduce (g, after the row-parallel matmul).")
+            return core.verdict(False, say(TEXT, "forward_collectives", r=r, n=n,
+                                           ops=_ops(res["forward_calls"])))
     if not with_grads:
-        return core.verdict(True, f"Every rank of {world_size} returns the whole MLP output, "
-                            "with one all-reduce in forward.")
+        return core.verdict(True, say(TEXT, "forward_ok", world_size=world_size))
     for r, res in enumerate(results):
         if res.get("no_graph"):
-            return core.verdict(False, f"rank {r}: the output has no autograd graph (it does not "
-                                "require grad): a plain dist.all_reduce is invisible to autograd; "
-                                "wrap it in MyG.apply.")
+            return core.verdict(False, say(TEXT, "no_graph", r=r))
         for k in ("w2_shard", "w1_shard", "x"):  # in the order backward reaches them
             wrong = core.compare_tensors(res["grads"][k], want_grads[r][k],
                                          where=f"rank {r}, gradient of {k}", atol=1e-5, rtol=1e-4)
             if wrong:
-                hint = {"x": " Each rank's dL/dx is one term (from its own column slice): "
-                             "f's backward must all-reduce it.",
-                        "w1_shard": " Is the output gradient reaching the column layer whole "
-                                    "(g's backward is the identity)?",
-                        "w2_shard": " Is the output gradient reaching the row layer whole "
-                                    "(g's backward is the identity, not another all-reduce)?"}[k]
-                return core.verdict(False, wrong + "." + hint)
+                return core.verdict(False, wrong + "." + say(TEXT, f"grad_{k}"))
         ops = _ops(res["backward_calls"])
         if len(res["backward_calls"]) != 1:
-            return core.verdict(False, f"rank {r}: values right, but the backward called {ops}; "
-                                "f's all-reduce is the only one backward needs.")
-    return core.verdict(True, f"Output and the gradients of x, W1 and W2's shards equal the "
-                        f"single-device MLP on all {world_size} ranks; one all-reduce forward (g), "
-                        "one backward (f).")
+            return core.verdict(False, say(TEXT, "backward_calls", r=r, ops=ops))
+    return core.verdict(True, say(TEXT, "mlp_ok", world_size=world_size))
 
 
 def check_tp_mlp_forward(fn, world_size: int = 2, seed: int = 0) -> dict:
@@ -238,36 +226,35 @@ def check_tp_mlp(fn, world_size: int = 2, seed: int = 0) -> dict:
 
 # --- numeric exercises (answer_box) -----------------------------------------------------------
 
-WHERE_F = {"A": "before qkv and before fc1: the inputs of the column-parallel layers",
-           "B": "after proj and after fc2: the outputs of the row-parallel layers",
-           "C": "between qkv and proj, around the attention core",
-           "D": "on the residual additions"}
+# the choices as the notebook lists them (English); the checker says them in the session's
+# language (TEXT's "where_f.A", ...)
+WHERE_F = {k: TEXT[f"where_f.{k}"]["en"] for k in "ABCD"}
 
 
 def check_block_collectives(forward, backward=None, tp: int = 4, sequence_parallel: bool = True) -> dict:
     """One block's collectives in one training step, as {op: count} per pass
     (``cost.tp_comm_per_layer``)."""
     if forward is None or backward is None:
-        return core.missing("give forward and backward as dicts like {'all_reduce': 2}")
+        return core.missing(say(TEXT, "give_passes", example="{'all_reduce': 2}"))
     want = cost.tp_comm_per_layer(1, tp, 1, tp, sequence_parallel)  # counts only: any shape
     wrong = []
     for d, got in (("forward", forward), ("backward", backward)):
         if not isinstance(got, dict):
-            return core.verdict(False, f"{d} must be a dict like {{'all_gather': 1}}, got "
-                                f"{core.shown(got)}")
+            return core.verdict(False, say(TEXT, "pass_not_dict", d=d, example="{'all_gather': 1}",
+                                           got=core.shown(got)))
         counts = {}
         for op, n in got.items():
             n, why = core.as_number(n, whole=True)
             if why:
-                return core.verdict(False, f"{d}[{op!r}] (a count of calls) {why}")
+                return core.verdict(False, say(TEXT, "count_why", d=d, op=repr(op), why=why))
             if n:
                 counts[op] = n
         if counts != want[d]:
             wrong.append(d)
     if not wrong:
-        return core.verdict(True, f"Forward {want['forward']}, backward {want['backward']}.")
-    return core.verdict(False, f"the {' and '.join(wrong)} pass is off: think of what g and ḡ do "
-                        "in each direction, and what backward needs from the saved shard.")
+        return core.verdict(True, say(TEXT, "collectives_ok", fwd=want["forward"], bwd=want["backward"]))
+    passes = say(TEXT, "and").join(say(TEXT, d) for d in wrong)
+    return core.verdict(False, say(TEXT, "passes_off", passes=passes))
 
 
 def check_activation_bytes(answer, seq_len: int = 64, micro_batch: int = 2, d_model: int = 128,
@@ -275,25 +262,20 @@ def check_activation_bytes(answer, seq_len: int = 64, micro_batch: int = 2, d_mo
     """Bytes one of our fp32 blocks saves per rank (``cost.activation_memory``, layer "lab")."""
     want = cost.activation_memory(seq_len, micro_batch, d_model, n_heads, 1, "none", tp,
                                   sequence_parallel, FP32, layer="lab")
-    return core.check_number(answer, want, unit="bytes", hint="Did you count fp32 (4 bytes), "
-                             "the (s, s) scores per head, and which tensors SP divides by t?")
+    return core.check_number(answer, want, unit="bytes", hint=say(TEXT, "activation_hint"))
 
 
 def check_where_f(answer) -> dict:
     """Where does f go? One of ``WHERE_F``'s keys."""
     if core.blank(answer):
-        return core.missing(f"answer one of {', '.join(WHERE_F)}")
+        return core.missing(say(TEXT, "answer_one_of", letters=", ".join(WHERE_F)))
     answer = core.as_letter(answer)
     if answer not in WHERE_F:
-        return core.verdict(False, f"answer with one of {', '.join(WHERE_F)}")
+        return core.verdict(False, say(TEXT, "answer_with_one_of", letters=", ".join(WHERE_F)))
     if answer == "A":
-        return core.verdict(True, "f copies the whole input to every rank's column slice "
-                            "(identity forward) and sums the ranks' partial input gradients "
-                            "(all-reduce backward).")
-    why = {"B": "g goes (partial sums to add up)",
-           "C": "nothing is needed: every rank works on its own heads",
-           "D": "the full activation already is on every rank"}[answer]
-    return core.verdict(False, f"{WHERE_F[answer]} is where {why}.")
+        return core.verdict(True, say(TEXT, "where_f_ok"))
+    return core.verdict(False, say(TEXT, "where_f_wrong", place=say(TEXT, f"where_f.{answer}"),
+                                   why=say(TEXT, f"where_f_why.{answer}")))
 
 
 def check_layer_bytes(answer, micro_batch: int = 1, seq_len: int = 2048, d_model: int = 12288,
@@ -301,5 +283,4 @@ def check_layer_bytes(answer, micro_batch: int = 1, seq_len: int = 2048, d_model
     """Bytes one rank sends for one layer in one training step (fp16, ring),
     ``cost.tp_comm_per_layer``."""
     want = cost.tp_comm_per_layer(micro_batch, seq_len, d_model, tp, sequence_parallel)["bytes"]
-    return core.check_number(answer, want, unit="bytes", hint="How many collectives per step, "
-                             "and what does a ring all-reduce send per rank?")
+    return core.check_number(answer, want, unit="bytes", hint=say(TEXT, "layer_bytes_hint"))

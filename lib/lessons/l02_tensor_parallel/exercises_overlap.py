@@ -25,6 +25,9 @@ from torch.overrides import TorchFunctionMode
 from parlab.validate import check_int
 from lessons.common.checkers import core
 from lessons.common.checkers.watch import DistWatch
+from lessons.common.i18n import t as say
+
+from .text import TEXT
 
 BATCH, SEQ, HIDDEN, OUT = 2, 16, 8, 6  # x: (BATCH, SEQ, HIDDEN); each rank's weight (HIDDEN, OUT)
 GATHERS = ("all_gather", "all_gather_into_tensor")
@@ -122,20 +125,14 @@ def _wrong_output(out, want, rank: int, t: int, chunks: int) -> str | None:
     if msg is None:
         return None
     if isinstance(out, torch.Tensor) and out.dim() == 3 and out.shape[0] != BATCH:
-        return (f"{msg}: dim 0 is the batch ({BATCH}), so your pieces were joined along it "
-                "(torch.cat's default dim=0). x_shard is (batch, positions, features): join "
-                "the gathered pieces along the sequence, dim=1")
+        return say(TEXT, "joined_on_batch", msg=msg, batch=BATCH)
     if isinstance(out, torch.Tensor) and tuple(out.shape) == (BATCH, SEQ // t, want.shape[2]):
-        return f"{msg}: that is this rank's own positions only; all-gather x from the {t} ranks"
+        return say(TEXT, "own_positions", msg=msg, t=t)
     if isinstance(out, torch.Tensor) and tuple(out.shape) == tuple(want.shape) and torch.allclose(
             out.double(), _arrival_order(want, t, chunks).double(), atol=1e-5, rtol=1e-4):
-        return (f"{msg}: the positions are in the order the pieces arrived (piece 0 of every "
-                f"rank, then piece 1, ...). The sequence is rank-major: rank r holds positions "
-                f"r·{SEQ // t} .. (r+1)·{SEQ // t}, so rank r's piece k belongs at "
-                f"r·{SEQ // t} + k·{SEQ // t // chunks}")
+        return say(TEXT, "arrival_order", msg=msg, shard=SEQ // t, n=SEQ // t // chunks)
     if isinstance(out, torch.Tensor) and tuple(out.shape) == tuple(want.shape):
-        return (f"{msg}. Rank r's piece k covers positions r·{SEQ // t} + k·{SEQ // t // chunks} "
-                f"onwards ({SEQ // t // chunks} of them): check where each gathered piece lands")
+        return say(TEXT, "where_pieces_land", msg=msg, shard=SEQ // t, n=SEQ // t // chunks)
     return msg
 
 
@@ -146,21 +143,15 @@ def _schedule(res: dict, t: int, chunks: int, rank: int) -> str | None:
     whole = BATCH * (SEQ // t) * HIDDEN
     others = sorted({op for op, _, _ in colls if op not in GATHERS})
     if not colls:
-        return (f"right result, but rank {rank} ran no collective the checker could see: it "
-                "reads torch.distributed's functions (dist.all_gather, ...), not a process "
-                "group's own methods or torch.ops.c10d")
+        return say(TEXT, "no_collective", rank=rank)
     if others:
-        return (f"right result, but rank {rank} also ran {', '.join(others)}: gather x with "
-                f"{chunks} all-gathers (dist.all_gather or dist.all_gather_into_tensor) only")
+        return say(TEXT, "other_collectives", rank=rank, others=", ".join(others), chunks=chunks)
     sizes = [n for _, _, n in colls]
     if len(sizes) == 1 and sizes[0] == whole:
-        return (f"right result, but through one all-gather of the whole shard ({whole} "
-                f"elements): the matmul waits for all of it, so nothing can overlap. Cut "
-                f"x_shard into {chunks} pieces along the sequence and gather each")
+        return say(TEXT, "one_whole_gather", whole=whole, chunks=chunks)
     if sizes != [whole // chunks] * chunks:
-        return (f"right result, but rank {rank} ran {len(sizes)} all-gathers of "
-                f"{', '.join(map(str, sizes))} elements; the exercise asks for {chunks} of "
-                f"{whole // chunks} each (1/{chunks} of the shard's {whole})")
+        return say(TEXT, "wrong_sizes", rank=rank, count=len(sizes), sizes=", ".join(map(str, sizes)),
+                   chunks=chunks, piece=whole // chunks, whole=whole)
     in_flight, hidden, done = set(), set(), set()
     for event in res["timeline"]:
         if event[0] == "issue":
@@ -171,15 +162,10 @@ def _schedule(res: dict, t: int, chunks: int, rank: int) -> str | None:
         elif event[0] == "matmul":
             hidden |= in_flight
     if len(done) < chunks:
-        return (f"right result this time, but rank {rank} never waited for {chunks - len(done)} "
-                "of its all-gathers: call wait() on the handle async_op=True returns before "
-                "reading the gathered buffers, or the data may not have arrived yet")
+        return say(TEXT, "never_waited", rank=rank, missing=chunks - len(done))
     if len(hidden) < chunks - 1:
-        return (f"right result, {chunks} all-gathers of 1/{chunks} each, but serial: "
-                f"{len(hidden) or 'none'} of them had a matmul running while they travelled "
-                f"(pipelined: {chunks - 1}, every piece after the first). Issue piece k+1's "
-                "all-gather with async_op=True before multiplying piece k, and wait() for it "
-                "only after")
+        return say(TEXT, "serial", chunks=chunks, hidden=len(hidden) or say(TEXT, "none"),
+                   pipelined=chunks - 1)
     return None
 
 
@@ -198,9 +184,7 @@ def check_chunked_all_gather_matmul(fn, world_size: int = 2, chunks: int = 4, se
     results, bad = core.run_learner(harness, fn, t, c, seed, timeout=timeout)
     if bad is not None:
         if "cannot be multiplied" in bad["message"]:
-            bad = core.verdict(False, bad.get("detail", "") + " | Cut and gather x_shard along the "
-                               "sequence (dim 1): every piece keeps all the features the "
-                               "weight multiplies")
+            bad = core.verdict(False, bad.get("detail", "") + say(TEXT, "cannot_multiply"))
         return bad
     x, weights = inputs(seed, t)
     for rank, res in enumerate(results):
@@ -212,9 +196,4 @@ def check_chunked_all_gather_matmul(fn, world_size: int = 2, chunks: int = 4, se
         if wrong:
             return core.verdict(False, wrong + ".")
     piece = BATCH * (SEQ // t) * HIDDEN // c
-    return core.verdict(True, f"every rank of {t} returns all_gather(x) @ weight; each ran {c} "
-                        f"all-gathers of {piece} elements (1/{c} of its shard), and every piece "
-                        "after the first was in flight while a matmul ran. What the checker "
-                        "cannot see: time. It reads the order of issues, waits and matmuls, "
-                        "not whether the transfer really ran beside the matmul (on these CPU "
-                        "ranks both share the cores; on GPUs the link and the SMs are apart).")
+    return core.verdict(True, say(TEXT, "chunked_ok", t=t, c=c, piece=piece))

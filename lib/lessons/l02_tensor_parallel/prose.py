@@ -10,11 +10,6 @@ M13 = experiments.GPU_MODELS["13B"]
 _EFFICIENCY = inspect.signature(experiments.gpu_scale).parameters["efficiency"].default
 
 
-def _gpt3_mfu(tp: int, nics_per_node=None) -> float:
-    """GPT-3's MFU at degree ``tp`` in §7's time model, on A100 / NVLink3 / IB-HDR."""
-    return next(r["mfu"] for r in experiments.gpu_scale("GPT-3 175B", tps=(tp,), nics_per_node=nics_per_node))
-
-
 def _sp_extra() -> float:
     """What SP's re-gather adds to TP's bytes per block (any shape, any t > 1)."""
     s, h = experiments.SMALL.seq_len, experiments.SMALL.d_model
@@ -46,18 +41,20 @@ NUMBERS = [
     cited("96 MB", "interview answer"),
     cited("10%", "interview answer"),
     cited("30%", "interview answer"),
+    # ... and in Chinese, in the seed's own words (its "5-10%" is read as no number)
+    cited("2.8 GB", "面试答案"),
+    cited("600 GB/s", "面试答案"),
+    cited("48 MB", "面试答案"),
+    cited("96 MB", "面试答案"),
+    cited("30%", "面试答案"),
     computed("**(d)**", lambda: cost.tp_comm_per_layer(1, G3["seq_len"], G3["d_model"], 8)["message_bytes"]
              / 2 ** 20, "{:g} MiB"),
     given("16", "t across two nodes of 8 GPUs", near="**(h)**"),
     computed("A 13B model", lambda: M13["d_model"], "{}"),
     computed("A 13B model", lambda: M13["n_heads"], "{}"),
     computed("A 13B model", lambda: M13["n_layers"], "{}"),
-    # the 30-second answer: §7's time model, GPT-3 at t = 8 and 16, a card per GPU or one per node
+    # the 30-second answer itself is interview.show("thirty_seconds"): its MFUs are computed there
     given("30", "the answer's length in seconds", near="Answer in 30 seconds"),
-    computed("A 30-second answer", lambda: _gpt3_mfu(8), "{:.1%}"),
-    computed("A 30-second answer", lambda: _gpt3_mfu(16), "{:.1%}"),
-    computed("A 30-second answer", lambda: _gpt3_mfu(16, nics_per_node=1), "{:.1%}"),
-    given("16", "t across two nodes of 8 GPUs", near="A 30-second answer"),
     # Your turn: the exercises' shapes and inputs
     given("32", "exercise 1's hidden width (4h, h = 8)", near="Megatron's MLP, forward"),
     given("16", "exercise 3's sequence length", near="Hide the all-gather"),

@@ -1,4 +1,6 @@
-"""Widgets of notebook 02 (tensor parallelism): thin shells over ``experiments`` and ``figures``."""
+"""Widgets of notebook 02 (tensor parallelism): thin shells over ``experiments`` and ``figures``.
+Their labels are ``text.TEXT``'s ("w.*"), in the session's language when the widget is built
+or its result drawn."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ import html
 import ipywidgets as w
 
 from lessons.common.viz.controls import LAYOUT, STYLE, choices
+from lessons.common.i18n import t
 from lessons.common.viz.style import WARNING_COLOR, fmt_bytes, fmt_seconds
 from . import experiments
+from .text import TEXT
 
 # each result box keeps its numbers on one line: the two boxes sit side by side when
 # the notebook is wide enough, one under the other when it is not
@@ -23,7 +27,7 @@ def _table(rows: list[tuple[str, str]]) -> str:
 
 
 def _ops(d: dict) -> str:
-    return " + ".join(f"{n} {op.replace('_', '-')}" for op, n in sorted(d.items())) or "none"
+    return " + ".join(f"{n} {op.replace('_', '-')}" for op, n in sorted(d.items())) or t(TEXT, "none")
 
 
 def live_html(res: dict) -> str:
@@ -32,26 +36,27 @@ def live_html(res: dict) -> str:
         return f"<p style='color:{WARNING_COLOR}'>{html.escape(res['error'])}</p>"
     b, f = res["block"], res["formula"]
     acts = sorted(set(res["activations"]))
-    return ("<h4>measured here, on CPU ranks</h4>"
+    return (f"<h4>{t(TEXT, 'w.measured')}</h4>"
             f"<p><i>{html.escape(res['load'])}</i></p>") + _table([
-        ("step time (median)", f"{res['step_s'] * 1e3:.1f} ms"),
-        ("tokens/s", f"{res['tokens_per_s']:,.0f}"),
-        ("one block, forward", _ops(b["forward"])),
-        ("one block, backward", _ops(b["backward"])),
-        ("bytes sent per rank, block, step", f"{fmt_bytes(b['bytes'])} (formula {fmt_bytes(f['bytes'])})"),
-        ("activations per block, each rank", ", ".join(fmt_bytes(a) for a in acts) +
-         f" (formula {fmt_bytes(res['activation_formula'])})")])
+        (t(TEXT, "w.step_time"), f"{res['step_s'] * 1e3:.1f} ms"),
+        (t(TEXT, "w.tokens_per_s"), f"{res['tokens_per_s']:,.0f}"),
+        (t(TEXT, "w.block_forward"), _ops(b["forward"])),
+        (t(TEXT, "w.block_backward"), _ops(b["backward"])),
+        (t(TEXT, "w.bytes_sent"), t(TEXT, "w.formula", value=fmt_bytes(b["bytes"]), formula=fmt_bytes(f["bytes"]))),
+        (t(TEXT, "w.activations"), t(TEXT, "w.formula", value=", ".join(fmt_bytes(a) for a in acts),
+                                     formula=fmt_bytes(res["activation_formula"])))])
 
 
 def gpu_html(row: dict, model: str, platform: str) -> str:
     """One ``experiments.gpu_scale`` row as a small table."""
-    return f"<h4>predicted: {html.escape(model)}, {html.escape(platform)}</h4>" + _table([
-        ("TP group over", f"{row['link_name']} ({row['bandwidth'] / 1e9:g} GB/s per direction)"),
-        ("compute per micro-batch", fmt_seconds(row["compute_s"])),
-        ("communication per micro-batch", fmt_seconds(row["comm_s"]) if row["comm_s"] else "none"),
-        ("communication share", f"{row['comm_fraction']:.1%}"),
-        ("MFU", f"{row['mfu']:.1%}"),
-        ("tokens/s per GPU", f"{row['tokens_per_s_per_gpu']:,.0f}")])
+    head = t(TEXT, "w.predicted", model=html.escape(model), platform=html.escape(platform))
+    return f"<h4>{head}</h4>" + _table([
+        (t(TEXT, "w.tp_over"), t(TEXT, "w.link", link=row["link_name"], gb=row["bandwidth"] / 1e9)),
+        (t(TEXT, "w.compute"), fmt_seconds(row["compute_s"])),
+        (t(TEXT, "w.comm"), fmt_seconds(row["comm_s"]) if row["comm_s"] else t(TEXT, "none")),
+        (t(TEXT, "w.comm_share"), f"{row['comm_fraction']:.1%}"),
+        (t(TEXT, "w.mfu"), f"{row['mfu']:.1%}"),
+        (t(TEXT, "w.tokens_per_gpu"), f"{row['tokens_per_s_per_gpu']:,.0f}")])
 
 
 # the explorer's choices (its controls' options)
@@ -66,17 +71,18 @@ def tp_explorer(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32,
     2-block GPT on that many CPU ranks (``experiments.live``) and shows what it measured."""
     choices(tp=(tp, TPS), seq_len=(seq_len, SEQ_LENS), d_model=(d_model, WIDTHS),
             model=(model, experiments.GPU_MODELS), platform=(platform, experiments.PLATFORMS))
-    tps = w.ToggleButtons(options=TPS, value=tp, description="TP degree t", style=STYLE)
-    sp = w.Checkbox(value=sequence_parallel, description="sequence parallelism", indent=False)
-    seq = w.Dropdown(options=SEQ_LENS, value=seq_len, description="sequence length",
+    tps = w.ToggleButtons(options=TPS, value=tp, description=t(TEXT, "w.tp"), style=STYLE)
+    sp = w.Checkbox(value=sequence_parallel, description=t(TEXT, "w.sp"), indent=False)
+    seq = w.Dropdown(options=SEQ_LENS, value=seq_len, description=t(TEXT, "w.seq_len"),
                      layout=LAYOUT, style=STYLE)
-    width = w.Dropdown(options=WIDTHS, value=d_model, description="d_model",
+    width = w.Dropdown(options=WIDTHS, value=d_model, description=t(TEXT, "w.d_model"),
                        layout=LAYOUT, style=STYLE)
     models = w.Dropdown(options=list(experiments.GPU_MODELS), value=model,
-                        description="GPU-scale model", layout=LAYOUT, style=STYLE)
+                        description=t(TEXT, "w.model"), layout=LAYOUT, style=STYLE)
     platforms = w.Dropdown(options=list(experiments.PLATFORMS), value=platform,
-                           description="platform", layout=LAYOUT, style=STYLE)
-    button = w.Button(description="run live on CPU ranks", icon="play", layout={"width": "auto"})
+                           description=t(TEXT, "w.platform"), layout=LAYOUT, style=STYLE)
+    button = w.Button(description=t(TEXT, "w.run"), icon="play", layout={"width": "auto"})
+    press_run = f"<p>{t(TEXT, 'w.press_run')}</p>"
     live_out, gpu_out = w.HTML(layout=BOX), w.HTML(layout=BOX)
 
     def predict(_=None):
@@ -85,16 +91,15 @@ def tp_explorer(tp: int = 2, sequence_parallel: bool = False, seq_len: int = 32,
         gpu_out.value = gpu_html(rows[0], models.value, platforms.value)
 
     def run_live(_=None):
-        live_out.value = "<p>running ...</p>"
+        live_out.value = f"<p>{t(TEXT, 'w.running')}</p>"
         live_out.value = live_html(experiments.live(tps.value, sp.value, seq.value, width.value))
 
     for control in (tps, sp, models, platforms):
         control.observe(predict, names="value")
     for control in (tps, sp, seq, width):  # a stale measurement would mislead: clear it
-        control.observe(lambda _: setattr(live_out, "value", "<p>press <i>run live</i></p>"),
-                        names="value")
+        control.observe(lambda _: setattr(live_out, "value", press_run), names="value")
     button.on_click(run_live)
     predict()
-    run_live() if run_now else setattr(live_out, "value", "<p>press <i>run live</i></p>")
+    run_live() if run_now else setattr(live_out, "value", press_run)
     return w.VBox([tps, w.HBox([sp, button]), w.HBox([seq, width]), w.HBox([models, platforms]),
                    w.HBox([live_out, gpu_out], layout={"flex_flow": "row wrap"})])
