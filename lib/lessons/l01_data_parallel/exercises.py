@@ -18,6 +18,7 @@ plain-DP all-reduce and HSDP's cross-node bytes, each against ``parlab.cost``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 
 import torch
 import torch.distributed as dist
@@ -25,7 +26,9 @@ import torch.distributed as dist
 from parlab import cost
 from parlab.validate import check_float, check_int
 from lessons.common.checkers import core
+from lessons.common.i18n import t
 from .hints import HINTS
+from .text import TEXT
 from .exercises_dp_exchange import check_dp_exchange, solution_dp_exchange
 from .exercises_hsdp import check_hsdp_grad_sync, solution_hsdp_grad_sync
 
@@ -127,7 +130,7 @@ def check_zero1_step(fn, world_size: int = 4, steps: int = ZERO1_STEPS, lr: floa
     for step in range(steps):
         for rank, r in enumerate(results):
             got = r["after"][step]
-            msg = core.compare_tensors(got, want[step], where=f"step {step}, rank {rank}, params",
+            msg = core.compare_tensors(got, want[step], where=t(TEXT, "zero1_where", step=step, rank=rank),
                                        atol=1e-5, rtol=1e-4)
             if msg:
                 before = p0 if step == 0 else want[step - 1]
@@ -136,13 +139,8 @@ def check_zero1_step(fn, world_size: int = 4, steps: int = ZERO1_STEPS, lr: floa
     biggest = max(range(world_size), key=lambda k: results[k]["state_numel"])
     held = results[biggest]["state_numel"]
     if held > shard:
-        return core.verdict(False, f"The parameters are right, but rank {biggest}'s state holds "
-                            f"{held} numbers and its shard has {shard}: ZeRO-1 keeps the "
-                            f"optimizer state (the momentum) of its own shard only -- that is "
-                            f"its whole memory saving.")
-    return core.verdict(True, f"{steps} steps on {world_size} ranks equal single-device SGD "
-                        f"with momentum, and each rank holds the momentum of its {shard} "
-                        f"parameters only (1/{world_size} of the optimizer state).")
+        return core.verdict(False, t(TEXT, "zero1_state", rank=biggest, held=held, shard=shard))
+    return core.verdict(True, t(TEXT, "zero1_ok", steps=steps, world=world_size, shard=shard))
 
 
 def _zero1_hint(got, want, before, rank, shard, world_size, step) -> str:
@@ -153,81 +151,82 @@ def _zero1_hint(got, want, before, rank, shard, world_size, step) -> str:
     others[lo:hi] = False
     if torch.allclose(got[lo:hi], want[lo:hi], rtol=1e-4, atol=1e-5):
         if torch.allclose(got[others], before[others], rtol=1e-6, atol=1e-7):
-            return (f". Rank {rank}'s own shard [{lo}:{hi}] is right, the rest was not "
-                    f"updated: all-gather the parameters after the update.")
-        return (f". Rank {rank}'s own shard [{lo}:{hi}] is right, the other shards are "
-                f"not: does the all-gather put every rank's shard at its place?")
+            return t(TEXT, "zero1_not_gathered", rank=rank, lo=lo, hi=hi)
+        return t(TEXT, "zero1_misplaced", rank=rank, lo=lo, hi=hi)
     if step == 0 and torch.allclose(before - got, world_size * (before - want), rtol=1e-3,
                                     atol=1e-6):
-        return (f". The update is {world_size}x too large: the reduce-scatter sums the "
-                f"gradients -- divide by world_size.")
+        return t(TEXT, "zero1_summed", world=world_size)
     return ""
 
 
 # --- 2. numbers: memory, traffic ------------------------------------------------------------
 
 GB = 1e9
-QUESTIONS = {
-    "zero_memory": "LLaMA-13B (cost.MODEL_PRESETS['13B']) with mixed-precision Adam (16 bytes "
-                   "per parameter) on 8 GPUs under ZeRO-2: GB of model states per GPU?",
-    "zero3_traffic": "The same 13B model on 8 GPUs under ZeRO-3, fp16 weights and gradients: "
-                     "GB each GPU sends per training step (ring collectives)?",
-    "dp_allreduce": "Plain DP of a 1.3B model (GPT-3 XL) on 16 GPUs with fp16 gradients: GB "
-                    "each GPU sends in the step's ring all-reduce?",
-    "hsdp_traffic": "Llama 2 70B (cost.MODEL_PRESETS['70B']) on 8 nodes of 8 GPUs as HSDP: "
-                    "sharded within each node, replicated across nodes, 2-byte gradients: GB "
-                    "each GPU sends across nodes per step?",
-}
+
+
+class _Questions(Mapping):
+    """The numeric exercises' questions, each read in the session's language at the moment
+    it is looked up (``QUESTIONS["zero_memory"]``): their text is ``TEXT["q_<name>"]``."""
+
+    NAMES = ("zero_memory", "zero3_traffic", "dp_allreduce", "hsdp_traffic")
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self.NAMES:
+            raise KeyError(name)
+        return t(TEXT, f"q_{name}")
+
+    def __iter__(self):
+        return iter(self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.NAMES)
+
+
+QUESTIONS = _Questions()
 
 
 def check_zero_memory(answer) -> dict:
     """Model states per GPU (GB) of 13B on 8 GPUs under ZeRO-2 (``cost.zero_memory``)."""
     n = cost.MODEL_PRESETS["13B"].n_params
     per_stage = {s: cost.zero_memory(n, 8, s)["total"] / GB for s in range(4)}
-    hint = _which(answer, {f"ZeRO stage {s}'s figure" if s else "plain DP's figure (nothing "
-                           "sharded)": v for s, v in per_stage.items() if s != 2})
-    return core.check_number(answer, per_stage[2], rel_tol=0.02, unit="GB", hint=hint or
-                             "ZeRO-2 keeps the fp16 weights whole (2 bytes each) and 1/8 of the "
-                             "gradients (2) and optimizer states (12).",
-                             explanation="= 2 Psi + (2 + 12) Psi / 8 bytes (ZeRO §5.2).")
+    hint = _which(answer, {t(TEXT, "zero_memory_stage", stage=s) if s else t(TEXT, "zero_memory_dp"): v
+                           for s, v in per_stage.items() if s != 2})
+    return core.check_number(answer, per_stage[2], rel_tol=0.02, unit="GB",
+                             hint=hint or t(TEXT, "zero_memory_hint"),
+                             explanation=t(TEXT, "zero_memory_why"))
 
 
 def check_zero3_traffic(answer) -> dict:
     """Bytes (GB) each GPU sends per step, 13B on 8 GPUs, ZeRO-3 (``cost.zero_comm_volume``)."""
     n = cost.MODEL_PRESETS["13B"].n_params
     want = cost.zero_comm_volume(n, 8, 3) / GB
-    hint = _which(answer, {"plain DP's (or ZeRO-1/2's) 2 Psi, not ZeRO-3's": cost.zero_comm_volume(n, 8, 0) / GB,
-                           "3 Psi without the ring's (N-1)/N": 3 * 2 * n / GB})
-    return core.check_number(answer, want, rel_tol=0.02, unit="GB", hint=hint or
-                             "ZeRO-3: all-gather the weights for forward, again for backward, "
-                             "reduce-scatter the gradients: 3 x (N-1)/N x 2 bytes x Psi.",
-                             explanation="= 3 (N-1)/N x 2 bytes x Psi: 1.5x plain DP (ZeRO §7.2.2).")
+    hint = _which(answer, {t(TEXT, "zero3_traffic_dp"): cost.zero_comm_volume(n, 8, 0) / GB,
+                           t(TEXT, "zero3_traffic_no_ring"): 3 * 2 * n / GB})
+    return core.check_number(answer, want, rel_tol=0.02, unit="GB",
+                             hint=hint or t(TEXT, "zero3_traffic_hint"),
+                             explanation=t(TEXT, "zero3_traffic_why"))
 
 
 def check_dp_allreduce_bytes(answer) -> dict:
     """Bytes (GB) each GPU sends in a ring all-reduce of 1.3B fp16 gradients over 16 GPUs."""
-    S = 2 * cost.MODEL_PRESETS["1.3B"].n_params
+    n = cost.MODEL_PRESETS["1.3B"].n_params
+    S = 2 * n
     want = cost.collective_bytes("all_reduce", S, 16) / GB
-    hint = _which(answer, {"2S: the ring sends 2(N-1)/N S, a little under 2S": 2 * S / GB,
-                           "S: an all-reduce is a reduce-scatter plus an all-gather, each "
-                           "(N-1)/N S": S / GB})
-    return core.check_number(answer, want, rel_tol=0.01, unit="GB", hint=hint or
-                             "ring all-reduce: 2 (N-1)/N x S bytes per rank, S = 2 bytes x Psi.",
-                             explanation="= 2 (N-1)/N x S, S = 2 bytes x 1.32 B parameters.")
+    hint = _which(answer, {t(TEXT, "dp_allreduce_2s"): 2 * S / GB, t(TEXT, "dp_allreduce_s"): S / GB})
+    return core.check_number(answer, want, rel_tol=0.01, unit="GB",
+                             hint=hint or t(TEXT, "dp_allreduce_hint"),
+                             explanation=t(TEXT, "dp_allreduce_why", billions=n / 1e9))
 
 
 def check_hsdp_traffic(answer) -> dict:
     """GB each GPU sends across nodes per step, 70B as HSDP 8 x 8 (``cost.hsdp_comm_volume``)."""
     n = cost.MODEL_PRESETS["70B"].n_params
     want = cost.hsdp_comm_volume(n, 8, 8)["inter_node"] / GB
-    hint = _which(answer, {"flat ZeRO-3 over all 64 GPUs' volume": cost.zero_comm_volume(n, 64, 3) / GB,
-                           "an all-reduce of the whole gradient, not of this GPU's 1/8 shard":
-                           cost.collective_bytes("all_reduce", 2 * n, 8) / GB})
-    return core.check_number(answer, want, rel_tol=0.02, unit="GB", hint=hint or
-                             "only the all-reduce of this GPU's gradient shard (2 bytes x Psi / 8) "
-                             "over the 8 replicas crosses nodes: a ring sends 2 (R-1)/R of it.",
-                             explanation="= 2 (Psi x 2 B / 8)(7/8), 1/8 of a plain-DP all-reduce "
-                                         "(Zhao et al. §3.2.2).")
+    hint = _which(answer, {t(TEXT, "hsdp_traffic_flat"): cost.zero_comm_volume(n, 64, 3) / GB,
+                           t(TEXT, "hsdp_traffic_whole"): cost.collective_bytes("all_reduce", 2 * n, 8) / GB})
+    return core.check_number(answer, want, rel_tol=0.02, unit="GB",
+                             hint=hint or t(TEXT, "hsdp_traffic_hint"),
+                             explanation=t(TEXT, "hsdp_traffic_why"))
 
 
 def _which(answer, candidates: dict) -> str:
@@ -237,7 +236,7 @@ def _which(answer, candidates: dict) -> str:
         return ""  # check_number says what is wrong with it
     for name, v in candidates.items():
         if abs(a - v) <= 0.01 * abs(v):
-            return f"That is {name}."
+            return t(TEXT, "that_is", name=name)
     return ""
 
 

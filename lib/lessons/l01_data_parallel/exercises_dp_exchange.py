@@ -16,6 +16,8 @@ import torch.distributed as dist
 from parlab.data import local_batch
 from parlab.model import GPT, GPTConfig
 from lessons.common.checkers import core
+from lessons.common.i18n import t
+from .text import TEXT
 
 __all__ = ["check_dp_exchange", "solution_dp_exchange"]
 
@@ -65,22 +67,19 @@ def check_dp_exchange(fn, world_size: int = 4, timeout: float = 30.0) -> dict:
     for rank, r in enumerate(results):
         for i, name in enumerate(names):
             got, want = r["after"][i], mean[i]
-            msg = core.compare_tensors(got, want, where=f"rank {rank}, gradient of {name}",
+            msg = core.compare_tensors(got, want, where=t(TEXT, "exchange_where", rank=rank, name=name),
                                        atol=1e-6, rtol=1e-4)
             if msg:
                 return core.verdict(False, msg + _exchange_hint(got, want, r["before"][i],
                                                                 world_size))
-    return core.verdict(True, f"On {world_size} ranks every one of the {len(names)} gradient "
-                        f"tensors equals the mean of the ranks' gradients -- the full batch's "
-                        f"gradient.")
+    return core.verdict(True, t(TEXT, "exchange_ok", world=world_size, tensors=len(names)))
 
 
 def _exchange_hint(got, want, own, world_size: int) -> str:
     if got.shape != want.shape:
         return ""
     if torch.allclose(got, world_size * want, rtol=1e-4, atol=1e-6):
-        return f". It is {world_size}x the mean: the sum over ranks -- divide by world_size."
+        return t(TEXT, "exchange_sum", world=world_size)
     if torch.allclose(got, own, rtol=1e-6, atol=1e-8):
-        return (". It is still this rank's own gradient: was this tensor exchanged? (every "
-                "tensor in grads must be, in the same order on every rank)")
+        return t(TEXT, "exchange_own")
     return ""

@@ -26,8 +26,10 @@ import torch.distributed as dist
 from parlab.validate import check_int
 from parlab.zero.flat import ShardLayout
 from lessons.common.checkers import core
+from lessons.common.i18n import t
 from lessons.l00_collectives.exercises_hierarchical import NUMEL, inputs
 from lessons.common.checkers.watch import DistWatch
+from .text import TEXT
 
 
 def solution_hsdp_grad_sync(grad, shard_group, replicate_group):
@@ -76,19 +78,18 @@ def check_hsdp_grad_sync(fn, shard: int = 2, replicate: int = 2, timeout: float 
     mean = grads.mean(0)
     for rank, res in enumerate(results):
         want = wanted_shard(mean, s, res["position"])
-        msg = core.compare_tensors(res["out"], want, where=f"rank {rank}")
+        msg = core.compare_tensors(res["out"], want, where=t(TEXT, "hsdp_where", rank=rank))
         if msg is not None:
             return core.verdict(False, msg + _value_hint(res["out"], grads, results, rank, s, r))
     for rank, res in enumerate(results):
         msg = _traffic_problem(res, s, world, numel)
         if msg is not None:
-            return core.verdict(False, f"right shards, but rank {rank} {msg}.")
-    ops = ", ".join(f"{op} on {'shard' if ranks == results[0]['shard'] else 'replicate'}_group"
-                    for op, ranks, _ in results[0]["collectives"])
-    return core.verdict(True, f"each of the {world} ranks holds its shard ({numel // s} of "
-                        f"{numel} elements, the one its place in shard_group names) of the mean "
-                        f"over all {world}; across the replicas each rank all-reduced "
-                        f"{numel // s} elements (1/{s}), and no gradient was gathered back: {ops}.")
+            return core.verdict(False, t(TEXT, "hsdp_traffic", rank=rank, problem=msg))
+    ops = t(TEXT, "list_sep").join(
+        t(TEXT, "hsdp_op", op=op, group="shard_group" if ranks == results[0]["shard"] else "replicate_group")
+        for op, ranks, _ in results[0]["collectives"])
+    return core.verdict(True, t(TEXT, "hsdp_ok", world=world, part=numel // s, numel=numel, shard=s,
+                                ops=ops))
 
 
 def _value_hint(got, grads, results: list, rank: int, s: int, r: int) -> str:
@@ -97,42 +98,37 @@ def _value_hint(got, grads, results: list, rank: int, s: int, r: int) -> str:
     if not isinstance(got, torch.Tensor):
         return ""
     if got.numel() == mean.numel():
-        return (": that is the whole gradient. HSDP keeps only this rank's shard, "
-                f"1/{s} of it: no all-gather of gradients (the next forward all-gathers "
-                "the parameters)")
+        return t(TEXT, "hsdp_whole", shard=s)
     if got.numel() == mean.numel() // world:
-        return (f": that is 1/{world} of the gradient. HSDP shards over the {s} ranks of "
-                f"shard_group only (each shard is kept on all {r} replicas): a shard has "
-                f"{mean.numel() // s} elements")
+        return t(TEXT, "hsdp_too_small", world=world, shard=s, replicas=r, part=mean.numel() // s)
     if got.numel() != mean.numel() // s:
         return ""
     want = wanted_shard(mean, s, position)
 
-    def near(t):
-        return torch.allclose(got.double(), t.double(), rtol=1e-5, atol=1e-6)
+    def near(x):
+        return torch.allclose(got.double(), x.double(), rtol=1e-5, atol=1e-6)
 
     if near(world * want):
-        return f": that is the sum over all {world} ranks; divide by the world size, {world}"
+        return t(TEXT, "hsdp_sum", world=world)
     for k, group in ((r, "shard_group"), (s, "replicate_group")):
         if near(k * want):
-            group = group if s != r else "one group"
-            return (f": that is {k}x the mean: divided by {world // k}, the size of {group}; "
-                    f"the mean is over all {s} x {r} = {world} ranks")
+            group = group if s != r else t(TEXT, "hsdp_one_group")
+            return t(TEXT, "hsdp_divided_by_group", factor=k, size=world // k, group=group,
+                     shard=s, replicas=r, world=world)
     node = wanted_shard(grads[list(results[rank]["shard"])].sum(0), s, position)
     if any(near(node / d) for d in (1, s, world)):
-        return (": that is the average over its own node (shard_group) only: the all-reduce "
-                "of the shard across replicate_group is missing")
+        return t(TEXT, "hsdp_node_only")
     # the shard at another place, on every replica alike or each its own
     members = results[rank]["replicate"]
     nodes = [grads[list(results[m]["shard"])].sum(0) for m in members]
     for places in itertools.product(range(s), repeat=len(members)):
         if near(sum(wanted_shard(n, s, q) for n, q in zip(nodes, places)) / world):
-            took = ", ".join(f"rank {m} shard {q}" for m, q in zip(members, places))
-            keeps = ", ".join(f"rank {m} keeps shard {results[m]['position']}"
-                              for m, q in zip(members, places) if q != results[m]["position"])
-            return (f": its replicate group all-reduced {took}; {keeps}. A rank keeps the "
-                    "shard at its place in shard_group (dist.get_rank(shard_group)), as "
-                    "HybridShard lays the shards out: the same shard as its replicas")
+            took = t(TEXT, "list_sep").join(t(TEXT, "hsdp_took", rank=m, shard=q)
+                                            for m, q in zip(members, places))
+            keeps = t(TEXT, "list_sep").join(t(TEXT, "hsdp_keeps", rank=m, shard=results[m]["position"])
+                                             for m, q in zip(members, places)
+                                             if q != results[m]["position"])
+            return t(TEXT, "hsdp_misplaced", took=took, keeps=keeps)
     return ""
 
 
@@ -141,25 +137,17 @@ def _traffic_problem(res: dict, s: int, world: int, numel: int) -> str | None:
     calls = res["collectives"]
     flat = [op for op, ranks, _ in calls if ranks is not None and len(ranks) == world]
     if flat:
-        return (f"ran dist.{flat[0]} over all {world} ranks: a flat collective runs the "
-                "whole gradient through rings that cross the nodes. Use shard_group inside "
-                "the node, then replicate_group across")
+        return t(TEXT, "hsdp_flat", op=flat[0], world=world)
     inside = [op for op, ranks, _ in calls if ranks == res["shard"]]
     if any(op.startswith("all_gather") for op in inside):
-        return ("ran an all-gather inside the node: that is notebook 00's two-level "
-                "all-reduce. HSDP stops after the all-reduce across: each rank keeps its "
-                "gradient shard, and the next forward all-gathers the parameters")
+        return t(TEXT, "hsdp_gathered")
     across = sum(n for _, ranks, n in calls if ranks == res["replicate"])
     if not across:
-        return ("ran no collective on replicate_group: the checker reads torch.distributed's "
-                "collectives with the groups given")
+        return t(TEXT, "hsdp_no_replicate")
     if across != numel // s:
-        return (f"all-reduced {across} of the {numel} elements across replicate_group, "
-                f"{across / (numel // s):g}x the {numel // s} of its shard, all that HSDP "
-                "sends across nodes. Reduce-scatter inside the node first, then all-reduce "
-                "only your shard")
+        return t(TEXT, "hsdp_too_much_across", across=across, numel=numel,
+                 times=across / (numel // s), part=numel // s)
     if not any(op.startswith("reduce_scatter") for op in inside):
-        return (f"ran {', '.join(inside) or 'nothing'} inside the node, not a reduce-scatter: "
-                "a reduce-scatter leaves each rank just its shard of the node's sum, for half "
-                "an all-reduce's bytes")
+        return t(TEXT, "hsdp_no_reduce_scatter",
+                 ops=t(TEXT, "list_sep").join(inside) or t(TEXT, "hsdp_nothing"))
     return None

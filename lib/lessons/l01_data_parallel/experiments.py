@@ -22,6 +22,8 @@ from parlab.data_parallel.compression import COMPRESSORS, payload_bytes
 from parlab.data_parallel.ddp import assign_buckets
 from parlab.data_parallel.runner import DPRun, make_dp, run
 from lessons.common import record
+from lessons.common.i18n import t
+from .text import TEXT
 
 TIMING_CONFIG = GPTConfig()  # vocab 64, seq 64, d 64, 4 heads, 4 layers: ~0.2 M parameters
 COMPRESSION_CONFIG = GPTConfig(n_layers=2, d_model=32, n_heads=4, seq_len=32)  # ~31 k parameters
@@ -298,11 +300,10 @@ def compression_payoff(n_params: int, n: int, alpha: float, compute_s: float,
 
 def sweep_caption(label: str, r: dict) -> str:
     """Title of one bucket-sweep entry's timeline: what was measured, in one line."""
-    overlap = "n/a" if r.get("overlap") is None else f"{r['overlap']:.0%}"
+    overlap = t(TEXT, "not_applicable") if r.get("overlap") is None else f"{r['overlap']:.0%}"
     n = r["buckets"]
-    return (f"{label}: {n} all-reduce{'' if n == 1 else 's'} per step, "
-            f"step {r['median'] * 1e3:.1f} ms "
-            f"(median), overlap {overlap}, exposed comm {r['exposed'] * 1e3:.1f} ms")
+    return t(TEXT, "sweep_caption_1" if n == 1 else "sweep_caption", label=label, buckets=n,
+             step_ms=r["median"] * 1e3, exposed_ms=r["exposed"] * 1e3, overlap=overlap)
 
 
 def compression_pays_below(kind: str, n_params: int, n: int, alpha: float, compute_s: float,

@@ -1,93 +1,135 @@
 """The answers of the interview corner, as functions of what the notebook computed; the notebook
 shows each by naming it (``interview.show("bytes", ...)``), closed until the learner clicks
-(lessons.common.interview)."""
+(lessons.common.interview). Each function computes its numbers; the words, in English and
+Chinese, are ``text.INTERVIEW``'s, rendered in the session's language by ``said``."""
 
 from __future__ import annotations
 
 from parlab import cost, hardware
 
-from lessons.common.interview import Answer, Corner
+from lessons.common.i18n import t
+from lessons.common.interview import Answer, Corner, said
+from .text import INTERVIEW, TEXT
 
 GB = 1e9
 
 
-def _compression(gbit, pays) -> Answer:
-    return Answer("Compression: one threshold?", [
-        "No single one. The prediction above (no overlap, free codec) saves at least 10% of the step when the link is "
-        "slower than a threshold that moves with gradient bytes per second of compute and with the ranks: "
-        + "; ".join(f"{n_p / 1e9:.3g}B parameters, {n} ranks, {c:g} s compute: fp16 {gbit(v['fp16'])}, sign {gbit(v['sign'])}"
-                    for (n_p, n, c), v in pays.items()) + ".",
-        "Ten times the compute per step moves the threshold ten times lower. And sign's all-gather grows with the ranks: "
-        "at 64 ranks it sends as much as the exact all-reduce and never pays. DDP's overlap and a real codec cost both "
-        "lower every threshold.",
-        "1-bit Adam (Tang et al., ICML 2021) reports up to 5× less communication volume and up to 3.3× the throughput of "
-        "BERT-Large pre-training on commodity TCP clusters (abstract). The 5×, not 32×, is its warm-up: the first steps run "
-        "plain Adam until the variance settles, so the ratio is 1 / (w + (1 − w)/r) (<code>cost.onebit_adam_volume_ratio</code>): "
-        + ", ".join(f"{cost.onebit_adam_volume_ratio(w, 16):.1f}× at w = {w:.0%}" for w in (0.15, 0.2, 0.25))
-        + " with r = 16 from fp16."],
-        "Half holds: compression trades convergence for bytes, but '10 Gbps' is one point of a ratio, not a rule.")
+def _join(parts, sep: str = "list_sep") -> str:
+    """Items of a list inside a sentence, joined as the session's language writes a list."""
+    return t(TEXT, sep).join(parts)
+
+
+def _margin(plan: dict) -> str:
+    """A memory plan's "fits, x GB spare" or "does NOT fit, x GB short"."""
+    spare = (plan["gpu"] - plan["total"]) / GB
+    return (t(INTERVIEW, "seven_b.fits", gb=spare) if plan["fits"]
+            else t(INTERVIEW, "seven_b.short", gb=-spare))
+
+
+def _compression(pays) -> Answer:
+    def gbit(b):  # a threshold in bytes/s, said in Gb/s; None: compression never pays
+        return (t(INTERVIEW, "compression.never") if b is None
+                else t(INTERVIEW, "compression.below", gbit=b * 8 / 1e9))
+
+    cases = [t(INTERVIEW, "compression.case", billions=n_p / 1e9, ranks=n, compute=c,
+               fp16=gbit(v["fp16"]), sign=gbit(v["sign"])) for (n_p, n, c), v in pays.items()]
+    ratios = [t(INTERVIEW, "compression.ratio", ratio=cost.onebit_adam_volume_ratio(w, 16), warmup=w)
+              for w in (0.15, 0.2, 0.25)]
+    return said(INTERVIEW, "compression", cases=_join(cases, "case_sep"), ratios=_join(ratios))
+
+
+def _fsdp_network(hsdp, fsdp) -> Answer:
+    """13B over 4 nodes x 8 GPUs: flat ZeRO-3, HSDP 8 x 4, no reshard, ZeRO++; the 2 x 2
+    HSDP and the FSDP modes as section 6 measured them."""
+    n, gpus, shard = cost.MODEL_PRESETS["13B"].n_params, 32, 8
+    hybrid = hsdp["rows"][0]
+    modes = {r["mode"]: r for r in fsdp["rows"]}
+    keep, again = modes["keep (no reshard)"], modes["reshard (ZeRO-3)"]
+
+    def sent(r):
+        return r["all-gather measured"] + r["reduce-scatter measured"]
+
+    volume = cost.hsdp_comm_volume(n, shard, gpus // shard)
+    zeropp = cost.zeropp_comm_volume(1)
+    return said(INTERVIEW, "fsdp_network", psi=2 * n / GB, gpus=gpus, less=gpus - 1,
+                flat=cost.fsdp_comm_volume(n, gpus, True)["total"] / GB,
+                shard=shard, nodes=gpus // shard,
+                intra=volume["intra_node"] / GB, inter=volume["inter_node"] / GB,
+                across=hybrid["replicate measured"] / hsdp["psi"],
+                inside=hybrid["shard-group measured"] / hsdp["psi"],
+                hsdp_shard=2 * n / shard / GB, flat_shard=2 * n / gpus / GB,
+                keep=cost.fsdp_comm_volume(n, gpus, False)["total"] / GB,
+                fewer=1 - sent(keep) / sent(again),
+                peak=keep["peak measured"] / again["peak measured"],
+                zeropp=zeropp["zeropp"]["total"] / 2, zero3=zeropp["zero3"]["total"] / 2)
 
 
 def _bytes(ring_rows, ring_table, wire) -> Answer:
-    return Answer("Answer: count the bytes", [
-        ring_table.data,
-        f"Ring: 2(W−1)/W·S per rank, {ring_rows[0]['ring GB / rank']:.1f} GB at 2 ranks and "
-        f"{ring_rows[-1]['ring GB / rank']:.1f} GB at 1024: bounded by 2S. Section 5's traces measured "
-        + ", ".join(f"{r['ratio']:.2f}×" for r in wire if r["setting"].startswith("exact"))
-        + " of the gradient size at " + ", ".join(str(r["world_size"]) for r in wire if r["setting"].startswith("exact"))
-        + " ranks.",
-        "Only the 2(W−1) latency steps grow, which matters for small messages or thousands of ranks (hence tree "
-        "and hierarchical algorithms).",
-        f"A parameter server's root exchanges (W−1)·S: {ring_rows[-1]['root GB (parameter server)']:,.0f} GB at "
-        "1024 ranks — linear. So are <b>all-gather-based compressed exchanges</b> (top-k, sign; section 5): a real trap.",
-        "What does grow in practice is the chance that some link is slow (crossing nodes): the ring runs at the pace "
-        "of its slowest link."], verdict="False for ring all-reduce, true for what it replaced.")
+    exact = [r for r in wire if r["setting"].startswith("exact")]
+    ring, root = (next(k for k in ring_rows[0] if k.startswith(c)) for c in ("ring GB", "root GB"))
+    return said(INTERVIEW, "bytes", table=ring_table.data,
+                first=ring_rows[0][ring], last=ring_rows[-1][ring],
+                ratios=_join(f"{r['ratio']:.2f}×" for r in exact),
+                sizes=_join(str(r["world_size"]) for r in exact), root=ring_rows[-1][root])
+
+
+def _ring_o1() -> Answer:
+    return said(INTERVIEW, "ring_o1")
 
 
 def _speedup(N, VOCAB, by_link, d, ddp_states, link_table, m7, t_bwd, t_fwd) -> Answer:
-    return Answer("Answer: it depends on the link, the batch and the overlap", [
-        f"N = {N / 1e9:.2f} B non-embedding parameters ({m7.n_params / 1e9:.2f} B minus the {VOCAB:,} × {d:,} input "
-        f"embedding table). Compute per step: forward {t_fwd:.2f} s, backward {t_bwd:.2f} s.",
-        link_table.data,
-        f"Within one NVLink node DP on 4 GPUs reaches {by_link['NVLink3']['speedup, no overlap']:.2f}–"
-        f"{by_link['NVLink3']['speedup, overlapped']:.2f}×; {by_link['IB-HDR']['speedup, no overlap']:.1f}× is what the "
-        f"model gives over {hardware.LINK_PRESETS['IB-HDR'].gb_per_s_per_direction:.0f} GB/s InfiniBand (PCIe 4.0: "
-        f"{by_link['PCIe4-x16']['speedup, no overlap']:.2f}×) <i>without</i> overlap, or with a much smaller batch "
-        "per GPU (less compute to hide the same all-reduce behind); with DDP's overlap those links hide the "
-        "all-reduce behind backward, while over 10 GbE no overlap can save DP. This is a bound: the last bucket "
-        "never overlaps, and real overlap is imperfect (section 2 measured it).",
-        f"The premise fails first on memory: with mixed-precision Adam the 7B model needs {ddp_states / 1e9:.0f} GB of "
-        "model states per GPU under plain DDP, more than an 80 GB card holds: the next question.",
-        "On this machine: the 2-rank timelines of section 2 show how much communication stays exposed after "
-        "backward, and the throughput table of section 4 how little speedup the few cores leave room to measure."],
-        verdict="A number without its conditions.")
+    return said(INTERVIEW, "speedup", n_b=N / 1e9, all_b=m7.n_params / 1e9, vocab=VOCAB, d=d,
+                t_fwd=t_fwd, t_bwd=t_bwd, table=link_table.data,
+                nv_plain=by_link["NVLink3"]["speedup, no overlap"],
+                nv_overlap=by_link["NVLink3"]["speedup, overlapped"],
+                ib_plain=by_link["IB-HDR"]["speedup, no overlap"],
+                ib_gbs=hardware.LINK_PRESETS["IB-HDR"].gb_per_s_per_direction,
+                pcie_plain=by_link["PCIe4-x16"]["speedup, no overlap"],
+                states=ddp_states / GB,
+                card=hardware.GPU_PRESETS["A100-SXM4-80GB"].memory_gb)
 
 
 def _seven_b(a100, act, acts, best_ddp, ddp, full_extra, m7, micro, nvlink, states, traffic,
              z1, z3) -> Answer:
-    return Answer("Answer: part by part, for LLaMA-7B with mixed-precision AdamW", [
-        states.data, acts.data, micro.data,
-        f"'14 GB in fp16' is the weights only ({2 * m7.n_params / GB:.1f} GB). Training with Adam holds 16 bytes per "
-        f"parameter: {cost.zero_memory(m7.n_params, 1, 0)['total'] / GB:.0f} GB per GPU with plain DDP, more than "
-        f"{a100:.0f} GB before a single activation. Even with full recomputation DDP needs {best_ddp / GB:.0f} GB: "
-        f"{ddp['verdict'].split(': ')[-1]}.",
-        f"ZeRO-1 alone makes it fit: {(z1['total'] - z1['activations']) / GB:.1f} GB of states per GPU, room for "
-        f"micro-batch {cost.max_micro_batch('7B', 4, a100, 1, 'none')} at 2048 tokens without recomputation "
-        f"({z1['verdict'].split(': ')[-1]}, before buffers and fragmentation); ZeRO-2 and ZeRO-3 "
-        f"leave more room ({cost.zero_memory(m7.n_params, 4, 2)['total'] / GB:.1f} and "
-        f"{cost.zero_memory(m7.n_params, 4, 3)['total'] / GB:.1f} GB of states).",
-        f"'Below 20 GB with recomputation' never holds on 4 GPUs: the smallest total, ZeRO-3 with full recomputation, is "
-        f"{z3['total'] / GB:.1f} GB. What recomputation really does is shrink activations per sequence from "
-        f"{act['none']:.1f} GB (LLaMA's layer; GPT's 34 + 5as/h would say "
-        f"{cost.activation_memory(m7.seq_len, 1, m7.d_model, m7.n_heads, m7.n_layers) / GB:.1f}) to {act['selective']:.1f} (selective) or {act['full']:.2f} GB (full), so the batch can grow "
-        f"far more than 2× once the states fit. Full recomputation costs one extra forward, +{full_extra:.0%} of the "
-        "step's FLOPs; selective recomputes only the attention scores (a small share, Korthikanti et al. §5).",
-        f"No TP or PP needed indeed, but DP must be ZeRO (or FSDP), not DDP. ZeRO-3's extra all-gather costs "
-        f"{traffic[3] / traffic[0]:.1f}× DDP's traffic: {traffic[3] / GB:.1f} vs {traffic[0] / GB:.1f} GB per GPU and step, "
-        f"~{traffic[3] / nvlink * 1e3:.0f} vs ~{traffic[0] / nvlink * 1e3:.0f} ms at NVLink3's {nvlink / 1e9:.0f} GB/s — "
-        "so ZeRO-1/2 (same traffic as DDP) is the first choice when it fits."],
-        verdict="It fits without TP or PP, but not with plain DDP: ZeRO-1 or more.")
+    return said(INTERVIEW, "seven_b", states=states.data, acts=acts.data, micro=micro.data,
+                weights=2 * m7.n_params / GB,
+                ddp_states=cost.zero_memory(m7.n_params, 1, 0)["total"] / GB, card=a100,
+                best_ddp=best_ddp / GB, ddp_margin=_margin(ddp),
+                z1_states=(z1["total"] - z1["activations"]) / GB,
+                micro_batch=cost.max_micro_batch("7B", 4, a100, 1, "none"), z1_margin=_margin(z1),
+                z2_states=cost.zero_memory(m7.n_params, 4, 2)["total"] / GB,
+                z3_states=cost.zero_memory(m7.n_params, 4, 3)["total"] / GB,
+                z3_total=z3["total"] / GB, act_none=act["none"],
+                act_gpt=cost.activation_memory(m7.seq_len, 1, m7.d_model, m7.n_heads,
+                                               m7.n_layers) / GB,
+                act_selective=act["selective"], act_full=act["full"], extra=full_extra,
+                ratio=traffic[3] / traffic[0], zero3_gb=traffic[3] / GB, ddp_gb=traffic[0] / GB,
+                zero3_ms=traffic[3] / nvlink * 1e3, ddp_ms=traffic[0] / nvlink * 1e3,
+                nvlink=nvlink / 1e9)
 
 
-corner = Corner({"compression": _compression, "bytes": _bytes, "speedup": _speedup, "seven_b": _seven_b})
+def _seven_b_30s(m7, a100, traffic) -> Answer:
+    return said(INTERVIEW, "seven_b_30s", weights=2 * m7.n_params / GB,
+                states=cost.zero_memory(m7.n_params, 1, 0)["total"] / GB, card=a100,
+                ratio=traffic[3] / traffic[0])
+
+
+def _sync() -> Answer:
+    return said(INTERVIEW, "sync")
+
+
+def _accumulation() -> Answer:
+    return said(INTERVIEW, "accumulation")
+
+
+def _thirty_seconds(by_link) -> Answer:
+    return said(INTERVIEW, "thirty_seconds", ring=cost.collective_bytes("all_reduce", 1, 1024),
+                ib_plain=by_link["IB-HDR"]["speedup, no overlap"],
+                nv_plain=by_link["NVLink3"]["speedup, no overlap"])
+
+
+corner = Corner({"compression": _compression, "fsdp_network": _fsdp_network, "bytes": _bytes,
+                 "ring_o1": _ring_o1, "speedup": _speedup, "seven_b": _seven_b,
+                 "seven_b_30s": _seven_b_30s, "sync": _sync, "accumulation": _accumulation,
+                 "thirty_seconds": _thirty_seconds})
 show = corner.show

@@ -9,13 +9,13 @@ No torch: the check stays fast.
 from lessons.common.prose import cited, computed, given, shared  # noqa: F401
 from parlab import cost
 from parlab.config import GPTConfig
-from parlab.hardware_presets import GPU_PRESETS, LINK_PRESETS
+from parlab.hardware_presets import GPU_PRESETS
 
 GB = 1e9
 LAB = GPTConfig()  # experiments.TIMING_CONFIG: sections 2, 4 and the ZeRO speed table
 COMPRESSION = GPTConfig(n_layers=2, d_model=32, n_heads=4, seq_len=32)  # experiments.COMPRESSION_CONFIG
 ZCFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)  # section 6's zcfg
-M7, M13, M70 = (cost.MODEL_PRESETS[k] for k in ("7B", "13B", "70B"))
+M7, M70 = (cost.MODEL_PRESETS[k] for k in ("7B", "70B"))
 A100 = GPU_PRESETS["A100-SXM4-80GB"]
 
 
@@ -34,18 +34,6 @@ def n_params(cfg: GPTConfig) -> int:
     return sum(blocks) + root
 
 
-def _gathered_ratio() -> float:
-    """Gathered weights held at once, keeping them (no reshard) over resharding (section 6)."""
-    blocks, root = unit_bytes(ZCFG)
-    return cost.fsdp_gathered_peak(blocks, root, False) / cost.fsdp_gathered_peak(blocks, root, True)
-
-
-def _hsdp_2x2(key: str) -> float:
-    """HSDP's bytes per rank in units of Ψ, 2 nodes x 2, fp32 (section 6, measured = formula)."""
-    n = n_params(ZCFG)
-    return cost.hsdp_comm_volume(n, 2, 2, param_bytes=4)[key] / (4 * n)
-
-
 def _zeropp(name: str, key: str = "total") -> float:
     """ZeRO-3 / ZeRO++ cross-node bytes in units of M (the model in fp16)."""
     return cost.zeropp_comm_volume(1)[name][key] / 2
@@ -56,22 +44,6 @@ def _fp32_share_at_2_ranks(payload_bytes_per_value: float) -> float:
     n = 10 ** 6
     return cost.collective_bytes("all_gather", 2 * n * payload_bytes_per_value, 2) / (4 * n)
 
-
-def _speedup_4_gpus(link: str, overlap: bool) -> float:
-    """Section 7's DP speedup of 7B on 4 A100s (as the code cell computes it)."""
-    vocab = 32_000  # LLaMA's vocabulary
-    n = M7.n_params - vocab * M7.d_model
-    rate = A100.peak_tflops["bf16"] * 1e12 * 0.40
-    tokens = 8 * M7.seq_len
-    t_fwd = tokens * cost.flops_per_token(n, M7.n_layers, M7.seq_len, M7.d_model, training=False) / rate
-    t_bwd = tokens * cost.flops_per_token(n, M7.n_layers, M7.seq_len, M7.d_model) / rate - t_fwd
-    spec = LINK_PRESETS[link]
-    t_c = cost.collective_time("all_reduce", M7.n_params * 2, 4, spec.latency_us * 1e-6,
-                               spec.gb_per_s_per_direction * 1e9)
-    return cost.dp_speedup(4, t_fwd, t_bwd, t_c, overlap=overlap)
-
-
-FSDP_13B = lambda dp, reshard=True: cost.fsdp_comm_volume(M13.n_params, dp, reshard)["total"] / GB  # noqa: E731
 
 NUMBERS = [
     # 0 · objectives
@@ -132,24 +104,6 @@ NUMBERS = [
     computed("**ZeRO++**", lambda: _zeropp("zeropp"), "{:g}M"),
     computed("**ZeRO++**", lambda: _zeropp("zero3") / _zeropp("zeropp"), "{:.0f}×"),
     computed("**ZeRO++**", lambda: cost.zero_offload_traffic(1)["pcie_bytes_per_step"], "{:.0f} bytes"),
-    # 13B on 4 nodes x 8 GPUs: flat ZeRO-3, HSDP 8 x 4, no reshard, ZeRO++
-    computed("A 13B model trains with FSDP", lambda: 2 * M13.n_params / GB, "{:.0f} GB"),
-    given("32", "the question's 4 nodes x 8 GPUs", near="A 13B model trains with FSDP"),
-    computed("A 13B model trains with FSDP", lambda: FSDP_13B(32), "{:.1f} GB"),
-    computed("A 13B model trains with FSDP", lambda: FSDP_13B(32), "{:.1f}"),
-    computed("A 13B model trains with FSDP",
-             lambda: cost.hsdp_comm_volume(M13.n_params, 8, 4)["intra_node"] / GB, "{:.1f} GB"),
-    computed("A 13B model trains with FSDP",
-             lambda: cost.hsdp_comm_volume(M13.n_params, 8, 4)["inter_node"] / GB, "{:.1f} GB"),
-    computed("A 13B model trains with FSDP", lambda: _hsdp_2x2("inter_node"), "{:.2f}"),
-    computed("A 13B model trains with FSDP", lambda: _hsdp_2x2("intra_node"), "{:.2f}"),
-    computed("A 13B model trains with FSDP", lambda: 2 * M13.n_params / 8 / GB, "{:.2f} GB"),
-    computed("A 13B model trains with FSDP", lambda: 2 * M13.n_params / 32 / GB, "{:.2f}"),
-    computed("A 13B model trains with FSDP", lambda: FSDP_13B(32, False), "{:.1f} GB"),
-    computed("A 13B model trains with FSDP", lambda: 1 - FSDP_13B(32, False) / FSDP_13B(32), "{:.0%}"),
-    computed("A 13B model trains with FSDP", _gathered_ratio, "{:.1f}×"),
-    computed("A 13B model trains with FSDP", lambda: _zeropp("zeropp"), "{:g}M"),
-    computed("A 13B model trains with FSDP", lambda: _zeropp("zero3"), "{:g}M"),
     # the HSDP exercise's hint
     given("2 bytes", "bf16 weights and gradients", near="Hint 2"),
     computed("Hint 2", lambda: M70.n_params / 1e9, "{:.1f} B"),
@@ -169,17 +123,7 @@ NUMBERS = [
     computed("A 7B model on 4 × A100-80GB", lambda: M7.n_layers),
     computed("A 7B model on 4 × A100-80GB", lambda: M7.d_model),
     given("30", "a 30-second answer", near="The 7B answer in 30 seconds"),
-    shared("7b_fp16_weights_gb", "The 7B answer in 30 seconds", "{:.1f} GB"),
-    shared("bytes_per_param_adam", "The 7B answer in 30 seconds", "{:.0f} bytes"),
-    shared("7b_train_states_gb", "The 7B answer in 30 seconds", "{:.0f} GB"),
-    computed("The 7B answer in 30 seconds", lambda: A100.memory_gb, "{:.0f} GB"),
-    computed("The 7B answer in 30 seconds", lambda: cost.zero_comm_volume(M7.n_params, 4, 3)
-             / cost.zero_comm_volume(M7.n_params, 4, 0), "{:.1f}×"),
-    given("4×", "accumulation steps=4, the claim's", near="to emulate a bigger batch"),
     given("30", "a 30-second answer", near="explain data parallelism"),
-    computed("explain data parallelism", lambda: cost.collective_bytes("all_reduce", 1, 1024), "{:.0f}×"),
-    computed("explain data parallelism", lambda: _speedup_4_gpus("IB-HDR", False), "{:.1f}×"),
-    computed("explain data parallelism", lambda: _speedup_4_gpus("NVLink3", False), "{:.2f}×"),
     # 8 · your turn
     given("48", "the ZeRO-1 exercise's flat model", near="ZeRO-1's step"),
     given("0.9", "the exercise's momentum", near="ZeRO-1's step"),
