@@ -51,7 +51,7 @@ def as_actions(raw, stage: int, ops: str = "FB") -> tuple[list[Action] | None, s
         if not isinstance(a, (tuple, list)) or len(a) < 2 or a[0] not in ops \
                 or not isinstance(a[1], int):
             kinds = [f"('{op}', mb)" for op in ops]
-            kinds = t(TEXT, "sep.or", items=t(TEXT, "sep.comma").join(kinds[:-1]), last=kinds[-1])
+            kinds = t(TEXT, "sep.or", items=t(TEXT, "sep.list").join(kinds[:-1]), last=kinds[-1])
             return None, t(TEXT, "actions.item", stage=stage, k=k, item=repr(a), kinds=kinds)
         out.append(Action(a[0], int(a[1]), 0))
     return out, None
