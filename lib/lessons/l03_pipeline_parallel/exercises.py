@@ -24,7 +24,9 @@ from __future__ import annotations
 from parlab import cost
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.i18n import t
 from .hints import HINTS
+from .text import TEXT
 from .exercises_forward import check_pipeline_forward, solution_pipeline_forward  # noqa: F401
 from .exercises_schedules import check_1f1b, plan_1f1b, solution_1f1b  # noqa: F401
 from .exercises_zero_bubble import check_zb_h1, plan_zb_h1, solution_zb_h1  # noqa: F401
@@ -84,19 +86,19 @@ def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5)),
         want = solution_partition(n_layers, n_stages)
         where = f"my_partition({n_layers}, {n_stages}) = {got!r}"
         if not isinstance(got, (list, tuple)) or len(got) != n_stages:
-            return core.verdict(False, f"{where}: expected a list of {n_stages} layer counts")
+            return core.verdict(False, t(TEXT, "partition.not_list", where=where, n_stages=n_stages))
         counts, why = core.as_numbers(got, whole=True)
         if why:
-            return core.verdict(False, f"{where}: the layer counts {why}")
+            return core.verdict(False, t(TEXT, "partition.counts", where=where, why=why))
         if sum(counts) != n_layers:
-            return core.verdict(False, f"{where}: covers {sum(counts)} layers, not {n_layers}")
+            return core.verdict(False, t(TEXT, "partition.cover", where=where, got=sum(counts),
+                                         want=n_layers))
         for s, (g, w) in enumerate(zip(counts, want)):
             if g != w:
-                return core.verdict(False, f"{where}: stage {s} gets {g} layers, expected {w} "
-                                    f"(sizes differ by at most one, larger stages first)")
+                return core.verdict(False, t(TEXT, "partition.stage", where=where, s=s, g=g, w=w))
     if failed:
         return failed
-    return core.verdict(True, "Balanced, larger stages first, as pp.split_layers cuts them.")
+    return core.verdict(True, t(TEXT, "partition.ok"))
 
 
 # ----------------------------------------------------------------------------- numeric
@@ -104,16 +106,16 @@ def check_partition(fn, cases=((8, 4), (10, 4), (7, 3), (3, 3), (12, 5)),
 def check_bubble(answer) -> dict:
     """Idle share of the step, 1F1B, P = 8, M = 24 (a fraction, e.g. 0.25)."""
     return core.check_number(answer, cost.bubble_fraction(P, M), rel_tol=0.01, share=True,
-                             hint="(P - 1) / (M + P - 1), as a fraction of the whole step.",
-                             explanation="7 idle slots out of 31 per rank.", name="bubble")
+                             hint=t(TEXT, "bubble.hint"),
+                             explanation=t(TEXT, "bubble.why", idle=P - 1, total=M + P - 1),
+                             name="bubble")
 
 
 def check_interleaved(answer) -> dict:
     """The same with v = 3 chunks per rank (interleaved 1F1B)."""
     return core.check_number(answer, cost.bubble_fraction(P, M, V), rel_tol=0.01, share=True,
-                             hint="each chunk's op is v times shorter: (P - 1) / (vM + P - 1).",
-                             explanation="v divides the ideal bubble; messages grow by "
-                                         "(vP - 1)/(P - 1).", name="bubble")
+                             hint=t(TEXT, "interleaved.hint"),
+                             explanation=t(TEXT, "interleaved.why"), name="bubble")
 
 
 def check_min_m(answer) -> dict:
@@ -123,25 +125,23 @@ def check_min_m(answer) -> dict:
     if bad:
         return bad
     if got == want:
-        return core.verdict(True, f"M = {want}: (P-1)/(M+P-1) = {cost.bubble_fraction(P, want):.2%}; "
-                            f"M = {want - 1} gives {cost.bubble_fraction(P, want - 1):.2%}.")
+        return core.verdict(True, t(TEXT, "min_m.ok", m=want, share=cost.bubble_fraction(P, want),
+                                    fewer=want - 1, fewer_share=cost.bubble_fraction(P, want - 1)))
     if got < want:
-        return core.verdict(False, f"At M = {got:g} the bubble is still "
-                            f"{cost.bubble_fraction(P, got) if got >= 1 else 1:.2%}")
-    return core.verdict(False, f"M = {got:g} works but is not the fewest: try smaller")
+        return core.verdict(False, t(TEXT, "min_m.low", got=got,
+                                     share=cost.bubble_fraction(P, got) if got >= 1 else 1))
+    return core.verdict(False, t(TEXT, "min_m.high", got=got))
 
 
 def check_peak(answer) -> dict:
     """Micro-batches whose activations stage 2 holds at its peak, 1F1B, P = 8, M = 24."""
     return core.check_number(answer, cost.pipeline_peak_activations("1f1b", P, M, PEAK_STAGE),
-                             rel_tol=0, hint="1F1B runs P - stage forwards before its first "
-                             "backward, then frees one per new one.", name="peak")
+                             rel_tol=0, hint=t(TEXT, "peak.hint"), name="peak")
 
 
 def check_zb_h2_peak(answer) -> dict:
     """Micro-batches whose activations rank 0 holds at its peak under ZB-H2, P = 8, M = 24."""
     want, one = (cost.pipeline_peak_activations(s, P, M, 0) for s in ("zb-h2", "1f1b"))
     return core.check_number(answer, want, rel_tol=0, name="peak",
-                             hint="the table of §7 gives ZB-H2's peak at P = 4 against 1F1B's; "
-                             "the rule behind it is in Qi et al. §2.3, Table 2.",
-                             explanation=f"min(M, 2P - 1) = {want}, against 1F1B's {one} on rank 0.")
+                             hint=t(TEXT, "zb_h2_peak.hint"),
+                             explanation=t(TEXT, "zb_h2_peak.why", want=want, one=one))

@@ -13,7 +13,9 @@ import torch
 import torch.distributed as dist
 
 from lessons.common.checkers import core
+from lessons.common.i18n import current_lang, t
 from .exercises_schedules import check_pm
+from .text import TEXT
 from lessons.common.checkers.watch import Diagnosis, DistWatch
 
 
@@ -45,39 +47,35 @@ def _micro_batches(m: int, width: int = 4) -> list:
     return [torch.arange(width, dtype=torch.float32) + 10 * i for i in range(m)]
 
 
-def _forward_harness(source, name, p, m):
+def _forward_harness(source, name, p, m, lang="en"):
     """On each rank: the learner's forward with this stage's layer. Stage 0 gets the
-    micro-batches; the others get zeros of the same shape (the values must come by recv)."""
+    micro-batches; the others get zeros of the same shape (the values must come by recv).
+    ``lang``: the language of the notebook's session, which a verdict said here speaks."""
     fn = core.load_learner(source, name)
     stage = dist.get_rank()
     mbs = _micro_batches(m) if stage == 0 else [torch.zeros(4) for _ in range(m)]
     # every send/recv's peer checked before it is made (watch.py): a message to or from
     # the wrong rank would hang, or crash the job when the other ranks leave
-    with DistWatch(on_message=lambda kind, peer, _: _check_peer(kind, peer, stage, p)):
+    with DistWatch(on_message=lambda kind, peer, _: _check_peer(kind, peer, stage, p, lang)):
         out = fn(mbs, stage, p, _layer(stage))
     return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in (out or [])]
 
 
-def _check_peer(kind: str, peer, stage: int, p: int) -> None:
+def _check_peer(kind: str, peer, stage: int, p: int, lang: str | None = None) -> None:
     """Raise ``Diagnosis`` when stage ``stage`` sends to (``kind`` "send") or receives
     from ("recv") any rank but its neighbour: stage s receives from s - 1 and sends to
-    s + 1 (stage s is rank s here). ``peer`` None (receive from anyone) is let through."""
+    s + 1 (stage s is rank s here). ``peer`` None (receive from anyone) is let through.
+    ``lang``: the verdict's language (None: this process's)."""
     if peer is None:
         return
-    if kind == "recv":
-        want, verb, prep = stage - 1, "receives", "from"
-        if want < 0:
-            raise Diagnosis(f"stage 0 receives from rank {peer}; the first stage takes the "
-                            f"micro-batches it is given and receives nothing")
-    else:
-        want, verb, prep = stage + 1, "sends", "to"
-        if want >= p:
-            raise Diagnosis(f"stage {stage} sends to rank {peer}; the last stage keeps its "
-                            f"outputs (returns them) and sends nothing")
+    want = stage - 1 if kind == "recv" else stage + 1
+    if want < 0:
+        raise Diagnosis(t(TEXT, "fwd.first_recv", lang, peer=peer))
+    if want >= p:
+        raise Diagnosis(t(TEXT, "fwd.last_send", lang, stage=stage, peer=peer))
     if peer != want:
-        raise Diagnosis(f"stage {stage} {verb} {prep} rank {peer}; it must {verb[:-1]} {prep} "
-                        f"stage {want} (rank {want}): the micro-batches go stage 0 -> 1 -> ... "
-                        f"-> {p - 1}, one neighbour at a time")
+        raise Diagnosis(t(TEXT, f"fwd.peer_{kind}", lang, stage=stage, peer=peer, want=want,
+                          last=p - 1))
 
 
 def check_pipeline_forward(fn, p: int = 4, m: int = 3, timeout: float = 30.0) -> dict:
@@ -85,20 +83,18 @@ def check_pipeline_forward(fn, p: int = 4, m: int = 3, timeout: float = 30.0) ->
     through all p layers, in order."""
     p, m = check_pm(p, m)
     core.check_timeout(timeout)
-    ranks, bad = core.run_learner(_forward_harness, fn, p, p, m, timeout=timeout)
+    ranks, bad = core.run_learner(_forward_harness, fn, p, p, m, current_lang(), timeout=timeout)
     if bad:
         return bad
     got = ranks[p - 1]
     if not isinstance(got, list) or len(got) != m:
-        return core.verdict(False, f"The last stage ({p - 1}) returned {len(got) if isinstance(got, list) else got!r} "
-                            f"outputs, expected a list of {m} (one per micro-batch)")
+        return core.verdict(False, t(TEXT, "fwd.count", last=p - 1, m=m,
+                                     got=len(got) if isinstance(got, list) else repr(got)))
     for i, x in enumerate(_micro_batches(m)):
         want = x
         for s in range(p):
             want = _layer(s)(want)
-        msg = core.compare_tensors(got[i], want, where=f"micro-batch {i} leaving the last stage ({p - 1})")
+        msg = core.compare_tensors(got[i], want, where=t(TEXT, "fwd.where", i=i, last=p - 1))
         if msg:
-            return core.verdict(False, msg + ". Each stage applies its layer once, to what it "
-                                "received from the stage before")
-    return core.verdict(True, f"{m} micro-batches went through {p} stages on {p} ranks, each "
-                        f"output equal to one device's.")
+            return core.verdict(False, t(TEXT, "fwd.wrong", msg=msg))
+    return core.verdict(True, t(TEXT, "fwd.ok", m=m, p=p))

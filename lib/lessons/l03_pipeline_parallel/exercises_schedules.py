@@ -19,10 +19,11 @@ from parlab import cost
 from parlab.pipeline_parallel.schedules import Action, bubble, peak_in_flight, replay
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.i18n import t
+from .text import TEXT
 
-# what each op needs before it on the same stage, and why (the verdict says it)
-_NEEDS = {"B": ("F", "the backward starts from what the forward kept"),
-          "W": ("B", "the weight gradients need the output gradient that B received")}
+# what each op needs before it on the same stage (the verdict says why: TEXT's "needs.<op>")
+_NEEDS = {"B": "F", "W": "B"}
 
 
 def solution_1f1b(stage, n_stages, n_micro):
@@ -42,7 +43,7 @@ def as_actions(raw, stage: int, ops: str = "FB") -> tuple[list[Action] | None, s
     """The learner's list as Actions (("F", 3) or the string "F3"), or (None, what is
     wrong). ``ops``: the op letters this exercise uses."""
     if not isinstance(raw, (list, tuple)):
-        return None, f"stage {stage}: returned a {type(raw).__name__}, expected a list"
+        return None, t(TEXT, "actions.not_list", stage=stage, kind=type(raw).__name__)
     out = []
     for k, a in enumerate(raw):
         if isinstance(a, str) and len(a) > 1 and a[0] in ops and a[1:].isdigit():
@@ -50,8 +51,8 @@ def as_actions(raw, stage: int, ops: str = "FB") -> tuple[list[Action] | None, s
         if not isinstance(a, (tuple, list)) or len(a) < 2 or a[0] not in ops \
                 or not isinstance(a[1], int):
             kinds = [f"('{op}', mb)" for op in ops]
-            return None, (f"stage {stage}: item {k} is {a!r}; each action must be a tuple "
-                          f"{', '.join(kinds[:-1])} or {kinds[-1]}")
+            kinds = t(TEXT, "sep.or", items=t(TEXT, "sep.list").join(kinds[:-1]), last=kinds[-1])
+            return None, t(TEXT, "actions.item", stage=stage, k=k, item=repr(a), kinds=kinds)
         out.append(Action(a[0], int(a[1]), 0))
     return out, None
 
@@ -60,21 +61,21 @@ def structure(actions: list[Action], stage: int, m: int, ops: str = "FB") -> str
     """Every micro-batch: each op of ``ops`` once, in that order, on this stage."""
     seen = set()
     for a in actions:
+        where = dict(stage=stage, op=a.op, mb=a.mb)
         if not 0 <= a.mb < m:
-            return f"stage {stage}: {a.op}({a.mb}) names a micro-batch outside 0..{m - 1}"
+            return t(TEXT, "structure.range", last=m - 1, **where)
         if (a.op, a.mb) in seen:
-            return f"stage {stage}: {a.op}({a.mb}) appears twice"
-        before, why = _NEEDS.get(a.op, (None, ""))
+            return t(TEXT, "structure.twice", **where)
+        before = _NEEDS.get(a.op)
         if before and (before, a.mb) not in seen:
-            return f"stage {stage}: {a.op}({a.mb}) comes before {before}({a.mb}): {why}"
+            return t(TEXT, "structure.order", before=before, why=t(TEXT, f"needs.{a.op}"), **where)
         seen.add((a.op, a.mb))
     if "W" in ops and not any(op == "W" for op, _ in seen):
-        return (f"stage {stage} runs no W: the backward is split in two, B (the input "
-                f"gradient) and W (the weight gradients); add a ('W', mb) after each ('B', mb)")
+        return t(TEXT, "structure.no_w", stage=stage)
     for mb in range(m):
         for op in ops:
             if (op, mb) not in seen:
-                return f"stage {stage}: {op}({mb}) is missing"
+                return t(TEXT, "structure.missing", stage=stage, op=op, mb=mb)
     return None
 
 
@@ -104,11 +105,10 @@ def replay_or_verdict(schedule, p: int, m: int, durations: dict) -> tuple[list |
         return replay(schedule, p, 1, durations), None
     except RuntimeError as e:
         stuck = str(e).split("at ", 1)[-1]
-        rule = "F(mb) on stage s needs F(mb) on s-1; B(mb) needs B(mb) on s+1"
+        rule = t(TEXT, "deadlock.rule")
         if "W" in durations:
-            rule += "; W(mb) only its own B(mb)"
-        return None, core.verdict(False, f"P={p}, M={m} deadlocks: every stage waits for "
-                                  f"another (stage: next action) {stuck}. {rule}")
+            rule += t(TEXT, "deadlock.rule_w")
+        return None, core.verdict(False, t(TEXT, "deadlock", p=p, m=m, stuck=stuck, rule=rule))
 
 
 # ----------------------------------------------------------------------------- 1F1B
@@ -129,15 +129,13 @@ def plan_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 10.0) -> dict:
     for stage, peak in enumerate(peaks):
         want = cost.pipeline_peak_activations("1f1b", p, m, stage)
         if peak > want:
-            return core.verdict(False, f"stage {stage} holds {peak} activations at peak, 1F1B "
-                                f"holds {want}: start backwards earlier (after P - stage "
-                                f"forwards)", peaks=peaks)
+            return core.verdict(False, t(TEXT, "f1b.peak", stage=stage, peak=peak, want=want),
+                                peaks=peaks)
     fraction = bubble(events, p)[0]
     want = cost.bubble_fraction(p, m)
     if fraction > want + 1e-9:
-        return core.verdict(False, f"A valid schedule, but its bubble is {fraction:.1%} of the "
-                            f"step (F = 1, B = 2 time units), 1F1B's is (P-1)/(M+P-1) = "
-                            f"{want:.1%}: a stage waits where it could work", peaks=peaks)
+        return core.verdict(False, t(TEXT, "f1b.bubble", fraction=fraction, want=want),
+                            peaks=peaks)
     return dict(ok=True, schedule=schedule, peaks=peaks, bubble=fraction)
 
 
@@ -193,12 +191,12 @@ def run_on_ranks(fn, schedule: str, p: int, m: int, timeout: float) -> dict | No
     ref = reference_train(run.config, 1, run.batch_size, run.lr)
     loss = next(r["loss"] for r in ranks if r["loss"] is not None)
     if abs(loss - ref["losses"][0]) > 1e-5:
-        return core.verdict(False, f"stage {p - 1}: loss {loss:.6g}, the single device's "
-                            f"{ref['losses'][0]:.6g}")
+        return core.verdict(False, t(TEXT, "ranks.loss", stage=p - 1, loss=loss,
+                                     ref=ref["losses"][0]))
     for stage, r in enumerate(ranks):
         for name, g in r["grads"].items():
-            msg = core.compare_tensors(g, ref["grads"][name], where=f"stage {stage}, {name}",
-                                       atol=1e-6, rtol=1e-4)
+            msg = core.compare_tensors(g, ref["grads"][name], atol=1e-6, rtol=1e-4,
+                                       where=t(TEXT, "ranks.where", stage=stage, name=name))
             if msg:
                 return core.verdict(False, msg)
     return None
@@ -216,7 +214,5 @@ def check_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 60.0) -> dict:
     bad = run_on_ranks(fn, "1f1b", p, m, timeout)
     if bad:
         return bad
-    return core.verdict(True, f"Your schedule ran on {p} ranks; loss and gradients equal "
-                        f"the single device's; peak activations per stage {plan['peaks']} "
-                        f"(1F1B's min(P - stage, M)); bubble {plan['bubble']:.1%} = "
-                        f"(P-1)/(M+P-1)", peaks=plan["peaks"])
+    return core.verdict(True, t(TEXT, "f1b.ok", p=p, peaks=plan["peaks"], bubble=plan["bubble"]),
+                        peaks=plan["peaks"])

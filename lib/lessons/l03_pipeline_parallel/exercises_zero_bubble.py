@@ -21,6 +21,8 @@ from parlab import cost
 from .experiments_zb import EQUAL
 from parlab.pipeline_parallel.schedules import Timeline, bubble, peak_in_flight
 from lessons.common.checkers import core
+from lessons.common.i18n import t
+from .text import TEXT
 from .exercises_schedules import check_pm, learner_schedule, replay_or_verdict, run_on_ranks
 
 
@@ -64,20 +66,14 @@ def plan_zb_h1(fn, p: int = 4, m: int = 8, timeout: float = 10.0) -> dict:
     for stage, peak in enumerate(peaks):
         want = cost.pipeline_peak_activations("zb-h1", p, m, stage)
         if peak > want:
-            return core.verdict(False, f"stage {stage} holds {peak} micro-batches' activations "
-                                f"at its peak (each from its F to its W), more than 1F1B's "
-                                f"most, P = {want}: a W frees its micro-batch, so run the "
-                                f"W's sooner", peaks=peaks)
+            return core.verdict(False, t(TEXT, "zb.peak", stage=stage, peak=peak, want=want),
+                                peaks=peaks)
     idles = Timeline(events, p, *bubble(events, p)).rank_idle
     want, one = (cost.split_backward_bubble(s, p) for s in ("zb-h1", "1f1b"))
     for stage, idle in enumerate(idles):
         if idle > want + 1e-9:
-            return core.verdict(False, f"A valid schedule within 1F1B's memory, but stage "
-                                f"{stage} idles {idle:g} time units between its first op and "
-                                f"its last (F = B = W = 1); ZB-H1's (P - 1)(T_F + T_B - T_W) "
-                                f"= {want:g}, 1F1B's (P - 1)(T_F + T_B + T_W) = {one:g}. "
-                                f"Nobody waits for a W: keep some back to fill the waits "
-                                f"of the cool-down", peaks=peaks, idle=idles)
+            return core.verdict(False, t(TEXT, "zb.idle", stage=stage, idle=idle, want=want,
+                                         one=one), peaks=peaks, idle=idles)
     return dict(ok=True, schedule=schedule, peaks=peaks, idle=idles, want=want)
 
 
@@ -93,10 +89,6 @@ def check_zb_h1(fn, p: int = 4, m: int = 8, timeout: float = 60.0) -> dict:
     if bad:
         return bad
     idle = ", ".join(f"{x:g}" for x in plan["idle"])
-    return core.verdict(True, f"Your ZB-H1 ran on {p} ranks; loss and gradients equal the "
-                        f"single device's; peak activations per stage {plan['peaks']} (at "
-                        f"most P = {p}, 1F1B's rank 0); idle per stage [{idle}] time units "
-                        f"at F = B = W = 1, at most (P - 1)(T_F + T_B - T_W) = "
-                        f"{plan['want']:g}: a third of 1F1B's "
-                        f"{cost.split_backward_bubble('1f1b', p):g}", peaks=plan["peaks"],
-                        idle=plan["idle"])
+    return core.verdict(True, t(TEXT, "zb.ok", p=p, peaks=plan["peaks"], idle=idle,
+                                want=plan["want"], one=cost.split_backward_bubble("1f1b", p)),
+                        peaks=plan["peaks"], idle=plan["idle"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from lessons.common.i18n import t
 from parlab import cost
 from parlab.model import GPT, GPTConfig
 from parlab.pipeline_parallel.runner import PipelineResult, PPRun, run
@@ -12,6 +13,7 @@ from parlab.pipeline_parallel.schedules import (FIXED_V, Action, make_schedule, 
                                                 simulate, validate)
 from parlab.pipeline_parallel.stages import gpt_stages
 from lessons.common import record
+from .text import TEXT
 
 
 # ----------------------------------------------------------------------------- for notebook 03
@@ -212,6 +214,7 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
     a measured one in emulated mode, with the simulator charged that run's message
     costs), as ``lines`` of text (``text``: the same, joined). Op times of 30 / 60 ms per rank by default: long next to what a message
     costs on a busy CPU (~1-10 ms), so the schedule, not the machine, sets the shape.
+    The lines and the note are in the session's language (``text.TEXT``).
 
     An ``m`` the schedule cannot take (interleaved needs M divisible by P) is never
     drawn as an error instead of a figure: the nearest M of ``micro_batch_choices``
@@ -227,21 +230,22 @@ def explore(schedule: str, p: int, m: int, v: int = 2, live: bool = False,
         if not choices or not isinstance(m, int) or m in choices:
             return dict(error=str(e))
         wanted, m = m, min(choices, key=lambda c: (abs(c - m), c))
-        note = f"M={wanted} does not work here ({e}); showing M={m}, the nearest M that does."
+        note = t(TEXT, "explore.moved", wanted=wanted, error=e, m=m)
     sim = simulate(schedule, p, m, v, t_fwd, t_bwd)
-    first = (f"{schedule}, P={p}, M={m}" + (f", v={v}" if v > 1 else "") +
-             f": simulated bubble {sim.bubble_fraction:.1%} of the step, messages free")
+    first = t(TEXT, "explore.sim", schedule=schedule, p=p, m=m, bubble=sim.bubble_fraction,
+              v_part=t(TEXT, "explore.v", v=v) if v > 1 else "")
     if schedule in ("gpipe", "1f1b", "interleaved"):
-        first += f" (formula {cost.bubble_fraction(p, m, v):.1%})"
-    lines = [first, "peak micro-batches held per rank: [" +
-             ",\u00a0".join(map(str, sim.peak_activations)) + "]"]
+        first += t(TEXT, "explore.formula", formula=cost.bubble_fraction(p, m, v))
+    lines = [first, t(TEXT, "explore.peaks",
+                      peaks=",\u00a0".join(map(str, sim.peak_activations)))]
     measured = None
     if live:
         res = measured_bubble(schedule, p, m, v, t_fwd, t_bwd, repeats=1)
         measured = res["timeline"]
-        lines += [f"measured {res['measured']:.1%} (emulated, {t_fwd * 1e3:g}/{t_bwd * 1e3:g} ms ops)",
-                  f"simulated with this run's message costs ({res['t_comm'] * 1e3:.1f} ms a message, "
-                  f"{res['t_gap'] * 1e3:.1f} ms between ops): {res['simulated_comm']:.1%}"]
+        lines += [t(TEXT, "explore.measured", measured=res["measured"], t_fwd=t_fwd * 1e3,
+                    t_bwd=t_bwd * 1e3),
+                  t(TEXT, "explore.with_comm", t_comm=res["t_comm"] * 1e3,
+                    t_gap=res["t_gap"] * 1e3, simulated=res["simulated_comm"])]
     return dict(sim=sim, run=measured, lines=lines, text="; ".join(lines), m=m, note=note)
 
 

@@ -1,92 +1,68 @@
 """The answers of §7's interview question on ZB-H2 and of §10's interview corner, as functions
 of what the notebook computed; the notebook shows each by naming it (``interview.show("a", n=n)``),
-closed until the learner clicks (lessons.common.interview)."""
+closed until the learner clicks (lessons.common.interview). Their words, in English and
+Chinese, are ``text.INTERVIEW``; each function here computes the numbers they quote."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-from lessons.common.interview import Answer, Corner
+from lessons.common.i18n import t
+from lessons.common.interview import Answer, Corner, said
+from .text import INTERVIEW, TEXT
+
+
+def _join(sep: str, items) -> str:
+    """``items`` joined by the separator ``sep`` ("comma", "list", "semi", "and") of TEXT, in the
+    session's language."""
+    return t(TEXT, f"sep.{sep}").join(items)
 
 
 def _zb(family) -> Answer:
     row = {r["schedule"]: r for r in family}
-    return Answer("Answer", [
-        f"Idle per rank: {row['zb-h2']['idle']:g} slots (ZB-H1 {row['zb-h1']['idle']:g}, 1F1B "
-        f"{row['1f1b']['idle']:g}), as Qi et al. §2 count it: from each rank's own first op to its last.",
-        f"Idle share of the whole step: {row['zb-h2']['step']:.1%}, the same as ZB-H1's "
-        f"{row['zb-h1']['step']:.1%}: the corners of the parallelogram stay unless the next step fills them.",
-        f"The price: {row['zb-h2']['peak']:g} micro-batches of activations on every rank against 1F1B's "
-        f"{row['1f1b']['peak']:g} on rank 0 ({row['zb-h2']['peak'] / row['1f1b']['peak']:.2f}x). ZB-V gets the "
-        f"same zero at 1F1B's memory for {row['zb-v']['messages'] / row['1f1b']['messages']:g}x the messages.",
-        "To fill the corners, no step-wide synchronisation before the optimizer step: the global gradient "
-        "norm and the inf/NaN check move after it (Qi et al.'s post-validation)."],
-        "Zero per rank, not per step: it costs memory (or messages) and a synchronisation-free optimizer step.")
+    h2, h1, one, v = row["zb-h2"], row["zb-h1"], row["1f1b"], row["zb-v"]
+    return said(INTERVIEW, "zb", h2_idle=h2["idle"], h1_idle=h1["idle"], f1b_idle=one["idle"],
+                h2_step=h2["step"], h1_step=h1["step"], h2_peak=h2["peak"], f1b_peak=one["peak"],
+                mem_ratio=h2["peak"] / one["peak"], msg_ratio=v["messages"] / one["messages"])
 
 
 def _a(n) -> Answer:
     a = n["a"]
-    return Answer("(a) answer", [
-        "GPipe and 1F1B have the same bubble for the same P and M: measured in §4, in both normalisations "
-        "(Narayanan et al. 2021a §2.2.1 say so explicitly).",
-        f"At P = {a['p']} the idle share of the step is at most 50% from M = {a['m50']} and at most 20% from "
-        f"M = {a['m20']}, for either schedule: the drop comes from <b>more micro-batches</b>.",
-        "What 1F1B contributes is that raising M costs no activation memory (§5).",
-        "'M ≥ 4 × depth' is GPipe's own rule of thumb (Huang et al. 2019 §2.3: bubble overhead negligible "
-        "when M ≥ 4K), not a 1F1B requirement: 1F1B runs with any M ≥ 1."],
-        "Does not hold: the two schedules have one bubble, and more micro-batches lower it under either.")
+    return said(INTERVIEW, "a", p=a["p"], m50=a["m50"], m20=a["m20"])
 
 
 def _b(n) -> Answer:
     b = n["b"]
-    return Answer("(b) answer", [
-        f"idle / ideal = {Fraction(b['ratio']).limit_denominator(99)} = {b['ratio']:.1%}; idle / total = "
-        f"{Fraction(b['fraction']).limit_denominator(99)} = {b['fraction']:.1%}: one idle time, two denominators.",
-        f"Measured in §4 at P = {b['p']}, M = {b['m']}: GPipe {b['measured']['gpipe']:.1%}, "
-        f"1F1B {b['measured']['1f1b']:.1%} of the step (formula {b['fraction']:.1%}).",
-        "(P − 1)/(M + P − 1) is not a 1F1B improvement on (P − 1)/M: it is the same quantity over a "
-        "different denominator."],
-        "Does not hold as stated: 37.5% and 27.3% are the same bubble written two ways.")
+    return said(INTERVIEW, "b", p=b["p"], m=b["m"], ratio=b["ratio"], fraction=b["fraction"],
+                ratio_frac=str(Fraction(b["ratio"]).limit_denominator(99)),
+                fraction_frac=str(Fraction(b["fraction"]).limit_denominator(99)),
+                gpipe=b["measured"]["gpipe"], f1b=b["measured"]["1f1b"])
 
 
 def _c(n) -> Answer:
     c = n["c"]
     under = [q for q, share, _ in c["rows"] if share < 0.15]
-    return Answer("(c) answer", [
-        "In pipeline engines such as DeepSpeed's, the micro-batches of a step <i>are</i> the "
-        "gradient-accumulation steps: 'gradient accumulation' adds nothing beyond M.",
-        "At M = 4P the idle share of the step is (P − 1)/(5P − 1): "
-        + ", ".join(f"P = {q}: {share:.1%}" for q, share, _ in c["rows"]) + ".",
-        f"So under 15% only for P = {' and '.join(map(str, under))}; over it from P = {under[-1] + 1} on, "
-        "approaching 1/5 for deep pipelines (idle / ideal: " + ", ".join(f"{r:.1%}" for _, _, r in c["rows"]) + ").",
-        f"P = 4 needs M ≥ {c['m_fraction']} for idle / total ≤ 15%, M ≥ {c['m_ratio']} for idle / ideal ≤ 15%."],
-        "Holds only for small P.")
+    rows = _join("comma", (t(INTERVIEW, "c.row", q=q, share=share) for q, share, _ in c["rows"]))
+    ratios = _join("list", (f"{r:.1%}" for _, _, r in c["rows"]))
+    return said(INTERVIEW, "c", rows=rows, under=_join("and", map(str, under)), over=under[-1] + 1,
+                ratios=ratios, m_fraction=c["m_fraction"], m_ratio=c["m_ratio"])
 
 
 def _d(n) -> Answer:
-    return Answer("(d) answer", [
-        "Peak micro-batches held on rank 0, P = 4: "
-        + "; ".join(f"M = {m}: GPipe {g}, 1F1B {o}" for m, (g, o) in n["d"].items())
-        + " (the formula; §5 measured the same on every rank).",
-        "Under GPipe the activation memory grows with M (peak = M); under 1F1B it does not "
-        "(peak = min(P − r, M), §5).",
-        "With 1F1B the costs of a large M lie elsewhere: for a fixed global batch each micro-batch gets "
-        "smaller and each op runs less efficiently on a GPU, and there are more messages."],
-        "Half right: the bubble falls with M under both; memory rises only under GPipe.")
+    rows = _join("semi", (t(INTERVIEW, "d.row", m=m, g=g, o=o) for m, (g, o) in n["d"].items()))
+    return said(INTERVIEW, "d", rows=rows)
 
 
 def _advice(n) -> Answer:
-    return Answer("Advice on M, in numbers", [
-        "With 1F1B, take M as large as the global batch allows at a micro-batch size that still keeps the "
-        "device efficient.",
-        *[f"M = {k}P leaves at most {share:.3%} of the step idle over P = 1 … 4096 (at P = {q}): "
-          f"under 1/{k + 1} = {1 / (k + 1):.3%}, whatever P." for k, (q, share) in n["advice"].items()],
-        "If M cannot grow, interleave: v chunks divide the bubble by v, for (vP − 1)/(P − 1)× the messages "
-        "and slightly more activation memory, with M divisible by P (§6).",
-        "Or split the backward: ZB-H1 idles the share of 1F1B's idle time computed in §7, at 1F1B's memory.",
-        "Activation checkpointing is the memory lever: it buys memory with about one extra forward per "
-        "backward (§8)."])
+    (k1, (q1, s1)), (k2, (q2, s2)) = sorted(n["advice"].items())
+    return said(INTERVIEW, "advice", k1=k1, q1=q1, share1=s1, next1=k1 + 1, bound1=1 / (k1 + 1),
+                k2=k2, q2=q2, share2=s2, next2=k2 + 1, bound2=1 / (k2 + 1))
 
 
-corner = Corner({"zb": _zb, "a": _a, "b": _b, "c": _c, "d": _d, "advice": _advice})
+def _thirty() -> Answer:
+    return said(INTERVIEW, "thirty")
+
+
+corner = Corner({"zb": _zb, "a": _a, "b": _b, "c": _c, "d": _d, "advice": _advice,
+                 "thirty": _thirty})
 show = corner.show

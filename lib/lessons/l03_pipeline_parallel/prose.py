@@ -42,7 +42,6 @@ NUMBERS = [
     # (b): the claim's two values are the two normalisations of one bubble, true as numbers
     computed("**(b)**", lambda: cost.bubble_ratio(4, 8), "{:.1%}"),
     computed("**(b)**", lambda: cost.bubble_fraction(4, 8), "{:.1%}"),
-    given("30", "the length of the spoken answer, in seconds", near="Answer in 30 seconds"),
     # §11: exercises 5-8 and their answers
     given("0.25", "how to type a share: an example", near="Exercises 5–8"),
     given("25%", "how to type a share: an example", near="Exercises 5–8"),

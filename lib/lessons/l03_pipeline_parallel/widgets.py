@@ -6,10 +6,12 @@ import html
 
 import ipywidgets as w
 
+from lessons.common.i18n import t
 from lessons.common.viz.controls import LAYOUT, STYLE, choices, nowrap_html, show
 from lessons.common.viz.style import WARNING_COLOR
 from . import experiments
 from .figures import pipeline_timeline
+from .text import TEXT
 from parlab.cost import PIPELINE_SCHEDULES
 
 M_MAX = 16  # the micro-batch slider's range: 1 .. M_MAX
@@ -31,21 +33,22 @@ def pipeline_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2
     overlays the measured timeline (``experiments.explore``). The M slider offers only
     the counts the schedule accepts (``experiments.micro_batch_choices``: multiples of P
     for interleaved); the v slider shows for interleaved only. An argument its control
-    cannot show is a ValueError naming it (a slider would clamp it silently)."""
+    cannot show is a ValueError naming it (a slider would clamp it silently). Its labels
+    and lines are in the session's language when it is built (``text.TEXT``)."""
     choices(schedule=(schedule, PIPELINE_SCHEDULES), p=(p, range(1, 9)), m=(m, range(1, M_MAX + 1)),
             v=(v, range(2, 5)))
     sched = w.Dropdown(options=list(PIPELINE_SCHEDULES), value=schedule,
-                       description="schedule", layout=LAYOUT, style=STYLE)
-    ps = w.IntSlider(value=p, min=1, max=8, description="stages P", layout=LAYOUT,
+                       description=t(TEXT, "widget.schedule"), layout=LAYOUT, style=STYLE)
+    ps = w.IntSlider(value=p, min=1, max=8, description=t(TEXT, "widget.p"), layout=LAYOUT,
                      style=STYLE, continuous_update=False)
-    ms = w.IntSlider(value=m, min=1, max=M_MAX, description="micro-batches M", layout=LAYOUT,
+    ms = w.IntSlider(value=m, min=1, max=M_MAX, description=t(TEXT, "widget.m"),
+                     layout=LAYOUT,
                      style=STYLE, continuous_update=False)
-    vs = w.IntSlider(value=v, min=2, max=4, description="chunks v", layout=dict(LAYOUT),
+    vs = w.IntSlider(value=v, min=2, max=4, description=t(TEXT, "widget.v"), layout=dict(LAYOUT),
                      style=STYLE, continuous_update=False,
-                     tooltip="model chunks per rank: interleaved schedule only")
-    button = w.Button(description="run live (emulated compute)", icon="play",
-                      layout={"width": "auto"},
-                      tooltip="run the schedule on P real ranks and overlay the measured timeline")
+                     tooltip=t(TEXT, "widget.v_tip"))
+    button = w.Button(description=t(TEXT, "widget.run"), icon="play", layout={"width": "auto"},
+                      tooltip=t(TEXT, "widget.run_tip"))
     info, out = w.HTML(), w.Output()
     busy = []  # non-empty while the controls are being set from here: no redraw
 
@@ -78,7 +81,7 @@ def pipeline_explorer(schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 2
         with out:
             run = res["run"].events if res["run"] is not None else None
             show(pipeline_timeline(res["sim"].events, overlay=run, labels=(
-                "simulated", "measured")))
+                t(TEXT, "widget.simulated"), t(TEXT, "widget.measured"))))
 
     def on_shape(_=None):  # schedule or P: v's visibility and M's choices follow
         interleaved = sched.value == "interleaved"
