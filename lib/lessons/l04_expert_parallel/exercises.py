@@ -32,6 +32,8 @@ from .experiments import MIXTRAL, kept_mask
 from parlab.validate import check_int
 from lessons.common.checkers import core
 from .hints import HINTS
+from .text import TEXT
+from lessons.common.i18n import t
 from lessons.l02_tensor_parallel.exercises import _is_placeholder
 
 __all__ = ["check_route", "check_global_route", "check_capacity", "check_a2a_bytes",
@@ -110,7 +112,20 @@ def _route_harness(source, name, seed, top_k, capacity, global_capacity):
     out = fn(logits, top_k, capacity, r, w) if global_capacity else fn(logits, top_k, capacity)
     if isinstance(out, tuple) and len(out) == 2 and all(isinstance(o, torch.Tensor) for o in out):
         return tuple(o.detach().clone() for o in out)
-    return f"returned {type(out).__name__}" + (f" of {len(out)}" if isinstance(out, tuple) else "")
+    return returned(out)
+
+
+def returned(out) -> dict:
+    """What a learner's function returned instead of two tensors, as the ranks send it back
+    (the words are written by the checker, in the session's language)."""
+    return dict(type=type(out).__name__, n=len(out) if isinstance(out, tuple) else None)
+
+
+def said_returned(res: dict) -> str:
+    """``returned``'s record in words: "returned Tensor", "returned tuple of 3"."""
+    if res["n"] is None:
+        return t(TEXT, "returned", type=res["type"])
+    return t(TEXT, "returned_of", type=res["type"], n=res["n"])
 
 
 def _check_route(fn, world_size: int, seed: int, capacity: int, global_capacity: bool) -> dict:
@@ -118,7 +133,7 @@ def _check_route(fn, world_size: int, seed: int, capacity: int, global_capacity:
     check_int("seed", seed, 0)
     name = getattr(fn, "__name__", "your function")
     if _is_placeholder(fn):
-        return core.missing(f"write {name} (it still raises NotImplementedError)")
+        return core.missing(t(TEXT, "write_it", name=name))
     results, bad = core.run_learner(_route_harness, fn, world_size, seed, TOP_K, capacity,
                                     global_capacity)
     if bad:
@@ -127,37 +142,32 @@ def _check_route(fn, world_size: int, seed: int, capacity: int, global_capacity:
     experts = logits.topk(TOP_K, dim=-1).indices
     keep = (kept_mask(experts, EXPERTS, capacity, world_size) if global_capacity else
             torch.cat([kept_mask(p, EXPERTS, capacity) for p in experts.chunk(world_size)]))
-    scope = (f"capacity {capacity} per expert over all {world_size} ranks' tokens"
-             if global_capacity else f"capacity {capacity} per expert on each rank")
+    scope = t(TEXT, "scope_global" if global_capacity else "scope_local", capacity=capacity,
+              world=world_size)
     for r, res in enumerate(results):
-        if isinstance(res, str):
-            return core.verdict(False, f"rank {r}: {name} {res}; return (experts, kept), two "
-                                f"({TOKENS}, {TOP_K}) tensors")
+        if isinstance(res, dict):
+            return core.verdict(False, t(TEXT, "route_returned", rank=r, name=name, what=said_returned(res),
+                                         tokens=TOKENS, top_k=TOP_K))
         got_e, got_k = res
         want_e = experts[r * TOKENS:(r + 1) * TOKENS]
         want_k = keep[r * TOKENS:(r + 1) * TOKENS]
         for what, got, want in (("experts", got_e, want_e), ("kept", got_k, want_k)):
             if tuple(got.shape) != tuple(want.shape):
-                return core.verdict(False, f"rank {r}: {what} has shape {tuple(got.shape)}, "
-                                    f"expected {tuple(want.shape)} (tokens, top_k)")
+                return core.verdict(False, t(TEXT, "route_shape", rank=r, what=what,
+                                             got=tuple(got.shape), want=tuple(want.shape)))
         diff = (got_e.long() != want_e).nonzero()
         if len(diff):
-            t, c = diff[0].tolist()
-            return core.verdict(False, f"rank {r}, token {t}, choice {c}: expert {int(got_e[t, c])}, "
-                                f"expected expert {int(want_e[t, c])} (choice 0 is the largest "
-                                f"logit, choice 1 the next: topk keeps that order).")
+            i, c = diff[0].tolist()
+            return core.verdict(False, t(TEXT, "route_expert", rank=r, token=i, choice=c,
+                                         got=int(got_e[i, c]), want=int(want_e[i, c])))
         diff = (got_k.bool() != want_k).nonzero()
         if len(diff):
-            t, c = diff[0].tolist()
-            e = int(want_e[t, c])
-            did, should = ("kept", "drops") if got_k[t, c] else ("dropped", "keeps")
-            return core.verdict(False, f"rank {r}, token {t}, choice {c} (expert {e}): you {did} it, "
-                                f"parlab.moe {should} it ({scope}; every first choice before any "
-                                f"second choice, then earlier tokens first); {len(diff)} of "
-                                f"{want_k.numel()} assignments differ on rank {r}.")
+            i, c = diff[0].tolist()
+            return core.verdict(False, t(TEXT, "route_kept" if got_k[i, c] else "route_dropped",
+                                         rank=r, token=i, choice=c, expert=int(want_e[i, c]),
+                                         scope=scope, n=len(diff), total=want_k.numel()))
     n_drop = int((~keep).sum())
-    return core.verdict(True, f"Every rank's choices and drops match parlab.moe ({scope}: "
-                        f"{n_drop} of {keep.numel()} assignments dropped).")
+    return core.verdict(True, t(TEXT, "route_ok", scope=scope, dropped=n_drop, total=keep.numel()))
 
 
 def check_route(fn, world_size: int = 2, seed: int = 1) -> dict:
@@ -177,7 +187,7 @@ def check_capacity(answer, tokens: int = 4096, n_experts: int = 64, capacity_fac
     """One expert's capacity (``cost.expert_capacity``, Switch eq. 3)."""
     want = cost.expert_capacity(tokens, n_experts, capacity_factor, top_k)
     return core.check_number(answer, want, rel_tol=0, unit="assignments",
-                             hint="tokens x top_k / experts x capacity factor, rounded down.")
+                             hint=t(TEXT, "capacity_hint"))
 
 
 def check_a2a_bytes(answer, tokens: int = 4096, d_model: int = 4096, top_k: int = 2, ep: int = 8,
@@ -185,23 +195,21 @@ def check_a2a_bytes(answer, tokens: int = 4096, d_model: int = 4096, top_k: int 
     """Bytes one rank sends in one MoE layer's all-to-alls in one training step, balanced
     routing (``cost.moe_all_to_all_bytes``)."""
     want = cost.moe_all_to_all_bytes(tokens, d_model, top_k, ep, bytes_per_value)["total"]
-    return core.check_number(answer, want, unit="bytes", hint="Count dispatch and combine, "
-                             "forward and backward, and only the rows that leave the rank "
-                             "((ep-1)/ep of them).")
+    return core.check_number(answer, want, unit="bytes", hint=t(TEXT, "a2a_hint"))
 
 
 def check_mixtral_params(total, active=None) -> dict:
     """Mixtral 8x7B's total and active parameters (``cost.moe_params``), within 2%."""
     p = cost.moe_params(**MIXTRAL)
     if total is None or active is None:
-        return core.missing("give both total and active (numbers of parameters)")
-    hint = ("Only the expert MLPs are 8x; attention, norms and embeddings are shared, and "
-            "2 of 8 experts run per token.")
+        return core.missing(t(TEXT, "mixtral_missing"))
+    hint = t(TEXT, "mixtral_hint")
     a = core.check_number(total, p["total"], rel_tol=0.02, name="total", hint=hint)
     b = core.check_number(active, p["active"], rel_tol=0.02, name="active", hint=hint)
     if a["ok"] and b["ok"]:
-        return core.verdict(True, f"{p['total'] / 1e9:.1f}B total, {p['active'] / 1e9:.1f}B active.")
-    return core.verdict(False, "; ".join(f"{k}: " + v["message"].removeprefix("Not yet. ").removeprefix("Correct. ")
+        return core.verdict(True, t(TEXT, "mixtral_ok", total=p["total"] / 1e9,
+                                    active=p["active"] / 1e9))
+    return core.verdict(False, "; ".join(f"{k}: " + v.get("detail", v["message"])
                                          for k, v in (("total", a), ("active", b))))
 
 
@@ -214,27 +222,26 @@ def check_dropped(answer, case: dict = DROP_CASE) -> dict:
     keep = kept_mask(torch.tensor(case["choices"]), case["n_experts"], case["capacity"])
     want = sorted(tuple(x) for x in (~keep).nonzero().tolist())
     if core.blank(answer):
-        return core.missing("answer a list of (token, choice) pairs, e.g. [(0, 1), (4, 1)]")
+        return core.missing(t(TEXT, "dropped_missing"))
     try:
         if hasattr(answer, "tolist"):  # a numpy / torch array of pairs
             answer = answer.tolist()
         pairs = list(answer) if isinstance(answer, (list, tuple, set)) else None
     except Exception as e:  # a meta tensor, a learner's list type whose iteration raises
-        return core.verdict(False, f"answer {core.shown(answer)} could not be read as a list "
-                            f"({type(e).__name__})")
+        return core.verdict(False, t(TEXT, "dropped_unreadable", answer=core.shown(answer),
+                                     error=type(e).__name__))
     if pairs is None:
-        return core.verdict(False, f"answer a list of (token, choice) pairs, got {core.shown(answer)}")
+        return core.verdict(False, t(TEXT, "dropped_not_list", answer=core.shown(answer)))
     got = []
     for i, pair in enumerate(pairs):
         pair, why = core.as_numbers(pair, count=2, whole=True)
         if why:
-            return core.verdict(False, f"pair {i} of your list {why}: each is (token, choice)")
+            return core.verdict(False, t(TEXT, "dropped_pair", i=i, why=why))
         got.append(tuple(pair))
     got = sorted(got)
     if got == want:
-        return core.verdict(True, f"{want}.")
+        return core.verdict(True, t(TEXT, "dropped_ok", want=want))
     extra, lost = sorted(set(got) - set(want)), sorted(set(want) - set(got))
-    return core.verdict(False, (f"kept by the rule: {extra}. " if extra else "") +
-                        (f"{len(lost)} more dropped assignment(s) to find. " if lost else "") +
-                        "Every first choice goes before any second choice; within a choice, "
-                        "earlier tokens first.")
+    return core.verdict(False, (t(TEXT, "dropped_extra", extra=extra) if extra else "") +
+                        (t(TEXT, "dropped_lost", n=len(lost)) if lost else "") +
+                        t(TEXT, "dropped_rule"))

@@ -26,6 +26,9 @@ from parlab.validate import check_int
 from lessons.common.checkers import core
 from lessons.l02_tensor_parallel.exercises import _is_placeholder
 from lessons.common.checkers.watch import DistWatch
+from lessons.common.i18n import t
+
+from .text import TEXT
 
 __all__ = ["check_expert_choice_route", "solution_expert_choice_route", "choice_logits",
            "TOKENS", "EXPERTS", "CAPACITY_FACTOR"]
@@ -63,7 +66,7 @@ def harness(source: str, name: str, seed: int, capacity: int):
     if isinstance(out, tuple) and len(out) == 2 and all(isinstance(o, torch.Tensor) for o in out):
         out = tuple(o.detach().clone() for o in out)
     else:
-        out = f"returned {type(out).__name__}" + (f" of {len(out)}" if isinstance(out, tuple) else "")
+        out = dict(type=type(out).__name__, n=len(out) if isinstance(out, tuple) else None)
     return dict(out=out, collectives=watch.collectives)
 
 
@@ -78,24 +81,16 @@ def _wrong_tokens(got, logits, probs, capacity, world_size) -> str | None:
     ranks = list(probs.split(n))
     local = [_pick(p, capacity) for p in ranks]
     if got.max() < n and any(torch.equal(got, x) for x in local):
-        return (f"Your experts chose among one rank's {n} tokens only, numbered 0..{n - 1}. "
-                f"Expert choice looks at the WHOLE batch: gather every rank's scores first, "
-                f"and number the tokens rank-major (rank r's token t is r*{n} + t)")
+        return t(TEXT, "ec_one_rank", n=n, last=n - 1)
     share = [_pick(p, capacity // world_size) + r * n for r, p in enumerate(ranks)]
     if got.size(1) == capacity and torch.equal(got, torch.cat(share, 1).sort(dim=1).values):
-        return (f"Each rank gave every expert {capacity // world_size} of its own tokens: the "
-                f"experts must choose among all {n * world_size} tokens at once (one rank's "
-                f"tokens may win them all)")
+        return t(TEXT, "ec_shares", each=capacity // world_size, total=n * world_size)
     if torch.equal(got, (_pick(probs, capacity) % n).sort(dim=1).values):
-        return (f"Right tokens, but numbered within their rank; use global ids, rank-major: "
-                f"rank r's token t is r*{n} + t")
+        return t(TEXT, "ec_local_ids", n=n)
     if torch.equal(got, _pick(logits, capacity)):
-        return ("Your experts ranked the raw logits (or a softmax over the tokens, which keeps "
-                "their order): the scores are S = softmax over each token's experts (dim -1), "
-                "which changes which tokens win a column")
+        return t(TEXT, "ec_raw_logits")
     if torch.equal(got, _pick(torch.cat([p.softmax(0) for p in logits.split(n)]), capacity)):
-        return ("Your scores are a softmax over each rank's tokens (dim 0): S = softmax over "
-                "each token's experts (dim -1)")
+        return t(TEXT, "ec_softmax_rank")
     return None
 
 
@@ -105,16 +100,13 @@ def _wrong_gates(gates, tok, logits, probs) -> str | None:
     at = lambda m: torch.stack([m[tok[e], e] for e in range(E)])  # noqa: E731
     close = lambda w: torch.allclose(gates.double(), w.double(), atol=1e-5)  # noqa: E731
     if close(at(logits)):
-        return ("the gates are the raw logits, not normalised: G holds the scores "
-                "S = softmax over each token's experts (a token's E scores sum to 1)")
+        return t(TEXT, "ec_gates_raw")
     over_tokens = [logits.softmax(0)] + [torch.cat([p.softmax(0) for p in logits.split(TOKENS)])]
     if any(close(at(m)) for m in over_tokens):
-        return ("the gates are a softmax over the tokens (dim 0); S is a softmax over each "
-                "token's experts (dim -1)")
+        return t(TEXT, "ec_gates_tokens")
     want = at(probs)
     if close(want / want.sum(1, keepdim=True)):
-        return ("the gates are renormalised within each expert; G is the chosen scores of S "
-                "as they are")
+        return t(TEXT, "ec_gates_renorm")
     return None
 
 
@@ -126,7 +118,7 @@ def check_expert_choice_route(fn, world_size: int = 2, seed: int = 1,
     core.check_timeout(timeout)
     name = getattr(fn, "__name__", "your function")
     if _is_placeholder(fn):
-        return core.missing(f"write {name} (it still raises NotImplementedError)")
+        return core.missing(t(TEXT, "write_it", name=name))
     N, E = w * TOKENS, EXPERTS
     cap = expert_capacity(N, E, CAPACITY_FACTOR)
     results, bad = core.run_learner(harness, fn, w, seed, cap, timeout=timeout)
@@ -136,55 +128,51 @@ def check_expert_choice_route(fn, world_size: int = 2, seed: int = 1,
     probs = logits.softmax(-1)
     chosen = expert_choice(probs, cap)                        # parlab.moe's rule, (N, E) bool
     want = torch.stack([chosen[:, e].nonzero().squeeze(-1) for e in range(E)])  # sorted ids
-    shape = f"({E}, {cap}): one row per expert, its {cap} tokens"
+    shape = t(TEXT, "ec_shape", experts=E, cap=cap)
     for r, res in enumerate(results):
         out = res["out"]
-        if isinstance(out, str):
-            return core.verdict(False, f"rank {r}: {name} {out}; return (tokens, gates), two "
-                                f"tensors of shape {shape}")
+        if isinstance(out, dict):
+            from .exercises import said_returned
+            return core.verdict(False, t(TEXT, "ec_returned", rank=r, name=name, what=said_returned(out),
+                                         shape=shape))
         tokens, gates = out
         got_shape = tuple(tokens.shape)
         if got_shape in ((TOKENS, cap), (N, cap), (TOKENS, E), (N, E)) and got_shape != (E, cap):
-            return core.verdict(False, f"rank {r}: tokens has shape {got_shape}, one row per "
-                                f"token: that is token choice (each token picks experts). In "
-                                f"expert choice each EXPERT picks its top {cap} tokens: a top-k "
-                                f"over the tokens, expected shape {shape}")
+            return core.verdict(False, t(TEXT, "ec_token_choice", rank=r, got=got_shape, cap=cap,
+                                         shape=shape))
         if tokens.dim() == 2 and tokens.size(0) == E and tokens.size(1) != cap:
-            return core.verdict(False, f"rank {r}: each expert took {tokens.size(1)} tokens; "
-                                f"capacity is {cap} (n c / E = {N} x {CAPACITY_FACTOR:g} / {E}), "
-                                f"and every expert is exactly full")
+            return core.verdict(False, t(TEXT, "ec_capacity", rank=r, took=tokens.size(1), cap=cap,
+                                         n=N, cf=CAPACITY_FACTOR, experts=E))
         if got_shape != (E, cap) or tuple(gates.shape) != (E, cap):
-            return core.verdict(False, f"rank {r}: tokens {got_shape}, gates "
-                                f"{tuple(gates.shape)}; expected both {shape}")
+            return core.verdict(False, t(TEXT, "ec_shapes", rank=r, tokens=got_shape,
+                                         gates=tuple(gates.shape), shape=shape))
         if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-            return core.verdict(False, f"rank {r}: tokens are {tokens.dtype}; return token ids "
-                                f"as integers (topk's indices)")
+            return core.verdict(False, t(TEXT, "ec_dtype", rank=r, dtype=tokens.dtype))
         tok, order = tokens.long().sort(dim=1)
         if tok.min() < 0 or tok.max() >= N:
-            return core.verdict(False, f"rank {r}: token id {int(tok.max())} is outside the "
-                                f"batch's {N} tokens (0..{N - 1}, rank-major)")
+            return core.verdict(False, t(TEXT, "ec_outside", rank=r, id=int(tok.max()), n=N,
+                                         last=N - 1))
         if not torch.equal(tok, want):
             why = _wrong_tokens(tok, logits, probs, cap, w)
             twice = (tok[:, 1:] == tok[:, :-1]).any(1)
             if why is None and twice.any():
-                return core.verdict(False, f"rank {r}: expert {int(twice.nonzero()[0])} took "
-                                    f"one token twice; it takes {cap} different tokens")
+                return core.verdict(False, t(TEXT, "ec_twice", rank=r,
+                                             expert=int(twice.nonzero()[0]), cap=cap))
             e = int((tok != want).any(1).nonzero()[0])
-            return core.verdict(False, f"rank {r}: expert {e} chose tokens {tok[e].tolist()}, "
-                                f"parlab.moe.expert_choice takes {want[e].tolist()}. "
-                                + (why + "." if why else "Each expert takes the tokens with "
-                                   "the highest scores in its column of S, over all ranks."))
+            return core.verdict(False, t(TEXT, "ec_wrong_tokens", rank=r, expert=e,
+                                         got=tok[e].tolist(), want=want[e].tolist())
+                                + (t(TEXT, "ec_why", why=why) if why else t(TEXT, "ec_column")))
         g = gates.detach().gather(1, order)
         msg = core.compare_tensors(g, torch.stack([probs[want[e], e] for e in range(E)]),
-                                   where=f"rank {r}: gates (sorted by token)", atol=1e-5)
+                                   where=t(TEXT, "ec_gates_where", rank=r), atol=1e-5)
         if msg:
             why = _wrong_gates(g, want, logits, probs)
-            return core.verdict(False, f"rank {r}: right tokens; " + (why + "." if why else msg))
+            return core.verdict(False, t(TEXT, "ec_right_tokens", rank=r,
+                                         why=t(TEXT, "ec_why", why=why) if why else msg))
     per_token = chosen.sum(1)
     moved = [(op, n) for op, ranks, n in results[0]["collectives"]]
-    said = (f" Rank 0 sent {sum(n for _, n in moved)} values through "
-            f"{', '.join(sorted({op for op, _ in moved}))}." if moved else "")
-    return core.verdict(True, f"Every rank's {E} experts took the same {cap} tokens each as "
-                        f"parlab.moe.expert_choice over all {N}; {int((per_token == 0).sum())} "
-                        f"tokens got no expert, {int((per_token > 1).sum())} got two or more, "
-                        f"and nothing was dropped.{said}")
+    said = (t(TEXT, "ec_sent", n=sum(n for _, n in moved),
+              ops=", ".join(sorted({op for op, _ in moved}))) if moved else "")
+    return core.verdict(True, t(TEXT, "ec_ok", experts=E, cap=cap, n=N,
+                                none=int((per_token == 0).sum()), many=int((per_token > 1).sum()),
+                                sent=said))

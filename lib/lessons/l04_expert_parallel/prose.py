@@ -59,10 +59,10 @@ NUMBERS = [
     # §9: the interview answer's claims
     cited("10×", "interview answer"),
     cited("1.25", "interview answer"),
-    given("30", "the spoken answer's length", near="A 30-second answer"),
-    cited("1.25", "Switch", near="A 30-second answer"),  # Table 1: 1.0-1.25 in training
-    computed("A 30-second answer", lambda: _ex().MOE_MODELS["DeepSeek-V3"]["n_experts"], "{}"),
-    cited("64", "DeepSeek-V3", near="A 30-second answer"),  # §3.2: 64-way EP over 8 nodes
+    # ... and the same claims in the Chinese interview text's own words ("8×7B", "10 倍")
+    cited("8×", "面试答案", near="Mixtral 8×7B"),
+    cited("10", "面试答案", near="10 倍"),
+    given("30", "the spoken answer's length", near="Answer in 30 seconds"),
     # exercises 4-6: the checkers' inputs
     computed("how many assignments can one expert take",
              lambda: _default(_exercises().check_capacity, "tokens"), "{}"),

@@ -28,7 +28,9 @@ from parlab import cost
 from parlab.context_parallel.layout import shard_positions, shard_sequence
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.i18n import t
 from .hints import HINTS
+from .text import TEXT
 
 __all__ = ["check_zigzag_positions", "check_ring_bytes", "check_imbalance", "check_ulysses_cap",
            "WHY_CAP", "check_zigzag_shard", "check_ring_attention", "show_solution", "hints",
@@ -37,52 +39,48 @@ __all__ = ["check_zigzag_positions", "check_ring_bytes", "check_imbalance", "che
 
 # --- numeric answers ----------------------------------------------------------------------
 
-WHY_CAP = {"A": "after the all-to-all each rank computes whole heads: cp ranks share n_heads heads",
-           "B": "all-to-all only works on a power-of-two number of ranks",
-           "C": "the (s, s) scores of one head would not fit on a rank"}
+# the choices of "why cp <= heads" (in English; the checker answers in the session's language)
+WHY_CAP = {k: TEXT[f"cap_{k}"]["en"] for k in "ABC"}
 
 
 def check_zigzag_positions(answer, seq_len: int = 16, cp: int = 4, rank: int = 1) -> dict:
     """The global positions rank ``rank`` holds under zig-zag, in its order."""
     want = shard_positions(seq_len, cp, rank, "zigzag").tolist()
     got, bad = core.read_numbers(answer, "positions", whole=True,
-                                 ask="answer = [positions], e.g. [0, 1, 14, 15]")
+                                 ask=t(TEXT, "positions_ask"))
     if bad:
         return bad
     if got == want:
-        return core.verdict(True, f"rank {rank} holds {want}: chunk {rank} and chunk {2 * cp - 1 - rank}.")
-    return core.verdict(False, f"{got} is not it: cut the sequence into 2cp = {2 * cp} chunks "
-                        f"of {seq_len // (2 * cp)}; rank r holds chunk r and chunk 2cp-1-r, early one first.")
+        return core.verdict(True, t(TEXT, "positions_ok", rank=rank, want=want, other=2 * cp - 1 - rank))
+    return core.verdict(False, t(TEXT, "positions_no", got=got, chunks=2 * cp, size=seq_len // (2 * cp)))
 
 
 def check_ring_bytes(answer, micro_batch: int = 1, seq_len: int = 131072, d_model: int = 4096,
                      cp: int = 8, bytes_per_value: float = 2) -> dict:
     """Bytes one rank sends for one layer per training step with ring attention."""
     want = cost.cp_comm_per_layer(micro_batch, seq_len, d_model, cp, "ring", bytes_per_value)["bytes"]
-    return core.check_number(answer, want, unit="bytes", hint=(
-        "How many hops forward (cp-1), how many backward (K/V again, and the dK/dV accumulators, "
-        "which need one hop more), and how big is one hop (K and V of one shard)?"),
-        explanation=f"(3cp-2) hops of 2*b*(s/cp)*h values = {want / 1e9:.2f} GB.")
+    return core.check_number(answer, want, unit="bytes", hint=t(TEXT, "ring_bytes_hint"),
+                             explanation=t(TEXT, "ring_bytes_why", gb=want / 1e9))
 
 
 def check_imbalance(answer, cp: int = 4) -> dict:
     """max/mean causal work per rank with contiguous shards."""
     want = cost.causal_work_per_rank(cp, "contiguous")["imbalance"]
     return core.check_number(answer, want, rel_tol=0.005, name="max / mean",
-                             hint="rank r needs the blocks of ranks 0..r: r+1 blocks.",
-                             explanation=f"2cp/(cp+1) = {want:.3g}.")
+                             hint=t(TEXT, "imbalance_hint"),
+                             explanation=t(TEXT, "imbalance_why", want=want))
 
 
 def check_ulysses_cap(answer) -> dict:
     """Why must cp divide (so be at most) the number of heads for Ulysses?"""
     if core.blank(answer):
-        return core.missing('answer = "A", "B" or "C"')
+        return core.missing(t(TEXT, "cap_missing"))
     key = core.as_letter(answer)
     if key not in WHY_CAP:
-        return core.verdict(False, f"answer with one of {sorted(WHY_CAP)}, got {core.shown(answer)}")
+        return core.verdict(False, t(TEXT, "cap_letter", letters=sorted(WHY_CAP), answer=core.shown(answer)))
     if key == "A":
-        return core.verdict(True, WHY_CAP["A"] + ": at most one rank per head.")
-    return core.verdict(False, "that is not it: look at what the all-to-all trades (sequence for heads).")
+        return core.verdict(True, t(TEXT, "cap_ok", why=t(TEXT, "cap_A")))
+    return core.verdict(False, t(TEXT, "cap_no"))
 
 
 # --- coding exercise 1: the zig-zag shard, on real ranks -------------------------------------
@@ -131,7 +129,7 @@ def check_zigzag_shard(fn, cp: int = 4, seq_len: int = 16, timeout: float = 20.0
     ``shard_sequence(x, 0, cp, rank, "zigzag")``."""
     _check_sizes(cp, seq_len, 2 * cp, timeout)
     if _unwritten(fn):
-        return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
+        return core.missing(t(TEXT, "write_it", name=fn.__name__))
     got, bad = core.run_learner(zigzag_harness, fn, cp, seq_len, timeout=timeout)
     if bad:
         return bad
@@ -139,22 +137,21 @@ def check_zigzag_shard(fn, cp: int = 4, seq_len: int = 16, timeout: float = 20.0
     for rank, g in enumerate(got):
         want = shard_sequence(x, 0, cp, rank, "zigzag")
         if not isinstance(g, torch.Tensor):
-            return core.verdict(False, f"rank {rank}: returned a {type(g).__name__}, expected a tensor")
+            return core.verdict(False, t(TEXT, "shard_type", rank=rank, type=type(g).__name__))
         if g.shape != want.shape:
-            return core.verdict(False, f"rank {rank}: holds {g.numel()} positions, expected "
-                                f"{want.numel()} (s/cp = {seq_len}/{cp})")
+            return core.verdict(False, t(TEXT, "shard_size", rank=rank, got=g.numel(),
+                                         want=want.numel(), s=seq_len, cp=cp))
         wrong = (g != want).nonzero()
         if len(wrong):
             i = int(wrong[0])
-            return core.verdict(False, f"rank {rank}, local slot {i}: holds position {int(g[i])}, "
-                                f"expected {int(want[i])} (rank {rank} should hold {want.tolist()}: "
-                                f"chunks {rank} and {2 * cp - 1 - rank} of {2 * cp})")
+            return core.verdict(False, t(TEXT, "shard_slot", rank=rank, i=i, got=int(g[i]),
+                                         want=int(want[i]), positions=want.tolist(),
+                                         other=2 * cp - 1 - rank, chunks=2 * cp))
     work = [_causal_work(g) for g in got]
     mean = sum(work) / len(work)
-    return core.verdict(True, f"every rank holds its zig-zag shard. Causal scores per rank: {work} "
-                        f"(max/mean {max(work) / mean:.2f}; contiguous would give "
-                        f"{[_causal_work(shard_positions(seq_len, cp, r)) for r in range(cp)]}).",
-                        work=work)
+    contiguous = [_causal_work(shard_positions(seq_len, cp, r)) for r in range(cp)]
+    return core.verdict(True, t(TEXT, "shard_ok", work=work, imb=max(work) / mean,
+                                contiguous=contiguous), work=work)
 
 
 # --- coding exercise 2: ring attention, on real ranks --------------------------------------
@@ -212,7 +209,7 @@ def check_ring_attention(fn, cp: int = 4, seq_len: int = 16, n_heads: int = 2, h
     check_int("head_dim", head_dim)
     check_int("seed", seed, 0)
     if _unwritten(fn):
-        return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
+        return core.missing(t(TEXT, "write_it", name=fn.__name__))
     got, bad = core.run_learner(ring_harness, fn, cp, seq_len, n_heads, head_dim, seed,
                                 timeout=timeout)
     if bad:
@@ -221,23 +218,22 @@ def check_ring_attention(fn, cp: int = 4, seq_len: int = 16, n_heads: int = 2, h
     c = seq_len // cp
     for rank, g in enumerate(got):
         w = want[:, rank * c:(rank + 1) * c]
-        msg = core.compare_tensors(g, w, where=f"rank {rank}", atol=1e-5, rtol=1e-4)
+        msg = core.compare_tensors(g, w, where=t(TEXT, "ring_where", rank=rank), atol=1e-5, rtol=1e-4)
         if msg is None:
             continue
         if isinstance(g, torch.Tensor) and g.shape == w.shape:
             bad_el = ~torch.isclose(g.double(), w.double(), atol=1e-5, rtol=1e-4)
             h, i, d = (int(x) for x in bad_el.nonzero()[0])
             diff = abs(float(g[h, i, d]) - float(w[h, i, d]))
-            msg = (f"rank {rank}, head {h}, position {rank * c + i} (local {i}), channel {d}: "
-                   f"{float(g[h, i, d]):.5g}, expected {float(w[h, i, d]):.5g} (off by {diff:.3g}); "
-                   f"{int(bad_el.sum())} of {g.numel()} values wrong on this rank")
+            msg = t(TEXT, "ring_value", rank=rank, h=h, pos=rank * c + i, i=i, d=d,
+                    got=float(g[h, i, d]), want=float(w[h, i, d]), diff=diff,
+                    n=int(bad_el.sum()), total=g.numel())
             if torch.allclose(g, full_attention(*(t[:, rank * c:(rank + 1) * c]
                                                   for t in _qkv(seq_len, n_heads, head_dim, seed))),
                               atol=1e-5):
-                msg += ". It equals attention over the rank's own block only: are the K/V blocks passed on?"
+                msg += t(TEXT, "ring_own_block")
         return core.verdict(False, msg)
-    return core.verdict(True, f"all {cp} ranks equal full softmax attention over the {seq_len} "
-                        f"positions ({n_heads} heads): the blocks merged exactly.")
+    return core.verdict(True, t(TEXT, "ring_ok", cp=cp, s=seq_len, heads=n_heads))
 
 
 # --- reference solutions on demand ---------------------------------------------------------

@@ -130,7 +130,7 @@ def test_figures_and_widget_build():
     box = widgets.ep_explorer(run_now=False)
     assert "dropped" in box.children[-1].children[0].value
     cf = box.children[3].children[0]
-    assert cf.label == "1.25" and ("no limit", None) in widgets.CAPACITY_CHOICES
+    assert cf.label == "1.25" and ("no limit", None) in widgets.capacity_choices()
     cf.value = None  # no limit: the prediction says so and drops nothing
     assert "no limit" in box.children[-1].children[0].value
     assert "must divide" in widgets.live_html(ex.live(3))
