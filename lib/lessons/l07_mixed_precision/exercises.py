@@ -15,7 +15,9 @@ import torch
 from parlab import cost
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.i18n import t
 from .hints import HINTS
+from .text import TEXT
 
 __all__ = ["check_bytes_per_param", "check_fp16_smallest_normal", "check_vanishing_update",
            "check_bf16_allreduce_bound", "check_scaled_step", "solution_scaled_step", "SOLUTIONS",
@@ -27,10 +29,11 @@ __all__ = ["check_bytes_per_param", "check_fp16_smallest_normal", "check_vanishi
 def check_bytes_per_param(answer, recipe: str = "bf16_mixed") -> dict:
     """Bytes per parameter of model states for ``recipe`` (Adam)."""
     b = cost.training_bytes_per_param(recipe)
-    parts = " + ".join(f"{v:g} ({k})" for k, v in b.items() if k != "total" and v)
+    parts = " + ".join(f"{v:g} ({t(TEXT, 'part_' + k) if 'part_' + k in TEXT else k})"
+                       for k, v in b.items() if k != "total" and v)
     return core.check_number(answer, b["total"], unit="bytes", name="bytes per parameter",
-                             hint="count the weights, the gradients, and what Adam keeps (in which dtype?)",
-                             explanation=f"{parts} = {b['total']:g} B.")
+                             hint=t(TEXT, "bytes_hint"),
+                             explanation=t(TEXT, "bytes_why", parts=parts, total=b["total"]))
 
 
 def check_fp16_smallest_normal(answer) -> dict:
@@ -38,8 +41,7 @@ def check_fp16_smallest_normal(answer) -> dict:
     want = torch.finfo(torch.float16).smallest_normal
     # read off a table or worked out by hand: right to the digits typed (6.1e-5, 6.104e-5)
     return core.check_number(answer, want, digits=2, name="smallest normal",
-                             hint="5 exponent bits, bias 15: the smallest normal exponent is 1 - 15.",
-                             explanation=f"2^-14 = {want:.6g}; subnormals go on down to 2^-24.")
+                             hint=t(TEXT, "normal_hint"), explanation=t(TEXT, "normal_why", want=want))
 
 
 def check_vanishing_update(answer, weight: float = 1.0, fmt: str = "bf16",
@@ -49,25 +51,20 @@ def check_vanishing_update(answer, weight: float = 1.0, fmt: str = "bf16",
     want = cost.vanishing_update(weight, fmt, direction)
     other = cost.vanishing_update(weight, fmt, "up" if direction == "down" else "down")
     w = f"{weight:.10g}"
-    side, sign, change = (("below", "-", "a decrease") if direction == "down"
-                          else ("above", "+", "an increase"))
-    nxt = weight - 2 * want if direction == "down" else weight + 2 * want
+    nxt = f"{weight - 2 * want if direction == 'down' else weight + 2 * want:.10g}"
     if want != other:  # a power of two: the threshold of the other side is the likely slip
         got, bad = core.read_number(answer, "threshold")
         if bad is None and got and abs(got / other - 1) <= 0.01:
-            return core.verdict(False, f"{got:g} is where {'an increase' if direction == 'down' else 'a decrease'} "
-                                f"stops vanishing ({w} {'+' if sign == '-' else '-'} d rounds back for d up to "
-                                f"{other:g}). {w} is a power of two: the {fmt} values {side} it are not spaced "
-                                f"like those on the other side.", want=want)
-    tie = (f"up to {want:g}: the tie at {want:g} goes to the even neighbour, {w} itself"
-           if _even(weight, fmt) else
-           f"below {want:g}: the tie at {want:g} goes to the even neighbour, {nxt:.10g}")
+            return core.verdict(False, t(TEXT, "vanish_other_side" if direction == "down"
+                                         else "vanish_other_side_up",
+                                         got=got, w=w, other=other, fmt=fmt), want=want)
+    tie = t(TEXT, "vanish_tie_even" if _even(weight, fmt) else "vanish_tie_odd",
+            want=want, w=w, nxt=nxt)
     return core.check_number(answer, want, rel_tol=0.01, name="threshold",
-                             hint=f"{fmt} has {cost.mantissa_bits(fmt)} mantissa bits. Which {fmt} value is "
-                             f"next {side} {w}, how far is it, and where between the two does rounding "
-                             "switch?",
-                             explanation=f"The {fmt} value next {side} {w} is {nxt:.10g}, {2 * want:g} away; "
-                             f"{w} {sign} d rounds back to {w} for d {tie}.")
+                             hint=t(TEXT, f"vanish_hint_{direction}", fmt=fmt,
+                                    bits=cost.mantissa_bits(fmt), w=w),
+                             explanation=t(TEXT, f"vanish_why_{direction}", fmt=fmt, w=w, nxt=nxt,
+                                           gap=2 * want, tie=tie))
 
 
 def _even(weight: float, fmt: str) -> bool:
@@ -80,9 +77,8 @@ def check_bf16_allreduce_bound(answer, world_size: int = 1024) -> dict:
     check_int("world_size", world_size, 2)
     want = (world_size - 1) * cost.unit_roundoff("bf16")
     return core.check_number(answer, want, rel_tol=0.01, name="(n-1) u",
-                             hint="u = 2^-8 for bf16; a ring adds n terms with n - 1 roundings.",
-                             explanation=f"({world_size} - 1) x 2^-8 = {want:.3g}: above 1, the bound says "
-                             "nothing is left of the sum's precision.")
+                             hint=t(TEXT, "bound_hint"),
+                             explanation=t(TEXT, "bound_why", n=world_size, want=want))
 
 
 # --- coding exercise: one step of dynamic loss scaling, on real training --------------------
@@ -154,21 +150,18 @@ def check_scaled_step(fn, steps: int = 8, overflow_at: int = 3, growth_interval:
         return bad
     mine, ref = got[0]["learner"], got[0]["torch"]
     if mine["skipped"] != ref["skipped"]:
-        return core.verdict(False, f"skipped steps {mine['skipped']}, expected {ref['skipped']}: the step "
-                            f"with the planted overflow ({overflow_at}) must not update the weights.")
+        return core.verdict(False, t(TEXT, "step_skipped", mine=mine["skipped"], ref=ref["skipped"],
+                                     overflow_at=overflow_at))
     for s, (a, b) in enumerate(zip(mine["scales"], ref["scales"])):
         if a != b:
-            return core.verdict(False, f"step {s} used scale {a:g}, GradScaler used {b:g} (scales so far: "
-                                f"yours {mine['scales'][:s + 1]}, GradScaler's {ref['scales'][:s + 1]}). "
-                                "Back off x0.5 on an overflow; x2 after growth_interval good steps.")
+            return core.verdict(False, t(TEXT, "step_scale", s=s, a=a, b=b, mine=mine["scales"][:s + 1],
+                                         ref=ref["scales"][:s + 1]))
     for name, a, b in zip(ref["names"], mine["params"], ref["params"]):
         d = (a - b).abs().max().item()
         if not d <= 1e-6:
-            return core.verdict(False, f"same scales and skipped steps, but after {steps} steps {name} is off "
-                                f"by {d:.3g} from GradScaler's run: are the gradients divided by the scale "
-                                "before the optimizer steps?")
-    return core.verdict(True, f"{steps} steps of real training, equal to GradScaler: scales {mine['scales']}, "
-                        f"step {overflow_at} skipped, every parameter the same.")
+            return core.verdict(False, t(TEXT, "step_params", steps=steps, name=name, d=d))
+    return core.verdict(True, t(TEXT, "step_ok", steps=steps, scales=mine["scales"],
+                                overflow_at=overflow_at))
 
 
 # --- reference solutions on demand ---------------------------------------------------------

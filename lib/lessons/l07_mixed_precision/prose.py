@@ -53,6 +53,7 @@ NUMBERS = [
     shared("7b_train_states_gb", "its training states are", "{:.1f} GB"),
     # §8, §9
     shared("bytes_per_param_adam", "Where does", "{:.0f} bytes"),
+    shared("bytes_per_param_adam", "“每个参数", "{:.0f}"),  # the same question in Chinese (16 字节)
     given("1,024", "the world size of interview question (d)", near="Is a bf16 all-reduce safe"),
     given("1.0", "Exercise 3's weight", near="**3.** A bf16 weight equals 1.0"),
     given("1024", "Exercise 4's world size", near="**4.**"),

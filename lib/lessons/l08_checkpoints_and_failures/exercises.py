@@ -21,7 +21,9 @@ import torch
 from parlab import cost
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.i18n import current_lang, t
 from .hints import HINTS
+from .text import TEXT
 from lessons.l05_context_parallel.exercises import _unwritten
 from lessons.common.checkers.watch import Diagnosis
 
@@ -36,9 +38,9 @@ def check_young_interval(answer, checkpoint_s: float = 60.0, mtbf_hours: float =
     job MTBF of ``mtbf_hours``."""
     want = cost.young_interval(checkpoint_s, mtbf_hours * 3600)
     return core.check_number(answer, want, unit="s", name="interval",
-                             hint="tau = sqrt(2 C M), with C and M in the same unit (seconds).",
-                             explanation=f"sqrt(2 x {checkpoint_s:g} s x {mtbf_hours * 3600:,.0f} s) = "
-                             f"{want:,.0f} s ({want / 60:.1f} min; Young 1974).")
+                             hint=t(TEXT, "young_hint"),
+                             explanation=t(TEXT, "young_why", c=checkpoint_s, m=mtbf_hours * 3600,
+                                           want=want, minutes=want / 60))
 
 
 def check_interruptions_per_day(answer, n_gpus: int = 16384, mtbf_gpu_years: float = 5.0) -> dict:
@@ -46,9 +48,9 @@ def check_interruptions_per_day(answer, n_gpus: int = 16384, mtbf_gpu_years: flo
     hours = mtbf_gpu_years * cost.reliability.HOURS_PER_YEAR
     want = cost.interruptions_per_day(n_gpus, hours)
     return core.check_number(answer, want, name="interruptions per day",
-                             hint="each GPU fails at rate 1/MTBF; n of them at n/MTBF. Hours per day?",
-                             explanation=f"24 x {n_gpus:,} / ({mtbf_gpu_years:g} x 8,760 h) = {want:.1f} "
-                             "per day: the job stops at any one of them.")
+                             hint=t(TEXT, "per_day_hint"),
+                             explanation=t(TEXT, "per_day_why", n=n_gpus, years=mtbf_gpu_years,
+                                           want=want))
 
 
 def check_checkpoint_bytes_per_rank(answer, n_params: float = 70e9, dp: int = 64) -> dict:
@@ -57,9 +59,8 @@ def check_checkpoint_bytes_per_rank(answer, n_params: float = 70e9, dp: int = 64
     check_int("dp", dp)
     want = cost.checkpoint_bytes(n_params, dp)["per_rank"]
     return core.check_number(answer, want, unit="bytes", name="bytes per rank",
-                             hint="what must a resumed AdamW have, per parameter, and in which dtype? "
-                             "Then each rank writes only its shard.",
-                             explanation=f"(4 + 4 + 4) B x {n_params:.3g} / {dp} = {want / 1e9:.2f} GB.")
+                             hint=t(TEXT, "per_rank_hint"),
+                             explanation=t(TEXT, "per_rank_why", n=n_params, dp=dp, gb=want / 1e9))
 
 
 # --- coding exercise: restore the data position and the RNG, on 2 real ranks ---------------
@@ -70,9 +71,11 @@ def solution_resume(train_state):
     return int(train_state["step"])
 
 
-def resume_harness(source: str, name: str, steps: int, at: int, directory: str):
+def resume_harness(source: str, name: str, steps: int, at: int, directory: str,
+                   lang: str | None = None):
     """On each rank: train ``steps`` with a checkpoint before step ``at``, then resume from
-    it with the learner's function as the resume hook; both runs' losses."""
+    it with the learner's function as the resume hook; both runs' losses. ``lang``: the
+    language of a message to the learner (the session's, passed on to the ranks)."""
     from .experiments import TINY
     from .training import Layout, Spec, train_rank
     fn = core.load_learner(source, name)
@@ -86,8 +89,7 @@ def resume_harness(source: str, name: str, steps: int, at: int, directory: str):
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
-            raise Diagnosis(f"{name} returned {core.shown(got)}: it must return the next step to "
-                            f"train, a whole number (the checkpoint's train_state['step'] holds {at})")
+            raise Diagnosis(t(TEXT, "resume_not_a_step", lang, name=name, got=core.shown(got), at=at))
         seen["rng_restored"] = torch.equal(torch.get_rng_state(), train_state["rng"])
         return int(got)
 
@@ -105,10 +107,11 @@ def check_resume(fn, ranks: int = 2, steps: int = 5, at: int = 2, timeout: float
     check_int("at", at, 1, steps - 1)
     core.check_timeout(timeout)
     if _unwritten(fn):
-        return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
+        return core.missing(t(TEXT, "resume_unwritten", name=fn.__name__))
     directory = tempfile.mkdtemp(prefix="parlab_resume_")
     try:
-        got, bad = core.run_learner(resume_harness, fn, ranks, steps, at, directory, timeout=timeout)
+        got, bad = core.run_learner(resume_harness, fn, ranks, steps, at, directory, current_lang(),
+                                    timeout=timeout)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     if bad:
@@ -118,22 +121,18 @@ def check_resume(fn, ranks: int = 2, steps: int = 5, at: int = 2, timeout: float
     diffs = {k: abs(mine[k] - base[k]) if k in mine else float("nan") for k in range(at, steps)}
     wrong = [k for k, d in diffs.items() if not d <= 1e-5]
     if r["start"] != at:
-        late = "late" if r["start"] > at else "early"
-        return core.verdict(False, f"resumed at step {r['start']}, {abs(r['start'] - at)} step(s) {late}: "
-                            f"the checkpoint was written after step {at - 1} and holds step = {at}, the "
-                            "next step to train, which is what to return. "
-                            + (f"Step {wrong[0]} is the first that differs." if wrong else ""))
+        return core.verdict(False, t(TEXT, "resume_late" if r["start"] > at else "resume_early",
+                                     start=r["start"], off=abs(r["start"] - at), before=at - 1, at=at)
+                            + (t(TEXT, "resume_first_wrong", k=wrong[0]) if wrong else ""))
     if wrong:
         k = wrong[0]
-        why = (" The RNG state after your function is not the saved one: dropout draws another mask. "
-               "Put train_state['rng'] back." if not r.get("rng_restored") else "")
-        return core.verdict(False, f"step {k} is the first whose loss differs from the uninterrupted run's: "
-                            f"{mine[k]:.6f} vs {base[k]:.6f} (off by {diffs[k]:.3g}).{why}")
+        why = t(TEXT, "resume_rng") if not r.get("rng_restored") else ""
+        return core.verdict(False, t(TEXT, "resume_differs", k=k, mine=mine[k], base=base[k],
+                                     d=diffs[k]) + why)
     if not all(g.get("rng_restored") for g in got):
-        return core.verdict(False, "the losses agree, but some rank's RNG is not the saved state")
-    return core.verdict(True, f"resumed at step {at} on {ranks} ranks from a DCP checkpoint: steps "
-                        f"{at}-{steps - 1} equal the uninterrupted run (max |loss diff| "
-                        f"{max(diffs.values()):.1e}); the dropout masks were the same.")
+        return core.verdict(False, t(TEXT, "resume_rng_some_rank"))
+    return core.verdict(True, t(TEXT, "resume_ok", at=at, ranks=ranks, last=steps - 1,
+                                d=max(diffs.values())))
 
 
 # --- reference solutions on demand ---------------------------------------------------------

@@ -11,7 +11,9 @@ import ipywidgets as w
 from lessons.common.viz.controls import LAYOUT, STYLE, show
 from parlab.validate import check_choice, check_float
 from lessons.common.viz.style import WARNING_COLOR, fmt_seconds
+from lessons.common.i18n import t
 from . import experiments, figures
+from .text import TEXT
 
 GPUS = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 # The log sliders' ranges, as powers of 10: a value outside one would be clamped to its end
@@ -36,12 +38,12 @@ def _log_grid(name: str, value: float, step: float = STEP) -> dict:
 
 def explorer_html(res: dict) -> str:
     """``experiments.goodput_at_scale``'s numbers as a small table."""
-    rows = [("interruptions per day", f"{res['per_day']:.1f}"),
-            ("job MTBF", fmt_seconds(res["job_mtbf_s"]) + f" ({res['job_mtbf_s'] / 3600:.2f} h)"),
-            ("checkpoint stall C", fmt_seconds(res["checkpoint_s"])),
-            ("Young's τ* = √(2CM)", fmt_seconds(res["young_s"])),
-            ("Daly's τ", fmt_seconds(res["daly_s"])),
-            ("goodput at τ*", f"{res['goodput']:.1%}")]
+    rows = [(t(TEXT, "row_per_day"), f"{res['per_day']:.1f}"),
+            (t(TEXT, "row_mtbf"), fmt_seconds(res["job_mtbf_s"]) + f" ({res['job_mtbf_s'] / 3600:.2f} h)"),
+            (t(TEXT, "row_stall"), fmt_seconds(res["checkpoint_s"])),
+            (t(TEXT, "row_young"), fmt_seconds(res["young_s"])),
+            (t(TEXT, "row_daly"), fmt_seconds(res["daly_s"])),
+            (t(TEXT, "row_goodput"), f"{res['goodput']:.1%}")]
     return "<table>" + "".join(f"<tr><td>{html.escape(a)}</td><td><b>{html.escape(b)}</b></td></tr>"
                                for a, b in rows) + "</table>"
 
@@ -73,15 +75,15 @@ def goodput_explorer(n_gpus: int = 16384, mtbf_years: float | None = None,
     # the longest label ("GPU-years per interruption") needs more room than STYLE's
     layout, style = {**LAYOUT, "width": "480px"}, {**STYLE, "description_width": "200px"}
     gpus = w.SelectionSlider(options=GPUS, value=n_gpus,
-                             description="GPUs", layout=layout, style=style)
+                             description=t(TEXT, "gpus"), layout=layout, style=style)
     mtbf = w.FloatLogSlider(value=mtbf_years, base=10, **_log_grid("mtbf_years", mtbf_years),
-                            description="GPU-years per interruption", layout=layout, style=style)
+                            description=t(TEXT, "mtbf"), layout=layout, style=style)
     size = w.FloatLogSlider(value=checkpoint_tb, base=10, **_log_grid("checkpoint_tb", checkpoint_tb),
-                            description="checkpoint (TB)", layout=layout, style=style)
+                            description=t(TEXT, "size"), layout=layout, style=style)
     bw = w.FloatLogSlider(value=bandwidth_gb_s, base=10, **_log_grid("bandwidth_gb_s", bandwidth_gb_s),
-                          description="storage (GB/s)", layout=layout, style=style)
+                          description=t(TEXT, "bandwidth"), layout=layout, style=style)
     restart = w.FloatLogSlider(value=restart_s, base=10, **_log_grid("restart_s", restart_s),
-                               description="restart R (s)", layout=layout, style=style)
+                               description=t(TEXT, "restart"), layout=layout, style=style)
     numbers, fig_out = w.HTML(), w.Output()
 
     def update(_=None):
