@@ -98,7 +98,7 @@ def hidden_texts() -> tuple[str, ...]:
         for key, texts_ in getattr(importlib.import_module(f"lessons.{path.parent.name}.text"),
                                    "INTERVIEW", {}).items():
             if "." in key:
-                texts += [re.sub(r"\{[^{}]*\}", " ; ", v) for v in texts_.values()]
+                texts += [p for v in texts_.values() for p in re.split(r"\{[^{}]*\}", v)]
     from lessons.l09_the_whole_answer import answers, followups
     for lang in answers.LANGS:
         texts.append(answers.thirty_second(lang))
