@@ -31,6 +31,7 @@ from .hints import HINTS
 from .text import TEXT
 from .exercises_dp_exchange import check_dp_exchange, solution_dp_exchange
 from .exercises_hsdp import check_hsdp_grad_sync, solution_hsdp_grad_sync
+from lessons.common import record
 
 __all__ = ["check_dp_exchange", "check_zero1_step", "check_hsdp_grad_sync", "check_zero_memory",
            "check_zero3_traffic", "check_dp_allreduce_bytes", "check_hsdp_traffic",
@@ -255,3 +256,6 @@ def hints(name: str):
 def show_solution(name: str) -> None:
     """Print the reference solution of exercise ``name`` (one of ``SOLUTIONS``)."""
     core.show_solution(SOLUTIONS, name)
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

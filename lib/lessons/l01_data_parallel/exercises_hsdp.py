@@ -30,6 +30,7 @@ from lessons.common.i18n import t
 from lessons.l00_collectives.exercises_hierarchical import NUMEL, inputs
 from lessons.common.checkers.watch import DistWatch
 from .text import TEXT
+from lessons.common import record
 
 
 def solution_hsdp_grad_sync(grad, shard_group, replicate_group):
@@ -151,3 +152,6 @@ def _traffic_problem(res: dict, s: int, world: int, numel: int) -> str | None:
         return t(TEXT, "hsdp_no_reduce_scatter",
                  ops=t(TEXT, "list_sep").join(inside) or t(TEXT, "hsdp_nothing"))
     return None
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

@@ -87,6 +87,7 @@ def solution_tp_mlp(x, w1_shard, w2_shard, rank, world_size):
 
 
 from .exercises_overlap import check_chunked_all_gather_matmul, solution_chunked_all_gather_matmul  # noqa
+from lessons.common import record
 
 SOLUTIONS = {"my_tp_mlp_forward": solution_tp_mlp_forward, "my_tp_mlp": solution_tp_mlp,
              "my_chunked_all_gather_matmul": solution_chunked_all_gather_matmul}
@@ -284,3 +285,6 @@ def check_layer_bytes(answer, micro_batch: int = 1, seq_len: int = 2048, d_model
     ``cost.tp_comm_per_layer``."""
     want = cost.tp_comm_per_layer(micro_batch, seq_len, d_model, tp, sequence_parallel)["bytes"]
     return core.check_number(answer, want, unit="bytes", hint=say(TEXT, "layer_bytes_hint"))
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

@@ -28,6 +28,7 @@ from lessons.common.checkers.watch import DistWatch
 from lessons.common.i18n import t as say
 
 from .text import TEXT
+from lessons.common import record
 
 BATCH, SEQ, HIDDEN, OUT = 2, 16, 8, 6  # x: (BATCH, SEQ, HIDDEN); each rank's weight (HIDDEN, OUT)
 GATHERS = ("all_gather", "all_gather_into_tensor")
@@ -197,3 +198,6 @@ def check_chunked_all_gather_matmul(fn, world_size: int = 2, chunks: int = 4, se
             return core.verdict(False, wrong + ".")
     piece = BATCH * (SEQ // t) * HIDDEN // c
     return core.verdict(True, say(TEXT, "chunked_ok", t=t, c=c, piece=piece))
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

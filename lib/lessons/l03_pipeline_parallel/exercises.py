@@ -30,6 +30,7 @@ from .text import TEXT
 from .exercises_forward import check_pipeline_forward, solution_pipeline_forward  # noqa: F401
 from .exercises_schedules import check_1f1b, plan_1f1b, solution_1f1b  # noqa: F401
 from .exercises_zero_bubble import check_zb_h1, plan_zb_h1, solution_zb_h1  # noqa: F401
+from lessons.common import record
 
 # the notebook's sizes for the numeric questions
 P, M, V, TARGET, PEAK_STAGE = 8, 24, 3, 0.10, 2
@@ -145,3 +146,6 @@ def check_zb_h2_peak(answer) -> dict:
     return core.check_number(answer, want, rel_tol=0, name="peak",
                              hint=t(TEXT, "zb_h2_peak.hint"),
                              explanation=t(TEXT, "zb_h2_peak.why", want=want, one=one))
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

@@ -21,6 +21,7 @@ from parlab.validate import check_int
 from lessons.common.checkers import core
 from lessons.common.i18n import t
 from .text import TEXT
+from lessons.common import record
 
 # what each op needs before it on the same stage (the verdict says why: TEXT's "needs.<op>")
 _NEEDS = {"B": "F", "W": "B"}
@@ -216,3 +217,6 @@ def check_1f1b(fn, p: int = 4, m: int = 8, timeout: float = 60.0) -> dict:
         return bad
     return core.verdict(True, t(TEXT, "f1b.ok", p=p, peaks=plan["peaks"], bubble=plan["bubble"]),
                         peaks=plan["peaks"])
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

@@ -77,6 +77,7 @@ def solution_global_route(logits, top_k, capacity, rank, world_size):
 
 
 from .exercises_variants import check_expert_choice_route, solution_expert_choice_route  # noqa: E402
+from lessons.common import record
 
 SOLUTIONS = {"my_route": solution_route, "my_global_route": solution_global_route,
              "my_expert_choice_route": solution_expert_choice_route}
@@ -245,3 +246,6 @@ def check_dropped(answer, case: dict = DROP_CASE) -> dict:
     return core.verdict(False, (t(TEXT, "dropped_extra", extra=extra) if extra else "") +
                         (t(TEXT, "dropped_lost", n=len(lost)) if lost else "") +
                         t(TEXT, "dropped_rule"))
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

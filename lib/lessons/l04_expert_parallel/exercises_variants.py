@@ -29,6 +29,7 @@ from lessons.common.checkers.watch import DistWatch
 from lessons.common.i18n import t
 
 from .text import TEXT
+from lessons.common import record
 
 __all__ = ["check_expert_choice_route", "solution_expert_choice_route", "choice_logits",
            "TOKENS", "EXPERTS", "CAPACITY_FACTOR"]
@@ -176,3 +177,6 @@ def check_expert_choice_route(fn, world_size: int = 2, seed: int = 1,
     return core.verdict(True, t(TEXT, "ec_ok", experts=E, cap=cap, n=N,
                                 none=int((per_token == 0).sum()), many=int((per_token > 1).sum()),
                                 sent=said))
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

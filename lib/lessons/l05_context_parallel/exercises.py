@@ -31,6 +31,7 @@ from lessons.common.checkers import core
 from lessons.common.i18n import t
 from .hints import HINTS
 from .text import TEXT
+from lessons.common import record
 
 __all__ = ["check_zigzag_positions", "check_ring_bytes", "check_imbalance", "check_ulysses_cap",
            "WHY_CAP", "check_zigzag_shard", "check_ring_attention", "show_solution", "hints",
@@ -258,3 +259,6 @@ def solution_html(name: str) -> str:
 def show_solution(name: str) -> None:
     """Print the reference solution of a coding exercise (its source)."""
     core.show_solution(SOLUTIONS, name)
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

@@ -18,6 +18,7 @@ from lessons.common.checkers import core
 from lessons.common.i18n import t
 from .hints import HINTS
 from .text import TEXT
+from lessons.common import record
 
 __all__ = ["check_bytes_per_param", "check_fp16_smallest_normal", "check_vanishing_update",
            "check_bf16_allreduce_bound", "check_scaled_step", "solution_scaled_step", "SOLUTIONS",
@@ -181,3 +182,6 @@ def solution_html(name: str) -> str:
 def show_solution(name: str) -> None:
     """Print the reference solution of a coding exercise (its source)."""
     core.show_solution(SOLUTIONS, name)
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

@@ -26,6 +26,7 @@ from .hints import HINTS
 from .text import TEXT
 from lessons.l05_context_parallel.exercises import _unwritten
 from lessons.common.checkers.watch import Diagnosis
+from lessons.common import record
 
 __all__ = ["check_young_interval", "check_interruptions_per_day", "check_checkpoint_bytes_per_rank",
            "check_resume", "solution_resume", "SOLUTIONS", "hints", "solution_html", "show_solution"]
@@ -152,3 +153,6 @@ def solution_html(name: str) -> str:
 def show_solution(name: str) -> None:
     """Print the reference solution of a coding exercise (its source)."""
     core.show_solution(SOLUTIONS, name)
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record
