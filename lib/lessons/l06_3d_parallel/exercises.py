@@ -44,7 +44,7 @@ def check_coords(answer, rank: int = 5, dp: int = 2, pp: int = 2, tp: int = 2) -
     got = {}
     for k in want:
         if k not in answer:
-            return core.verdict(False, t(TEXT, "coords.no_key", key=repr(k)))
+            return core.verdict(False, t(TEXT, "coords.no_key", name=repr(k)))
         got[k], why = core.as_number(answer[k], whole=True)
         if why:
             return core.verdict(False, f"{k} {why}")

@@ -277,8 +277,8 @@ TEXT = {
     # --- exercises.py: the numeric answers ----------------------------------------------------
     "coords.not_dict": {"en": "give a dict like {{'dp': 0, 'pp': 1, 'tp': 0}}, got {got}",
                         "zh": "请给出一个 dict，例如 {{'dp': 0, 'pp': 1, 'tp': 0}}，收到的是 {got}"},
-    "coords.no_key": {"en": "the dict has no {key}: give 'dp', 'pp' and 'tp'",
-                      "zh": "dict 里没有 {key}：请给出 'dp'、'pp' 和 'tp'"},
+    "coords.no_key": {"en": "the dict has no {name}: give 'dp', 'pp' and 'tp'",
+                      "zh": "dict 里没有 {name}：请给出 'dp'、'pp' 和 'tp'"},
     "coords.right": {"en": "rank {rank} is {want}.", "zh": "rank {rank} 的坐标是 {want}。"},
     "coords.wrong": {"en": "{wrong} wrong: rank = (dp_i * pp + pp_i) * tp + tp_i, TP varies fastest.",
                      "zh": "{wrong} 不对：rank = (dp_i * pp + pp_i) * tp + tp_i，TP 变化最快。"},
