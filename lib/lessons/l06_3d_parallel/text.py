@@ -153,7 +153,7 @@ INTERVIEW = {
               "axis that splits it (ZeRO/DP when the batch allows, TP inside a node when layers "
               "must be cut, PP when even that does not fit), then check the bubble.",
         "zh": "更好的顺序：先看为了放得下必须切什么（每张 GPU 的显存），再选切它最便宜的那个维度"
-              "（batch 允许时用 ZeRO/DP，必须切开层时用节点内的 TP，仍放不下再用 PP），最后检查气泡。"},
+              "（batch 允许时用 ZeRO/DP，必须切开层内的矩阵时用节点内的 TP，仍放不下再用 PP），最后检查气泡。"},
 
     # --- (d) when PP pays -------------------------------------------------------------------------
     "d": {"en": "(d) answer", "zh": "(d) 答案"},
