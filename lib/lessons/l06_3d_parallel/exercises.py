@@ -20,7 +20,9 @@ import torch.distributed as dist
 from parlab import cost, planner
 from parlab.mesh import Mesh
 from lessons.common.checkers import core
+from lessons.common.i18n import t
 from .hints import HINTS
+from .text import TEXT
 
 __all__ = ["check_coords", "check_tp_group", "check_bubble", "check_memory", "memory_answer",
            "check_groups", "solution_groups", "check_grad_sync", "solution_grad_sync",
@@ -38,20 +40,18 @@ def check_coords(answer, rank: int = 5, dp: int = 2, pp: int = 2, tp: int = 2) -
     if answer is None:
         return core.missing("answer = {'dp': ..., 'pp': ..., 'tp': ...}")
     if not isinstance(answer, dict):
-        return core.verdict(False, f"give a dict like {{'dp': 0, 'pp': 1, 'tp': 0}}, got "
-                            f"{core.shown(answer)}")
+        return core.verdict(False, t(TEXT, "coords.not_dict", got=core.shown(answer)))
     got = {}
     for k in want:
         if k not in answer:
-            return core.verdict(False, f"the dict has no {k!r}: give 'dp', 'pp' and 'tp'")
+            return core.verdict(False, t(TEXT, "coords.no_key", name=repr(k)))
         got[k], why = core.as_number(answer[k], whole=True)
         if why:
             return core.verdict(False, f"{k} {why}")
     if got == want:
-        return core.verdict(True, f"rank {rank} is {want}.")
+        return core.verdict(True, t(TEXT, "coords.right", rank=rank, want=want))
     wrong = [k for k in want if got[k] != want[k]]
-    return core.verdict(False, f"{', '.join(wrong)} wrong: rank = (dp_i * pp + pp_i) * tp + tp_i, "
-                        "TP varies fastest.")
+    return core.verdict(False, t(TEXT, "coords.wrong", wrong=", ".join(wrong)))
 
 
 def check_tp_group(answer, rank: int = 6, dp: int = 2, pp: int = 2, tp: int = 2) -> dict:
@@ -61,16 +61,15 @@ def check_tp_group(answer, rank: int = 6, dp: int = 2, pp: int = 2, tp: int = 2)
     if bad:
         return bad
     if sorted(got) == want:
-        return core.verdict(True, f"{want}: the ranks that differ only in the TP coordinate.")
-    return core.verdict(False, f"{sorted(got)} is not it: a TP group is tp consecutive ranks "
-                        "(TP is innermost).")
+        return core.verdict(True, t(TEXT, "tp_group.right", want=want))
+    return core.verdict(False, t(TEXT, "tp_group.wrong", got=sorted(got)))
 
 
 def check_bubble(answer, pp: int = 4, micro_batches: int = 8) -> dict:
     """The bubble's share of the step, (p-1)/(m+p-1): ``cost.bubble_fraction``."""
     want = cost.bubble_fraction(pp, micro_batches)
     return core.check_number(answer, want, rel_tol=0.01, share=True, name="bubble share",
-                             hint="idle / total = (p - 1) / (m + p - 1).",
+                             hint=t(TEXT, "bubble.hint"),
                              explanation=f"(p-1)/(m+p-1) = {pp - 1}/{micro_batches + pp - 1}.")
 
 
@@ -90,10 +89,8 @@ def check_memory(answer, model: str = "175B", n_gpus: int = 1024, tp: int = 8, p
     """Model states per GPU (GB) of the first stage: its L/pp layers plus the embedding,
     split over tp, 16 bytes a parameter."""
     want = memory_answer(model, n_gpus, tp, pp, global_batch)
-    return core.check_number(answer, want, rel_tol=0.05, unit="GB", name="GB", hint=(
-        "the first stage holds L/pp layers of 12 h^2 parameters (plus the embedding), "
-        "split over tp; 16 bytes each."),
-        explanation="16 bytes for each parameter of the first stage's tp-th share.")
+    return core.check_number(answer, want, rel_tol=0.05, unit="GB", name="GB",
+                             hint=t(TEXT, "memory.hint"), explanation=t(TEXT, "memory.explanation"))
 
 
 # --- coding exercise: the 3D groups, then used on 8 ranks --------------------------------
@@ -110,14 +107,14 @@ def solution_groups(rank, dp, pp, tp):
 def _groups_of(got, rank: int):
     """The learner's answer for one rank as sorted lists, or a verdict if it is junk."""
     if not isinstance(got, dict) or any(a not in got for a in AXES):
-        return None, core.verdict(False, f"my_groups({rank}, ...) must return a dict with keys "
-                                  f"'tp', 'pp', 'dp', got {core.shown(got, 80)}")
+        return None, core.verdict(False, t(TEXT, "groups.not_dict", rank=rank,
+                                           got=core.shown(got, 80)))
     out = {}
     for a in AXES:
         ranks, why = core.as_numbers(got[a], whole=True)
         if why:
-            return None, core.verdict(False, f"rank {rank}: the {a.upper()} group {why}; each "
-                                      f"group is a list of ranks")
+            return None, core.verdict(False, t(TEXT, "groups.not_list", rank=rank,
+                                               axis=a.upper(), why=why))
         out[a] = sorted(ranks)
     return out, None
 
@@ -163,10 +160,10 @@ def check_groups(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 30.
         for a in AXES:
             want = next(g for g in mesh.groups(a) if rank in g)
             if got[a] != want:
-                return core.verdict(False, f"rank {rank}, {a.upper()} group: {got[a]}, expected {want} "
-                                    f"(rank {rank} is dp={mesh.coords(rank)['dp']}, "
-                                    f"pp={mesh.coords(rank)['pp']}, tp={mesh.coords(rank)['tp']}; "
-                                    f"a {a.upper()} group varies only the {a} coordinate)")
+                c = mesh.coords(rank)
+                return core.verdict(False, t(TEXT, "groups.wrong", rank=rank, axis=a.upper(),
+                                             got=got[a], want=want, dp=c["dp"], pp=c["pp"],
+                                             tp=c["tp"], coord=a))
     if failed:
         return failed
     sums, bad = core.run_learner(groups_harness, fn, world, dp, pp, tp, timeout=timeout)
@@ -176,12 +173,11 @@ def check_groups(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 30.
         for a in AXES:
             want = sum(next(g for g in mesh.groups(a) if rank in g))
             if s[a] != want:
-                return core.verdict(False, f"on the ranks: rank {rank}'s all-reduce over its "
-                                    f"{a.upper()} group summed to {s[a]}, expected {want}")
-    return core.verdict(True, f"every rank's groups equal Mesh(dp={dp}, pp={pp}, tp={tp})'s, and on "
-                        f"{world} real ranks each all-reduce of the rank ids summed its group: e.g. "
-                        f"rank {world - 1} got tp {sums[-1]['tp']}, pp {sums[-1]['pp']}, dp {sums[-1]['dp']}.",
-                        sums=sums)
+                return core.verdict(False, t(TEXT, "groups.sum_wrong", rank=rank, axis=a.upper(),
+                                             got=s[a], want=want))
+    return core.verdict(True, t(TEXT, "groups.right", dp=dp, pp=pp, tp=tp, world=world,
+                                last=world - 1, tp_sum=sums[-1]["tp"], pp_sum=sums[-1]["pp"],
+                                dp_sum=sums[-1]["dp"]), sums=sums)
 
 
 # --- coding exercise: the DP gradient sync on a 2 x 2 x 2 mesh ---------------------------
@@ -213,7 +209,7 @@ def check_grad_sync(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 
     mesh = _check_mesh(dp, pp, tp)
     core.check_timeout(timeout)
     if _unwritten(fn):
-        return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
+        return core.missing(t(TEXT, "unwritten", name=fn.__name__))
     got, bad = core.run_learner(grad_sync_harness, fn, mesh.size, dp, pp, tp, timeout=timeout)
     if bad:
         return bad
@@ -222,17 +218,17 @@ def check_grad_sync(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 
         c = mesh.coords(rank)
         group = next(x for x in mesh.groups("dp") if rank in x)
         want = torch.stack([_grad(mesh.coords(r)) for r in group]).mean(0)
-        msg = core.compare_tensors(g, want, where=f"rank {rank} (stage {c['pp']}, TP slice {c['tp']})")
+        msg = core.compare_tensors(g, want, where=t(TEXT, "sync.where", rank=rank, stage=c["pp"],
+                                                    tp=c["tp"]))
         if msg:
             if isinstance(g, torch.Tensor) and g.shape == want.shape:
                 if torch.allclose(g, world_mean):
-                    msg += ("; it is the mean over all ranks: other stages' and TP slices' gradients "
-                            "are different parameters, only DP replicas share them")
+                    msg += t(TEXT, "sync.world_mean")
                 elif torch.allclose(g, want * len(group)):
-                    msg += f"; it is the sum over the DP group {group}: divide by its size"
+                    msg += t(TEXT, "sync.sum", group=group)
             return core.verdict(False, msg)
-    return core.verdict(True, f"every rank holds the mean over its DP group (e.g. rank 0 with "
-                        f"{next(x for x in mesh.groups('dp') if 0 in x)}), not over the world.")
+    return core.verdict(True, t(TEXT, "sync.right",
+                                group=next(x for x in mesh.groups("dp") if 0 in x)))
 
 
 # the global gradient norm for clipping (§2), in its own module

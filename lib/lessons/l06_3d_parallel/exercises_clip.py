@@ -33,6 +33,9 @@ from parlab.tensor_parallel.layers import slice_of
 from parlab.validate import check_int
 from lessons.common.checkers import core
 from lessons.common.checkers.watch import DistWatch
+from lessons.common.i18n import t as say
+
+from .text import TEXT
 
 __all__ = ["check_global_grad_norm", "solution_global_grad_norm", "one_device_norm", "tp_split",
            "cut", "rule_value"]
@@ -183,33 +186,21 @@ def _said(rule, mesh: Mesh, sums: dict, values: list) -> list[str]:
     R = sum(sq[1] for (_, ti), (sq, _) in sums.items() if ti == 0)
     out = []
     if replicated == "every" and t > 1:
-        out.append(f"the tensors every TP rank holds whole (tp_split None: layer norms, the "
-                   f"row-parallel biases, wpe) were counted on all {t} TP ranks, {t} times "
-                   f"instead of once; alone that makes the norm "
-                   f"×{cost.clip_norm_overcount(S, R, t):.3f} (cost.clip_norm_overcount)")
+        out.append(say(TEXT, "clip.every", t=t, factor=cost.clip_norm_overcount(S, R, t)))
     if replicated == "never":
-        out.append("the tensors with tp_split None were not counted at all: count them once, "
-                   "on TP rank 0")
+        out.append(say(TEXT, "clip.never"))
     if "tp" not in summed and t > 1:
-        out.append("each TP rank kept its own slice's share: the slices are different pieces of "
-                   "the same matrices, so add their squares over groups['tp']")
+        out.append(say(TEXT, "clip.no_tp"))
     if "pp" not in summed and p > 1:
-        per = ", ".join(f"stage {s}: {values[mesh.rank(dp=0, pp=s, tp=0)]:.4g}" for s in range(p))
-        out.append(f"each rank kept its own stage's norm ({per}): the PP all-reduce is missing, "
-                   f"and the stages hold different layers")
+        per = say(TEXT, "sep.comma").join(
+            say(TEXT, "clip.stage_norm", stage=s, norm=values[mesh.rank(dp=0, pp=s, tp=0)])
+            for s in range(p))
+        out.append(say(TEXT, "clip.no_pp", per=per))
     if "dp" in summed and d > 1:
-        out.append(f"the squares were also added over groups['dp']: the {d} DP replicas hold the "
-                   f"same averaged gradient, so it was counted {d} times, norm ×√{d} = ×{math.sqrt(d):.3f}")
-    out.append({"squares": "",
-                "no_sqrt": "that is ||g||², the sum of squares: take its square root at the end",
-                "rank_norms": "norms were added, not squares: ||a|| + ||b|| is not "
-                              "√(||a||² + ||b||²); all-reduce each rank's sum of squares and take "
-                              "the root once, at the end",
-                "stage_norms": "the root was taken before every sum was done, then norms were "
-                               "added: add squares all the way, root once at the end",
-                "tensor_norms": "each tensor's norm was added, not its square: ||g||² is the sum "
-                                "of the squares of every element, root once at the end"}[root])
-    return [s for s in out if s]
+        out.append(say(TEXT, "clip.dp", d=d, factor=math.sqrt(d)))
+    if root != "squares":
+        out.append(say(TEXT, f"clip.{root}"))
+    return out
 
 
 # --- the checker --------------------------------------------------------------------------
@@ -258,20 +249,18 @@ def check_global_grad_norm(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: f
     mesh = _check_mesh(dp, pp, tp)
     core.check_timeout(timeout)
     if _unwritten(fn):
-        return core.missing(f"write {fn.__name__} (it still raises NotImplementedError)")
+        return core.missing(say(TEXT, "unwritten", name=fn.__name__))
     pieces = cut(pp, tp)
     results, bad = core.run_learner(harness, fn, mesh.size, dp, pp, tp, pieces, timeout=timeout)
     held = {s: len(pieces[s, 0]) for s in range(pp)}
     if bad and "did not finish" in bad["message"] and len(set(held.values())) > 1:
-        return core.verdict(False, bad["detail"] + " The stages hold different tensors (" + ", ".join(
-            f"stage {s}: {n}" for s, n in held.items()) + "): a collective per tensor over "
-            "groups['pp'] never pairs up. Add the squares on the rank, then all-reduce one number.")
+        return core.verdict(False, bad["detail"] + say(TEXT, "clip.hang", held=say(
+            TEXT, "sep.comma").join(say(TEXT, "clip.held", stage=s, n=n) for s, n in held.items())))
     if bad:
         return bad
     for rank, res in enumerate(results):
         if res["value"] is None:
-            return core.verdict(False, f"rank {rank} returned a {res['kind']}: return the norm, "
-                                "a float (or a one-element tensor)")
+            return core.verdict(False, say(TEXT, "clip.kind", rank=rank, kind=res["kind"]))
     sums, values, want = _sums(pieces), [res["value"] for res in results], one_device_norm()
 
     def err(v, w):
@@ -284,32 +273,27 @@ def check_global_grad_norm(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: f
     best = min(e for e, _ in fits)
     if best <= REL:  # the simplest rule that fits as well as the best one
         rule = next(rule for e, rule in fits if e <= 2 * best + 1e-12)
-        return core.verdict(False, f"rank 0 returned {values[0]:.6g}, one device's norm is "
-                            f"{want:.6g} (×{values[0] / want:.3f}): "
-                            + "; and ".join(_said(rule, mesh, sums, values)) + ".")
+        return core.verdict(False, say(TEXT, "clip.mistake", got=values[0], want=want,
+                                       ratio=values[0] / want, said=say(TEXT, "clip.and").join(
+                                           _said(rule, mesh, sums, values))))
     wrong = next(r for r, v in enumerate(values) if err(v, want) > REL)
-    return core.verdict(False, f"rank {wrong} returned {values[wrong]:.6g}, one device's norm is "
-                        f"{want:.6g}. Sum the squares of this rank's gradients (tp_split None: on "
-                        f"TP rank 0 only), all-reduce that one number over groups['tp'] and "
-                        f"groups['pp'] (not groups['dp']), then take the root.")
+    return core.verdict(False, say(TEXT, "clip.wrong", rank=wrong, got=values[wrong], want=want))
 
 
 def _right(value: float, collectives: list, mesh: Mesh) -> dict:
     """The verdict for a right norm, with what rank 0's collectives say about its cost."""
     n, elements = len(collectives), sum(k for _, _, k in collectives)
-    msg = (f"every rank returned {value:.6g}, one device's ||g|| on {mesh.size} ranks "
-           f"(dp={mesh.shape['dp']}, pp={mesh.shape['pp']}, tp={mesh.shape['tp']}); rank 0 ran "
-           f"{n} collective{'s' * (n != 1)} carrying {elements} element{'s' * (elements != 1)}.")
+    msg = say(TEXT, "clip.right", value=value, size=mesh.size, dp=mesh.shape["dp"],
+              pp=mesh.shape["pp"], tp=mesh.shape["tp"], n=n, elements=elements,
+              collectives=say(TEXT, "clip.collective" if n == 1 else "clip.collectives"),
+              element_word=say(TEXT, "clip.element" if elements == 1 else "clip.elements"))
     across = [(op, ranks) for op, ranks, _ in collectives
               if ranks and len({mesh.coords(r)["dp"] for r in ranks}) > 1]
     if across:
         op, ranks = across[0]
-        msg += (f" Note: {op} over {list(ranks)} spans the DP replicas, which hold the same "
-                f"gradient: right here, but a collective plain DP does not need.")
+        msg += say(TEXT, "clip.across", op=op, ranks=list(ranks))
     if n > 2 or elements > 2 * max(n, 1):
-        msg += (" It is slow, though: add the squares on the rank first, then one all-reduce "
-                "of one number per group (TP, PP) is enough; each all-reduce pays a full "
-                "latency however small it is.")
+        msg += say(TEXT, "clip.slow")
     if mesh.shape["dp"] == 1:
-        msg += " With dp = 1 an extra sum over DP would not show: try dp=2."
+        msg += say(TEXT, "clip.dp1")
     return core.verdict(True, msg)

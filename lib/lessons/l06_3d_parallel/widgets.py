@@ -8,19 +8,20 @@ import html
 import ipywidgets as w
 
 from parlab.planner import MODELS
+from lessons.common.i18n import t
 from lessons.common.viz.controls import LAYOUT, STYLE, choices
 from lessons.common.viz.style import WARNING_COLOR
 from . import experiments, figures
+from .text import TEXT
 
 
 def ranked_html(view: dict) -> str:
     """The ranked configurations (and the infeasible ones, with why) as HTML tables."""
     if "error" in view:
         return f"<p style='color:{WARNING_COLOR}'>{html.escape(view['error'])}</p>"
-    head = (f"<p><b>{html.escape(view['model'])}</b> on {view['n_gpus']} × {view['gpu']}, "
-            f"global batch {view['global_batch']} × {view['seq_len']} tokens: "
-            f"{view['n_ranked']} layouts fit. Step: predicted, and the range the published "
-            f"runs of its kind were measured at (ranked at its fast end)</p>")
+    head = "<p>" + t(TEXT, "explorer.head", model=html.escape(view["model"]), n_gpus=view["n_gpus"],
+                     gpu=view["gpu"], global_batch=view["global_batch"], seq_len=view["seq_len"],
+                     n_ranked=view["n_ranked"]) + "</p>"
     ranked = view["ranked"]
     best = ranked[0]["step_s"] / ranked[0]["band"][1] if ranked else 1.0
     rows = "".join(
@@ -31,10 +32,11 @@ def ranked_html(view: dict) -> str:
         for k, r in enumerate(ranked))
     bad = "".join(f"<tr><td>{html.escape(i['label'])}</td><td>{html.escape(i['reasons'][0])}</td></tr>"
                   for i in view["infeasible"][:8])
-    return (head + "<table><tr><th>#</th><th>configuration</th><th>step</th><th>vs #1</th><th>MFU</th>"
-            f"<th>why</th></tr>{rows}</table>"
-            + (f"<details><summary>{len(view['infeasible'])} layouts do not run (click)</summary>"
-               f"<table>{bad}</table></details>" if bad else ""))
+    cols = ["#", t(TEXT, "explorer.col_config"), t(TEXT, "explorer.col_step"),
+            t(TEXT, "explorer.col_vs"), "MFU", t(TEXT, "explorer.col_why")]
+    return (head + "<table><tr>" + "".join(f"<th>{c}</th>" for c in cols) + f"</tr>{rows}</table>"
+            + (f"<details><summary>{t(TEXT, 'explorer.infeasible', n=len(view['infeasible']))}"
+               f"</summary><table>{bad}</table></details>" if bad else ""))
 
 
 # the explorer's choices (its controls' options)
@@ -52,20 +54,20 @@ def planner_explorer(model: str = "13B", gpu: str = "A100-80GB", gpus_per_node: 
             gpus_per_node=(gpus_per_node, PER_NODE), nodes=(nodes, NODES),
             interconnect=(interconnect, experiments.INTERCONNECTS),
             global_batch=(global_batch, BATCHES), seq_len=(seq_len, SEQ_LENS))
-    models = w.Dropdown(options=sorted(MODELS), value=model, description="model",
+    models = w.Dropdown(options=sorted(MODELS), value=model, description=t(TEXT, "explorer.model"),
                         layout=LAYOUT, style=STYLE)
-    gpus = w.Dropdown(options=list(experiments.CLUSTER_GPUS), value=gpu, description="GPU",
+    gpus = w.Dropdown(options=list(experiments.CLUSTER_GPUS), value=gpu, description=t(TEXT, "explorer.gpu"),
                       layout=LAYOUT, style=STYLE)
-    per_node = w.Dropdown(options=PER_NODE, value=gpus_per_node, description="GPUs per node",
+    per_node = w.Dropdown(options=PER_NODE, value=gpus_per_node, description=t(TEXT, "explorer.per_node"),
                           layout=LAYOUT, style=STYLE)
     n_nodes = w.Dropdown(options=NODES, value=nodes,
-                         description="nodes", layout=LAYOUT, style=STYLE)
+                         description=t(TEXT, "explorer.nodes"), layout=LAYOUT, style=STYLE)
     links = w.Dropdown(options=list(experiments.INTERCONNECTS), value=interconnect,
-                       description="between nodes", layout=LAYOUT, style=STYLE)
+                       description=t(TEXT, "explorer.links"), layout=LAYOUT, style=STYLE)
     batch = w.Dropdown(options=BATCHES, value=global_batch,
-                       description="global batch", layout=LAYOUT, style=STYLE)
+                       description=t(TEXT, "explorer.batch"), layout=LAYOUT, style=STYLE)
     seq = w.Dropdown(options=SEQ_LENS, value=seq_len,
-                     description="sequence length", layout=LAYOUT, style=STYLE)
+                     description=t(TEXT, "explorer.seq"), layout=LAYOUT, style=STYLE)
     table, figs = w.HTML(), w.Output()
 
     def update(_=None):
@@ -79,7 +81,7 @@ def planner_explorer(model: str = "13B", gpu: str = "A100-80GB", gpus_per_node: 
             figures.memory_figure(view["ranked"]).show()
             figures.breakdown_figure(view["ranked"]).show()
             figures.mesh_figure(view["mesh"], gpus_per_node=per_node.value,
-                                title=f"best: {view['best']['label']}").show()
+                                title=t(TEXT, "explorer.best", label=view["best"]["label"])).show()
 
     for c in (models, gpus, per_node, n_nodes, links, batch, seq):
         c.observe(update, names="value")

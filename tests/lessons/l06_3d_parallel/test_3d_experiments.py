@@ -97,6 +97,7 @@ def test_interview_numbers():
     assert abs(e.mfu / four["published"] - 1) < 0.25
 
 
+@pytest.mark.usefixtures("english")  # the explorer's English words are read
 def test_figures_and_widget_build():
     pytest.importorskip("plotly")
     from lessons.l06_3d_parallel import figures as fg

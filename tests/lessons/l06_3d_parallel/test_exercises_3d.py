@@ -2,10 +2,13 @@
 reference, fails a planted wrong answer with a message naming the rank and the group, and
 says "not answered" for the notebook's placeholder."""
 
+import pytest
 import torch.distributed as dist  # noqa: F401  (the learner functions below run on the ranks)
 
 from parlab import planner
 from lessons.l06_3d_parallel import exercises as ex
+
+pytestmark = pytest.mark.usefixtures("english")  # the messages' English words are read
 
 
 def test_numeric_checkers():

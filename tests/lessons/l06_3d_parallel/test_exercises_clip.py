@@ -17,7 +17,8 @@ from lessons.common.checkers import learner
 from lessons.l06_3d_parallel import exercises as ex
 from parlab.mesh import Mesh
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180),
+              pytest.mark.usefixtures("english")]  # the messages' English words are read
 
 
 # --- learner functions (module level: their source travels to the ranks) ------------------
