@@ -11,7 +11,7 @@ from parlab import cost, planner
 from parlab.validate import check_int
 from lessons.common.checkers import core
 from lessons.common.i18n import pick, t
-from .hints import HINTS, HINTS_ZH
+from .hints import HINTS
 from .text import TEXT
 
 # (model, GPUs, GPU): one node or less, a few nodes, and a large cluster
@@ -45,7 +45,9 @@ SOLUTIONS = {"my_layout": solution_layout}
 def hints(name: str, lang: str | None = None):
     """Hint 1, hint 2, then the reference solution ("my_layout"), each behind a click; the
     hints in ``lang`` (default: the session's, ``lessons.lang``)."""
-    return core.hints(SOLUTIONS, HINTS_ZH if pick(lang) == "zh" else HINTS, name)
+    lang = pick(lang)
+    return core.hints(SOLUTIONS, {k: tuple(h[lang] for h in pair) for k, pair in HINTS.items()},
+                      name)
 
 
 def _case_args(model: str, n_gpus: int, gpu: str) -> tuple:
