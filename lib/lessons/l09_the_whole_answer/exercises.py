@@ -7,6 +7,8 @@ the best even at the best end of its error band and the worst end of the best's
 
 from __future__ import annotations
 
+import re
+
 from parlab import cost, planner
 from parlab.validate import check_int
 from lessons.common.checkers import core
@@ -50,6 +52,36 @@ def hints(name: str, lang: str | None = None):
                       name)
 
 
+# the planner's reasons for refusing a layout that a learner's rule can produce, as
+# patterns: ``planner_why`` says them in the checker's language (text.TEXT "why.*")
+_PLANNER_WHY = (
+    ("why.no_fit", r"doesn't fit: needs (?P<need>[\d.]+) GB of (?P<cap>[\d.]+) GB per GPU "
+                   r"\((?P<short>[\d.]+) GB short\) even at micro-batch (?P<b>\d+), "
+                   r"(?P<zero>[^,]+), recompute=(?P<recompute>\w+)(?P<sp>, sequence parallel)?"),
+    ("why.heads", r"tp=(?P<tp>\d+) must divide n_heads=(?P<heads>\d+) \(each rank holds whole "
+                  r"heads\)"),
+    ("why.kv_heads", r"tp=(?P<tp>\d+) must divide n_kv_heads=(?P<kv>\d+) or be a multiple of it"),
+    ("why.pp_layers", r"pp=(?P<pp>\d+) must divide n_layers=(?P<layers>\d+) \(equal stages; "
+                      r"uneven_stages=True times the slowest one\)"),
+    ("why.pp_max", r"pp=(?P<pp>\d+) must be <= n_layers=(?P<layers>\d+) \(a stage needs a "
+                   r"layer\)"),
+    ("why.batch", r"global_batch=(?P<batch>\d+) must be divisible by dp=(?P<dp>\d+)"),
+)
+
+
+def planner_why(reason: str, lang: str | None = None) -> str:
+    """The planner's reason for refusing a layout, in ``lang`` (default: the session's):
+    its own sentence in English; one it does not know is left as the planner wrote it."""
+    lang = pick(lang)
+    for key, pattern in _PLANNER_WHY:
+        m = re.fullmatch(pattern, reason)
+        if m:
+            fields = m.groupdict()
+            fields["sp"] = t(TEXT, "why.sp", lang) if fields.get("sp") else ""
+            return t(TEXT, key, lang, **fields)
+    return reason
+
+
 def _case_args(model: str, n_gpus: int, gpu: str) -> tuple:
     spec = planner.resolve_model(model)
     n_params = spec.n_layers * cost.layer_params(spec.shape)["total"] + spec.embedding_params()
@@ -59,7 +91,7 @@ def _case_args(model: str, n_gpus: int, gpu: str) -> tuple:
 
 def _judge(model, n_gpus, gpu, got, lang: str = "en") -> str | None:
     """None when ``got`` is a layout the planner cannot tell from the best; else why not,
-    in ``lang`` (the planner's own reasons stay in English)."""
+    in ``lang`` (the planner's reasons too, ``planner_why``)."""
     where = t(TEXT, "where", lang, model=model, n_gpus=n_gpus, gpu=gpu, got=core.shown(got, 60))
     if not isinstance(got, dict) or any(k not in got for k in ("tp", "pp", "dp")):
         return t(TEXT, "no_dict", lang, where=where)
@@ -73,8 +105,8 @@ def _judge(model, n_gpus, gpu, got, lang: str = "en") -> str | None:
     mine = next((c for c in p.ranked if (c.tp, c.pp) == (tp, pp)), None)
     layout = t(TEXT, "layout", lang, model=model, n_gpus=n_gpus, gpu=gpu, tp=tp, pp=pp, dp=dp)
     if mine is None:
-        why = next((i.reasons[0] for i in p.infeasible if (i.tp, i.pp) == (tp, pp)),
-                   t(TEXT, "no_such", lang))
+        why = next((planner_why(i.reasons[0], lang) for i in p.infeasible
+                    if (i.tp, i.pp) == (tp, pp)), t(TEXT, "no_such", lang))
         return t(TEXT, "infeasible", lang, layout=layout, why=why)
     if p.distinguishable(mine):
         return t(TEXT, "slower", lang, layout=layout, rank=p.ranked.index(mine) + 1,

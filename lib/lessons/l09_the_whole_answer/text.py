@@ -1,6 +1,12 @@
-"""Notebook 09's checker messages, in English and Chinese (``i18n.t`` formats them; every
-number is formatted once, by the checker). The "Correct." / "Not yet." before them is the
-answer boxes' own (``checkers.answers.verdict``)."""
+"""Notebook 09's words, in English and Chinese (``i18n.t`` formats them; every number is
+formatted once, by the code that passes it, with the same field in both languages).
+
+``TEXT``: the layout checker's messages (the "Correct." / "Not yet." before them is the
+answer boxes' own, ``checkers.answers.verdict``), the planner's refusals, and what the
+figures and widgets say around the answers. ``FOLLOW_UPS``: the follow-ups' answers.
+``CLAIMS``: the claims table's judgements (the claims themselves are in
+``seed_claims.SEED_CLAIMS``, in Chinese as the interview text words them). ``WALK``: the
+decision walk-through. ``INTERVIEW``: the appendix (``lessons.common.interview.said``)."""
 
 TEXT = {
     "where": {"en": "{model} on {n_gpus} × {gpu}: my_layout returned {got}",
@@ -541,3 +547,25 @@ INTERVIEW = {
                   "zh": "Llama 3：每天中断 {per_day:.2f} 次；C = 2.4 s 时 tau* = {young_s:.0f} s，"
                         "goodput {goodput:.1%}"},
 }
+
+# Why the planner refuses a layout (exercises.planner_why): the English is the planner's
+# own sentence (``planner.plan``'s Infeasible reasons), the Chinese says the same
+TEXT.update({
+    "why.no_fit": {"en": "doesn't fit: needs {need} GB of {cap} GB per GPU ({short} GB short) "
+                         "even at micro-batch {b}, {zero}, recompute={recompute}{sp}",
+                   "zh": "放不下：即使微批次取 {b}、{zero}、recompute={recompute}{sp}，每卡仍需 "
+                         "{need} GB，而显存只有 {cap} GB（差 {short} GB）"},
+    "why.sp": {"en": ", sequence parallel", "zh": "、序列并行"},
+    "why.heads": {"en": "tp={tp} must divide n_heads={heads} (each rank holds whole heads)",
+                  "zh": "tp={tp} 必须整除 n_heads={heads}（每个 rank 要持有完整的注意力头）"},
+    "why.kv_heads": {"en": "tp={tp} must divide n_kv_heads={kv} or be a multiple of it",
+                     "zh": "tp={tp} 必须整除 n_kv_heads={kv}，或者是它的整数倍"},
+    "why.pp_layers": {"en": "pp={pp} must divide n_layers={layers} (equal stages; "
+                            "uneven_stages=True times the slowest one)",
+                      "zh": "pp={pp} 必须整除 n_layers={layers}（各阶段层数相等；设 uneven_stages=True "
+                            "则按最慢的阶段计时）"},
+    "why.pp_max": {"en": "pp={pp} must be <= n_layers={layers} (a stage needs a layer)",
+                   "zh": "pp={pp} 必须 <= n_layers={layers}（每个阶段至少要有一层）"},
+    "why.batch": {"en": "global_batch={batch} must be divisible by dp={dp}",
+                  "zh": "global_batch={batch} 必须能被 dp={dp} 整除"},
+})

@@ -46,3 +46,26 @@ def test_checker_speaks_the_language():
 def test_hints_follow_the_language():
     assert HINTS["my_layout"][0]["zh"] in ex.hints("my_layout", lang="zh").data
     assert HINTS["my_layout"][0]["en"] in ex.hints("my_layout", lang="en").data
+
+
+def test_the_planners_refusals_are_said_in_chinese_with_its_numbers():
+    from parlab import planner
+    reasons = {i.reasons[0] for case in ex.CASES[:4] for i in planner.plan(*case, cps=(1,)).infeasible}
+    known = 0
+    for r in reasons:
+        en, zh = ex.planner_why(r, "en"), ex.planner_why(r, "zh")
+        assert en == r  # the English is the planner's own sentence, word for word
+        if zh != r:
+            known += 1
+            assert CJK.search(zh) and i18n.numbers(zh) == i18n.numbers(r), (r, zh)
+    assert known == len(reasons), [r for r in reasons if ex.planner_why(r, "zh") == r]
+    assert ex.planner_why("something new", "zh") == "something new"
+
+
+def layout_too_deep(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
+    return {"tp": 1, "pp": n_gpus, "dp": 1}
+
+
+def test_an_infeasible_layout_is_explained_in_chinese():
+    v = ex.check_layout(layout_too_deep, cases=(("70B", 64, "H100"),), lang="zh")
+    assert not v["ok"] and "必须整除 n_layers=80" in v["message"], v["message"]
