@@ -25,7 +25,7 @@ def _link(key: str) -> str:
 
 
 def _details(summary: str, body: str, lang: str | None = None) -> str:
-    return (f"<details><summary><b>{html.escape(summary)}</b> {t(TEXT, 'click', lang)}</summary>"
+    return (f"<details><summary><b>{html.escape(summary)}</b>{t(TEXT, 'click', lang)}</summary>"
             f"<div style='margin-left:1em'>{body}</div></details>")
 
 

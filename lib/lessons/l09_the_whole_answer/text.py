@@ -34,7 +34,7 @@ TEXT = {
 
 # What the notebook's figures and widgets say around the answers (figures.py, widgets.py)
 TEXT.update({
-    "click": {"en": "(click to open)", "zh": "（点击展开）"},
+    "click": {"en": " (click to open)", "zh": "（点击展开）"},
     "thirty_title": {"en": "A 30-second answer · {name}", "zh": "30 秒版回答 · {name}"},
     "three_title": {"en": "A 3-minute answer · {name}", "zh": "3 分钟版回答 · {name}"},
     "follow_up": {"en": "Follow-up {i}.", "zh": "追问 {i}。"},
