@@ -12,6 +12,7 @@ import re
 from parlab import cost, planner
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.checkers.text import TEXT as CHECKS
 from lessons.common.i18n import pick, t
 from .hints import HINTS
 from .text import TEXT
@@ -115,6 +116,12 @@ def _judge(model, n_gpus, gpu, got, lang: str = "en") -> str | None:
     return None
 
 
+def _verdict(ok: bool, message: str, lang: str) -> dict:
+    """``core.verdict`` with its first word ("Correct." / "Not yet.") in ``lang`` too."""
+    v = core.verdict(ok, message)
+    return dict(v, message=t(CHECKS, "correct" if ok else "not_yet", lang) + message)
+
+
 def check_layout(fn, cases=CASES, timeout: float = 30.0, lang: str | None = None) -> dict:
     """``fn(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb)`` -> dict
     tp, pp, dp for each case of ``cases`` ((model, GPUs, GPU) with model a
@@ -134,10 +141,10 @@ def check_layout(fn, cases=CASES, timeout: float = 30.0, lang: str | None = None
     for case, got in zip(cases, results):
         why = _judge(*case, got, lang=lang)
         if why:
-            return core.verdict(False, why)
+            return _verdict(False, why, lang)
     if failed:
         return failed
     picked = t(TEXT, "picked_sep", lang).join(
         t(TEXT, "picked", lang, model=m, n_gpus=n, tp=g["tp"], pp=g["pp"], dp=g["dp"])
         for (m, n, _), g in zip(cases, results))
-    return core.verdict(True, t(TEXT, "right", lang, picked=picked))
+    return _verdict(True, t(TEXT, "right", lang, picked=picked), lang)

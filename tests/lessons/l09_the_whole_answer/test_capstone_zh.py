@@ -33,6 +33,7 @@ def test_checker_speaks_the_language():
     zh = ex.check_layout(layout_no_split, lang="zh")
     assert not en["ok"] and not zh["ok"]
     assert "error bar" in en["message"] and "规划器的误差范围" in zh["message"]
+    assert en["message"].startswith("Not yet.") and zh["message"].startswith("还不对。")
     assert i18n.numbers(en["detail"]) == i18n.numbers(zh["detail"])
     before = lessons.current_lang()
     try:
