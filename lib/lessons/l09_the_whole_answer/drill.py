@@ -8,10 +8,14 @@ from __future__ import annotations
 import random
 import time
 
+from dataclasses import replace
+
 from parlab import cost
 from lessons.common.drills.core import Question, TOPICS, fmt
 from lessons.common.drills.session import Attempt, Tally
+from lessons.common.i18n import pick, t
 from .sections import SECTIONS, label
+from .text import TEXT
 
 TIME_TARGET_S = 600  # ten questions in ten minutes: an interview's pace
 
@@ -40,7 +44,8 @@ def _tp(rng):
             "per layer per training step (forward and backward)?",
             f"Megatron 张量并行，t = {t}，h = {h}，一条 2048 token 的序列，fp16：每层每个训练步"
             "（前向加反向）每张卡发送多少 MiB？", a, "MiB",
-            f"4 all-reduces × 2(t−1)/t × 2·s·h bytes = {fmt(a)} MiB", "tp_count")
+            {"en": f"4 all-reduces × 2(t−1)/t × 2·s·h bytes = {fmt(a)} MiB",
+             "zh": f"4 次 all-reduce × 2(t−1)/t × 2·s·h 字节 = {fmt(a)} MiB"}, "tp_count")
 
 
 def _bubble(rng):
@@ -57,7 +62,8 @@ def _capacity(rng):
     return (f"{tokens} tokens, {e} experts, top-1, capacity factor {cf}: how many token slots "
             "does each expert have?", f"{tokens} 个 token，{e} 个专家，top-1，容量因子 {cf}："
             "每个专家有多少个 token 槽位？", a, "",
-            f"capacity = cf · tokens / experts = {fmt(a)} (Switch §2.2)", "capacity")
+            {"en": f"capacity = cf · tokens / experts = {fmt(a)} (Switch §2.2)",
+             "zh": f"容量 = cf · token 数 / 专家数 = {fmt(a)}（Switch §2.2）"}, "capacity")
 
 
 def _flops(rng):
@@ -74,7 +80,8 @@ def _cp(rng):
     return (f"Ring attention over cp = {cp} ranks: what percentage of one sequence's full "
             "attention score matrix does a rank hold at a time?",
             f"环形注意力，cp = {cp}：每个 rank 同一时刻持有完整注意力分数矩阵的百分之几？", a, "%",
-            f"a block of (S/cp)² out of S²: 1/cp² = {fmt(a)}%", "cp_when")
+            {"en": f"a block of (S/cp)² out of S²: 1/cp² = {fmt(a)}%",
+             "zh": f"S² 中的一块 (S/cp)²：1/cp² = {fmt(a)}%"}, "cp_when")
 
 
 def _dp_degree(rng):
@@ -92,7 +99,8 @@ def _ulp(rng):
             "largest increase that still vanishes (rounds back to the weight)?",
             f"一个值为 {w} 的 bf16 权重，原地 bf16 更新把它调大：仍会被舍掉（舍入回原值）的"
             "最大增量是多少？", a, "",
-            f"half the gap to the next bf16 value above: ulp(bf16, {w}) / 2 = {fmt(a)}", "master")
+            {"en": f"half the gap to the next bf16 value above: ulp(bf16, {w}) / 2 = {fmt(a)}",
+             "zh": f"到上方下一个 bf16 值的间距的一半：ulp(bf16, {w}) / 2 = {fmt(a)}"}, "master")
 
 
 def _daly(rng):
@@ -111,22 +119,31 @@ MAKERS = {"collectives": _ring, "dp_zero": _zero, "tp_sp": _tp, "pp": _bubble,
 assert set(MAKERS) == set(TOPICS)  # one question from every topic
 
 
-def mixed_drill(seed: int = 0) -> list[tuple[Question, str]]:
-    """One question per topic, in an order drawn from ``seed``: (Question, Chinese prompt)."""
+def _drawn(seed: int) -> list[tuple[Question, Question]]:
+    """One question per topic, in an order drawn from ``seed``: the same Question asked
+    in English and in Chinese (prompt, explanation and tolerance in its ``lang``)."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed={seed!r} must be an integer")
     rng = random.Random(f"capstone:{seed}")
     topics = list(TOPICS)
     rng.shuffle(topics)
     out = []
-    for t in topics:
-        en, zh, answer, unit, working, key = MAKERS[t](rng)
+    for topic in topics:
+        en, zh, answer, unit, working, key = MAKERS[topic](rng)
+        working = working if isinstance(working, dict) else {"en": working, "zh": working}
         nb, heading = SECTIONS[key][:2]
-        q = Question(f"capstone_{t}", t, seed, en, float(answer), unit,
-                     0 if t in ("3d", "moe_ep") else 0.02,  # counts are exact
-                     f"{working}. Settled in notebook {label(key)}.", f"{nb} '{heading}'")
-        out.append((q, zh))
+        q = Question(f"capstone_{topic}", topic, seed, en, float(answer), unit,
+                     0 if topic in ("3d", "moe_ep") else 0.02,  # counts are exact
+                     t(TEXT, "drill_settled", "en", working=working["en"], section=label(key)),
+                     f"{nb} '{heading}'")
+        out.append((q, replace(q, prompt=zh, lang="zh", explanation=t(
+            TEXT, "drill_settled", "zh", working=working["zh"], section=label(key)))))
     return out
+
+
+def mixed_drill(seed: int = 0) -> list[tuple[Question, str]]:
+    """One question per topic, in an order drawn from ``seed``: (Question, Chinese prompt)."""
+    return [(q, zh.prompt) for q, zh in _drawn(seed)]
 
 
 class TimedDrill:
@@ -139,7 +156,9 @@ class TimedDrill:
     above first must not be past the target before the first question."""
 
     def __init__(self, seed: int = 0, clock=time.monotonic):
-        self.questions = mixed_drill(seed)
+        drawn = _drawn(seed)
+        self.questions = [(q, zh.prompt) for q, zh in drawn]
+        self.asked = {"en": [q for q, _ in drawn], "zh": [zh for _, zh in drawn]}
         self.tally, self.clock = Tally(), clock
         self.attempts = [Attempt(q, self.tally) for q, _ in self.questions]
         self.started, self.finished = None, None
@@ -169,7 +188,13 @@ class TimedDrill:
         if self.finished is None and all(a.solved or a.revealed for a in self.attempts):
             self.finished = self.clock()
 
-    def score(self) -> dict:
+    def question(self, i: int, lang: str | None = None) -> Question:
+        """Question ``i`` as asked in ``lang`` (default: the session's): its prompt,
+        explanation and tolerance in that language; the answer is the same."""
+        return self.asked[pick(lang)][i]
+
+    def score(self, lang: str | None = None) -> dict:
+        """The tally and the time; ``text`` says them in ``lang`` (default: the session's)."""
         if self.started is None:
             elapsed = 0.0
         else:
@@ -178,7 +203,7 @@ class TimedDrill:
         return dict(first=self.tally.first, later=self.tally.later, answered=self.tally.answered,
                     skipped=self.tally.skipped, of=n, seconds=elapsed,
                     points=10 * self.tally.first + 5 * self.tally.later,
-                    in_time=elapsed <= TIME_TARGET_S, text=(
-                        f"{self.tally.text()} · {self.tally.first} of {n} right first time in "
-                        f"{int(elapsed // 60)} min {int(elapsed % 60)} s (target "
-                        f"{TIME_TARGET_S // 60} min)"))
+                    in_time=elapsed <= TIME_TARGET_S, text=t(
+                        TEXT, "drill_score", lang, tally=self.tally.text(lang),
+                        first=self.tally.first, n=n, minutes=int(elapsed // 60),
+                        seconds=int(elapsed % 60), target=TIME_TARGET_S // 60))

@@ -7,11 +7,14 @@ the best even at the best end of its error band and the worst end of the best's
 
 from __future__ import annotations
 
+import re
+
 from parlab import cost, planner
 from parlab.validate import check_int
 from lessons.common.checkers import core
+from lessons.common.checkers.text import TEXT as CHECKS
 from lessons.common.i18n import pick, t
-from .hints import HINTS, HINTS_ZH
+from .hints import HINTS
 from .text import TEXT
 
 # (model, GPUs, GPU): one node or less, a few nodes, and a large cluster
@@ -45,7 +48,39 @@ SOLUTIONS = {"my_layout": solution_layout}
 def hints(name: str, lang: str | None = None):
     """Hint 1, hint 2, then the reference solution ("my_layout"), each behind a click; the
     hints in ``lang`` (default: the session's, ``lessons.lang``)."""
-    return core.hints(SOLUTIONS, HINTS_ZH if pick(lang) == "zh" else HINTS, name)
+    lang = pick(lang)
+    return core.hints(SOLUTIONS, {k: tuple(h[lang] for h in pair) for k, pair in HINTS.items()},
+                      name)
+
+
+# the planner's reasons for refusing a layout that a learner's rule can produce, as
+# patterns: ``planner_why`` says them in the checker's language (text.TEXT "why.*")
+_PLANNER_WHY = (
+    ("why.no_fit", r"doesn't fit: needs (?P<need>[\d.]+) GB of (?P<cap>[\d.]+) GB per GPU "
+                   r"\((?P<short>[\d.]+) GB short\) even at micro-batch (?P<b>\d+), "
+                   r"(?P<zero>[^,]+), recompute=(?P<recompute>\w+)(?P<sp>, sequence parallel)?"),
+    ("why.heads", r"tp=(?P<tp>\d+) must divide n_heads=(?P<heads>\d+) \(each rank holds whole "
+                  r"heads\)"),
+    ("why.kv_heads", r"tp=(?P<tp>\d+) must divide n_kv_heads=(?P<kv>\d+) or be a multiple of it"),
+    ("why.pp_layers", r"pp=(?P<pp>\d+) must divide n_layers=(?P<layers>\d+) \(equal stages; "
+                      r"uneven_stages=True times the slowest one\)"),
+    ("why.pp_max", r"pp=(?P<pp>\d+) must be <= n_layers=(?P<layers>\d+) \(a stage needs a "
+                   r"layer\)"),
+    ("why.batch", r"global_batch=(?P<batch>\d+) must be divisible by dp=(?P<dp>\d+)"),
+)
+
+
+def planner_why(reason: str, lang: str | None = None) -> str:
+    """The planner's reason for refusing a layout, in ``lang`` (default: the session's):
+    its own sentence in English; one it does not know is left as the planner wrote it."""
+    lang = pick(lang)
+    for key, pattern in _PLANNER_WHY:
+        m = re.fullmatch(pattern, reason)
+        if m:
+            fields = m.groupdict()
+            fields["sp"] = t(TEXT, "why.sp", lang) if fields.get("sp") else ""
+            return t(TEXT, key, lang, **fields)
+    return reason
 
 
 def _case_args(model: str, n_gpus: int, gpu: str) -> tuple:
@@ -57,7 +92,7 @@ def _case_args(model: str, n_gpus: int, gpu: str) -> tuple:
 
 def _judge(model, n_gpus, gpu, got, lang: str = "en") -> str | None:
     """None when ``got`` is a layout the planner cannot tell from the best; else why not,
-    in ``lang`` (the planner's own reasons stay in English)."""
+    in ``lang`` (the planner's reasons too, ``planner_why``)."""
     where = t(TEXT, "where", lang, model=model, n_gpus=n_gpus, gpu=gpu, got=core.shown(got, 60))
     if not isinstance(got, dict) or any(k not in got for k in ("tp", "pp", "dp")):
         return t(TEXT, "no_dict", lang, where=where)
@@ -71,14 +106,20 @@ def _judge(model, n_gpus, gpu, got, lang: str = "en") -> str | None:
     mine = next((c for c in p.ranked if (c.tp, c.pp) == (tp, pp)), None)
     layout = t(TEXT, "layout", lang, model=model, n_gpus=n_gpus, gpu=gpu, tp=tp, pp=pp, dp=dp)
     if mine is None:
-        why = next((i.reasons[0] for i in p.infeasible if (i.tp, i.pp) == (tp, pp)),
-                   t(TEXT, "no_such", lang))
+        why = next((planner_why(i.reasons[0], lang) for i in p.infeasible
+                    if (i.tp, i.pp) == (tp, pp)), t(TEXT, "no_such", lang))
         return t(TEXT, "infeasible", lang, layout=layout, why=why)
     if p.distinguishable(mine):
         return t(TEXT, "slower", lang, layout=layout, rank=p.ranked.index(mine) + 1,
                  of=len(p.ranked), gap=f"{mine.rank_time / p.best.rank_time - 1:+.0%}",
                  best=p.best.label)
     return None
+
+
+def _verdict(ok: bool, message: str, lang: str) -> dict:
+    """``core.verdict`` with its first word ("Correct." / "Not yet.") in ``lang`` too."""
+    v = core.verdict(ok, message)
+    return dict(v, message=t(CHECKS, "correct" if ok else "not_yet", lang) + message)
 
 
 def check_layout(fn, cases=CASES, timeout: float = 30.0, lang: str | None = None) -> dict:
@@ -100,10 +141,10 @@ def check_layout(fn, cases=CASES, timeout: float = 30.0, lang: str | None = None
     for case, got in zip(cases, results):
         why = _judge(*case, got, lang=lang)
         if why:
-            return core.verdict(False, why)
+            return _verdict(False, why, lang)
     if failed:
         return failed
     picked = t(TEXT, "picked_sep", lang).join(
         t(TEXT, "picked", lang, model=m, n_gpus=n, tp=g["tp"], pp=g["pp"], dp=g["dp"])
         for (m, n, _), g in zip(cases, results))
-    return core.verdict(True, t(TEXT, "right", lang, picked=picked))
+    return _verdict(True, t(TEXT, "right", lang, picked=picked), lang)

@@ -10,23 +10,65 @@ fixed recipe ("TP first, then PP, then DP") checked against the ranking, not ass
 from __future__ import annotations
 
 from parlab import cost, planner
+from lessons.common.i18n import pick, t
 from lessons.l06_3d_parallel.experiments import rule_of_thumb
 from parlab.validate import check_int
+from .text import TEXT, WALK
 
 GB = 1e9
 STATE_BYTES = 16  # mixed-precision AdamW: weights, grads, master, two moments (07 §7)
 
 
-def _kind(c) -> str:
+def _kind(c, lang: str = "en") -> str:
     axes = [a for a in ("tp", "pp", "cp", "ep") if getattr(c, a) > 1]
-    return "DP only" if not axes else " + ".join(a.upper() for a in axes) + " + DP"
+    return t(WALK, "kind.dp_only", lang) if not axes else " + ".join(a.upper() for a in axes) + " + DP"
+
+
+def _pct(x: float) -> str:  # as planner.reasons writes a share
+    return f"{x:.0%}" if x >= 0.01 else f"{x:.1%}"
+
+
+def reasons(e, lang: str | None = None) -> dict:
+    """``planner.reasons``' sentences about TP, PP and DP for the estimate ``e``, in
+    ``lang`` (default: the session's): ``{"tp", "pp", "dp"}``. In English they are the
+    planner's own words (a test holds them to ``planner.reasons``)."""
+    lang = pick(lang)
+    st, lay, c = e.step_time, e.layout, e.cluster
+    if lay.tp == 1:
+        tp = t(WALK, "r.tp1", lang)
+    elif not c.crosses(lay.tp, 1):
+        tp = t(WALK, "r.tp_node", lang, tp=lay.tp, link=c.intra_link.name,
+               pct=_pct(st.tp_comm / st.total))
+    else:
+        tp = t(WALK, "r.tp_spans", lang, tp=lay.tp, nodes=lay.tp // c.nvlink_domain,
+               link=c.inter_link.name, nics=c.nics_per_node, pct=_pct(st.tp_comm / st.total))
+    if lay.pp > 1:
+        pp = t(WALK, "r.bubble", lang, pct=_pct(st.bubble / st.total), m=e.n_micro_batches,
+               chunks=t(WALK, "r.chunks", lang, v=lay.v) if lay.v > 1 else "",
+               p2p=st.pp_comm / st.total)
+    else:
+        pp = t(WALK, "r.pp1", lang)
+    if e.dp * lay.cp > 1:
+        what = t(WALK, "r.gather" if lay.zero_stage == 3 else "r.sync", lang)
+        share = st.dp_comm / st.total
+        if not lay.dp_overlap and lay.zero_stage != 3:
+            dp = t(WALK, "r.dp_after", lang, dp=e.dp, what=what, share=share)
+        elif st.dp_comm > 0:
+            dp = t(WALK, "r.dp_exposed", lang, dp=e.dp, what=what, share=share)
+        else:
+            dp = t(WALK, "r.dp_hidden", lang, dp=e.dp, what=what)
+    else:
+        dp = t(WALK, "r.dp_none", lang, dp=e.dp)
+    return dict(tp=tp, pp=pp, dp=dp)
 
 
 def decide(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100",
-           global_batch: int | None = None) -> dict:
+           global_batch: int | None = None, lang: str | None = None) -> dict:
     """The walk-through for ``model`` (a ``planner.MODELS`` key) on ``n_gpus`` GPUs of
     type ``gpu`` (a ``planner.GPU_ALIASES`` key): a dict with ``steps`` (question, answer,
-    section key) and the plan's rows, for the figure and the widget."""
+    section key, in ``lang``, default the session's) and the plan's rows, for the figure
+    and the widget."""
+    lang = pick(lang)
     if model not in planner.MODELS:
         raise ValueError(f"model={model!r} must be one of {', '.join(planner.MODELS)}")
     if gpu not in planner.GPU_ALIASES:
@@ -37,62 +79,53 @@ def decide(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100",
     cap = planner.resolve_gpu(gpu).memory_gb * GB
     n_params = spec.n_layers * cost.layer_params(spec.shape)["total"] + spec.embedding_params()
     states = STATE_BYTES * n_params
-    steps = [dict(q="Do the training states fit on one GPU?", key="bytes16", a=(
-        f"{n_params / 1e9:.1f}B parameters × {STATE_BYTES} bytes = {states / GB:,.0f} GB of "
-        f"weights, gradients and Adam states against {cap / GB:.0f} GB: "
-        + ("yes, before activations; plain data parallelism is a candidate."
-           if states < cap else f"no, {states / cap:.1f}× too many: something must be split.")))]
+    say = lambda key, **kw: t(WALK, key, lang, **kw)  # noqa: E731
+    steps = [dict(q=say("q.fit_one"), key="bytes16", a=say(
+        "a.fit_one", params_b=n_params / 1e9, state_bytes=STATE_BYTES, states_gb=states / GB,
+        cap_gb=cap / GB, verdict=say("a.fit_yes") if states < cap
+        else say("a.fit_no", times=states / cap)))]
     if p.best is None:
         short = min((i for i in p.infeasible if i.shortfall_bytes), default=None,
                     key=lambda i: i.shortfall_bytes)
-        steps.append(dict(q="Which layout fits?", key="fits", a=(
-            f"none of {n_gpus} {gpu} GPUs' layouts fits"
-            + (f"; the closest, {short.label}, is {short.shortfall_bytes / GB:.1f} GB short per "
-               f"GPU" if short else "") + ": more GPUs, or GPUs with more memory.")))
+        closest = say("a.closest", label=short.label, short_gb=short.shortfall_bytes / GB) \
+            if short else ""
+        steps.append(dict(q=say("q.which_fits"), key="fits",
+                          a=say("a.none_fits", n_gpus=n_gpus, gpu=gpu, closest=closest)))
         return dict(model=model, n_gpus=n_gpus, gpu=gpu, steps=steps, rows=[], best=None)
     best, ranked = p.best, list(p.ranked)
     e = best.estimate
     need = [a for a in ("tp", "pp", "cp", "ep") if getattr(best, a) > 1]
-    zero = best.zero_stage
-    steps.append(dict(q="What must be split to fit, and how?", key="fits", a=(
-        f"the fastest layout that fits is {best.label}: "
-        + (", ".join(f"{a.upper()} = {getattr(best, a)}" for a in need) if need else "no model split")
-        + f", ZeRO stage {zero}, {e.memory_per_gpu.total / GB:.1f} of {cap / GB:.0f} GB per GPU "
-        f"(counted with {e.layout.attention} attention, as the planner assumes).")))
-    tp_reason = next(r for r in best.reasons if r.startswith("TP="))
+    steps.append(dict(q=say("q.split"), key="fits", a=say(
+        "a.split", label=best.label,
+        need=say("a.sep").join(f"{a.upper()} = {getattr(best, a)}" for a in need) if need
+        else say("a.no_split"), zero=best.zero_stage, mem_gb=e.memory_per_gpu.total / GB,
+        cap_gb=cap / GB, attention=t(TEXT, f"attention.{e.layout.attention}", lang))))
+    why = reasons(e, lang)
     if best.tp == 1:
-        tp_text = ("none: the model fits without splitting its matmuls, and TP would add "
-                   "collectives to every layer")
-    elif "spans" in tp_reason:
-        tp_text = tp_reason + "; the memory needs that much TP, and the network cards pay for it"
+        tp_text = say("a.tp_none")
+    elif _tp_spans_nodes(e):
+        tp_text = say("a.tp_spans", reason=why["tp"])
     else:
-        tp_text = tp_reason + "; TP all-reduces in every layer, so it stays in the NVLink domain"
-    steps.append(dict(q="Where does tensor parallelism go?", key="3d_interview", a=tp_text + "."))
-    pp_reason = next((r for r in best.reasons if r.startswith(("bubble", "PP="))), "")
-    steps.append(dict(q="Pipeline: how deep?", key="bubble", a=(
-        pp_reason + (": the smallest depth the memory needs, with many micro-batches per step."
-                     if best.pp > 1 else ": the model fits without cutting its layers."))))
-    dp_reason = next((r for r in best.reasons if r.startswith("DP=")), f"DP={best.dp}")
-    steps.append(dict(q="What takes the rest of the GPUs?", key="zero", a=dp_reason + "."))
+        tp_text = say("a.tp_node", reason=why["tp"])
+    steps.append(dict(q=say("q.tp"), key="3d_interview", a=tp_text))
+    steps.append(dict(q=say("q.pp"), key="bubble", a=say(
+        "a.pp_deep" if best.pp > 1 else "a.pp_none", reason=why["pp"])))
+    steps.append(dict(q=say("q.dp"), key="zero", a=say("a.dp", reason=why["dp"])))
     rule = rule_of_thumb(p)
     if rule.get("rank"):
-        steps.append(dict(q="Does 'TP first, then PP, then DP' give the same answer?",
-                          key="3d_interview", a=(
-            f"it picks {rule['label']}: #{rule['rank']} of {rule['of']}, "
-            f"{ranked[rule['rank'] - 1].rank_time / best.rank_time - 1:+.0%} against the best. "
-            + ("Inside the planner's error bar: the recipe is fine here."
-               if not p.distinguishable(ranked[rule['rank'] - 1])
-               else "Outside the error bar: the recipe costs real time here."))))
-    steps.append(dict(q="How fast, honestly?", key="planner", a=(
-        f"MFU {e.mfu:.0%} (model FLOPs) / HFU {e.hfu:.0%} (with recomputation), "
-        f"{e.step_time.total:.1f} s per step of {p.global_batch} sequences × {p.seq_len} tokens; "
-        f"published runs of this kind land between {best.band[0]:.2f}× and {best.band[1]:.2f}× "
-        f"the predicted throughput.")))
+        picked = ranked[rule["rank"] - 1]
+        steps.append(dict(q=say("q.rule"), key="3d_interview", a=say(
+            "a.rule", label=rule["label"], rank=rule["rank"], of=rule["of"],
+            gap=picked.rank_time / best.rank_time - 1,
+            outcome=say("a.rule_costs" if p.distinguishable(picked) else "a.rule_fine"))))
+    steps.append(dict(q=say("q.speed"), key="planner", a=say(
+        "a.speed", mfu=e.mfu, hfu=e.hfu, step_s=e.step_time.total, batch=p.global_batch,
+        seq=p.seq_len, lo=best.band[0], hi=best.band[1])))
     # ranked (and compared) as plan ranks them: at the best end of each kind's error band,
     # so ZeRO-3, which the published runs show slower than predicted, is not flattered
     kinds: dict[str, object] = {}
     for c in ranked:
-        kinds.setdefault(_kind(c), c)
+        kinds.setdefault(_kind(c, lang), c)
     # ``ranked_s`` is the time the ranking and ``slower`` use, shown beside the prediction:
     # a ZeRO-3 row can predict less than #1 and still rank far below it
     rows = [dict(kind=k, layout=c.label, step_s=c.step_time, ranked_s=c.rank_time,
@@ -101,6 +134,11 @@ def decide(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100",
             for k, c in kinds.items()]
     return dict(model=model, n_gpus=n_gpus, gpu=gpu, steps=steps, rows=rows, best=best.label,
                 infeasible=len(p.infeasible), of=len(ranked))
+
+
+def _tp_spans_nodes(e) -> bool:
+    """Whether the estimate's TP group spans more than one node."""
+    return e.cluster.crosses(e.layout.tp, 1)
 
 
 def rank_of(model: str, n_gpus: int, gpu: str, tp: int, pp: int) -> dict:

@@ -164,10 +164,14 @@ def test_drill_widget_in_chinese(session_lang):
 
 
 def test_the_whole_answer_follows_the_session(session_lang):
-    from lessons.l09_the_whole_answer import answers
+    from lessons.l09_the_whole_answer import answers, followups, walkthrough
     lessons.lang("zh")
     assert answers.thirty_second() == answers.thirty_second("zh")
+    assert followups.follow_ups() == followups.follow_ups("zh")
+    assert followups.claims() == followups.claims("zh")
+    assert walkthrough.decide("7B", 4, "A100-80GB") == walkthrough.decide("7B", 4, "A100-80GB", lang="zh")
     lessons.lang("en")
     assert answers.thirty_second() == answers.thirty_second("en")
+    assert followups.follow_ups() == followups.follow_ups("en")
     with pytest.raises(ValueError, match="lang='jp' must be one of en, zh"):
         answers.three_minute("jp")

@@ -103,8 +103,9 @@ def hidden_texts() -> tuple[str, ...]:
     for lang in answers.LANGS:
         texts.append(answers.thirty_second(lang))
         texts += [s for s, _ in answers.three_minute(lang)]
-    for f in followups.follow_ups():
-        texts += [s for s, _ in f["answer"]] + [f["verdict"]]
+    for lang in answers.LANGS:  # 09's follow-ups, answered in both languages
+        for f in followups.follow_ups(lang):
+            texts += [s for s, _ in f["answer"]] + [f["verdict"]]
     found = []
     for t in texts:
         found += [f for f in _fragments(t) if f not in found]

@@ -86,6 +86,13 @@ def _ours_zh() -> list[str]:
              *(s for s, _ in answers.three_minute("zh"))]
     texts += [f["q"]["zh"] for f in followups.follow_ups()]
     texts += [zh for _, zh in drill.mixed_drill(0)]
+    # the answers to the follow-ups, the judgements of the claims (not the claims: in
+    # Chinese they quote the text) and the walk-through
+    for f in followups.follow_ups("zh"):
+        texts += [f["origin"], f["verdict"], *(s for s, _ in f["answer"])]
+    texts += [r[k] for r in followups.claims("zh") for k in ("why", "figure")]
+    texts += [s[k] for s in walkthrough.decide("7B", 4, "A100-80GB", lang="zh")["steps"]
+              for k in ("q", "a")]
     return texts
 
 
