@@ -233,6 +233,7 @@ def check_grad_sync(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: float = 
 
 # the global gradient norm for clipping (§2), in its own module
 from .exercises_clip import check_global_grad_norm, solution_global_grad_norm  # noqa: E402
+from lessons.common import record
 
 SOLUTIONS = {"my_groups": solution_groups, "my_grad_sync": solution_grad_sync,
              "my_global_grad_norm": solution_global_grad_norm}
@@ -255,3 +256,6 @@ def solution_html(name: str = "my_groups") -> str:
 def show_solution(name: str = "my_groups") -> None:
     """Print the reference solution of a coding exercise (its source)."""
     core.show_solution(SOLUTIONS, name)
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

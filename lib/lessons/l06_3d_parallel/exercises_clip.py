@@ -36,6 +36,7 @@ from lessons.common.checkers.watch import DistWatch
 from lessons.common.i18n import t as say
 
 from .text import TEXT
+from lessons.common import record
 
 __all__ = ["check_global_grad_norm", "solution_global_grad_norm", "one_device_norm", "tp_split",
            "cut", "rule_value"]
@@ -253,7 +254,7 @@ def check_global_grad_norm(fn, dp: int = 2, pp: int = 2, tp: int = 2, timeout: f
     pieces = cut(pp, tp)
     results, bad = core.run_learner(harness, fn, mesh.size, dp, pp, tp, pieces, timeout=timeout)
     held = {s: len(pieces[s, 0]) for s in range(pp)}
-    if bad and "did not finish" in bad["message"] and len(set(held.values())) > 1:
+    if bad and bad.get("timed_out") and len(set(held.values())) > 1:
         return core.verdict(False, bad["detail"] + say(TEXT, "clip.hang", held=say(
             TEXT, "sep.comma").join(say(TEXT, "clip.held", stage=s, n=n) for s, n in held.items())))
     if bad:
@@ -297,3 +298,6 @@ def _right(value: float, collectives: list, mesh: Mesh) -> dict:
     if mesh.shape["dp"] == 1:
         msg += say(TEXT, "clip.dp1")
     return core.verdict(True, msg)
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

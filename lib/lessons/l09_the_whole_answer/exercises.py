@@ -16,6 +16,7 @@ from lessons.common.checkers.text import TEXT as CHECKS
 from lessons.common.i18n import pick, t
 from .hints import HINTS
 from .text import TEXT
+from lessons.common import record
 
 # (model, GPUs, GPU): one node or less, a few nodes, and a large cluster
 CASES = (("7B", 4, "A100-80GB"), ("13B", 16, "A100-80GB"), ("70B", 64, "H100"),
@@ -148,3 +149,6 @@ def check_layout(fn, cases=CASES, timeout: float = 30.0, lang: str | None = None
         t(TEXT, "picked", lang, model=m, n_gpus=n, tp=g["tp"], pp=g["pp"], dp=g["dp"])
         for (m, n, _), g in zip(cases, results))
     return _verdict(True, t(TEXT, "right", lang, picked=picked), lang)
+
+
+record.watch(globals())  # each check_* above also leaves its verdict in the learner's record

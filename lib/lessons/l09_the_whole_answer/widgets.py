@@ -10,6 +10,7 @@ import html
 import ipywidgets as W
 
 from parlab import planner
+from lessons.common.drills.bank import topic_name
 from lessons.common.drills.text import TEXT as DRILL
 from lessons.common.i18n import current_lang, pick, t
 from lessons.common.viz.controls import choices
@@ -87,7 +88,7 @@ def timed_drill_widget(seed: int = 0):
             score.value = ""
             return
         q = d.question(i, g)
-        prompt.value = (f"<b>{i + 1} / {len(d.questions)}</b> <small>[{html.escape(q.topic)}]"
+        prompt.value = (f"<b>{i + 1} / {len(d.questions)}</b> <small>[{html.escape(topic_name(q.topic, g))}]"
                         f"</small><br>{html.escape(q.prompt)}")
         box.placeholder = (t(DRILL, "w_placeholder_unit", g, unit=q.unit) if q.unit
                            else t(DRILL, "w_placeholder", g))

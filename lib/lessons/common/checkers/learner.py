@@ -312,7 +312,7 @@ def _launch_verdict(e: LaunchError, name: str, world_size: int, timeout: float,
         hint = hint or _sentence(e.hint)
         return verdict(False, t(TEXT, "learner_timeout", name=name, timeout=f"{timeout:g}", where=where,
                                 ranks=t(TEXT, "learner_ranks_end", ranks=ranks) if ranks else "",
-                                hint=hint, talk=talk))
+                                hint=hint, talk=talk), timed_out=True)
     if not e.remote_traceback:  # the process ended without a word: os._exit, a crash, OOM
         how = re.search(r"\((exit code [^)]*|killed by signal \w+)\)", str(e))
         rank = (t(TEXT, "learner_rank_process", r=e.rank) if world_size > 1
