@@ -20,23 +20,13 @@ def zh():
     lessons.lang(was)
 
 
-def both(fn):
-    was = lessons.current_lang()
-    try:
-        lessons.lang("en")
-        en = fn()
-        lessons.lang("zh")
-        return en, fn()
-    finally:
-        lessons.lang(was)
-
-
 @pytest.mark.parametrize("typed,want,kw", [
     ("2^-14", 2 ** -14, dict(digits=2)), ("12", 6, {}), ("6.02", 6, {}), ("-6", 6, {}),
     ("0.0303", 3.03, dict(unit="%")), ("1.5 s", 1.5, dict(unit="GB")), ("1,5", 1.5, {}),
     ("x + 1", 1, {}), ("13500 MB", 13.5, dict(unit="GB")), ("nan", 1, {})])
-def test_a_verdict_in_chinese_says_the_same_numbers(typed, want, kw):
-    en, zh = both(lambda: answers.check_number(typed, want, **kw)["message"])
+def test_a_verdict_in_chinese_says_the_same_numbers(typed, want, kw, both):
+    said = both(lambda: answers.check_number(typed, want, **kw)["message"])
+    en, zh = said["en"], said["zh"]
     assert i18n.numbers(en) == i18n.numbers(zh), (en, zh)
     assert zh.startswith(("正确。", "还不对。")) and i18n._NUMBER.sub("", zh) != i18n._NUMBER.sub("", en)
     assert not any(w in zh for w in ("off by", "read ", "must be", "wanted", "did you mean")), zh

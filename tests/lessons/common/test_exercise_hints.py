@@ -59,15 +59,6 @@ def test_every_exercise_has_two_hints_and_no_stale_ones():
         assert tiers[0] != tiers[1], name
 
 
-@pytest.fixture
-def english():
-    """These tests read the English labels; the session's language is put back after."""
-    was = lessons.current_lang()
-    lessons.lang("en")
-    yield
-    lessons.lang(was)
-
-
 @pytest.mark.parametrize("topic,name", EXERCISES)
 def test_hints_open_one_level_at_a_time_and_hide_the_solution(topic, name, english):
     mod = importlib.import_module(f"lessons.{topic}.exercises")

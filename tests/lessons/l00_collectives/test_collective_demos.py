@@ -2,7 +2,6 @@
 
 import pytest
 
-import lessons
 from lessons.l00_collectives import experiments as demos
 from lessons.l00_collectives import explorer
 from parlab import cost
@@ -103,15 +102,6 @@ def test_slower_than_larger_finds_sizes_that_never_had_a_quiet_moment():
     best = {4: 90e-6, 1024: 1.4e-3, 4096: 160e-6, 1 << 20: 1.1e-3, 4 << 20: 1.6e-3}
     assert demos.slower_than_larger(best) == [1024]
     assert demos.slower_than_larger({4: 1e-4, 64: 1.2e-4, 4096: 1.1e-4}) == []  # within 1.5x
-
-
-@pytest.fixture
-def english():
-    """For a test that reads English words, whatever PARLAB_LANG says."""
-    before = lessons.current_lang()
-    lessons.lang("en")
-    yield
-    lessons.lang(before)
 
 
 @pytest.mark.usefixtures("english")

@@ -5,19 +5,15 @@ import pytest
 import torch
 import torch.distributed as dist
 
-import lessons
 from parlab import cost
 from lessons.l00_collectives import exercises as ex
 
 
 @pytest.fixture(autouse=True)
-def english():
+def _in_english(english):
     """These tests read the checkers' English words, whatever PARLAB_LANG says (the Chinese
     ones: test_text_collectives.py)."""
-    before = lessons.current_lang()
-    lessons.lang("en")
     yield
-    lessons.lang(before)
 
 
 # --- planted solutions: they run on the ranks from their source, so self-contained ---

@@ -1,15 +1,9 @@
 """Notebook 02's tests read the checkers' English messages: each runs in English whatever
-``PARLAB_LANG`` the suite was started with (test_text.py switches languages itself), and
-the session's language is restored after it."""
+``PARLAB_LANG`` the suite was started with (test_text.py switches languages itself)."""
 
 import pytest
 
-import lessons
-
 
 @pytest.fixture(autouse=True)
-def english():
-    before = lessons.current_lang()
-    lessons.lang("en")
+def _in_english(english):  # tests/lessons/conftest.py
     yield
-    lessons.lang(before)

@@ -6,34 +6,10 @@ import re
 
 import pytest
 
-import lessons
 from lessons.common import i18n
 from lessons.l02_tensor_parallel import exercises as ex
 from lessons.l02_tensor_parallel import experiments, interview, widgets
-
-CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-@pytest.fixture
-def both():
-    """Calls ``make()`` in English, then in Chinese; the session's language is restored."""
-    before = lessons.current_lang()
-
-    def render(make):
-        out = {}
-        for code in ("en", "zh"):
-            lessons.lang(code)
-            out[code] = make()
-        lessons.lang(before)
-        return out
-    yield render
-    lessons.lang(before)
-
-
-def _same_numbers(en: str, zh: str) -> None:
-    assert not CJK.search(en), en
-    assert CJK.search(zh), zh
-    assert i18n.numbers(en) == i18n.numbers(zh), (en, zh)
+from two_languages import CJK, same_numbers
 
 
 @pytest.mark.parametrize("call", [
@@ -47,7 +23,7 @@ def _same_numbers(en: str, zh: str) -> None:
 def test_checker_messages_in_both_languages(both, call):
     v = both(call)
     assert v["en"]["ok"] == v["zh"]["ok"]
-    _same_numbers(v["en"]["message"], v["zh"]["message"])
+    same_numbers(v["en"]["message"], v["zh"]["message"])
 
 
 def test_a_verdict_is_chinese_from_its_first_word(both):
@@ -67,7 +43,7 @@ def test_interview_answers_in_both_languages(both, key, numbers):
             assert CJK.search(zh) and i18n.numbers(en) == i18n.numbers(zh), (en, zh)
     assert len(a["en"].lines) == len(a["zh"].lines)
     for en, zh in zip(a["en"].lines, a["zh"].lines):
-        _same_numbers(re.sub(r"<[^>]+>", "", en), zh)
+        same_numbers(re.sub(r"<[^>]+>", "", en), zh)
 
 
 def test_the_30_second_answer_quotes_the_time_model(both):

@@ -4,42 +4,16 @@ Chinese, with the same numbers in both."""
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
-import lessons
 from lessons.common import i18n
 from lessons.l03_pipeline_parallel import exercises as ex, experiments, interview
 from lessons.l03_pipeline_parallel.exercises_forward import _check_peer
 from lessons.l03_pipeline_parallel.exercises_schedules import structure
 from lessons.common.checkers.watch import Diagnosis
 from parlab.pipeline_parallel.schedules import Action
-
-CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-@pytest.fixture
-def both():
-    """Calls ``make()`` in English, then in Chinese; the session's language is put back."""
-    before = lessons.current_lang()
-
-    def render(make):
-        out = {}
-        for lang in ("en", "zh"):
-            lessons.lang(lang)
-            out[lang] = make()
-        return out
-    try:
-        yield render
-    finally:
-        lessons.lang(before)
-
-
-def _same_numbers_and_chinese(en: str, zh: str) -> None:
-    assert not CJK.search(en), en
-    assert CJK.search(zh), zh
-    assert i18n.numbers(en) == i18n.numbers(zh), (en, zh)
+from two_languages import CJK, same_numbers
 
 
 def test_checker_messages_in_both_languages(both):
@@ -50,7 +24,7 @@ def test_checker_messages_in_both_languages(both):
                  lambda: structure([Action("B", 3, 0)], 1, 8),  # B before its F
                  lambda: structure([Action("F", 9, 0)], 2, 8)):  # outside 0..7
         said = both(make)
-        _same_numbers_and_chinese(said["en"], said["zh"])
+        same_numbers(said["en"], said["zh"])
     said = both(lambda: ex.check_min_m(m)["message"])
     assert said["en"].startswith("Correct. M = 63") and said["zh"].startswith("正确。M = 63")
 
@@ -62,7 +36,7 @@ def test_a_verdict_said_on_a_rank_speaks_the_language_passed_to_it():
             _check_peer("send", 3, 1, 4, lang)  # stage 1 sends to rank 3, not to stage 2
         said[lang] = str(e.value)
     assert "it must send to stage 2 (rank 2)" in said["en"]
-    _same_numbers_and_chinese(said["en"], said["zh"])
+    same_numbers(said["en"], said["zh"])
 
 
 def test_the_explorer_lines_in_both_languages(both):
@@ -81,6 +55,6 @@ def test_an_interview_answer_in_both_languages(both, key):
     assert len(en.lines) == len(zh.lines) and bool(en.verdict) == bool(zh.verdict)
     for e, z in zip([en.summary, en.verdict, *en.lines], [zh.summary, zh.verdict, *zh.lines]):
         if e:
-            _same_numbers_and_chinese(e, z)
+            same_numbers(e, z)
     if key == "d":  # the one verdict the spoiler test looks for by its English words
         assert en.verdict.startswith("Half right: the bubble falls with M")

@@ -1,33 +1,9 @@
 """Notebook 04 speaks English and Chinese: checker messages, an interview answer and the
 widget's table render in the session's language, and the Chinese says the same numbers."""
 
-import re
-
-import pytest
-
-import lessons
 from lessons.common import i18n
 from lessons.l04_expert_parallel import exercises as ex, experiments, interview, widgets
-
-CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-@pytest.fixture
-def both():
-    """Render ``fn()`` in English, then in Chinese; the session's language is restored."""
-    def render(fn):
-        before = lessons.current_lang()
-        try:
-            return {code: (lessons.lang(code), fn())[1] for code in i18n.LANGS}
-        finally:
-            lessons.lang(before)
-    return render
-
-
-def _same_numbers(en: str, zh: str):
-    assert not CJK.search(en), en
-    assert CJK.search(zh), zh
-    assert i18n.numbers(en) == i18n.numbers(zh), (en, zh)
+from two_languages import same_numbers
 
 
 def test_checker_messages_in_both_languages(both):
@@ -37,7 +13,7 @@ def test_checker_messages_in_both_languages(both):
              lambda: ex.check_dropped(None)]                           # not answered
     for case in cases:
         said = both(lambda: case()["message"])
-        _same_numbers(said["en"], said["zh"])
+        same_numbers(said["en"], said["zh"])
     said = both(lambda: ex.check_dropped([(1, 0)])["message"])
     assert "kept by the rule: [(1, 0)]" in said["en"] and "[(1, 0)]" in said["zh"]
 
@@ -50,7 +26,7 @@ def test_an_interview_answer_in_both_languages(both):
         assert len(en.lines) == len(zh.lines) and bool(en.verdict) == bool(zh.verdict)
         for a, b in zip([en.summary, en.verdict, *en.lines], [zh.summary, zh.verdict, *zh.lines]):
             assert i18n.numbers(a) == i18n.numbers(b), (a, b)
-        _same_numbers(" ".join(en.lines), " ".join(zh.lines))
+        same_numbers(" ".join(en.lines), " ".join(zh.lines))
 
 
 def test_the_widget_labels_follow_the_language(both):

@@ -1,33 +1,9 @@
 """Notebook 05 speaks English and Chinese: checker messages, interview answers and the
 widget's table render in the session's language, and the Chinese says the same numbers."""
 
-import re
-
-import pytest
-
-import lessons
 from lessons.common import i18n
 from lessons.l05_context_parallel import exercises as ex, interview, widgets
-
-CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-@pytest.fixture
-def both():
-    """Render ``fn()`` in English, then in Chinese; the session's language is restored."""
-    def render(fn):
-        before = lessons.current_lang()
-        try:
-            return {code: (lessons.lang(code), fn())[1] for code in i18n.LANGS}
-        finally:
-            lessons.lang(before)
-    return render
-
-
-def _same_numbers(en: str, zh: str):
-    assert not CJK.search(en), en
-    assert CJK.search(zh), zh
-    assert i18n.numbers(en) == i18n.numbers(zh), (en, zh)
+from two_languages import same_numbers
 
 
 def test_checker_messages_in_both_languages(both):
@@ -36,7 +12,7 @@ def test_checker_messages_in_both_languages(both):
                  lambda: ex.check_ulysses_cap("A"),
                  lambda: ex.check_ulysses_cap("Z")):
         said = both(lambda: case()["message"])
-        _same_numbers(said["en"], said["zh"])
+        same_numbers(said["en"], said["zh"])
     said = both(lambda: ex.check_zigzag_positions([2, 3, 12, 13])["message"])
     assert "rank 1 holds [2, 3, 12, 13]: chunk 1 and chunk 6." in said["en"]
 
@@ -48,7 +24,7 @@ def test_interview_answers_in_both_languages(both):
         assert len(en.lines) == len(zh.lines) and bool(en.verdict) == bool(zh.verdict)
         for a, b in zip([en.summary, en.verdict, *en.lines], [zh.summary, zh.verdict, *zh.lines]):
             assert i18n.numbers(a) == i18n.numbers(b), (a, b)
-        _same_numbers(" ".join(en.lines), " ".join(zh.lines))
+        same_numbers(" ".join(en.lines), " ".join(zh.lines))
 
 
 def test_the_widget_labels_follow_the_language(both):

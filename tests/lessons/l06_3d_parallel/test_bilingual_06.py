@@ -4,40 +4,14 @@ numbers as the English one."""
 
 from __future__ import annotations
 
-import re
 
-import pytest
 import torch
 import torch.distributed as dist
 
-import lessons
 from lessons.common import i18n
 from lessons.l06_3d_parallel import exercises as ex
 from lessons.l06_3d_parallel import experiments, interview, text, widgets
-
-CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-@pytest.fixture
-def both():
-    """``render()`` in English, then in Chinese; the session's language restored after."""
-    before = lessons.current_lang()
-
-    def render(fn):
-        out = {}
-        for code in ("en", "zh"):
-            lessons.lang(code)
-            out[code] = fn()
-        return out
-
-    yield render
-    lessons.lang(before)
-
-
-def _same_numbers(en: str, zh: str):
-    assert not CJK.search(en), en
-    assert CJK.search(zh), zh
-    assert i18n.numbers(en) == i18n.numbers(zh), (en, zh)
+from two_languages import CJK, same_numbers
 
 
 def test_the_catalogues_are_complete():
@@ -52,7 +26,7 @@ def test_checker_messages_in_both_languages(both):
                   lambda: ex.check_memory(12.5)):
         said = both(check)
         assert said["en"]["ok"] == said["zh"]["ok"]
-        _same_numbers(said["en"]["message"], said["zh"]["message"])
+        same_numbers(said["en"]["message"], said["zh"]["message"])
     said = both(lambda: ex.check_coords({"dp": 0, "pp": 1, "tp": 1}, rank=5)["message"])
     assert "dp, pp wrong" in said["en"] and "dp, pp 不对" in said["zh"]
 
@@ -91,7 +65,7 @@ def test_the_explorer_table_in_both_languages(both):
     assert "layouts fit" in shown["en"] and "个布局放得下" in shown["zh"]
     # the rows are the planner's (labels, reasons); the header and columns are the lesson's
     head = {k: v.split("<table>")[0] for k, v in shown.items()}
-    _same_numbers(head["en"], head["zh"])
+    same_numbers(head["en"], head["zh"])
 
 
 def test_interview_answers_in_both_languages(both):

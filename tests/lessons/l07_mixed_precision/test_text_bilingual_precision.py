@@ -3,37 +3,11 @@ rendered in English and in Chinese carry the same numbers, the Chinese ones in C
 
 from __future__ import annotations
 
-import re
 
-import pytest
 
-from lessons.common import i18n
 from lessons.l07_mixed_precision import exercises as ex
 from lessons.l07_mixed_precision import interview
-
-CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-@pytest.fixture
-def both():
-    """Render ``fn()`` in English, then in Chinese; the session's language is restored."""
-    before = i18n.current_lang()
-
-    def render(fn):
-        out = {}
-        for code in i18n.LANGS:
-            i18n.lang(code)
-            out[code] = fn()
-        return out
-
-    yield render
-    i18n.lang(before)
-
-
-def _same_numbers(en: str, zh: str) -> None:
-    assert not CJK.search(en), en
-    assert CJK.search(zh), zh
-    assert i18n.numbers(en) == i18n.numbers(zh), (en, zh)
+from two_languages import CJK, same_numbers
 
 
 def test_checker_messages_in_both_languages(both):
@@ -42,7 +16,7 @@ def test_checker_messages_in_both_languages(both):
                   lambda: ex.check_vanishing_update(2 ** -8, 1.0, "bf16", "down")):  # the slip
         v = both(check)
         assert v["en"]["ok"] == v["zh"]["ok"]
-        _same_numbers(v["en"]["detail"], v["zh"]["detail"])
+        same_numbers(v["en"]["detail"], v["zh"]["detail"])
     v = both(lambda: ex.check_vanishing_update(2 ** -8, 1.0, "bf16", "down"))
     assert "where an increase stops vanishing" in v["en"]["message"]
     assert v["zh"]["message"].startswith("还不对。")
@@ -55,5 +29,5 @@ def test_an_interview_answer_in_both_languages(both):
     assert a["en"].summary == "(b) answer" and CJK.search(a["zh"].summary)
     assert len(a["en"].lines) == len(a["zh"].lines) == 3
     for en, zh in zip(a["en"].lines, a["zh"].lines):
-        _same_numbers(en, zh)
+        same_numbers(en, zh)
     assert "2.821" in a["zh"].lines[1] and "13%" in a["zh"].lines[1]

@@ -5,39 +5,15 @@ the same numbers, the Chinese ones in Chinese."""
 from __future__ import annotations
 
 import html
-import re
 
 import pytest
 
 from lessons.common import i18n
 from lessons.l08_checkpoints_and_failures import exercises as ex
 from lessons.l08_checkpoints_and_failures import interview, widgets
+from two_languages import CJK, same_numbers
 
 pytestmark = pytest.mark.timeout(180)
-
-CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-@pytest.fixture
-def both():
-    """Render ``fn()`` in English, then in Chinese; the session's language is restored."""
-    before = i18n.current_lang()
-
-    def render(fn):
-        out = {}
-        for code in i18n.LANGS:
-            i18n.lang(code)
-            out[code] = fn()
-        return out
-
-    yield render
-    i18n.lang(before)
-
-
-def _same_numbers(en: str, zh: str) -> None:
-    assert not CJK.search(en), en
-    assert CJK.search(zh), zh
-    assert i18n.numbers(en) == i18n.numbers(zh), (en, zh)
 
 
 def test_checker_messages_in_both_languages(both):
@@ -46,7 +22,7 @@ def test_checker_messages_in_both_languages(both):
                   lambda: ex.check_checkpoint_bytes_per_rank(1e9)):  # wrong: the hint
         v = both(check)
         assert v["en"]["ok"] == v["zh"]["ok"]
-        _same_numbers(v["en"]["detail"], v["zh"]["detail"])
+        same_numbers(v["en"]["detail"], v["zh"]["detail"])
 
 
 def returns_nothing(train_state):
@@ -83,5 +59,5 @@ def test_an_interview_answer_in_both_languages(both):
     assert a["en"].summary == "(c) answer" and CJK.search(a["zh"].summary)
     assert len(a["en"].lines) == len(a["zh"].lines) == 3
     for en, zh in zip(a["en"].lines + [a["en"].verdict], a["zh"].lines + [a["zh"].verdict]):
-        _same_numbers(en, zh)
+        same_numbers(en, zh)
     assert "1,156 s" in a["zh"].lines[0] and "96.3%" in a["zh"].lines[2]
