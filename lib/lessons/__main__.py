@@ -9,7 +9,7 @@
     python -m lessons progress [--lang zh] [--html PATH]
                                                 my record: exercises passed, drill, due reviews,
                                                 my own measurements, CV lines
-    python -m lessons read-copies --out work/read
+    python -m lessons read-copies [--out work/read]
                                                 read-only pages of the sections 09 links to
     python -m lessons failover [--ranks 2 --steps 8 --kill-at 5 --every 2]   a rank killed
                                                 under torchrun; restart, resume from DCP
@@ -134,9 +134,10 @@ def cmd_read_copies(args, out):
     from pathlib import Path
     from .common.readcopy import write_copies
     from .l09_the_whole_answer.sections import SECTIONS, title
-    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
-    done = write_copies(SECTIONS, notebooks, Path(args.out), label=title)
-    out(f"{len(done)} of {len(SECTIONS)} section pages written to {args.out}")
+    root = Path(__file__).resolve().parents[2]
+    folder = Path(args.out) if args.out else root / "work" / "read"
+    done = write_copies(SECTIONS, root / "notebooks", folder, label=title)
+    out(f"{len(done)} of {len(SECTIONS)} section pages written to {folder}")
 
 
 def add_flags(p, name: str) -> None:
@@ -149,7 +150,8 @@ def add_flags(p, name: str) -> None:
                        help="en or zh: the language it asks in (default: PARLAB_LANG, else en)")
         return
     if name == "read-copies":  # writes pages: no ranks start
-        p.add_argument("--out", required=True, help="the folder to write them to")
+        p.add_argument("--out", default=None,
+                       help="the folder to write them to (default: work/read beside the notebooks)")
         return
     if name == "progress":  # reads the record: no ranks start
         p.add_argument("--lang", default=None, help="en or zh (default: PARLAB_LANG, else en)")

@@ -76,7 +76,8 @@ def solution_global_route(logits, top_k, capacity, rank, world_size):
     return experts, position < capacity
 
 
-from .exercises_variants import check_expert_choice_route, solution_expert_choice_route  # noqa: E402
+from .exercises_variants import (check_expert_choice_route, said_returned,  # noqa: E402
+                                 solution_expert_choice_route)
 from lessons.common import record
 
 SOLUTIONS = {"my_route": solution_route, "my_global_route": solution_global_route,
@@ -120,13 +121,6 @@ def returned(out) -> dict:
     """What a learner's function returned instead of two tensors, as the ranks send it back
     (the words are written by the checker, in the session's language)."""
     return dict(type=type(out).__name__, n=len(out) if isinstance(out, tuple) else None)
-
-
-def said_returned(res: dict) -> str:
-    """``returned``'s record in words: "returned Tensor", "returned tuple of 3"."""
-    if res["n"] is None:
-        return t(TEXT, "returned", type=res["type"])
-    return t(TEXT, "returned_of", type=res["type"], n=res["n"])
 
 
 def _check_route(fn, world_size: int, seed: int, capacity: int, global_capacity: bool) -> dict:

@@ -28,8 +28,18 @@ from lessons.l02_tensor_parallel.exercises import _is_placeholder
 from lessons.common.checkers.watch import DistWatch
 from lessons.common.i18n import t
 
-from .text import TEXT
 from lessons.common import record
+
+from .text import TEXT
+
+
+def said_returned(res: dict) -> str:
+    """What a learner's function returned instead of its tensors, in words, as the ranks
+    record it ({"type", "n"}): "returned Tensor", "returned tuple of 3"."""
+    if res["n"] is None:
+        return t(TEXT, "returned", type=res["type"])
+    return t(TEXT, "returned_of", type=res["type"], n=res["n"])
+
 
 __all__ = ["check_expert_choice_route", "solution_expert_choice_route", "choice_logits",
            "TOKENS", "EXPERTS", "CAPACITY_FACTOR"]
@@ -133,7 +143,6 @@ def check_expert_choice_route(fn, world_size: int = 2, seed: int = 1,
     for r, res in enumerate(results):
         out = res["out"]
         if isinstance(out, dict):
-            from .exercises import said_returned
             return core.verdict(False, t(TEXT, "ec_returned", rank=r, name=name, what=said_returned(out),
                                          shape=shape))
         tokens, gates = out

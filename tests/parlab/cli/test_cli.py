@@ -241,8 +241,8 @@ def test_drill_asks_its_questions_one_at_a_time(monkeypatch):
     question, not all of them (a billion questions built up front once hung the drill)."""
     from lessons.common.drills import quiz
     built = []
-    real = quiz.generate
-    monkeypatch.setattr(quiz, "generate", lambda **kw: built.append(kw) or real(**kw))
+    real = quiz.next_question
+    monkeypatch.setattr(quiz, "next_question", lambda *a, **kw: built.append(a) or real(*a, **kw))
     quiz.run_quiz(n=quiz.MAX_QUESTIONS, read=lambda prompt: (_ for _ in ()).throw(EOFError),
                   out=lambda *a: None)
     assert len(built) == 1
