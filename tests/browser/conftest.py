@@ -82,6 +82,11 @@ def lab(chromium, tmp_path_factory):
     root, settings = base / "root", base / "settings"
     root.mkdir()
     copy_notebooks(NOTEBOOK_DIR, root)
+    # a read-only copy of one section beside them, as run.py lab writes them all (work/read/):
+    # 09's link to it must open it, and start no kernel (test_notebooks._section_link)
+    from lessons.common.readcopy import write_copies
+    from lessons.l09_the_whole_answer.sections import SECTIONS, title
+    write_copies({"bubble": SECTIONS["bubble"]}, NOTEBOOK_DIR, root / "read", label=title)
     server = LabServer(sys.executable, root, settings, base / "jupyter.log")
     try:
         yield server

@@ -103,6 +103,26 @@ def _exercise_widgets(page, name: str, entry: dict, failures: list[str]) -> None
         nbp.settle(page, cell, timeout=timeout)
 
 
+def _section_link(page, lab, name: str) -> list[str]:
+    """09's "→ 03 §4" opens the read-only copy of that section in a tab of its own, and no
+    kernel starts (conftest.py wrote the copy beside the notebooks, as run.py lab does)."""
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    link = page.locator("a:has-text('→ 03 §4')").first
+    href = link.get_attribute("href") or ""
+    if "read/bubble.html" not in href:
+        return [f"09's link to 03 §4 goes to {href!r}, not its read-only copy"]
+    kernels = len(lab.api("GET", "api/sessions"))
+    link.scroll_into_view_if_needed()
+    link.click()
+    try:
+        nbp.wait_until(lambda: "bubble.html" in page.locator(".lm-TabBar-tabLabel").all_inner_texts(),
+                       30, "the section's copy to open in a tab")
+    except nbp.Timeout as e:
+        return [f"{e}; " + _shot(page, name, "section-link")]
+    after = len(lab.api("GET", "api/sessions"))
+    return [] if after == kernels else [f"opening a section link started a kernel ({kernels} -> {after})"]
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", NOTEBOOKS, ids=[Path(n).stem for n in NOTEBOOKS])
 def test_notebook_in_browser(name, lab, browser, report, request):
@@ -175,6 +195,8 @@ def test_notebook_in_browser(name, lab, browser, report, request):
         if trouble:
             failures.append(f"after the widget changes: {trouble}; "
                             + _shot(page, name, "kernel"))
+        if name.startswith("09"):
+            failures += _section_link(page, lab, name)
         failures += [c for c in console if not any(b.search(c) for b in BENIGN_CONSOLE)]
         assert not failures, f"{name} in JupyterLab:\n  " + "\n  ".join(failures)
     finally:
