@@ -1,19 +1,38 @@
-"""Step time of our ZeRO stages against torch's own: ZeRO-3 vs FSDP2, and ZeRO-0/1/2 vs DDP.
+"""Step time of our ZeRO stages against torch's own: ZeRO-3 vs FSDP2, ZeRO-2 vs FSDP2
+without resharding, ZeRO-1 vs ZeroRedundancyOptimizer over DDP, and ZeRO-0/1/2 vs DDP.
+
+The peers:
+
+  ZeRO-3  FSDP2 (``fully_shard``, each block a unit), the same algorithm.
+  ZeRO-2  FSDP2 with ``reshard_after_forward=False``: torch has no ZeRO-2 of its own
+          (ZeroRedundancyOptimizer is ZeRO-1 only; FSDP1's SHARD_GRAD_OP is the old API
+          of the same thing). Like ZeRO-2 it keeps full parameters from forward to
+          backward, reduce-scatters the gradients and keeps only their shards; unlike it,
+          it also shards the parameters between steps, so each step begins with one
+          all-gather of every unit's parameters (forward), where ZeRO-2 all-gathers once
+          after the optimizer: the same bytes per step, one collective more per unit.
+          The nearest peer, not an identical one.
+  ZeRO-1  ``torch.distributed.optim.ZeroRedundancyOptimizer`` over DDP: optimizer states
+          partitioned by whole parameters; DDP all-reduces, each rank steps its
+          parameters and broadcasts them.
+  DDP     plain data parallelism, kept as a reference column for stages 0-2.
 
 All variants are built in the same rank processes and timed interleaved: every round
 runs one training step of each variant, in an order rotated every round, each step
 started together on all ranks (barrier) and timed as the slowest rank's. We report
 medians over rounds, and the median of the per-round ratios (ours / theirs within the
-same round, so slow phases of a shared machine hit both sides). Stages 0-2 and DDP use
-the same gradient buckets (``--bucket-kib``, DDP's ``bucket_cap_mb``).
+same round, so slow phases of a shared machine hit both sides). Stages 0-2, DDP and
+ZeroRedundancyOptimizer's DDP use the same gradient buckets (``--bucket-kib``, DDP's
+``bucket_cap_mb``).
 
     python -m bench.zero                    # 2 and 4 ranks, 20 rounds
     python -m bench.zero --quick            # a smoke run (seconds)
     python -m bench.zero --ranks 2 --rounds 50 --d-model 256 --json zero.json
+    python -m bench.zero --collectives      # the bare gloo collectives, timed alone
 
-``--json PATH`` writes {"ratios": {"zero2/ddp@4": median per-round ratio, ...}, "times":
-{ranks: {variant: {"median", "times"}}}, "load": [1-min load average before, after],
-"cores": n, "config": {...}}.
+``--json PATH`` writes {"ratios": {"zero1/zero_redundancy@4": median per-round ratio,
+...}, "times": {ranks: {variant: {"median", "times"}}}, "load": [1-min load average
+before, after], "cores": n, "config": {...}}.
 
 CPU ranks over gloo: with more ranks than cores, the timings include the operating
 system's scheduling, and the output says how many cores there were and the load.
@@ -27,14 +46,30 @@ import os
 import statistics
 
 from parlab.model import GPT, GPTConfig
+from parlab.zero.runner import ZeroRun
 from lessons.l01_data_parallel import experiments_zero as zero_peers
 
-PAIRS = [(3, "fsdp2"), (2, "ddp"), (1, "ddp"), (0, "ddp")]  # (ours, peer)
-TARGETS = {3: 1.0, 2: 1.15, 1: 1.15}  # ours / peer, median per-round ratio, at most
+# (ours, peer): the fair peers first, then DDP as a reference for stages 0-2
+PAIRS = [(3, "fsdp2"), (2, "fsdp2_keep"), (1, "zero_redundancy"),
+         (2, "ddp"), (1, "ddp"), (0, "ddp")]
+TARGETS = {(3, "fsdp2"): 1.0, (2, "fsdp2_keep"): 1.0, (1, "zero_redundancy"): 1.0}
+NAMES = {"fsdp2": "FSDP2", "fsdp2_keep": "FSDP2 (no reshard)",
+         "zero_redundancy": "ZeroRedundancyOptimizer + DDP", "ddp": "DDP"}
 
 
 def name(v) -> str:
-    return f"ZeRO-{v}" if isinstance(v, int) else {"fsdp2": "FSDP2", "ddp": "DDP"}[v]
+    return f"ZeRO-{v}" if isinstance(v, int) else NAMES[v]
+
+
+def runs(variants, config: GPTConfig, batch: int, bucket_bytes: int) -> dict:
+    """{variant: ZeroRun}: stages 0-3 and torch's peers; "fsdp2_keep" is FSDP2 with
+    ``reshard_after_forward=False``."""
+    out = {}
+    for v in variants:
+        stage, keep = ("fsdp2", True) if v == "fsdp2_keep" else (v, False)
+        out[v] = ZeroRun(config, batch_size=batch, zero_stage=stage, bucket_bytes=bucket_bytes,
+                         reshard_after_forward=not keep)
+    return out
 
 
 def key(ours, peer, ranks: int) -> str:
@@ -56,13 +91,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--bucket-kib", type=int, default=25 * 1024,
                     help="gradient bucket of stages 0-2 and DDP (default 25 MiB, DDP's)")
     ap.add_argument("--only-zero3", action="store_true", help="time ZeRO-3 and FSDP2 only")
+    ap.add_argument("--stages", type=int, nargs="+", default=[0, 1, 2, 3],
+                    help="time only these of our stages and their peers")
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 3 rounds, tiny model")
     ap.add_argument("--json", help="write the ratios and the raw times here")
     a = ap.parse_args(argv)
     if a.quick:
         a.ranks, a.rounds, a.d_model, a.seq_len, a.batch = [2], 3, 32, 16, 8
     config = GPTConfig(d_model=a.d_model, n_layers=a.layers, n_heads=4, seq_len=a.seq_len)
-    pairs = PAIRS[:1] if a.only_zero3 else PAIRS
+    pairs = [(o, p) for o, p in PAIRS if o in ([3] if a.only_zero3 else a.stages)]
     variants = list(dict.fromkeys(v for pair in pairs for v in pair))
     n_params = GPT(config).num_params()
     load = [os.getloadavg()[0]]
@@ -75,9 +112,9 @@ def main(argv=None) -> dict:
           "| median per-round ratio [p25, p75] |")
     print("|---|---|---|---|---|---|---|")
     for ranks in a.ranks:
-        res = raw[ranks] = zero_peers.step_times(variants, ranks, config, rounds=a.rounds,
-                                                 batch_size=a.batch, warmup=2, timeout=600,
-                                                 bucket_bytes=a.bucket_kib * 1024)
+        res = raw[ranks] = zero_peers.step_times(
+            runs(variants, config, a.batch, a.bucket_kib * 1024), ranks, rounds=a.rounds,
+            warmup=2, timeout=600)
         for ours, peer in pairs:
             paired = paired_ratios(res, ours, peer)
             q = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
@@ -90,10 +127,11 @@ def main(argv=None) -> dict:
     print(f"\nload average {load[0]:.1f} before, {load[1]:.1f} after "
           f"({os.cpu_count()} cores); targets, median per-round ratio:")
     for ours, peer in pairs:
-        if ours in TARGETS:
+        target = TARGETS.get((ours, peer))
+        if target is not None:
             worst = max(ratios[key(ours, peer, r)] for r in a.ranks)
             print(f"  {name(ours)} / {name(peer)}, worst over ranks {a.ranks}: {worst:.2f} "
-                  f"(target <= {TARGETS[ours]}: {'met' if worst <= TARGETS[ours] else 'NOT met'})")
+                  f"(target <= {target}: {'met' if worst <= target else 'NOT met'})")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"ratios": ratios, "load": load, "cores": os.cpu_count(),
