@@ -80,6 +80,72 @@ def paired_ratios(res: dict, ours, peer) -> list[float]:
     return sorted(o / p for o, p in zip(res[ours]["times"], res[peer]["times"]))
 
 
+def collectives_worker(numel: int, rounds: int, warmup: int = 3) -> dict:
+    """Rank side of ``--collectives``: the bare collectives of one step, on a buffer of
+    ``numel`` fp32 (the model's gradients / parameters), interleaved as the steps are.
+    Returns {collective: [seconds per round]}."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from parlab.zero.sharded import all_gather_async
+    n = dist.get_world_size()
+    numel -= numel % n
+    full = torch.randn(numel)
+    received = torch.empty(numel)
+    block = torch.empty(numel // n)
+    rows = received.view(n, -1)
+    flag = torch.zeros(64, dtype=torch.uint8)
+
+    def a2a_sum():  # ours: parlab.comm.reduce_scatter_async on gloo
+        dist.all_to_all_single(received, full, async_op=True).wait()
+        torch.sum(rows, 0, out=block)
+
+    ops = {
+        "all_reduce (DDP)": lambda: dist.all_reduce(full),
+        "gloo reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(block, full),
+        "reduce-scatter as all_to_all + sum (ours)": a2a_sum,
+        "gloo all_gather_into_tensor": lambda: dist.all_gather_into_tensor(received, block),
+        "all-gather as n async broadcasts (ours)": lambda: all_gather_async(rows)(),
+        "n broadcasts in turn (ZeroRedundancyOptimizer)":
+            lambda: [dist.broadcast(rows[r], r) for r in range(n)],
+        "64-byte MAX all_reduce (unused parameters)":
+            lambda: dist.all_reduce(flag, op=dist.ReduceOp.MAX),
+    }
+    labels = list(ops)
+    times = {v: [] for v in labels}
+    for k in range(warmup + rounds):
+        for v in labels[k % len(labels):] + labels[:k % len(labels)]:
+            dist.barrier()
+            t0 = time.perf_counter()
+            ops[v]()
+            if k >= warmup:
+                times[v].append(time.perf_counter() - t0)
+    return times
+
+
+def collectives(ranks, numel: int, rounds: int) -> dict:
+    """``--collectives``: {ranks: {collective: median ms, slowest rank per round}}."""
+    import warnings
+
+    from parlab.launch import launch
+    out = {}
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    print(f"bare collectives on {numel:,} fp32 ({numel * 4 / 1e6:.1f} MB), median over "
+          f"{rounds} interleaved rounds of the slowest rank; {os.cpu_count()} CPU cores, "
+          f"load average {os.getloadavg()[0]:.1f} before\n")
+    print("| collective | " + " | ".join(f"{n} ranks, ms" for n in ranks) + " |")
+    print("|---|" + "---|" * len(ranks))
+    for n in ranks:
+        res = launch(collectives_worker, n, numel, rounds, timeout=600)
+        out[n] = {v: statistics.median(max(r[v][k] for r in res) for k in range(rounds)) * 1e3
+                  for v in res[0]}
+    for v in out[ranks[0]]:
+        print(f"| {v} | " + " | ".join(f"{out[n][v]:.2f}" for n in ranks) + " |")
+    print(f"\nload average {os.getloadavg()[0]:.1f} after")
+    return out
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
@@ -94,11 +160,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--stages", type=int, nargs="+", default=[0, 1, 2, 3],
                     help="time only these of our stages and their peers")
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 3 rounds, tiny model")
+    ap.add_argument("--collectives", action="store_true",
+                    help="time the bare collectives of a step instead (gloo)")
     ap.add_argument("--json", help="write the ratios and the raw times here")
     a = ap.parse_args(argv)
     if a.quick:
         a.ranks, a.rounds, a.d_model, a.seq_len, a.batch = [2], 3, 32, 16, 8
     config = GPTConfig(d_model=a.d_model, n_layers=a.layers, n_heads=4, seq_len=a.seq_len)
+    if a.collectives:
+        return collectives(a.ranks, GPT(config).num_params(), a.rounds)
     pairs = [(o, p) for o, p in PAIRS if o in ([3] if a.only_zero3 else a.stages)]
     variants = list(dict.fromkeys(v for pair in pairs for v in pair))
     n_params = GPT(config).num_params()

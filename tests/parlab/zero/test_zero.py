@@ -238,6 +238,15 @@ def test_a_wrong_reduction_is_caught(reference):
     assert worst > 1e-4  # 100x the tolerance assert_matches uses
 
 
+@pytest.mark.parametrize("peer, options", [("zero_redundancy", {}),
+                                           ("fsdp2", dict(reshard_after_forward=False))],
+                         ids=["zero_redundancy", "fsdp2-no-reshard"])
+def test_zero1_and_zero2_peers_match_reference(peer, options, reference):
+    # bench/zero.py's peers for ZeRO-1 (ZeroRedundancyOptimizer over DDP) and ZeRO-2
+    # (FSDP2 keeping its parameters from forward to backward) train as one device does
+    assert_matches(zrun(peer, 2, **options), reference[8])
+
+
 # --- peers and timing ---------------------------------------------------------------------
 
 def test_step_times_runs_every_variant():
