@@ -96,6 +96,9 @@ def collectives_worker(numel: int, rounds: int, warmup: int = 3) -> dict:
     block = torch.empty(numel // n)
     rows = received.view(n, -1)
     flag = torch.zeros(64, dtype=torch.uint8)
+    # (torch 2.13 renamed the flat forms; older ones have only the old names)
+    reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+    all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
     def a2a_sum():  # ours: parlab.comm.reduce_scatter_async on gloo
         dist.all_to_all_single(received, full, async_op=True).wait()
@@ -103,9 +106,9 @@ def collectives_worker(numel: int, rounds: int, warmup: int = 3) -> dict:
 
     ops = {
         "all_reduce (DDP)": lambda: dist.all_reduce(full),
-        "gloo reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(block, full),
+        "gloo reduce-scatter": lambda: reduce_scatter(block, full),
         "reduce-scatter as all_to_all + sum (ours)": a2a_sum,
-        "gloo all_gather_into_tensor": lambda: dist.all_gather_into_tensor(received, block),
+        "gloo all-gather": lambda: all_gather(received, block),
         "all-gather as n async broadcasts (ours)": lambda: all_gather_async(rows)(),
         "n broadcasts in turn (ZeroRedundancyOptimizer)":
             lambda: [dist.broadcast(rows[r], r) for r in range(n)],
@@ -126,11 +129,8 @@ def collectives_worker(numel: int, rounds: int, warmup: int = 3) -> dict:
 
 def collectives(ranks, numel: int, rounds: int) -> dict:
     """``--collectives``: {ranks: {collective: median ms, slowest rank per round}}."""
-    import warnings
-
     from parlab.launch import launch
     out = {}
-    warnings.filterwarnings("ignore", category=FutureWarning)
     print(f"bare collectives on {numel:,} fp32 ({numel * 4 / 1e6:.1f} MB), median over "
           f"{rounds} interleaved rounds of the slowest rank; {os.cpu_count()} CPU cores, "
           f"load average {os.getloadavg()[0]:.1f} before\n")

@@ -37,6 +37,8 @@ full gradients.
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.distributed as dist
 
@@ -134,6 +136,15 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
                                        bucket_bytes, [(p.dtype, p.device) for _, p in rev])]
         self._slot = {p: (b, i) for b in self.buckets for i, p in enumerate(b.params)}
         shards = {p: b.shards[i] for p, (b, i) in self._slot.items()}
+        # Every rank steps a shard of *every* tensor (ZeroRedundancyOptimizer, partitioning
+        # whole tensors, steps 1/n of them), so an optimizer's cost per tensor is paid n
+        # times over; a fused kernel (one call for the whole list) takes it away. torch
+        # leaves it off by default on CPU; we ask for it where the optimizer has one.
+        if (not {"fused", "foreach"} & set(optimizer_kwargs)
+                and "fused" in inspect.signature(optimizer_cls).parameters
+                and all(p.device.type in ("cpu", "cuda") and p.is_floating_point()
+                        for _, p in named)):
+            optimizer_kwargs["fused"] = True
         self.inner = optimizer_cls([shards[p] for _, p in named], **optimizer_kwargs)
         self.state = self.inner.state  # what this rank keeps: its shards' states, by shard
         for p in self._slot:
