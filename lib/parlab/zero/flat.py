@@ -82,7 +82,8 @@ class ShardLayout:
         for s, o, c in zip(shards, self.offsets, self.chunks):
             n = s.numel()
             out[o:o + n].copy_(s.reshape(-1))
-            out[o + n:o + c].zero_()  # padding (nothing when the chunk is full)
+            if n < c:
+                out[o + n:o + c].zero_()  # padding
         return out
 
     def split(self, block: torch.Tensor, real: bool = False) -> list[torch.Tensor]:
