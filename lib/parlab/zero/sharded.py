@@ -32,7 +32,8 @@ when ``loss.backward()`` returns, each rank's shard gradients are averaged. Grad
 accumulation: under ``no_sync()`` nothing is exchanged and gradients add up in full
 (stage 2 too, as FSDP2's ``set_requires_gradient_sync(False)``); without it, stage 2
 reduce-scatters every micro-batch and sums the shards -- m times the traffic, never the
-full gradients.
+full gradients -- and stage 1, whose full gradients keep adding up, reduce-scatters
+the sum so far each time and keeps the last.
 """
 
 from __future__ import annotations
@@ -182,8 +183,8 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
             b.layout.place(b.incoming, i, p.grad)
             if self.stage == 2:
                 p.grad = None  # dropped: only the shard's gradient will be kept
-            else:
-                p.grad.zero_()  # kept (stage 1 holds full gradients), but now sent
+            # (stage 1 keeps it, and autograd adds the next micro-batch's to it: each
+            # exchange sends the sum so far, and replaces the shard's gradient)
 
     def _launch(self, b: _Bucket) -> None:
         for i in range(len(b.params)):
@@ -215,7 +216,10 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
         for s, piece, n in zip(b.shards, b.layout.split(grads, real=True), users):
             if n == 0:
                 continue  # no rank used it: no gradient to add, as on one device
-            s.grad = piece if s.grad is None else s.grad.add_(piece)  # views of one block
+            if s.grad is None or self.stage == 1:  # stage 1 sent the whole sum so far
+                s.grad = piece  # a view of the reduced block
+            else:  # stage 2 sent only what arrived since its last exchange
+                s.grad.add_(piece)
 
     def _finish(self) -> None:
         """Finish this round's gradient exchange: every bucket reduce-scattered and

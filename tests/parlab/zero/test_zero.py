@@ -294,3 +294,32 @@ def test_bad_input_raises_before_any_rank_starts(fields, world_size, match):
 def test_run_takes_a_zero_run():
     with pytest.raises(ValueError, match="run must be a ZeroRun"):
         zero.run(3, 2)
+
+
+# --- gradient accumulation without no_sync -------------------------------------------------
+
+def _every_micro_batch_exchanged(stage: int) -> dict:
+    """Rank side: 3 backwards, none under ``no_sync`` (each exchanges its gradients), then
+    the full averaged gradient, {parameter index: tensor}."""
+    import workers_grad_sync as w
+    torch.set_num_threads(1)
+    model = w.Net()
+    params = list(model.parameters())
+    opt = zero.ShardedOptimizer(model.named_parameters(), torch.optim.SGD, stage=stage,
+                                bucket_bytes=512, lr=0.1)
+    for i in range(3):
+        (model(*w.batch(dist.get_rank(), i)) / 3).backward()
+    grads = opt.full_tensors(grads=True)
+    return {i: grads[p] for i, p in enumerate(params) if p in grads}
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_every_micro_batch_exchanged_adds_up(stage):
+    # stage 2 adds each exchange's shard to the last; stage 1 keeps the full gradients
+    # adding up and each exchange replaces the shard with the sum so far: both the mean
+    # over ranks and micro-batches
+    import workers_grad_sync as w
+    want = w.reference(2, micro_batches=3)
+    for got in parlab.launch(_every_micro_batch_exchanged, 2, stage, timeout=120):
+        assert set(got) == set(want)
+        assert max((got[i] - want[i]).abs().max().item() for i in want) < 1e-6
