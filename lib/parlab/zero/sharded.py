@@ -254,18 +254,28 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
 
     @torch.no_grad()
     def all_gather_parameters(self) -> None:
-        """Every rank's updated shards -> the full parameters everywhere (in place)."""
+        """Every rank's updated shards -> the full parameters everywhere (in place).
+
+        One all-gather for all the buckets (one per dtype and device): the gradients
+        travel bucket by bucket to overlap backward, but nothing is left to overlap here,
+        and on a busy machine every collective costs its latency."""
+        together = {}
+        for b in self.buckets:
+            together.setdefault((b.params[0].dtype, b.params[0].device), []).append(b)
         waits = []
-        for k, b in enumerate(self.buckets):
-            full = torch.empty(self.dp, b.layout.block, dtype=b.params[0].dtype,
-                               device=b.params[0].device)
-            b.layout.own(b.shards, out=full[self.rank])  # this rank's block, in its place
-            arrived = all_gather_async(full, self.group, f"bucket{k} params")
-            waits.append((b, full, arrived))
+        for (dtype, device), buckets in together.items():
+            blocks = [b.layout.block for b in buckets]
+            full = torch.empty(self.dp, sum(blocks), dtype=dtype, device=device)
+            # each bucket's blocks are a column range of the rows: (ranks, its block)
+            parts = full.split(blocks, dim=1)
+            for b, part in zip(buckets, parts):
+                b.layout.own(b.shards, out=part[self.rank])  # this rank's, in its place
+            waits.append((buckets, parts, all_gather_async(full, self.group, "params")))
         with trace.span("wait for parameters", kind="wait"):
-            for b, full, arrived in waits:
+            for buckets, parts, arrived in waits:
                 arrived()
-                b.layout.unpack_into(full, b.params)
+                for b, part in zip(buckets, parts):
+                    b.layout.unpack_into(part, b.params)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for b in self.buckets:
