@@ -11,11 +11,16 @@ The peers:
           it also shards the parameters between steps, so each step begins with one
           all-gather of every unit's parameters (forward), where ZeRO-2 all-gathers once
           after the optimizer: the same bytes per step, one collective more per unit.
-          The nearest peer, not an identical one.
+          The nearest peer, not an identical one; on CPU it is also slowed by DTensor
+          and by gloo's own reduce-scatter (``--collectives``), so DDP is the harder bar.
   ZeRO-1  ``torch.distributed.optim.ZeroRedundancyOptimizer`` over DDP: optimizer states
           partitioned by whole parameters; DDP all-reduces, each rank steps its
           parameters and broadcasts them.
   DDP     plain data parallelism, kept as a reference column for stages 0-2.
+
+Our ZeRO-1/2 step their shards with AdamW's fused kernel (each rank steps a shard of every
+tensor, where ZeroRedundancyOptimizer steps 1/n of them whole: ``zero/sharded.py``); the
+peers and our stages 0 and 3 run torch's default AdamW, on CPU neither fused nor foreach.
 
 All variants are built in the same rank processes and timed interleaved: every round
 runs one training step of each variant, in an order rotated every round, each step
@@ -53,8 +58,9 @@ from lessons.l01_data_parallel import experiments_zero as zero_peers
 PAIRS = [(3, "fsdp2"), (2, "fsdp2_keep"), (1, "zero_redundancy"),
          (2, "ddp"), (1, "ddp"), (0, "ddp")]
 # ours / peer, median per-round ratio, at most. ZeRO-1 keeps its target against DDP: against
-# ZeroRedundancyOptimizer it measured 1.00 (2 ranks) and 1.01-1.02 (4 ranks) over 80-120
-# rounds, in three sittings (docs/measurements.md says where the 1-2% goes).
+# ZeroRedundancyOptimizer it is level, not below -- 0.999 / 1.004 at 2 / 4 ranks (120 rounds,
+# 2026-12-04), 1.01-1.02 at 4 ranks in three earlier sittings (docs/measurements.md says
+# where the last percent goes).
 TARGETS = {(3, "fsdp2"): 1.0, (2, "fsdp2_keep"): 1.0, (2, "ddp"): 1.15, (1, "ddp"): 1.15}
 NAMES = {"fsdp2": "FSDP2", "fsdp2_keep": "FSDP2 (no reshard)",
          "zero_redundancy": "ZeroRedundancyOptimizer + DDP", "ddp": "DDP"}
