@@ -13,7 +13,7 @@ Read in this order:
                   (used by the ZeRO run and every composed run)
   probes.py       MemoryProbe and Tracer: instrumentation the runner passes in
   peers.py        torch_peer: FSDP2 (fully_shard), DDP and ZeroRedundancyOptimizer on the same model
-                  (ZeroRun(zero_stage="fsdp2" / "ddp"))
+                  (ZeroRun(zero_stage="fsdp2" / "ddp" / "zero_redundancy"))
   runner.py       ZeroRun (checked before any process starts), run(): the stages applied
                   to the lab's GPT
 
