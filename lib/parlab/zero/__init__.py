@@ -12,8 +12,8 @@ Read in this order:
   stages.py       apply_zero(module, stage, group): a stage to the part that implements it
                   (used by the ZeRO run and every composed run)
   probes.py       MemoryProbe and Tracer: instrumentation the runner passes in
-  peers.py        torch_peer: FSDP2 (fully_shard) and DDP on the same model
-                  (ZeroRun(zero_stage="fsdp2" / "ddp"))
+  peers.py        torch_peer: FSDP2 (fully_shard), DDP and ZeroRedundancyOptimizer on the same model
+                  (ZeroRun(zero_stage="fsdp2" / "ddp" / "zero_redundancy"))
   runner.py       ZeroRun (checked before any process starts), run(): the stages applied
                   to the lab's GPT
 

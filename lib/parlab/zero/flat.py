@@ -73,10 +73,18 @@ class ShardLayout:
         if rest:
             cols[whole, :rest].copy_(flat[whole * c:])
 
-    def own(self, shards, dtype=None) -> torch.Tensor:
-        """This rank's block from its shards (an all-gather's input; short ones padded)."""
-        return torch.cat([F.pad(s.reshape(-1).to(dtype or s.dtype), (0, c - s.numel()))
-                          for s, c in zip(shards, self.chunks)])
+    def own(self, shards, dtype=None, out=None) -> torch.Tensor:
+        """This rank's block from its shards (an all-gather's input; short ones padded);
+        ``out``: written there (e.g. this rank's row of the all-gather's output)."""
+        if out is None:
+            return torch.cat([F.pad(s.reshape(-1).to(dtype or s.dtype), (0, c - s.numel()))
+                              for s, c in zip(shards, self.chunks)])
+        for s, o, c in zip(shards, self.offsets, self.chunks):
+            n = s.numel()
+            out[o:o + n].copy_(s.reshape(-1))
+            if n < c:
+                out[o + n:o + c].zero_()  # padding
+        return out
 
     def split(self, block: torch.Tensor, real: bool = False) -> list[torch.Tensor]:
         """A block cut back into its per-tensor chunks (views); ``real``: without padding."""

@@ -1,4 +1,5 @@
-"""The peers of ``parlab.zero``: torch's own FSDP2 and DDP on the same model, applied as
+"""The peers of ``parlab.zero``: torch's own FSDP2, DDP and ZeroRedundancyOptimizer on the
+same model, applied as
 our stages are (``torch_peer`` returns what ``stages.apply_zero`` returns: the module to
 call, its gradient sync, its optimizer). Tests use them to show that our ZeRO-3 computes
 what FSDP2 computes; the lesson's step timer (``lessons.l01_data_parallel``) times ours
@@ -16,7 +17,7 @@ from ..data_parallel.peers import TorchDDP
 from ..model import ADAMW_BETAS
 from .stages import Zero
 
-PEERS = ("ddp", "fsdp2")  # torch's own implementations, for comparison
+PEERS = ("ddp", "fsdp2", "zero_redundancy")  # torch's own implementations, for comparison
 
 
 class _Peer(torch.nn.Module):
@@ -77,8 +78,15 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
     only labels), consecutive ranks one shard group (as
     ``hybrid.hsdp_groups``).
     ``kind='ddp'``: DistributedDataParallel (Li et al., "PyTorch Distributed", VLDB 2020)
-    over ``group``, buckets of ``bucket_bytes``. Returns a ``stages.Zero``: the module to
-    call (with our parts' interface), itself as the sync, and an AdamW as ours."""
+    over ``group``, buckets of ``bucket_bytes``.
+    ``kind='zero_redundancy'``: ZeRO-1 as torch ships it, DDP (as above) with
+    ``torch.distributed.optim.ZeroRedundancyOptimizer`` around the AdamW: each rank keeps
+    the optimizer states of a subset of whole parameters (not a slice of each, as ours),
+    steps them after DDP's all-reduce, and broadcasts them to the others, one bucket
+    view per rank (``parameters_as_bucket_view=True``, its faster layout: one broadcast
+    per rank instead of one per parameter).
+    Returns a ``stages.Zero``: the module to call (with our parts' interface), itself as
+    the sync, and an AdamW as ours."""
     if kind == "fsdp2":
         try:
             from torch.distributed.fsdp import fully_shard
@@ -93,8 +101,14 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
         model = _Peer(gpt, gpt)
     else:
         model = _Peer(TorchDDP(gpt, group, bucket_bytes), gpt)
-    optimizer = torch.optim.AdamW(gpt.parameters(), lr=lr, betas=ADAMW_BETAS,
-                                  weight_decay=weight_decay)
+    opt = dict(lr=lr, betas=ADAMW_BETAS, weight_decay=weight_decay)
+    if kind == "zero_redundancy":
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        optimizer = ZeroRedundancyOptimizer(gpt.parameters(), torch.optim.AdamW,
+                                            process_group=group,
+                                            parameters_as_bucket_view=True, **opt)
+    else:
+        optimizer = torch.optim.AdamW(gpt.parameters(), **opt)
     return Zero(model, model, optimizer)
 
 

@@ -10,9 +10,9 @@ The stages are the ZeRO parts applied to the lab's GPT (Rajbhandari et al., SC 2
   2  ``ShardedOptimizer(stage=2)``: + gradients partitioned (P_os+g)
   3  ``FullyShard``: + parameters partitioned (P_os+g+p)
 
-and "ddp" / "fsdp2" are PyTorch's own (``peers.py``). Stage 3 takes FSDP's options:
-``reshard_after_forward``, ``prefetch`` and ``replicate`` > 1 (HSDP, ``hybrid.py``); the
-FSDP2 peer the first and the last. A ``MemoryProbe`` and a ``Tracer`` watch them from
+and "ddp" / "fsdp2" / "zero_redundancy" are PyTorch's own (``peers.py``). Stage 3 takes
+FSDP's options: ``reshard_after_forward``, ``prefetch`` and ``replicate`` > 1 (HSDP,
+``hybrid.py``); the FSDP2 peer the first and the last. A ``MemoryProbe`` and a ``Tracer`` watch them from
 outside: bytes held by kind, and one compute span per unit."""
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ EXTRAS = ("comm_bytes", "bytes_sent", "buckets")
 @dataclass(frozen=True)
 class ZeroRun(TrainRun):
     """A ZeRO run: ``zero_stage`` 0 (plain DP), 1, 2 or 3, or a torch peer "ddp" /
-    "fsdp2"; gradients bucketed by ``bucket_bytes`` (stages 0-2, and DDP's
-    ``bucket_cap_mb``). The dp ranks each train on an equal slice of ``batch_size``.
+    "fsdp2" / "zero_redundancy"; gradients bucketed by ``bucket_bytes`` (stages 0-2, and
+    DDP's ``bucket_cap_mb``). The dp ranks each train on an equal slice of ``batch_size``.
     Stage 3 only: ``reshard_after_forward`` (False: keep the gathered weights until
     backward), ``prefetch`` (the next unit's all-gather issued early), ``replicate``
     (HSDP: that many replicas of a ZeRO-3 group of world_size / replicate ranks).

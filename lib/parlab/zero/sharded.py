@@ -19,7 +19,9 @@ partitions them over the N_d data-parallel ranks:
 Traffic per step (§7.2): a reduce-scatter and an all-gather, 2 Psi per rank -- what one
 all-reduce moves (an all-reduce *is* the two). Gradients travel in buckets of
 ``bucket_bytes`` (DDP's layout: reverse parameter order, so that backward fills them
-front to back), each one collective.
+front to back), each one collective. Nothing else is exchanged: which parameters no
+rank used travels inside the buckets (one count per tensor, below), since on a busy
+machine a collective costs its latency however small it is.
 
 Exactness: the optimizer steps each shard with that shard's gradient, which for an
 elementwise rule (SGD, Adam, AdamW, ...) is the arithmetic of the whole tensor; LBFGS's
@@ -30,17 +32,20 @@ when ``loss.backward()`` returns, each rank's shard gradients are averaged. Grad
 accumulation: under ``no_sync()`` nothing is exchanged and gradients add up in full
 (stage 2 too, as FSDP2's ``set_requires_gradient_sync(False)``); without it, stage 2
 reduce-scatters every micro-batch and sums the shards -- m times the traffic, never the
-full gradients.
+full gradients -- and stage 1, whose full gradients keep adding up, reduce-scatters
+the sum so far each time and keeps the last.
 """
 
 from __future__ import annotations
+
+import inspect
 
 import torch
 import torch.distributed as dist
 
 from .. import comm, trace
 from ..data_parallel.ddp import DDP_BUCKET_BYTES, assign_buckets
-from ..data_parallel.grad_sync import GradSync, broadcast_tensors, used_anywhere
+from ..data_parallel.grad_sync import GradSync, broadcast_tensors
 from ..mesh import check_group
 from ..validate import check_choice, check_int
 from .flat import ShardLayout
@@ -70,12 +75,19 @@ def named_trainable(params) -> list[tuple[str, torch.nn.Parameter]]:
 class _Bucket:
     """Parameters reduced together; this rank's shard of each is ``shards[i]``. In this
     round of the exchange, ``ready``: the ones whose gradient is complete; ``held``:
-    gradients accumulated under ``no_sync``, still to be sent."""
+    gradients accumulated under ``no_sync``, still to be sent.
+
+    Its buffer is ``parts`` rows (one per rank, ``flat.ShardLayout``'s blocks) of
+    ``width`` elements: the block, then one count per parameter -- 1 where this rank has
+    its gradient. The reduce-scatter sums them, so every rank learns how many ranks
+    used each parameter from the same collective as the gradients (an unused one
+    keeps no gradient, as on one device), with no collective of its own."""
 
     def __init__(self, named, parts: int, index: int):
         self.names = [n for n, _ in named]
         self.params = [p for _, p in named]
         self.layout = ShardLayout([p.shape for p in self.params], parts, index)
+        self.width = self.layout.block + len(self.params)
         # views of each parameter's own chunk: the optimizer updates the weights in place
         self.shards = [self.layout.view(p.detach(), i) for i, p in enumerate(self.params)]
         self.ready = set()
@@ -125,6 +137,15 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
                                        bucket_bytes, [(p.dtype, p.device) for _, p in rev])]
         self._slot = {p: (b, i) for b in self.buckets for i, p in enumerate(b.params)}
         shards = {p: b.shards[i] for p, (b, i) in self._slot.items()}
+        # Every rank steps a shard of *every* tensor (ZeroRedundancyOptimizer, partitioning
+        # whole tensors, steps 1/n of them), so an optimizer's cost per tensor is paid n
+        # times over; a fused kernel (one call for the whole list) takes it away. torch
+        # leaves it off by default on CPU; we ask for it where the optimizer has one.
+        if (not {"fused", "foreach"} & set(optimizer_kwargs)
+                and "fused" in inspect.signature(optimizer_cls).parameters
+                and all(p.device.type in ("cpu", "cuda") and p.is_floating_point()
+                        for _, p in named)):
+            optimizer_kwargs["fused"] = True
         self.inner = optimizer_cls([shards[p] for _, p in named], **optimizer_kwargs)
         self.state = self.inner.state  # what this rank keeps: its shards' states, by shard
         for p in self._slot:
@@ -153,7 +174,7 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
 
     def _into_bucket(self, b: _Bucket, i: int) -> None:
         if b.incoming is None:
-            b.incoming = torch.zeros(self.dp, b.layout.block, dtype=b.params[0].dtype,
+            b.incoming = torch.zeros(self.dp, b.width, dtype=b.params[0].dtype,
                                      device=b.params[0].device)
             if self.probe is not None:
                 self.probe.allocated("buckets", b.incoming)
@@ -162,15 +183,18 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
             b.layout.place(b.incoming, i, p.grad)
             if self.stage == 2:
                 p.grad = None  # dropped: only the shard's gradient will be kept
-            else:
-                p.grad.zero_()  # kept (stage 1 holds full gradients), but now sent
+            # (stage 1 keeps it, and autograd adds the next micro-batch's to it: each
+            # exchange sends the sum so far, and replaces the shard's gradient)
 
     def _launch(self, b: _Bucket) -> None:
         for i in range(len(b.params)):
             self._into_bucket(b, i)
+        # the counts: every row (each rank's block) says which parameters this rank used
+        used = [1.0 if p in self._got else 0.0 for p in b.params]
+        b.incoming[:, b.layout.block:] = torch.tensor(used, dtype=b.incoming.dtype)
         b.ready.clear()
         b.held.clear()
-        out = torch.empty(b.layout.block, dtype=b.incoming.dtype, device=b.incoming.device)
+        out = torch.empty(b.width, dtype=b.incoming.dtype, device=b.incoming.device)
         arrived = comm.reduce_scatter_async(out, b.incoming.view(-1), self.group,
                                             f"bucket{self.buckets.index(b)} grads")
         b.wait = lambda: (arrived(), out)[1]
@@ -185,14 +209,23 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
         if self.probe is not None:
             self.probe.freed("buckets", b.incoming.nbytes)
         b.incoming = None
-        for s, piece in zip(b.shards, b.layout.split(reduced.div_(self.divide_by), real=True)):
-            s.grad = piece if s.grad is None else s.grad.add_(piece)  # views of one block
+        users = reduced[b.layout.block:].tolist()  # how many ranks used each parameter
+        # the mean, into a buffer of the gradients' own (the division writes it anyway):
+        # a rank keeps exactly its shard gradients, not the counts beside them
+        grads = reduced[:b.layout.block].div(self.divide_by)
+        for s, piece, n in zip(b.shards, b.layout.split(grads, real=True), users):
+            if n == 0:
+                continue  # no rank used it: no gradient to add, as on one device
+            if s.grad is None or self.stage == 1:  # stage 1 sent the whole sum so far
+                s.grad = piece  # a view of the reduced block
+            else:  # stage 2 sent only what arrived since its last exchange
+                s.grad.add_(piece)
 
     def _finish(self) -> None:
         """Finish this round's gradient exchange: every bucket reduce-scattered and
-        averaged into this rank's shard gradients. A bucket still
-        missing a gradient goes now with zeros in its place; then the ranks agree which
-        parameters no rank used (one MAX all-reduce of a byte each), and those keep none."""
+        averaged into this rank's shard gradients. A bucket still missing a gradient
+        goes now with zeros in its place; its counts tell which parameters no rank used,
+        and those get nothing added (``_finish_bucket``)."""
         if self._next:  # a round under way: finish it
             left = self.buckets[self._next:]
         elif any(b.ready or b.held for b in self.buckets):  # gradients not sent (no_sync)
@@ -205,11 +238,6 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
             for b in self.buckets:
                 if b.wait is not None:
                     self._finish_bucket(b)
-        params = [p for b in self.buckets for p in b.params]
-        for p, anywhere in zip(params, used_anywhere([p in self._got for p in params], self.group)):
-            if not anywhere:
-                b, i = self._slot[p]
-                b.shards[i].grad = None  # unused on every rank: skipped, as on one device
         self._next = 0
         self._got = set()
 
@@ -226,18 +254,28 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
 
     @torch.no_grad()
     def all_gather_parameters(self) -> None:
-        """Every rank's updated shards -> the full parameters everywhere (in place)."""
+        """Every rank's updated shards -> the full parameters everywhere (in place).
+
+        One all-gather for all the buckets (one per dtype and device): the gradients
+        travel bucket by bucket to overlap backward, but nothing is left to overlap here,
+        and on a busy machine every collective costs its latency."""
+        together = {}
+        for b in self.buckets:
+            together.setdefault((b.params[0].dtype, b.params[0].device), []).append(b)
         waits = []
-        for k, b in enumerate(self.buckets):
-            full = torch.empty(self.dp * b.layout.block, dtype=b.params[0].dtype,
-                               device=b.params[0].device)
-            arrived = comm.all_gather_async(full, b.layout.own(b.shards), self.group,
-                                            f"bucket{k} params")
-            waits.append((b, full, arrived))
+        for (dtype, device), buckets in together.items():
+            blocks = [b.layout.block for b in buckets]
+            full = torch.empty(self.dp, sum(blocks), dtype=dtype, device=device)
+            # each bucket's blocks are a column range of the rows: (ranks, its block)
+            parts = full.split(blocks, dim=1)
+            for b, part in zip(buckets, parts):
+                b.layout.own(b.shards, out=part[self.rank])  # this rank's, in its place
+            waits.append((buckets, parts, all_gather_async(full, self.group, "params")))
         with trace.span("wait for parameters", kind="wait"):
-            for b, full, arrived in waits:
+            for buckets, parts, arrived in waits:
                 arrived()
-                b.layout.unpack_into(full, b.params)
+                for b, part in zip(buckets, parts):
+                    b.layout.unpack_into(part, b.params)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for b in self.buckets:
@@ -278,3 +316,35 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
 
     def load_state_dict(self, state_dict) -> None:
         self.inner.load_state_dict(state_dict)
+
+
+class _AllOf:
+    """Several started collectives waited on as one (``trace.in_flight`` takes one)."""
+
+    def __init__(self, works):
+        self.works = works
+
+    def wait(self) -> None:
+        for w in self.works:
+            w.wait()
+
+    def get_future(self):
+        return torch.futures.collect_all([w.get_future() for w in self.works])
+
+
+def all_gather_async(full: torch.Tensor, group=None, label: str = "params"):
+    """Start the all-gather of the rows of ``full`` (parts, block): row r is rank r's block,
+    this rank's already in place; returns ``wait()``. NCCL: torch's all-gather.
+
+    On gloo, as one broadcast per rank of its own row, all in flight at once: the same
+    bytes (each rank's block reaches the n - 1 others), but gloo runs them side by side
+    on its worker threads, where its all-gather is a ring of n - 1 steps one after the
+    other. Measured here on 3.3 MB (2 CPU cores, load 4; bench/zero.py --collectives):
+    0.9 ms against 1.7 ms at 2 ranks, 2.6 ms against 5.7 ms at 4."""
+    if dist.get_backend(group) != "gloo":
+        return comm.all_gather_async(full.view(-1), full[dist.get_rank(group)], group, label)
+    works = [dist.broadcast(row, group=group, group_src=r, async_op=True)
+             for r, row in enumerate(full)]
+    return trace.in_flight(_AllOf(works), f"all_gather {label}", async_op=True,
+                           **comm.modelled_bytes("all_gather", full.nbytes, group),
+                           dtype=str(full.dtype).removeprefix("torch."))

@@ -131,6 +131,8 @@ def test_traced_bytes_per_step_equal_formula(dp):
             # (stage 3: every unit is gathered again for its backward -- the root too,
             # embeddings and all, since its head needs its weights -- so 3 Psi exactly)
             expect = cost.zero_comm_volume(N_PARAMS, dp, stage, grad_bytes=4)
+            if stage in (1, 2):  # + the buckets' counts of the ranks that used each
+                expect += (dp - 1) * 4 * len(list(GPT(CFG).parameters()))  # tensor
             # (4 KiB buckets: each bucket's bytes are a multiple of 4 -- no padding)
             assert all(b == expect for r in res.ranks for b in r["comm_bytes"]), \
                 (stage, [r["comm_bytes"] for r in res.ranks])
@@ -236,6 +238,15 @@ def test_a_wrong_reduction_is_caught(reference):
     assert worst > 1e-4  # 100x the tolerance assert_matches uses
 
 
+@pytest.mark.parametrize("peer, options", [("zero_redundancy", {}),
+                                           ("fsdp2", dict(reshard_after_forward=False))],
+                         ids=["zero_redundancy", "fsdp2-no-reshard"])
+def test_zero1_and_zero2_peers_match_reference(peer, options, reference):
+    # bench/zero.py's peers for ZeRO-1 (ZeroRedundancyOptimizer over DDP) and ZeRO-2
+    # (FSDP2 keeping its parameters from forward to backward) train as one device does
+    assert_matches(zrun(peer, 2, **options), reference[8])
+
+
 # --- peers and timing ---------------------------------------------------------------------
 
 def test_step_times_runs_every_variant():
@@ -283,3 +294,32 @@ def test_bad_input_raises_before_any_rank_starts(fields, world_size, match):
 def test_run_takes_a_zero_run():
     with pytest.raises(ValueError, match="run must be a ZeroRun"):
         zero.run(3, 2)
+
+
+# --- gradient accumulation without no_sync -------------------------------------------------
+
+def _every_micro_batch_exchanged(stage: int) -> dict:
+    """Rank side: 3 backwards, none under ``no_sync`` (each exchanges its gradients), then
+    the full averaged gradient, {parameter index: tensor}."""
+    import workers_grad_sync as w
+    torch.set_num_threads(1)
+    model = w.Net()
+    params = list(model.parameters())
+    opt = zero.ShardedOptimizer(model.named_parameters(), torch.optim.SGD, stage=stage,
+                                bucket_bytes=512, lr=0.1)
+    for i in range(3):
+        (model(*w.batch(dist.get_rank(), i)) / 3).backward()
+    grads = opt.full_tensors(grads=True)
+    return {i: grads[p] for i, p in enumerate(params) if p in grads}
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_every_micro_batch_exchanged_adds_up(stage):
+    # stage 2 adds each exchange's shard to the last; stage 1 keeps the full gradients
+    # adding up and each exchange replaces the shard with the sum so far: both the mean
+    # over ranks and micro-batches
+    import workers_grad_sync as w
+    want = w.reference(2, micro_batches=3)
+    for got in parlab.launch(_every_micro_batch_exchanged, 2, stage, timeout=120):
+        assert set(got) == set(want)
+        assert max((got[i] - want[i]).abs().max().item() for i in want) < 1e-6
