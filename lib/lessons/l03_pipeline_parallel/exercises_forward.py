@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from lessons.common.checkers import core
-from lessons.common.i18n import current_lang, t
+from lessons.common.i18n import t
 from .exercises_schedules import check_pm
 from .text import TEXT
 from lessons.common.checkers.watch import Diagnosis, DistWatch
@@ -48,16 +48,16 @@ def _micro_batches(m: int, width: int = 4) -> list:
     return [torch.arange(width, dtype=torch.float32) + 10 * i for i in range(m)]
 
 
-def _forward_harness(source, name, p, m, lang="en"):
+def _forward_harness(source, name, p, m):
     """On each rank: the learner's forward with this stage's layer. Stage 0 gets the
     micro-batches; the others get zeros of the same shape (the values must come by recv).
-    ``lang``: the language of the notebook's session, which a verdict said here speaks."""
+    A verdict said here speaks the notebook's language (``core.run_learner`` sets it)."""
     fn = core.load_learner(source, name)
     stage = dist.get_rank()
     mbs = _micro_batches(m) if stage == 0 else [torch.zeros(4) for _ in range(m)]
     # every send/recv's peer checked before it is made (watch.py): a message to or from
     # the wrong rank would hang, or crash the job when the other ranks leave
-    with DistWatch(on_message=lambda kind, peer, _: _check_peer(kind, peer, stage, p, lang)):
+    with DistWatch(on_message=lambda kind, peer, _: _check_peer(kind, peer, stage, p)):
         out = fn(mbs, stage, p, _layer(stage))
     return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in (out or [])]
 
@@ -84,7 +84,7 @@ def check_pipeline_forward(fn, p: int = 4, m: int = 3, timeout: float = 30.0) ->
     through all p layers, in order."""
     p, m = check_pm(p, m)
     core.check_timeout(timeout)
-    ranks, bad = core.run_learner(_forward_harness, fn, p, p, m, current_lang(), timeout=timeout)
+    ranks, bad = core.run_learner(_forward_harness, fn, p, p, m, timeout=timeout)
     if bad:
         return bad
     got = ranks[p - 1]

@@ -21,7 +21,7 @@ import torch
 from parlab import cost
 from parlab.validate import check_int
 from lessons.common.checkers import core
-from lessons.common.i18n import current_lang, t
+from lessons.common.i18n import t
 from .hints import HINTS
 from .text import TEXT
 from lessons.l05_context_parallel.exercises import _unwritten
@@ -72,11 +72,10 @@ def solution_resume(train_state):
     return int(train_state["step"])
 
 
-def resume_harness(source: str, name: str, steps: int, at: int, directory: str,
-                   lang: str | None = None):
+def resume_harness(source: str, name: str, steps: int, at: int, directory: str):
     """On each rank: train ``steps`` with a checkpoint before step ``at``, then resume from
-    it with the learner's function as the resume hook; both runs' losses. ``lang``: the
-    language of a message to the learner (the session's, passed on to the ranks)."""
+    it with the learner's function as the resume hook; both runs' losses. A message to the
+    learner speaks the notebook's language (``core.run_learner`` sets it on the ranks)."""
     from .experiments import TINY
     from .training import Layout, Spec, train_rank
     fn = core.load_learner(source, name)
@@ -90,7 +89,7 @@ def resume_harness(source: str, name: str, steps: int, at: int, directory: str,
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
-            raise Diagnosis(t(TEXT, "resume_not_a_step", lang, name=name, got=core.shown(got), at=at))
+            raise Diagnosis(t(TEXT, "resume_not_a_step", name=name, got=core.shown(got), at=at))
         seen["rng_restored"] = torch.equal(torch.get_rng_state(), train_state["rng"])
         return int(got)
 
@@ -111,8 +110,7 @@ def check_resume(fn, ranks: int = 2, steps: int = 5, at: int = 2, timeout: float
         return core.missing(t(TEXT, "resume_unwritten", name=fn.__name__))
     directory = tempfile.mkdtemp(prefix="parlab_resume_")
     try:
-        got, bad = core.run_learner(resume_harness, fn, ranks, steps, at, directory, current_lang(),
-                                    timeout=timeout)
+        got, bad = core.run_learner(resume_harness, fn, ranks, steps, at, directory, timeout=timeout)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     if bad:
