@@ -197,7 +197,7 @@ def _where_raised(e: BaseException) -> str:
     return t(TEXT, "learner_where", line=f.lineno, fn=fn)
 
 
-def in_lang(lang: str, harness, *args):
+def speaking(lang: str, harness, *args):
     """On a rank: ``harness(*args)`` with the lessons speaking ``lang``, the caller's
     session language (a rank is a fresh process: it would otherwise start from
     PARLAB_LANG, not from a ``lessons.lang(...)`` made in the notebook)."""
@@ -253,7 +253,7 @@ def call_learner(fn, calls, *, label: str, timeout: float = 10.0) -> tuple[list,
     calls = [tuple(c) for c in calls]
     with _RankOutput() as printed:
         try:
-            values, failed = launch(in_lang, 1, current_lang(), pure_harness, source, name, calls,
+            values, failed = launch(speaking, 1, current_lang(), pure_harness, source, name, calls,
                                     timeout=timeout)[0]
         except LaunchError as e:
             return [], _launch_verdict(e, label, 1, timeout, printed.lines,
@@ -280,7 +280,7 @@ def run_learner(harness, fn, world_size: int, *args, timeout: float = 20.0) -> t
         return None, verdict(False, str(e))
     with _RankOutput() as printed:
         try:
-            return launch(in_lang, world_size, current_lang(), harness, source, name, *args,
+            return launch(speaking, world_size, current_lang(), harness, source, name, *args,
                           timeout=timeout), None
         except LaunchError as e:
             text = str(e)
