@@ -1,7 +1,8 @@
 """The planner: a configuration's predicted step (``estimate``, ``predict``), configurations
 ranked by predicted time with their reasons (``plan``), its three constants and
-``calibrate`` (from a gpu-report), and its check against published runs it was not fitted
-to (``published``, ``validate``). Built only on ``parlab.cost`` and ``parlab.hardware``.
+``calibrate`` (from a gpu-report), one profile per software stack (``STACKS``), and its
+check against published runs it was not fitted to (``published``, ``validate``). Built
+only on ``parlab.cost`` and ``parlab.hardware``.
 """
 
 from .calibrate import calibrate
@@ -12,6 +13,7 @@ from .presets import GPU_ALIASES, MODELS, cluster_for, resolve_gpu, resolve_mode
 from .published import IN_SAMPLE, OUT_OF_SAMPLE, RUNS, PublishedRun
 from .search import Candidate, Infeasible, Plan, plan, reasons
 from .spec import CP_KINDS, DTYPES, EP_DISPATCH, Cluster, Layout, LayoutError, ModelSpec
+from .stacks import DEFAULT_STACK, STACKS, Stack, stack_constants
 from .validate import TOLERANCE, error_band, metric_of, predict_run, summary, validate
 
 __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "MemoryPerGPU",
@@ -20,4 +22,5 @@ __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "M
            "CP_KINDS", "DTYPES", "EP_DISPATCH", "Cluster", "Layout", "LayoutError", "ModelSpec",
            "RUNS", "IN_SAMPLE", "OUT_OF_SAMPLE", "PublishedRun", "plan", "Plan", "Candidate",
            "Infeasible", "reasons", "validate", "summary", "predict_run", "error_band", "metric_of",
-           "TOLERANCE", "narayanan_table1", "gpt3_seed_check", "SEED_GPT3"]
+           "TOLERANCE", "narayanan_table1", "gpt3_seed_check", "SEED_GPT3", "STACKS", "Stack",
+           "DEFAULT_STACK", "stack_constants"]

@@ -14,8 +14,12 @@ gives and that ``cost.step.Device`` carries:
                         abstract and §4)
   memory_efficiency     share of the HBM bandwidth memory-bound kernels reach
 
-They are the same for every GPU generation and every run; ``CONSTANTS_NOTE`` says how they
-were chosen and on which rows (``published.IN_SAMPLE``).
+They are the same for every GPU generation; ``CONSTANTS_NOTE`` says how they were chosen and
+on which rows (``published.IN_SAMPLE``). They describe one software stack, Megatron-LM with
+Transformer Engine (fused kernels, fused attention): the default. Other stacks reach other
+shares of the same hardware; ``STACKS`` holds one ``Stack`` profile per stack (its constants,
+its sources, the published rows it was fitted on), and a layout names its stack
+(``Layout.stack``, ``estimate(..., stack=...)``); see ``stacks.py``.
 """
 
 from __future__ import annotations
@@ -34,12 +38,15 @@ class Constants:
     memory_efficiency: float = 0.60
     fp8_gemm_efficiency: float | None = None  # None: gemm_efficiency (calibrate measures it)
     source: str = "default"
+    stack: str = "megatron-te"  # the software stack these shares were measured on (STACKS)
 
     def __post_init__(self):
         for f in ("gemm_efficiency", "attention_efficiency", "memory_efficiency"):
             check_float(f, getattr(self, f), 0.0, high=1.0)
         if self.fp8_gemm_efficiency is not None:
             check_float("fp8_gemm_efficiency", self.fp8_gemm_efficiency, 0.0, high=1.0)
+        if not isinstance(self.stack, str):
+            raise ValueError(f"stack={self.stack!r} must be a stack's name (a string)")
 
     def device(self, gpu: GPUSpec, dtype: str) -> cost.Device:
         """A ``cost.Device`` for ``gpu`` computing in ``dtype`` ("bf16", "fp16"; "fp8": the

@@ -36,6 +36,7 @@ from ..validate import check_int
 from .constants import CONSTANTS, Constants
 from .presets import cluster_for
 from .spec import Cluster, Layout, LayoutError, ModelSpec
+from .stacks import DEFAULT_STACK, stack_constants
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     V = model.vocab_size
     dp = lay.check(model, n_gpus, B)
     dtype = lay.dtype_on(cluster.gpu)
+    constants = stack_constants(lay.stack, constants)  # the layout's software stack
     dev = constants.device(cluster.gpu, dtype)
     tp = lay.tp
     pp = lay.pp
@@ -348,7 +350,8 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
              gpu="A100-80GB", *, shape: cost.LayerShape | None = None,
              constants: Constants = CONSTANTS, gpus_per_node: int | None = None,
              nics_per_node: int | None = None, inter_link=None, nvlink_domain: int | None = None,
-             tied_embeddings: bool = True, learned_positions: bool = True, **kw) -> Estimate:
+             tied_embeddings: bool = True, learned_positions: bool = True,
+             stack: str = DEFAULT_STACK, **kw) -> Estimate:
     """Predicted step of a transformer (n_layers x d_model, n_heads, seq_len, vocab_size)
     on n_gpus = dp x tp x pp x cp GPUs with ``global_batch`` sequences per step.
 
@@ -358,13 +361,15 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
     of ``spec.Layout`` -- cp, cp_kind ("ring" | "ulysses" | "allgather"), ep,
     capacity_factor, v, zero_stage, recompute, sequence_parallel, attention ("fused" |
     "materialized"), dtype ("bf16" | "fp16" | "fp8"; default the GPU's 16-bit type),
-    tp_comm_overlap, dp_overlap, uneven_stages. The cluster: ``gpu`` (a preset or alias) in
-    its usual node (``hardware.node_for``), any of gpus_per_node, nics_per_node,
-    inter_link, nvlink_domain replaced. ``micro_batch=None`` tries the micro-batches that
-    divide global_batch / dp, smallest first until one does not fit, and keeps the fastest
-    that fits (ties: the larger); if none fits, micro-batch 1 (``fits=False``). With
-    ``shape=``, d_model and n_heads may be None (or must agree with it). Bad input:
-    ValueError naming the field; a layout the model cannot run: ``spec.LayoutError``."""
+    tp_comm_overlap, dp_overlap, uneven_stages; ``stack``, the software stack whose
+    efficiencies apply (``stacks.STACKS``; default "megatron-te"). The cluster: ``gpu``
+    (a preset or alias) in its usual node (``hardware.node_for``), any of gpus_per_node,
+    nics_per_node, inter_link, nvlink_domain replaced. ``micro_batch=None`` tries the
+    micro-batches that divide global_batch / dp, smallest first until one does not fit,
+    and keeps the fastest that fits (ties: the larger); if none fits, micro-batch 1
+    (``fits=False``). With ``shape=``, d_model and n_heads may be None (or must agree with
+    it). Bad input: ValueError naming the field; a layout the model cannot run:
+    ``spec.LayoutError``."""
     shape_kw = {k: kw.pop(k) for k in list(kw) if k in _SHAPE}
     flags = {k: kw.pop(k) for k in ("biases", "dropout", "rope") if k in kw}
     if shape is None:
@@ -389,8 +394,8 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
                       check_int("vocab_size", vocab_size), shape, tied_embeddings,
                       learned_positions)
     cluster = cluster_for(gpu, gpus_per_node, nics_per_node, inter_link, nvlink_domain)
-    return best_micro_batch(model, cluster, Layout(tp=tp, pp=pp, **kw, micro_batch=1), n_gpus,
-                            global_batch, micro_batch, constants)
+    layout = Layout(tp=tp, pp=pp, stack=stack, **kw, micro_batch=1)
+    return best_micro_batch(model, cluster, layout, n_gpus, global_batch, micro_batch, constants)
 
 
 def best_micro_batch(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .presets import MODELS, gpt, llama
+from .published_more import MORE_ROWS  # other stacks' runs: PyTorch FSDP, torch.compile, float8
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,6 @@ def _qwen3():
 
 
 RUNS = (*_table1(), *_table2(), *_korthikanti(), *_mt_nlg(), *_bloom(), *_megatron_h100(),
-        *_llama3(), *_qwen3())
+        *_llama3(), *_qwen3(), *(PublishedRun(**r) for r in MORE_ROWS))
 IN_SAMPLE = tuple(r for r in RUNS if r.in_sample)
 OUT_OF_SAMPLE = tuple(r for r in RUNS if not r.in_sample)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from .. import cost
 from ..hardware import GPUSpec, LinkSpec, default_dtype
 from ..validate import check_bool, check_choice, check_float, check_int
+from .stacks import DEFAULT_STACK, STACK_NAMES
 
 CP_KINDS = ("ring", "ulysses", "allgather")
 DTYPES = ("bf16", "fp16", "fp8")
@@ -162,6 +163,7 @@ class Layout:
     # cost.memory_plan (notebook 01's calculator) counts them ("materialized")
     attention: str = "fused"
     dtype: str | None = None        # None: the GPU's 16-bit type (bf16, or fp16 on V100/T4)
+    stack: str = DEFAULT_STACK      # the software stack's efficiencies (stacks.STACKS)
     tp_comm_overlap: bool = False   # TP collectives overlapped with their GEMMs (TE userbuffers)
     dp_overlap: bool = True         # gradient reduce / parameter gather behind backward / forward
     uneven_stages: bool = False     # allow pp x v not dividing the layers (slowest stage timed)
@@ -178,6 +180,7 @@ class Layout:
         check_choice("ep_dispatch", self.ep_dispatch, EP_DISPATCH)
         if self.dtype is not None:
             check_choice("dtype", self.dtype, DTYPES)
+        check_choice("stack", self.stack, STACK_NAMES)
         for f in ("sequence_parallel", "tp_comm_overlap", "dp_overlap", "uneven_stages"):
             check_bool(f, getattr(self, f))
         if self.capacity_factor is not None:

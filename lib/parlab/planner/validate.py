@@ -101,7 +101,7 @@ def _ratios() -> dict:
     that are not known misses."""
     out = {"zero3": [], "other": []}
     for r in validate():
-        if r["in_sample"]:
+        if r["in_sample"] or r["estimate"].constants.stack != "megatron-te":  # plan's stack
             continue
         if r["estimate"].layout.zero_stage == 3:
             out["zero3"].append(1 / (1 + r["error"]))

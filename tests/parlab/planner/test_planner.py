@@ -31,7 +31,9 @@ def test_the_table_of_published_runs_is_sourced_and_split(rows):
         assert want in groups
     for r in planner.RUNS:
         assert ("Table" in r.source or "§" in r.source or " at " in r.source), r.name
-    assert {r.group for r in planner.IN_SAMPLE} == {"Narayanan 2021 Table 1"}
+    # the default stack's constants were chosen on Table 1; other stacks' rows: test_stacks
+    assert {r.group for r in planner.IN_SAMPLE
+            if r.layout.get("stack", "megatron-te") == "megatron-te"} == {"Narayanan 2021 Table 1"}
     assert any(e["estimate"].layout.cp > 1 and e["estimate"].model.seq_len >= 131072 for e in rows)
     assert any(e["estimate"].layout.ep > 1 for e in rows)  # a MoE run with expert parallelism
 
@@ -45,10 +47,12 @@ def test_every_row_within_15_percent_or_a_known_miss_that_misses(rows):
         else:
             assert abs(r["error"]) <= planner.TOLERANCE, (r["name"], r["error"])
     s = planner.summary(rows)
-    assert s["in_sample"]["n"] == 10 and s["in_sample"]["max"] < 0.06
+    assert s["in_sample"]["n"] == len(planner.IN_SAMPLE) and s["in_sample"]["max"] < 0.06
     assert s["out_of_sample"]["n"] >= 20 and s["out_of_sample"]["within"] == s["out_of_sample"]["n"]
     # the misses are the ZeRO-3 rows, MT-NLG's DeepSpeed runs and few others, not a third
-    assert len(s["out_of_sample"]["misses"]) <= 12
+    # (other stacks' rows, published_more: test_stacks)
+    more = {r["name"] for r in planner.published_more.MORE_ROWS}
+    assert len(set(s["out_of_sample"]["misses"]) - more) <= 12
 
 
 def test_one_set_of_constants_and_what_they_are():

@@ -1,0 +1,177 @@
+"""Published runs from stacks other than Megatron: PyTorch FSDP trainers in eager mode
+(MosaicML's llm-foundry on torch 1.13), with ``torch.compile`` and torchao's float8
+(torchtitan, 2024 and 2025). Each row names its source (a repository file at a commit),
+its table, and the stack profile it is predicted with (``layout["stack"]``,
+``constants.STACKS``); a row a profile was fitted on says so (``in_sample``), every other
+row is out of sample for that profile.
+
+Throughputs are converted to seconds per step, the one figure that needs no FLOP
+convention: step_s = global batch x sequence / (tokens/s/GPU x GPUs). llm-foundry's MFU
+counts the whole attention square against the bf16 peak (its README, "MFU"); torchtitan
+prints no MFU for its float8 runs; neither is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..hardware import GPU_PRESETS
+from .presets import MODELS, gpt
+
+# a row is the keyword arguments of a ``published.PublishedRun`` (published.py makes them;
+# importing it here would make a cycle)
+_FIELDS = ("name", "group", "source", "model", "gpu", "node", "n_gpus", "global_batch", "layout",
+           "metric", "value")
+
+
+def _row(*args, **kw) -> dict:
+    return {**dict(zip(_FIELDS, args)), **kw}
+
+_FOUNDRY = ("mosaicml/llm-foundry scripts/train/benchmarking/README.md at 495218376 "
+            "(2024-04-22), table '{}' (added at {}); the runs as sweep.sh at that commit "
+            "submits them: image mosaicml/pytorch:2.1.0_cu121, Composer's FSDP, attn_impl "
+            "'triton' (submit_benchmarks.py's default), no torch.compile")
+_TITAN_2412 = ("pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md at 820504e "
+               "(torch 1963fc8, torchao eab345c, torchtitan 9dec370, 2024-12-23/26), {}")
+_TITAN_2506 = ("pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md at "
+               "2887250 (torch 38410cf9, 2025-06-14), {}")
+_TRAINY = ("pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md at "
+           "4a61bd8 (torch 2.8.0a0 NGC 25.05, torchao 0afa4c1, torchtitan e7c0cae, 2025-06-13)")
+
+# torchtitan's Grand Teton H100s: 96 GB HBM2e at 2.4 TB/s, a 500 W power limit, and "the
+# actual peak TFLOPs number is between SXM and NVL, and we don't know its exact value"
+# (footnote 2): the midpoint of the H100 SXM's dense peaks (989.5 bf16, 1979 fp8) and the
+# H100 NVL's (835.5, 1670.5: NVIDIA's H100 datasheet, sparse figures halved), +-8.4%
+H100_96_500W = replace(GPU_PRESETS["H100-SXM5-80GB"], name="H100-HBM2e-96GB-500W", memory_gb=96,
+                       hbm_gb_per_s=2400,
+                       peak_tflops={**GPU_PRESETS["H100-SXM5-80GB"].peak_tflops,
+                                    "bf16": 912.5, "fp16": 912.5, "fp8": 1824.75},
+                       source="torchtitan benchmarks/llama3_h100_202412_torchtitan.md, "
+                              "'Hardware' and footnote 2: 96GB HBM2e, 2.4 TB/s, 500 W, a "
+                              "peak between H100 SXM's and NVL's (midpoint)")
+
+# torchtitan's selective "op" checkpointing (parallelize_llama.py at 9dec370, _save_list)
+# keeps attention's output and every other matmul's, and recomputes the rest: between the
+# planner's "selective" (attention's core only) and "full"; taken as "full", which counts
+# half a forward's GEMMs too many (the prediction errs slow by about 1/12 of the step)
+_OP_SAC = "full"
+
+# MPT as llm-foundry benchmarks it (scripts/train/yamls/pretrain/mpt-*.yaml; its NumParams
+# column counts biases, LayerNorm biases and a learned position table: 6,658,859,008 for
+# 7b at 2048 = 50368 x 4096 + 2048 x 4096 + 32 x (12 x 4096^2 + 11 x 4096) + 4096); no dropout
+_MPT = {name: gpt(f"mpt-{name}", l, d, a, 2048, 50368, "llm-foundry scripts/train/yamls/"
+                  f"pretrain/mpt-{name}.yaml at 495218376", dropout=False)
+        for name, l, d, a in (("1b", 24, 2048, 16), ("3b", 32, 2560, 20), ("7b", 32, 4096, 32),
+                              ("13b", 40, 5120, 40), ("30b", 48, 7168, 56), ("70b", 80, 8192, 64))}
+
+
+_HOPPER = ("the same code and kernels are within 11% on A100 (the five A100 rows) and "
+           "16-43% slower than predicted on H100 (70B on 128 GPUs: 11%): what the runs lose is "
+           "Hopper-specific. The likely part is attention: attn_impl 'triton' is the Triton "
+           "flash-attention kernel of 2022, written for A100, where the profile's attention "
+           "share was measured with FlashAttention-2 (SDPA) on an H200; not measured here. "
+           "At 512 GPUs the larger FSDP group costs more as well, which the collectives "
+           "do not yet model")
+_WITHIN = {("70b", 128)}  # the H100 rows the prediction still gets within 15%
+
+
+def _foundry():
+    # table (the commit that added it), gpu, node; rows: model, gpus, micro-batch, global
+    # batch, ZeRO stage (FULL_SHARD 3, SHARD_GRAD_OP 2), full checkpointing, tokens/s/GPU
+    rows = (("A100 80GB with 1600 Gbps node-node interconnect (RoCE)", "b2a43a147, 2023-10-19",
+             "A100-SXM4-80GB", "DGX-A100",
+             (("1b", 8, 14, 448, 3, False, 20513), ("3b", 8, 10, 160, 3, False, 10811),
+              ("7b", 8, 6, 96, 3, False, 4641), ("13b", 8, 2, 48, 3, False, 2262),
+              ("30b", 8, 3, 504, 3, True, 916))),
+            ("H100 80GB BF16", "b2a43a147, 2023-10-19", "H100-SXM5-80GB", "DGX-H100",
+             (("1b", 8, 14, 112, 3, False, 45455), ("7b", 8, 6, 48, 3, False, 10643),
+              ("13b", 8, 2, 16, 3, False, 4792), ("30b", 8, 3, 504, 3, True, 2002))),
+            ("H100 80GB BF16 (Large Scale, >= 128 GPUs)", "5e85bd62d, 2024-01-06",
+             "H100-SXM5-80GB", "DGX-H100",
+             (("7b", 128, 6, 768, 3, False, 10475), ("7b", 512, 6, 3072, 3, False, 9670),
+              ("70b", 128, 8, 1024, 3, True, 1058), ("70b", 512, 8, 4096, 3, True, 1007))))
+    for table, added, gpu, node, runs in rows:
+        for name, n, b, B, zero, ac, tps in runs:
+            kind = gpu[:4]
+            yield _row(
+                f"llm-foundry MPT-{name} {n} {kind}", f"llm-foundry {kind} (eager FSDP)",
+                _FOUNDRY.format(table, added), _MPT[name], gpu, node, n, B,
+                dict(micro_batch=b, zero_stage=zero, recompute="full" if ac else "none",
+                     dtype="bf16", attention="fused", stack="pytorch-eager"),
+                "step_s", B * 2048 / (tps * n),
+                known_miss=_HOPPER if kind == "H100" and (name, n) not in _WITHIN else "",
+                note=f"{tps} tokens/s/GPU; FULL_SHARD (ZeRO-3), sequence 2048, amp_bf16, "
+                     f"{'full' if ac else 'no'} activation checkpointing")
+
+
+_EAGER = ("the eager profile is the lab's eager/compiled gap (1.09x on a 1B GPT, GeLU, "
+          "LayerNorm); torchtitan's own pair is 1.16x (Tables 1 and 3): Llama's SwiGLU, RMSNorm "
+          "and RoPE chains run as more separate kernels in eager than a GPT layer's, which the "
+          "profile, one share of HBM bandwidth for every layer, does not know")
+_ASYNC_TP = ("the planner's tp_comm_overlap hides all of backward's TP collectives behind the "
+             "weight-gradient GEMMs (Transformer Engine's userbuffers): 1.17x over vanilla TP; "
+             "torch's async TP of 2025-06 measured 1.09x in bf16 (1.16x in float8)")
+
+
+def _titan():
+    m8 = MODELS["llama3-8B"]
+    m70 = MODELS["llama3-70B"]
+    t = _TITAN_2412
+    sac = dict(zero_stage=3, micro_batch=2, recompute=_OP_SAC, attention="fused")
+    for table, n, B in (("Table 1 (8 GPUs)", 8, 16), ("Table 3 (128 GPUs)", 128, 256)):
+        for stack, dtype, tps, fitted in (
+                ("pytorch-eager", "bf16", {8: 5762, 128: 5605}[n], False),
+                ("torch-compile", "bf16", {8: 6667, 128: 6514}[n], False),
+                ("torchao-float8-2024", "fp8", {8: 8532, 128: 8380}[n], n == 8)):
+            label = {"pytorch-eager": "FSDP", "torch-compile": "FSDP + compile",
+                     "torchao-float8-2024": "FSDP + compile + Float8"}[stack]
+            yield _row(
+                f"torchtitan 8B {n} H100 {label}", "torchtitan 2024-12 (H100 500 W)",
+                t.format(table), m8, H100_96_500W, "Grand-Teton-H100", n, B,
+                dict(**sac, dtype=dtype, stack=stack), "step_s", B * 8192 / (tps * n),
+                in_sample=fitted, known_miss=_EAGER if (stack, n) == ("pytorch-eager", 128) else "",
+                note=f"{tps} tokens/s/GPU; Llama 3.1 8B, sequence 8192 (train_configs/"
+                     "llama3_8b.toml at 9dec370), local batch 2, selective (op) "
+                     "checkpointing taken as full")
+    for label, overlap, tps in (("2D", False, 829), ("2D + AsyncTP", True, 876)):
+        yield _row(
+            f"torchtitan 70B 256 H100 {label} Float8", "torchtitan 2024-12 (H100 500 W)",
+            t.format("Table 4"), m70, H100_96_500W, "Grand-Teton-H100", 256, 512,
+            dict(tp=8, zero_stage=3, micro_batch=16, recompute="full", sequence_parallel=True,
+                 tp_comm_overlap=overlap, dtype="fp8", stack="torchao-float8-2024"),
+            "step_s", 512 * 8192 / (tps * 256),
+            note=f"{tps} tokens/s/GPU; FSDP 32 x TP 8, local batch 16, full checkpointing, "
+                 "torch.compile + Float8")
+    t = _TITAN_2506
+    for model, n, b, rc, tag, rows in (
+            (m70, 256, 16, "full", "Llama3 70b on 256 H100s",
+             (("bf16", 597.3, 652.4), ("fp8", 809.8, 942.4))),
+            (m8, 64, 12, _OP_SAC, "Llama3 8b on 64 H100s",
+             (("bf16", 4378, 4809.4), ("fp8", 5078.1, 5570.1)))):
+        size = "70B" if model is m70 else "8B"
+        for dtype, vanilla, asynctp in rows:
+            stack = "torch-compile" if dtype == "bf16" else "torchao-float8-2025"
+            for label, overlap, tps in (("TP", False, vanilla), ("AsyncTP", True, asynctp)):
+                yield _row(
+                    f"torchtitan 2025 {size} {n} H100 {label} {dtype}",
+                    "torchtitan 2025-06 async TP (H100 500 W)", t.format(tag), model,
+                    H100_96_500W, "Grand-Teton-H100", n, b * n // 8,
+                    dict(tp=8, zero_stage=3, micro_batch=b, recompute=rc, sequence_parallel=True,
+                         tp_comm_overlap=overlap, dtype=dtype, stack=stack),
+                    "step_s", b * (n // 8) * 8192 / (tps * n),
+                    known_miss=_ASYNC_TP if (size, dtype, overlap) == ("70B", "bf16", True) else "",
+                    note=f"{tps} tokens/s/GPU; FSDP {n // 8} x TP 8, local batch {b}, "
+                         f"torch.compile, {'float8 tensorwise' if dtype == 'fp8' else 'bf16'}")
+    for nodes, tps in ((4, 10938), (8, 10753)):
+        n = 8 * nodes
+        yield _row(
+            f"torchtitan 8B {n} H200 Float8 (Trainy)", "torchtitan 2025-06 Float8 (H200)",
+            _TRAINY, m8, "H200-SXM-141GB", "DGX-H100", n, 2 * n,
+            dict(zero_stage=3, micro_batch=2, recompute=_OP_SAC, dtype="fp8",
+                 stack="torchao-float8-2025"),
+            "step_s", 2 * n * 8192 / (tps * n), in_sample=nodes == 4,
+            note=f"{tps} tokens/s/GPU; FSDP {n}, local batch 2, compile, float8 with fp8 "
+                 "all-gather; 400 Gb/s CX-7 per GPU")
+
+
+MORE_ROWS = (*_foundry(), *_titan())  # published.RUNS holds them as PublishedRuns

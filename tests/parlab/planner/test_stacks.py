@@ -1,0 +1,150 @@
+"""parlab.planner's software stacks: the default is Megatron + Transformer Engine and keeps
+today's numbers; an unknown stack names the field; every profile says where it comes from
+and which published rows it was fitted on, those rows are in sample for it and no other row
+is; each fitted number is re-derived here from its source; the rows from other stacks
+(published_more) come from three sources with full layouts, FSDP and float8 among them."""
+
+from dataclasses import replace
+
+import pytest
+
+from parlab import cost, planner
+from parlab.planner import STACKS, Layout, estimate, published_more, stacks
+from parlab.planner.validate import predict_run
+
+SMALL = dict(n_layers=4, d_model=256, n_heads=8, seq_len=128, vocab_size=1000)
+ARGS = (8, 2, 1, 64)  # n_gpus, tp, pp, global_batch
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return {r["name"]: r for r in planner.validate()}
+
+
+def test_the_default_stack_is_megatron_te_and_changes_nothing():
+    assert Layout().stack == stacks.DEFAULT_STACK == "megatron-te"
+    assert STACKS["megatron-te"].constants is planner.CONSTANTS
+    a = estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=64, micro_batch=4)
+    b = estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=64, micro_batch=4, stack="megatron-te")
+    assert a.step_time == b.step_time and a.constants is planner.CONSTANTS
+    assert "Table 1" in STACKS["megatron-te"].source
+
+
+@pytest.mark.parametrize("make", [lambda: Layout(stack="deepspeed"),
+                                  lambda: estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=64,
+                                                   stack="jax"),
+                                  lambda: planner.stack_constants("eager")])
+def test_an_unknown_stack_names_the_field(make):
+    with pytest.raises(ValueError, match="stack="):
+        make()
+
+
+def test_a_stack_changes_the_estimate_the_way_its_profile_says():
+    def t(stack, **kw):
+        return estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=64, micro_batch=4,
+                        gpu="H100", stack=stack, **kw)
+    eager, compiled = t("pytorch-eager"), t("torch-compile")
+    assert eager.constants.stack == "pytorch-eager"
+    assert eager.step_time.total > compiled.step_time.total  # unfused elementwise kernels
+    assert compiled.step_time.total == t("megatron-te").step_time.total  # the same numbers
+    # the float8 recipe of 2025 runs its fp8 GEMMs faster than 2024's; in bf16 they agree
+    f24, f25 = t("torchao-float8-2024", dtype="fp8"), t("torchao-float8-2025", dtype="fp8")
+    assert f25.step_time.total < f24.step_time.total
+    assert t("torchao-float8-2024").step_time == t("torchao-float8-2025").step_time
+
+
+def test_calibrated_constants_stay_with_their_own_stack():
+    c = planner.calibrate(planner.H200_REPORT)
+    assert c.stack == "megatron-te" and planner.stack_constants("megatron-te", c) is c
+    assert planner.stack_constants("pytorch-eager", c) is STACKS["pytorch-eager"].constants
+
+
+def test_each_profile_is_fitted_only_on_the_rows_it_names(rows):
+    by_name = {r.name: r for r in planner.RUNS}
+    fitted = set()
+    for s in STACKS.values():
+        assert s.constants.stack == s.name and len(s.source) > 60
+        for name in s.fitted_on:
+            run = by_name[name]  # a fitted row is a published row ...
+            assert run.in_sample and run.layout.get("stack", "megatron-te") == s.name, name
+            fitted.add(name)
+    # ... and a row is in sample only where its own profile was fitted on it
+    assert {r.name for r in planner.IN_SAMPLE} == fitted
+    for r in planner.RUNS:
+        assert r.layout.get("stack", "megatron-te") in STACKS, r.name
+        assert rows[r.name]["estimate"].constants.stack == r.layout.get("stack", "megatron-te")
+
+
+def test_the_eager_share_is_the_labs_eager_run():
+    # memory_efficiency that makes the one-GPU estimate of the gpu-report's eager run take
+    # its measured time, GEMM and attention shares as compiled (docs/measurements.md)
+    rep = planner.H200_REPORT["model"]
+    cfg, run = rep["config"], rep["runs"]["eager"]
+    want = run["batch_size"] * cfg["seq_len"] / run["tokens_per_s"]
+    shape = cost.LayerShape(cfg["d_model"], cfg["n_heads"], dropout=False)
+
+    def step(eff):
+        c = replace(planner.CONSTANTS, memory_efficiency=eff)
+        return estimate(cfg["n_layers"], None, None, cfg["seq_len"], cfg["vocab_size"], 1, 1, 1,
+                        run["batch_size"], run["batch_size"], "H200", shape=shape,
+                        constants=c).step_time.total
+    lo, hi = 0.05, 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if step(mid) <= want else (mid, hi)
+    assert STACKS["pytorch-eager"].constants.memory_efficiency == pytest.approx(hi, abs=0.005)
+    assert step(0.60) < want  # the compiled shares are too fast for eager: a real difference
+
+
+@pytest.mark.parametrize("stack", ["torchao-float8-2024", "torchao-float8-2025"])
+def test_the_float8_shares_are_their_rows_fit(stack):
+    s = STACKS[stack]
+    (name,) = s.fitted_on
+    run = next(r for r in planner.RUNS if r.name == name)
+
+    def step(eff):
+        return predict_run(run, replace(s.constants, fp8_gemm_efficiency=eff)).step_time.total
+    lo, hi = 0.05, 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if step(mid) <= run.value else (mid, hi)
+    assert s.constants.fp8_gemm_efficiency == pytest.approx(hi, abs=0.005)
+    # below the lab's own fp8 GEMM (torch._scaled_mm on the H200): the recipe's overheads
+    assert s.constants.fp8_gemm_efficiency < planner.calibrate(planner.H200_REPORT).fp8_gemm_efficiency
+
+
+def test_the_rows_from_other_stacks(rows):
+    names = {r["name"] for r in published_more.MORE_ROWS}
+    more = [r for r in planner.RUNS if r.name in names]
+    assert len(more) == len(names) >= 25
+    # three publishers (MosaicML, the PyTorch team, Trainy on WhiteFiber), four documents
+    documents = {r.source.split(" at ")[0] for r in more}
+    assert len(documents) >= 4 and any("trainy" in d for d in documents)
+    assert {d.split(" ")[0] for d in documents} >= {"mosaicml/llm-foundry", "pytorch/torchtitan"}
+    for r in more:
+        assert " at " in r.source and r.metric == "step_s" and r.global_batch and r.n_gpus
+        assert r.layout["stack"] in STACKS and "dtype" in r.layout and "micro_batch" in r.layout
+        assert "tokens/s/GPU" in r.note and rows[r.name]["estimate"].fits, r.name
+    assert any(r.layout.get("zero_stage") == 3 for r in more)  # FSDP
+    assert any(r.layout.get("dtype") == "fp8" for r in more)
+    assert {r.layout["stack"] for r in more} == set(STACKS) - {"megatron-te"}
+
+
+def test_the_profiles_out_of_sample(rows):
+    # every profile's out-of-sample rows: most within 15%, the rest known misses that say why
+    # (test_planner checks a known miss really misses); the fitted rows reproduce
+    for s in STACKS.values():
+        mine = [r for r in rows.values() if r["estimate"].constants.stack == s.name]
+        for r in mine:
+            if r["in_sample"]:
+                assert abs(r["error"]) < (0.06 if s.name == "megatron-te" else 0.01), r["name"]
+        out = [r for r in mine if not r["in_sample"]]
+        good = [r for r in out if abs(r["error"]) <= planner.TOLERANCE]
+        if s.name in ("torch-compile", "torchao-float8-2024", "torchao-float8-2025"):
+            assert len(good) >= len(out) - 1, s.name
+    # the stack explains most of the gap: under the default constants the eager FSDP run of
+    # torchtitan is 40%+ optimistic, under its profile within 15%
+    run = next(r for r in planner.RUNS if r.name == "torchtitan 8B 8 H100 FSDP")
+    default = predict_run(replace(run, layout={**run.layout, "stack": "megatron-te"}))
+    assert run.value / default.step_time.total - 1 > 0.2
+    assert abs(rows[run.name]["error"]) <= planner.TOLERANCE
