@@ -122,9 +122,9 @@ def _titan():
         for stack, dtype, tps, fitted in (
                 ("pytorch-eager", "bf16", {8: 5762, 128: 5605}[n], False),
                 ("torch-compile", "bf16", {8: 6667, 128: 6514}[n], False),
-                ("torchao-float8-2024", "fp8", {8: 8532, 128: 8380}[n], n == 8)):
+                ("torchao-float8", "fp8", {8: 8532, 128: 8380}[n], n == 8)):
             label = {"pytorch-eager": "FSDP", "torch-compile": "FSDP + compile",
-                     "torchao-float8-2024": "FSDP + compile + Float8"}[stack]
+                     "torchao-float8": "FSDP + compile + Float8"}[stack]
             yield _row(
                 f"torchtitan 8B {n} H100 {label}", "torchtitan 2024-12 (H100 500 W)",
                 t.format(table), m8, H100_96_500W, "Grand-Teton-H100", n, B,
@@ -138,7 +138,7 @@ def _titan():
             f"torchtitan 70B 256 H100 {label} Float8", "torchtitan 2024-12 (H100 500 W)",
             t.format("Table 4"), m70, H100_96_500W, "Grand-Teton-H100", 256, 512,
             dict(tp=8, zero_stage=3, micro_batch=16, recompute="full", sequence_parallel=True,
-                 tp_comm_overlap=overlap, dtype="fp8", stack="torchao-float8-2024"),
+                 tp_comm_overlap=overlap, dtype="fp8", stack="torchao-float8"),
             "step_s", 512 * 8192 / (tps * 256),
             note=f"{tps} tokens/s/GPU; FSDP 32 x TP 8, local batch 16, full checkpointing, "
                  "torch.compile + Float8")
@@ -150,7 +150,7 @@ def _titan():
              (("bf16", 4378, 4809.4), ("fp8", 5078.1, 5570.1)))):
         size = "70B" if model is m70 else "8B"
         for dtype, vanilla, asynctp in rows:
-            stack = "torch-compile" if dtype == "bf16" else "torchao-float8-2025"
+            stack = "torch-compile" if dtype == "bf16" else "torchao-float8"
             for label, overlap, tps in (("TP", False, vanilla), ("AsyncTP", True, asynctp)):
                 yield _row(
                     f"torchtitan 2025 {size} {n} H100 {label} {dtype}",
@@ -168,8 +168,8 @@ def _titan():
             f"torchtitan 8B {n} H200 Float8 (Trainy)", "torchtitan 2025-06 Float8 (H200)",
             _TRAINY, m8, "H200-SXM-141GB", "DGX-H100", n, 2 * n,
             dict(zero_stage=3, micro_batch=2, recompute=_OP_SAC, dtype="fp8",
-                 stack="torchao-float8-2025"),
-            "step_s", 2 * n * 8192 / (tps * n), in_sample=nodes == 4,
+                 stack="torchao-float8"),
+            "step_s", 2 * n * 8192 / (tps * n),
             note=f"{tps} tokens/s/GPU; FSDP {n}, local batch 2, compile, float8 with fp8 "
                  "all-gather; 400 Gb/s CX-7 per GPU")
 
