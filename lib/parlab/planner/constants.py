@@ -64,7 +64,7 @@ class Constants:
 
 CONSTANTS = Constants(source="chosen on Narayanan et al. 2021 Table 1 (see CONSTANTS_NOTE)")
 CONSTANTS_NOTE = (
-    "One set of three constants for every run and every plan: GEMMs sustain "
+    "One set of three constants for every plan and every run of the default stack: GEMMs sustain "
     f"{CONSTANTS.gemm_efficiency:.2f} of the dense peak (tile and wave quantization counted "
     f"on top), fused attention {CONSTANTS.attention_efficiency:.2f}, memory-bound kernels "
     f"{CONSTANTS.memory_efficiency:.2f} of the HBM bandwidth. Links: the presets' bandwidth "
@@ -72,7 +72,10 @@ CONSTANTS_NOTE = (
     "gemm and memory efficiency were chosen on the in-sample rows only (Narayanan et al. "
     "2021 Table 1, a grid in steps of 0.05); attention efficiency, which those rows do not "
     "use (their attention is materialized), from the H200 gpu-report's 1B-model run "
-    "(calibrate). Every other published row is out of sample.")
+    "(calibrate). They describe the default software stack, Megatron-LM with Transformer "
+    "Engine; a row from another stack uses that stack's profile (stacks.STACKS: "
+    "torch-compile, pytorch-eager, torchao-float8), each with its source and the rows it "
+    "was fitted on. Every other published row is out of sample.")
 
 
 # The first calibration: the H200 figures of docs/measurements.md (2026-11-30, one NVIDIA

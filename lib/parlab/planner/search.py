@@ -219,7 +219,7 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
          tps=None, pps=None, cps=None, eps=None, dp_overlap: bool = True,
          cp_kind: str = "ring", attention: str = "fused", dtype: str | None = None,
          tp_comm_overlap: bool = False, uneven_stages: bool = False,
-         constants: Constants = CONSTANTS) -> Plan:
+         constants: Constants = CONSTANTS, stack: str = "megatron-te") -> Plan:
     """Layouts of ``n_gpus`` for ``model`` ranked by predicted step time.
 
     ``model``: a key of ``presets.MODELS`` ("llama3-70B", "mixtral-8x7B", "175B", ...), a
@@ -231,8 +231,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     layers). For each layout every ZeRO stage (0-1 with a pipeline, 0-3 without),
     recomputation, sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
     micro-batch is estimated and the fastest variant that fits is kept (ties: the leaner).
-    The cluster, attention, dtype, overlaps and ``uneven_stages`` (pp not dividing the
-    layers: the slowest stage timed) are as for ``estimate``. ``attention``: "fused" by
+    The cluster, attention, dtype, overlaps, ``uneven_stages`` (pp not dividing the
+    layers: the slowest stage timed) and ``stack`` are as for ``estimate``. ``attention``: "fused" by
     default (a FlashAttention-style kernel: no s x s scores kept, in time and memory),
     where ``cost.memory_plan`` counts materialized scores; each candidate's reasons say
     which. ``tps``, ``pps``, ``cps``,
@@ -274,7 +274,7 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     # the options every layout shares, checked here so that a bad one is raised, not
     # reported as every layout being infeasible
     base = Layout(dp_overlap=dp_overlap, cp_kind=cp_kind, attention=attention, dtype=dtype,
-                  tp_comm_overlap=tp_comm_overlap, uneven_stages=uneven_stages)
+                  tp_comm_overlap=tp_comm_overlap, uneven_stages=uneven_stages, stack=stack)
     base.dtype_on(cluster.gpu)
     ranked = []
     infeasible = []

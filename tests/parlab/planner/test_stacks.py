@@ -148,3 +148,13 @@ def test_the_profiles_out_of_sample(rows):
     default = predict_run(replace(run, layout={**run.layout, "stack": "megatron-te"}))
     assert run.value / default.step_time.total - 1 > 0.2
     assert abs(rows[run.name]["error"]) <= planner.TOLERANCE
+
+
+def test_plan_takes_a_stack():
+    small = {"n_layers": 8, "d_model": 1024, "n_heads": 16, "seq_len": 2048}
+    default = planner.plan(small, 8, "H100", global_batch=64, tps=(1, 2))
+    eager = planner.plan(small, 8, "H100", global_batch=64, tps=(1, 2), stack="pytorch-eager")
+    assert all(c.estimate.layout.stack == "pytorch-eager" for c in eager.ranked)
+    assert eager.best.step_time > default.best.step_time
+    with pytest.raises(ValueError, match="stack="):
+        planner.plan(small, 8, "H100", global_batch=64, stack="eager")
