@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..hardware import GPU_PRESETS
-from .presets import MODELS, gpt
+from .presets import MODELS, gpt, llama
 
 # a row is the keyword arguments of a ``published.PublishedRun`` (published.py makes them;
 # importing it here would make a cycle)
@@ -174,4 +174,36 @@ def _titan():
                  "all-gather; 400 Gb/s CX-7 per GPU")
 
 
-MORE_ROWS = (*_foundry(), *_titan())  # published.RUNS holds them as PublishedRuns
+_BRIDGE = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md at 4ab94dfad "
+           "(2026-08-11), '{}', DGX-H100 (Megatron-Core + Transformer Engine, FP8 current "
+           "scaling)")
+_L405 = llama("llama3.1-405B", 126, 16384, 128, 8, 53248, 8192, 128256,
+              "Llama 3.1 405B: Dubey et al. 2024, Table 3")
+
+
+def _bridge():
+    """Megatron + Transformer Engine in FP8 on H100, by release: the default stack's fp8
+    (its GEMMs at the fp8 peak, the same 0.70 share), out of sample."""
+    m8, m70 = MODELS["llama3-8B"], MODELS["llama3-70B"]
+    rows = (("25.11 NeMo Container", "8B", m8, 8, 128, dict(zero_stage=3), 14451),
+            ("25.11 NeMo Container", "70B", m70, 64, 128, dict(tp=4, pp=8, v=5), 1602),
+            ("25.11 NeMo Container", "405B", _L405, 1024, 512, dict(tp=8, pp=8, cp=2, v=8), 292),
+            ("26.04.01 NeMo Container", "70B", m70, 64, 256, dict(tp=4, pp=8, v=5), 1664),
+            ("26.04.01 NeMo Container", "405B", _L405, 1024, 1536, dict(tp=8, pp=8, cp=2, v=8),
+             328))
+    for release, size, model, n, B, degrees, tps in rows:
+        tp = degrees.get("tp", 1)
+        yield _row(
+            f"Megatron-Bridge {release.split()[0]} {size} {n} H100 FP8",
+            "Megatron-Bridge H100 FP8", _BRIDGE.format(release), model, "H100-SXM5-80GB",
+            "DGX-H100", n, B,
+            dict(**{"zero_stage": 1, **degrees}, micro_batch=1, sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, dtype="fp8",
+                 uneven_stages=size == "405B"),
+            "step_s", B * 8192 / (tps * n), search=("recompute",),
+            note=f"{tps} tokens/s/GPU; micro-batch 1, sequence 8192; TP overlap with "
+                 "userbuffers where tp > 1 (perf_recipes/llama/h100/llama3.py at 4ab94dfad); "
+                 "8B: FSDP over 8; recomputation not in the table, searched (the recipe at "
+                 "4ab94dfad recomputes 5 of the 8B's 32 layers)")
+
+
+MORE_ROWS = (*_foundry(), *_titan(), *_bridge())  # published.RUNS holds them as PublishedRuns

@@ -103,7 +103,7 @@ def _ratios() -> dict:
     for r in validate():
         if r["in_sample"] or r["estimate"].constants.stack != "megatron-te":  # plan's stack
             continue
-        if r["estimate"].layout.zero_stage == 3:
+        if r["estimate"].layout.zero_stage == 3 and r["known_miss"]:  # DeepSpeed 2021
             out["zero3"].append(1 / (1 + r["error"]))
         elif not r["known_miss"]:
             out["other"].append(1 / (1 + r["error"]))
