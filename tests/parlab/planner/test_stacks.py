@@ -39,6 +39,15 @@ def test_an_unknown_stack_names_the_field(make):
         make()
 
 
+def test_constants_name_their_stack():
+    with pytest.raises(ValueError, match="stack="):
+        planner.Constants(stack=3)
+    # constants that name an unknown stack are refused where they are used
+    odd = planner.Constants(stack="my-own")
+    with pytest.raises(ValueError, match="stack="):
+        estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=64, constants=odd, stack="my-own")
+
+
 def test_a_stack_changes_the_estimate_the_way_its_profile_says():
     def t(stack, **kw):
         return estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=64, micro_batch=4,
