@@ -8,7 +8,9 @@ ValueError naming the argument (each module's docstring states its domains).
   collectives    the alpha-beta model (Hockney; Thakur et al.): COLLECTIVES, ALGORITHMS,
                  collective_steps, collective_bytes, reduced_bytes, collective_time,
                  p2p_time, ring_tree_crossover; nccl-tests' bus_bandwidth_factor,
-                 bus_bandwidth; AlphaBetaFit, fit_alpha_beta
+                 bus_bandwidth; AlphaBetaFit, fit_alpha_beta; NCCL's own model across
+                 nodes: NCCL_BASE_US, NCCL_HOP_US, nccl_latency, nccl_collective_time (ring
+                 or tree, the faster)
   compute        transformer_params (Kaplan et al.); FLOP_COUNTS, flops_per_token: model or
                  hardware FLOPs per token, counted as Kaplan et al., PaLM or Megatron-LM
                  (Narayanan et al.) do, over N or a LayerShape; mfu (PaLM), mfu_from_hfu,
@@ -25,7 +27,9 @@ ValueError naming the argument (each module's docstring states its domains).
   data_parallel  dp_step_time, dp_speedup (PyTorch DDP, Li et al.)
   fsdp          fsdp_comm_volume, fsdp_gathered_peak (resharding, prefetch; Zhao et al.),
                  hsdp_comm_volume (hybrid sharding), zeropp_comm_volume (ZeRO++),
-                 zero_offload_traffic (ZeRO-Offload)
+                 zero_offload_traffic (ZeRO-Offload); unit by unit: FSDP_IMPLS
+                 (DeepSpeed 2021, FSDP2), fsdp_unit_messages, fsdp_unit_exposed,
+                 fsdp_step_exposed, fsdp_accumulation (reshard or keep across micro-batches)
   tensor_parallel  tp_comm_per_layer (Megatron-LM, Shoeybi et al.; sequence parallelism,
                  Korthikanti et al.), tp_scaling, tp_scaling_curve (one TP group on
                  NVLink or across nodes)
@@ -46,7 +50,7 @@ ValueError naming the argument (each module's docstring states its domains).
                  embedding_params, layer_gemms, layer_elementwise, logits_gemm
   network       members_per_domain, group_bandwidth, group_collective_time: a group's
                  traffic over NVLink or the node's network cards (rails; all-to-all);
-                 moe_dispatch_time
+                 moe_dispatch_time; network_scaling (bus bandwidth as rings span more nodes)
   step          Device, layer_time, logits_time, optimizer_time: a GPU's computation
   planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped),
                  interleaved_peak_activations, data_parallel_degree -- for parlab.planner
@@ -65,8 +69,8 @@ from .compute import (FLOP_COUNTS, flops_per_token, mfu, mfu_from_hfu, training_
                       transformer_params)
 from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
 from .fsdp import (FSDP_IMPLS, fsdp_accumulation, fsdp_comm_volume, fsdp_gathered_peak,
-                   fsdp_unit_exposed, fsdp_unit_messages, hsdp_comm_volume, zero_offload_traffic,
-                   zeropp_comm_volume)
+                   fsdp_step_exposed, fsdp_unit_exposed, fsdp_unit_messages, hsdp_comm_volume,
+                   zero_offload_traffic, zeropp_comm_volume)
 from .memory import (LAYERS, MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset,
                      activation_memory, activation_table, max_micro_batch, memory_plan,
                      zero_comm_volume, zero_memory)
@@ -113,7 +117,7 @@ __all__ = [
     "dp_step_time", "dp_speedup", "onebit_adam_volume_ratio",
     "fsdp_comm_volume", "fsdp_gathered_peak", "hsdp_comm_volume", "zeropp_comm_volume",
     "zero_offload_traffic", "FSDP_IMPLS", "fsdp_unit_messages", "fsdp_unit_exposed",
-    "fsdp_accumulation",
+    "fsdp_accumulation", "fsdp_step_exposed",
     "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve", "chunked_overlap", "tp_forward_overlap",
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",

@@ -1,5 +1,7 @@
 """FSDP beside ZeRO-3: what resharding, prefetching and hybrid sharding cost, and the
-ZeRO++ / ZeRO-Offload traffic figures (notebook 01 §6, "FSDP vs ZeRO-3").
+ZeRO++ / ZeRO-Offload traffic figures (notebook 01 §6, "FSDP vs ZeRO-3"); unit by unit, what
+each gather costs and what hides it, DeepSpeed's ZeRO-3 of 2021 against FSDP2, and gradient
+accumulation with or without resharding (the planner's ZeRO-3).
 
 Domains: ``n_params`` a whole number >= 0; ``dp``, ``shard``, ``replicate`` integers >= 1;
 bytes per element finite and >= 0; ``reshard_after_forward`` and ``prefetch`` bools;
@@ -181,3 +183,22 @@ def fsdp_accumulation(unit_bytes: float, layers: int, micro_batches: int,
     if check_bool("keep_unsharded", keep_unsharded):
         return {"gathers": 1, "reduces": 1, "extra_bytes": L * u * (pb + gb) / pb}
     return {"gathers": 2 * m, "reduces": m, "extra_bytes": 0.0}
+
+
+def fsdp_step_exposed(gather_s: float, reduce_s: float, forward_s: float, backward_s: float,
+                      layers: int, micro_batches: int, impl: str = "fsdp2",
+                      keep_unsharded: bool = False) -> float:
+    """Exposed seconds of ZeRO-3 / FSDP in one step of ``micro_batches`` over ``layers``
+    units, each unit's gather, reduce-scatter and compute as in ``fsdp_unit_exposed``.
+    Resharding after each micro-batch pays it m times; keeping the stage unsharded
+    (``fsdp_accumulation``) gathers before the first micro-batch's forward and
+    reduce-scatters after the last one's backward, once per step."""
+    L = check_int("layers", layers)
+    m = check_int("micro_batches", micro_batches)
+    if not check_bool("keep_unsharded", keep_unsharded):
+        e = fsdp_unit_exposed(gather_s, reduce_s, forward_s, backward_s, impl)
+        return m * L * (e["forward"] + e["backward"])
+    first = fsdp_unit_exposed(gather_s, reduce_s, forward_s, backward_s, impl,
+                              backward_gather=False, reduce=m == 1)
+    last = fsdp_unit_exposed(0.0, reduce_s, forward_s, backward_s, impl, backward_gather=False)
+    return L * (first["forward"] + (first["backward"] if m == 1 else last["backward"]))

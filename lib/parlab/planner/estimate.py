@@ -10,8 +10,8 @@ composes them for one layout (``spec``: tp fastest, then cp, dp, pp).
          + cost.bubble_ratio(pp, m, v) x m x that    (fill and drain)
          + cost.pipeline_p2p_time                    (stage boundaries)
          + the gradient reduce and parameter gather that does not fit behind the last
-           micro-batch's backward / the first one's forward (ZeRO-3: every micro-batch,
-           layer by layer, each hidden behind that layer's compute)
+           micro-batch's backward / the first one's forward (ZeRO-3: layer by layer, as
+           FSDP2 or DeepSpeed 2021 hide it, every micro-batch or once: cost.fsdp)
          + the optimizer step
 
 Overlaps are the ones the options allow: TP collectives behind their GEMMs with
@@ -313,24 +313,15 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
 
 
 def _zero3_sync(lay, coll, layers, lt, m) -> float:
-    """Exposed seconds of ZeRO-3 / FSDP in one step, unit (layer) by unit: each unit's
-    all-gather as ``cost.fsdp_unit_messages`` collectives of its share of the bytes (one flat
-    one for FSDP2, one per weight matrix for DeepSpeed's of 2021), each paying the group's
-    latency (``cost.nccl_collective_time``: it grows with the ranks) and bandwidth; hidden or
-    not by ``cost.fsdp_unit_exposed``. Resharding after each micro-batch pays it m times;
-    keeping the stage unsharded (``Layout.keeps_unsharded``) gathers before the first
-    micro-batch's forward and reduce-scatters after the last one's backward."""
+    """Exposed seconds of ZeRO-3 / FSDP in one step (``cost.fsdp_step_exposed``): each
+    unit's gather as ``cost.fsdp_unit_messages`` collectives of its share of the bytes (one
+    flat one for FSDP2, one per weight matrix for DeepSpeed's of 2021), each paying the
+    group's latency (it grows with the ranks) and bandwidth."""
     k = cost.fsdp_unit_messages(lay.fsdp_impl, _MATRICES)
     ag = k * coll("all_gather", 1 / (layers * k))
     rs = k * coll("reduce_scatter", 1 / (layers * k))
-    f, b = lt["forward"], lt["backward"]
-    if lay.keeps_unsharded:
-        first = cost.fsdp_unit_exposed(ag, rs, f, b, lay.fsdp_impl, backward_gather=False,
-                                       reduce=m == 1)
-        last = cost.fsdp_unit_exposed(0.0, rs, f, b, lay.fsdp_impl, backward_gather=False)
-        return layers * (first["forward"] + (first["backward"] if m == 1 else last["backward"]))
-    e = cost.fsdp_unit_exposed(ag, rs, f, b, lay.fsdp_impl)
-    return m * layers * (e["forward"] + e["backward"])
+    return cost.fsdp_step_exposed(ag, rs, lt["forward"], lt["backward"], layers, m,
+                                  lay.fsdp_impl, lay.keeps_unsharded)
 
 
 # the weight matrices of a block (QKV fused, projection, two MLP matrices, gate and up fused):
