@@ -36,7 +36,8 @@ from __future__ import annotations
 from ..validate import check_choice, check_float, check_int
 import math
 
-from .collectives import COLLECTIVES, collective_steps, collective_time, nccl_collective_time
+from .collectives import (COLLECTIVES, NCCL_HOP_US, collective_steps, collective_time,
+                          nccl_collective_time)
 
 # Bus bandwidth of a large all-reduce as the ring spans more nodes, against its 2-node figure
 # (the presets' ``achieved``: 192 of 200 GB/s on 2 DGX A100, nccl#812): about 350 of 400 GB/s
@@ -91,8 +92,9 @@ def group_collective_time(op: str, nbytes: float, size: int, stride: int, domain
     """Seconds of one ``op`` of ``nbytes`` (nccl-tests' size convention) on this group.
     p2p, and rings inside one domain: ``collective_time`` at ``group_bandwidth`` with the
     slowest link's alpha per step. Rings across domains: ``nccl_collective_time`` at
-    ``group_bandwidth`` x ``network_scaling(nodes)``, hops of ``intra_alpha`` inside a domain
-    and ``nic_alpha`` between domains (k members a domain, size / k domains).
+    ``group_bandwidth`` x ``network_scaling(nodes)``, hops of ``intra_alpha`` (at least NCCL's
+    NVLink hop, 3.4 us) inside a domain and ``nic_alpha`` between domains (k members a
+    domain, size / k domains).
     all-to-all across domains: the off-domain share (size - k)/size of the buffer over the
     GPU's cards and the on-domain share (k - 1)/size over NVLink, at the same time -- the
     slower of the two -- plus (size - 1) alphas."""
@@ -117,9 +119,11 @@ def group_collective_time(op: str, nbytes: float, size: int, stride: int, domain
     # across domains, as NCCL times it: NVLink hops inside a domain, network hops between
     # them, its base latency, the tree for small all-reduces; the bus bandwidth as measured
     # for rings of that many nodes
+    # (its intra-node hops at least NCCL's NVLink one: 3.4 us)
     nodes = size // k if size % k == 0 else size
-    return nccl_collective_time(op, nbytes, size, nodes, bw * network_scaling(nodes), ia,
-                                max(ia, na))[0]
+    hop = max(ia, NCCL_HOP_US["ring"]["nvlink"] * 1e-6)
+    return nccl_collective_time(op, nbytes, size, nodes, bw * network_scaling(nodes), hop,
+                                max(hop, na))[0]
 
 
 def moe_dispatch_time(tokens: float, d_model: int, n_experts: int, top_k: int, ep: int,

@@ -123,11 +123,12 @@ class Cluster:
     def hops(self) -> tuple:
         """((bytes/s, hop s) inside a node, (bytes/s, hop s) between nodes) for rings: the
         links' bandwidths; between nodes NCCL's own network hop latency (``cost.NCCL_HOP_US``,
-        ring, Simple protocol: 9.6 us) or the card's if slower. Inside a node the link's
-        preset latency (1 us) stays: NCCL's NVLink hop (3.4 us) would add 42 us to each TP
-        all-reduce of 8 ranks and move Narayanan's Table 1 39B row from -4.8% to -5.3%,
-        out of the 5% the in-sample rows are held to -- a cost the constants were not chosen
-        with (docs/measurements.md, 2026-12-04)."""
+        ring, Simple protocol: 9.6 us) or the card's if slower. A ring inside one node keeps
+        the link's preset latency (1 us) per step: NCCL's NVLink hop (3.4 us) would add 42
+        us to each TP all-reduce of 8 ranks and move Narayanan's Table 1 39B row from -4.8%
+        to -5.3%, out of the 5% the in-sample rows are held to (docs/measurements.md,
+        2026-12-04); a ring across nodes takes NCCL's hop for its intra-node steps
+        (``cost.group_collective_time``)."""
         (ib, ia), (nb, na) = self.link("intra"), self.link("inter")
         return (ib, ia), (nb, max(na, cost.NCCL_HOP_US["ring"]["net"] * 1e-6))
 
