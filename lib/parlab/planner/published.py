@@ -116,8 +116,8 @@ def _table2():
         for n, B, b, tf in rows:
             yield PublishedRun(f"Table 2 ZeRO-3 {name} {n} GPUs", "Narayanan 2021 Table 2 (ZeRO-3)",
                                _T2, model, "A100-SXM4-80GB", "DGX-A100", n, B,
-                               dict(zero_stage=3, micro_batch=b, recompute="full", fsdp_impl="deepspeed2021",
-                                    **_MEGATRON_2021),
+                               dict(zero_stage=3, micro_batch=b, recompute="full",
+                                    fsdp_impl="deepspeed2021", **_MEGATRON_2021),
                                "tflops", tf, known_miss=_ZERO3)
     for model, name, pp, B, rows in ((_GPT175, "175B", 12, 1536, ((384, 153), (768, 149), (1536, 141))),
                                      (_GPT530, "530B", 35, 2240, ((560, 171), (1120, 167), (2240, 159)))):
