@@ -8,7 +8,9 @@ ValueError naming the argument (each module's docstring states its domains).
   collectives    the alpha-beta model (Hockney; Thakur et al.): COLLECTIVES, ALGORITHMS,
                  collective_steps, collective_bytes, reduced_bytes, collective_time,
                  p2p_time, ring_tree_crossover; nccl-tests' bus_bandwidth_factor,
-                 bus_bandwidth; AlphaBetaFit, fit_alpha_beta
+                 bus_bandwidth; AlphaBetaFit, fit_alpha_beta; NCCL's own model across
+                 nodes: NCCL_BASE_US, NCCL_HOP_US, nccl_latency, nccl_collective_time (ring
+                 or tree, the faster)
   compute        transformer_params (Kaplan et al.); FLOP_COUNTS, flops_per_token: model or
                  hardware FLOPs per token, counted as Kaplan et al., PaLM or Megatron-LM
                  (Narayanan et al.) do, over N or a LayerShape; mfu (PaLM), mfu_from_hfu,
@@ -25,7 +27,9 @@ ValueError naming the argument (each module's docstring states its domains).
   data_parallel  dp_step_time, dp_speedup (PyTorch DDP, Li et al.)
   fsdp          fsdp_comm_volume, fsdp_gathered_peak (resharding, prefetch; Zhao et al.),
                  hsdp_comm_volume (hybrid sharding), zeropp_comm_volume (ZeRO++),
-                 zero_offload_traffic (ZeRO-Offload)
+                 zero_offload_traffic (ZeRO-Offload); unit by unit: FSDP_IMPLS
+                 (DeepSpeed 2021, FSDP2), fsdp_unit_messages, fsdp_unit_exposed,
+                 fsdp_step_exposed, fsdp_accumulation (reshard or keep across micro-batches)
   tensor_parallel  tp_comm_per_layer (Megatron-LM, Shoeybi et al.; sequence parallelism,
                  Korthikanti et al.), tp_scaling, tp_scaling_curve (one TP group on
                  NVLink or across nodes)
@@ -46,7 +50,7 @@ ValueError naming the argument (each module's docstring states its domains).
                  embedding_params, layer_gemms, layer_elementwise, logits_gemm
   network       members_per_domain, group_bandwidth, group_collective_time: a group's
                  traffic over NVLink or the node's network cards (rails; all-to-all);
-                 moe_dispatch_time
+                 moe_dispatch_time; network_scaling (bus bandwidth as rings span more nodes)
   step          Device, layer_time, logits_time, optimizer_time: a GPU's computation
   planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped),
                  interleaved_peak_activations, data_parallel_degree -- for parlab.planner
@@ -56,16 +60,17 @@ ValueError naming the argument (each module's docstring states its domains).
                  TP-replicated parameters counted tp times, or summed over DP too
 """
 
-from .collectives import (ALGORITHMS, COLLECTIVES, AlphaBetaFit, bus_bandwidth,
+from .collectives import (ALGORITHMS, COLLECTIVES, NCCL_BASE_US, AlphaBetaFit, bus_bandwidth,
                           hierarchical_all_reduce_bytes, in_network_all_reduce_bytes,
                           bus_bandwidth_factor, collective_bytes, collective_steps,
                           collective_time, fit_alpha_beta, p2p_time, reduced_bytes,
-                          ring_tree_crossover)
+                          ring_tree_crossover, NCCL_HOP_US, nccl_latency, nccl_collective_time)
 from .compute import (FLOP_COUNTS, flops_per_token, mfu, mfu_from_hfu, training_time,
                       transformer_params)
 from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
-from .fsdp import (fsdp_comm_volume, fsdp_gathered_peak, hsdp_comm_volume, zero_offload_traffic,
-                   zeropp_comm_volume)
+from .fsdp import (FSDP_IMPLS, fsdp_accumulation, fsdp_comm_volume, fsdp_gathered_peak,
+                   fsdp_step_exposed, fsdp_unit_exposed, fsdp_unit_messages, hsdp_comm_volume,
+                   zero_offload_traffic, zeropp_comm_volume)
 from .memory import (LAYERS, MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset,
                      activation_memory, activation_table, max_micro_batch, memory_plan,
                      zero_comm_volume, zero_memory)
@@ -84,7 +89,7 @@ from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, attention_flops, atten
 from .transformer import (MLPS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
                           layer_params, logits_gemm)
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
-                      moe_dispatch_time)
+                      moe_dispatch_time, network_scaling)
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
                        pipeline_p2p_time)
@@ -100,7 +105,7 @@ __all__ = [
     "COLLECTIVES", "ALGORITHMS", "collective_steps", "collective_bytes", "reduced_bytes",
     "collective_time", "p2p_time", "ring_tree_crossover", "bus_bandwidth_factor",
     "bus_bandwidth", "AlphaBetaFit", "fit_alpha_beta", "hierarchical_all_reduce_bytes",
-    "in_network_all_reduce_bytes",
+    "in_network_all_reduce_bytes", "NCCL_BASE_US", "NCCL_HOP_US", "nccl_latency", "nccl_collective_time",
     "transformer_params", "FLOP_COUNTS", "flops_per_token", "mfu", "mfu_from_hfu",
     "training_time",
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
@@ -111,7 +116,8 @@ __all__ = [
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
     "dp_step_time", "dp_speedup", "onebit_adam_volume_ratio",
     "fsdp_comm_volume", "fsdp_gathered_peak", "hsdp_comm_volume", "zeropp_comm_volume",
-    "zero_offload_traffic",
+    "zero_offload_traffic", "FSDP_IMPLS", "fsdp_unit_messages", "fsdp_unit_exposed",
+    "fsdp_accumulation", "fsdp_step_exposed",
     "tp_comm_per_layer", "tp_scaling", "tp_scaling_curve", "chunked_overlap", "tp_forward_overlap",
     "CP_METHODS", "CP_LAYOUTS", "cp_comm_per_layer", "causal_work_per_rank",
     "attention_memory_per_rank",
@@ -123,6 +129,7 @@ __all__ = [
     "MLPS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
     "layer_elementwise", "logits_gemm",
     "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",
+    "network_scaling",
     "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",
     "pipeline_p2p_time", "dp_grad_sync",
     "interleaved_peak_activations", "data_parallel_degree",

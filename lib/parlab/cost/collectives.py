@@ -307,3 +307,81 @@ def in_network_all_reduce_bytes(nbytes: float, n: int) -> dict:
     S = check_float("nbytes", nbytes, 0.0, strict=False)
     n = check_int("n", n)
     return {"sent": S if n > 1 else 0.0, "ring": 2 * (n - 1) / n * S}
+
+
+# --- what NCCL does across nodes: its latency model and its choice of algorithm -----------
+# NCCL's own cost model, src/graph/tuning.cc (NVIDIA/nccl at 01afd20, the 2.8 series of
+# 2020-21, the NCCL of the runs it is checked against), Simple protocol, in microseconds: a
+# ring pays a base latency and one hop latency per step, NVLink (or PCIe) hops for the steps
+# inside a node and network hops for the steps between nodes; a tree pays two trips up and
+# down: the ranks of a node, then log2(nodes) network levels. Its tree bandwidth is capped
+# (80 GB/s of bus bandwidth beyond 2 nodes) and its multi-node ring all-reduce latency is
+# multiplied by 1.9 for large messages ("plateau effect of ring"). NCCL times every algorithm
+# this way per call and runs the fastest; all-gather and reduce-scatter have only the ring.
+NCCL_BASE_US = {"ring": 8.4, "tree": 0.0}
+NCCL_HOP_US = {"ring": {"nvlink": 3.4, "pcie": 5.7, "net": 9.6},
+               "tree": {"nvlink": 28.0, "pcie": 28.0, "net": 50.0}}
+NCCL_TREE_BUSBW_CAP = 80e9
+NCCL_RING_PLATEAU = 1.9
+
+
+def nccl_latency(op: str, n: int, nodes: int, algorithm: str, hop_intra: float,
+                 hop_inter: float) -> float:
+    """Seconds of latency of ``op`` over ``n`` ranks on ``nodes`` nodes (n / nodes each),
+    hops of ``hop_intra`` inside a node and ``hop_inter`` between nodes. Ring: (steps -
+    inter-node steps) x hop_intra + inter-node steps x hop_inter, the inter-node steps
+    counted like the steps over ``nodes`` ranks: 2 (n - 1) steps for an all-reduce of which
+    2 (nodes - 1) cross, n - 1 of which nodes - 1 cross for an all-gather; it grows linearly
+    with the ranks. Tree (all-reduce): 2 ((n/nodes - 1) hop_intra + log2(nodes) hop_inter)."""
+    n, _ = _check(op, n, algorithm)
+    nodes = check_int("nodes", nodes)
+    if n % nodes:
+        raise ValueError(f"nodes={nodes} must divide n={n} (the same ranks on every node)")
+    a = check_float("hop_intra", hop_intra, 0.0, strict=False)
+    b = check_float("hop_inter", hop_inter, 0.0, strict=False)
+    if algorithm == "tree":
+        return 2 * ((n // nodes - 1) * a + _log2(nodes) * b) if op == "all_reduce" else \
+            collective_steps(op, n, "tree") * b
+    steps = collective_steps(op, n, algorithm)
+    inter = collective_steps(op, nodes, algorithm) if nodes > 1 else 0
+    return (steps - inter) * a + inter * b
+
+
+def nccl_collective_time(op: str, nbytes: float, n: int, nodes: int, bus_bw: float,
+                         hop_intra: float = NCCL_HOP_US["ring"]["nvlink"] * 1e-6,
+                         hop_inter: float = NCCL_HOP_US["ring"]["net"] * 1e-6,
+                         algorithm: str | None = None) -> tuple[float, str]:
+    """(seconds, algorithm) of ``op`` of ``nbytes`` (nccl-tests' size) over ``n`` ranks on
+    ``nodes`` nodes at bus bandwidth ``bus_bw`` (bytes/s, what a ring's links carry), the way
+    NCCL's tuner times it; ``algorithm=None`` takes the fastest, as NCCL does. Ring: base +
+    latency (x 1.9 for a multi-node all-reduce of at least n/16 x 64 KiB) + the ring's bytes
+    per rank / bus_bw. Tree (all-reduce only): its latency (tree hops: 28 us NVLink, 50 us
+    network) + 2 S / min(0.9 bus_bw, 80 GB/s beyond 2 nodes). Small all-reduces over many
+    nodes go to the tree (log2 nodes network hops), large ones to the ring (the bandwidth)."""
+    n, S = _check(op, n, algorithm or "ring", nbytes)
+    nodes = check_int("nodes", nodes)
+    bw = check_float("bus_bw", bus_bw, 0.0)
+    hop_intra = check_float("hop_intra", hop_intra, 0.0, strict=False)
+    hop_inter = check_float("hop_inter", hop_inter, 0.0, strict=False)
+    if n % nodes:
+        raise ValueError(f"nodes={nodes} must divide n={n} (the same ranks on every node)")
+    if n == 1:
+        return 0.0, algorithm or "ring"
+    scale = hop_inter / (NCCL_HOP_US["ring"]["net"] * 1e-6)
+    out = {}
+    if algorithm in (None, "ring"):
+        lat = NCCL_BASE_US["ring"] * 1e-6 + nccl_latency(op, n, nodes, "ring", hop_intra, hop_inter)
+        if op == "all_reduce" and nodes > 1 and S >= n / 16 * 65536:
+            lat *= NCCL_RING_PLATEAU
+        out["ring"] = lat + collective_bytes(op, S, n, "ring") / bw
+    if algorithm in (None, "tree") and op == "all_reduce":
+        # the tree's hops are NCCL's, scaled like the ring's if the caller's network is slower
+        lat = nccl_latency(op, n, nodes, "tree", NCCL_HOP_US["tree"]["nvlink"] * 1e-6,
+                           NCCL_HOP_US["tree"]["net"] * 1e-6 * scale)
+        cap = min(0.9 * bw, NCCL_TREE_BUSBW_CAP) if nodes > 2 else 0.9 * bw
+        out["tree"] = lat + 2 * S / cap
+    if not out:
+        raise ValueError(f"algorithm={algorithm!r} is not modelled for {op} in NCCL's tuner "
+                         "(only all_reduce has a tree)")
+    best = min(out, key=out.get)
+    return out[best], best

@@ -1,5 +1,7 @@
 """FSDP beside ZeRO-3: what resharding, prefetching and hybrid sharding cost, and the
-ZeRO++ / ZeRO-Offload traffic figures (notebook 01 §6, "FSDP vs ZeRO-3").
+ZeRO++ / ZeRO-Offload traffic figures (notebook 01 §6, "FSDP vs ZeRO-3"); unit by unit, what
+each gather costs and what hides it, DeepSpeed's ZeRO-3 of 2021 against FSDP2, and gradient
+accumulation with or without resharding (the planner's ZeRO-3).
 
 Domains: ``n_params`` a whole number >= 0; ``dp``, ``shard``, ``replicate`` integers >= 1;
 bytes per element finite and >= 0; ``reshard_after_forward`` and ``prefetch`` bools;
@@ -8,7 +10,7 @@ bytes per element finite and >= 0; ``reshard_after_forward`` and ``prefetch`` bo
 
 from __future__ import annotations
 
-from ..validate import check_bool, check_float, check_int, check_whole
+from ..validate import check_bool, check_choice, check_float, check_int, check_whole
 
 
 def _bytes(name, value):
@@ -115,3 +117,88 @@ def zero_offload_traffic(n_params: float, param_bytes: float = 2,
     ob = _bytes("optimizer_bytes", optimizer_bytes)
     return {"gpu_bytes": n_params * pb, "cpu_bytes": n_params * (ob + pb),
             "pcie_bytes_per_step": 2 * n_params * pb}
+
+
+# --- ZeRO-3 / FSDP unit by unit: what each gather costs and what hides it -------------------
+# Two implementations, as documented choices (``planner.Layout.fsdp_impl``):
+#   "deepspeed2021"  DeepSpeed's ZeRO-3 as Narayanan et al. 2021 ran it (Table 2): each
+#       parameter tensor is gathered by its own all-gather when its module is about to run
+#       (partition_parameters.py, _allgather_param: one dist.all_gather per parameter; biases
+#       and norms below param_persistence_threshold stay whole), so a layer pays one
+#       collective's latency per weight matrix, and the compute waits for it; the gradients'
+#       reduce-scatter runs on a side stream beside the backward (overlap_comm).
+#   "fsdp2"  PyTorch FSDP2 (2024; Zhao et al. VLDB 2023 §3.3 for the prefetching): one flat
+#       all-gather per unit (a transformer block), the next unit's issued while this one
+#       computes (forward and backward prefetch), the reduce-scatter beside the backward.
+FSDP_IMPLS = ("fsdp2", "deepspeed2021")
+
+
+def fsdp_unit_messages(impl: str, matrices: int) -> int:
+    """Collectives per unit per gather: one flat message (``fsdp2``), or one per weight
+    matrix of the unit (``deepspeed2021``; a GPT block: QKV, projection, two MLP matrices)."""
+    check_choice("impl", impl, FSDP_IMPLS)
+    matrices = check_int("matrices", matrices)
+    return 1 if impl == "fsdp2" else matrices
+
+
+def fsdp_unit_exposed(gather_s: float, reduce_s: float, forward_s: float, backward_s: float,
+                      impl: str = "fsdp2", backward_gather: bool = True,
+                      reduce: bool = True) -> dict:
+    """Exposed seconds of one unit's ZeRO-3 traffic in one micro-batch, {"forward",
+    "backward"}: ``gather_s`` its all-gather(s), ``reduce_s`` its gradients' reduce-scatter,
+    ``forward_s`` / ``backward_s`` its compute (the backward with any recomputation).
+    ``backward_gather=False``: the parameters stayed gathered since the forward (no reshard);
+    ``reduce=False``: gradients accumulate unsharded, reduced after a later micro-batch.
+    fsdp2 (prefetch): forward max(0, G - F), backward max(0, G + R - B) -- the gather of the
+    next unit and the reduce-scatter of the last share the links while this unit computes.
+    deepspeed2021 (on demand): forward G, backward G + max(0, R - B)."""
+    check_choice("impl", impl, FSDP_IMPLS)
+    g = check_float("gather_s", gather_s, 0.0, strict=False)
+    r = check_float("reduce_s", reduce_s, 0.0, strict=False)
+    r = r if check_bool("reduce", reduce) else 0.0
+    f = check_float("forward_s", forward_s, 0.0, strict=False)
+    b = check_float("backward_s", backward_s, 0.0, strict=False)
+    gb = g if check_bool("backward_gather", backward_gather) else 0.0
+    if impl == "fsdp2":
+        return {"forward": max(0.0, g - f), "backward": max(0.0, gb + r - b)}
+    return {"forward": g, "backward": gb + max(0.0, r - b)}
+
+
+def fsdp_accumulation(unit_bytes: float, layers: int, micro_batches: int,
+                      keep_unsharded: bool, param_bytes: float = 2,
+                      grad_bytes: float = 2) -> dict:
+    """Gradient accumulation over ``micro_batches`` meets resharding. Reshard after each
+    micro-batch (FSDP's default without a pipeline): every unit is gathered forward and
+    backward and reduce-scattered once per micro-batch -- m x (2 AG + RS) per step -- and at
+    most a unit or two is ever whole. Keep unsharded (FSDP2's reshard_after_forward=False
+    with set_requires_gradient_sync(False); torchtitan's default with a pipeline): gather
+    once, reduce once per step -- 1 AG + 1 RS -- but the stage's parameters and its
+    unsharded gradients stay whole: + layers x unit x (param_bytes + grad_bytes) / param_bytes
+    bytes per GPU. Returns {"gathers", "reduces" (per unit per step), "extra_bytes"}."""
+    u = check_float("unit_bytes", unit_bytes, 0.0, strict=False)
+    L = check_int("layers", layers)
+    m = check_int("micro_batches", micro_batches)
+    pb = check_float("param_bytes", param_bytes, 0.0)
+    gb = check_float("grad_bytes", grad_bytes, 0.0, strict=False)
+    if check_bool("keep_unsharded", keep_unsharded):
+        return {"gathers": 1, "reduces": 1, "extra_bytes": L * u * (pb + gb) / pb}
+    return {"gathers": 2 * m, "reduces": m, "extra_bytes": 0.0}
+
+
+def fsdp_step_exposed(gather_s: float, reduce_s: float, forward_s: float, backward_s: float,
+                      layers: int, micro_batches: int, impl: str = "fsdp2",
+                      keep_unsharded: bool = False) -> float:
+    """Exposed seconds of ZeRO-3 / FSDP in one step of ``micro_batches`` over ``layers``
+    units, each unit's gather, reduce-scatter and compute as in ``fsdp_unit_exposed``.
+    Resharding after each micro-batch pays it m times; keeping the stage unsharded
+    (``fsdp_accumulation``) gathers before the first micro-batch's forward and
+    reduce-scatters after the last one's backward, once per step."""
+    L = check_int("layers", layers)
+    m = check_int("micro_batches", micro_batches)
+    if not check_bool("keep_unsharded", keep_unsharded):
+        e = fsdp_unit_exposed(gather_s, reduce_s, forward_s, backward_s, impl)
+        return m * L * (e["forward"] + e["backward"])
+    first = fsdp_unit_exposed(gather_s, reduce_s, forward_s, backward_s, impl,
+                              backward_gather=False, reduce=m == 1)
+    last = fsdp_unit_exposed(0.0, reduce_s, forward_s, backward_s, impl, backward_gather=False)
+    return L * (first["forward"] + (first["backward"] if m == 1 else last["backward"]))

@@ -19,8 +19,13 @@ domain, and the rest is over the network:
       (nccl-tests#267, maintainer); its bus bandwidth -> one card per GPU (nccl-tests#130).
   point-to-point (pipeline): one GPU's share of the cards, or NVLink inside a domain.
 
-Bandwidths here are what the links achieve (bytes/s per direction); ``collective_time``
-adds alpha per ring step of the slowest link.
+Bandwidths here are what the links achieve (bytes/s per direction). Rings across domains
+are timed as NCCL's tuner times them (``collectives.nccl_collective_time``): the alphas are
+hop latencies, one per ring step, an NVLink hop for a step inside a domain and a network hop
+for a step between domains, so a ring's latency grows with its ranks; an all-reduce over
+many domains may go to NCCL's tree instead; and the bus bandwidth falls as the ring spans
+more nodes, as measured (``network_scaling``). Inside one domain a ring pays one alpha per
+step (``collective_time``).
 
 Domains: sizes, strides and domains integers >= 1; bandwidths > 0; alphas >= 0;
 ``nics_per_gpu`` > 0 (4 cards for 8 GPUs is 0.5); ``nbytes`` >= 0.
@@ -29,7 +34,28 @@ Domains: sizes, strides and domains integers >= 1; bandwidths > 0; alphas >= 0;
 from __future__ import annotations
 
 from ..validate import check_choice, check_float, check_int
-from .collectives import COLLECTIVES, collective_steps, collective_time
+import math
+
+from .collectives import (COLLECTIVES, NCCL_HOP_US, collective_steps, collective_time,
+                          nccl_collective_time)
+
+# Bus bandwidth of a large all-reduce as the ring spans more nodes, against its 2-node figure
+# (the presets' ``achieved``: 192 of 200 GB/s on 2 DGX A100, nccl#812): about 350 of 400 GB/s
+# on 248 nodes of 8 H200 with 8 NDR cards, "occasionally dropping below 300" (nccl-tests#283,
+# all_reduce_perf at 512 MB, 1,984 GPUs): 350 / 400 / 0.96 = 0.91. Interpolated in log2 of
+# the nodes between the two, held beyond.
+NET_SCALING = ((2, 1.0), (248, 350 / 400 / 0.96))
+
+
+def network_scaling(nodes: int) -> float:
+    """Share of its 2-node bus bandwidth a ring over ``nodes`` nodes keeps (``NET_SCALING``)."""
+    nodes = check_int("nodes", nodes)
+    (n0, f0), (n1, f1) = NET_SCALING
+    if nodes <= n0:
+        return f0
+    if nodes >= n1:
+        return f1
+    return f0 + (f1 - f0) * (nodes - n0) / (n1 - n0)
 
 
 def members_per_domain(size: int, stride: int, domain: int) -> int:
@@ -64,7 +90,11 @@ def group_collective_time(op: str, nbytes: float, size: int, stride: int, domain
                           intra_bandwidth: float, intra_alpha: float, nic_bandwidth: float,
                           nic_alpha: float, nics_per_gpu: float = 1.0) -> float:
     """Seconds of one ``op`` of ``nbytes`` (nccl-tests' size convention) on this group.
-    Rings and p2p: ``collective_time`` at ``group_bandwidth`` with the slowest link's alpha.
+    p2p, and rings inside one domain: ``collective_time`` at ``group_bandwidth`` with the
+    slowest link's alpha per step. Rings across domains: ``nccl_collective_time`` at
+    ``group_bandwidth`` x ``network_scaling(nodes)``, hops of ``intra_alpha`` (at least NCCL's
+    NVLink hop, 3.4 us) inside a domain and ``nic_alpha`` between domains (k members a
+    domain, size / k domains).
     all-to-all across domains: the off-domain share (size - k)/size of the buffer over the
     GPU's cards and the on-domain share (k - 1)/size over NVLink, at the same time -- the
     slower of the two -- plus (size - 1) alphas."""
@@ -82,7 +112,18 @@ def group_collective_time(op: str, nbytes: float, size: int, stride: int, domain
         on = nbytes * (k - 1) / size / check_float("intra_bandwidth", intra_bandwidth, 0.0)
         return collective_steps("all_to_all", size) * alpha + max(off, on)
     bw = group_bandwidth(op, size, stride, domain, intra_bandwidth, nic_bandwidth, nics_per_gpu)
-    return collective_time(op, nbytes, 2 if op == "p2p" else size, alpha, bw)
+    if op == "p2p":
+        return collective_time(op, nbytes, 2, alpha, bw)
+    if k == size:  # inside one domain: one alpha per ring step, as the in-sample rows had it
+        return collective_time(op, nbytes, size, ia, bw)
+    # across domains, as NCCL times it: NVLink hops inside a domain, network hops between
+    # them, its base latency, the tree for small all-reduces; the bus bandwidth as measured
+    # for rings of that many nodes
+    # (its intra-node hops at least NCCL's NVLink one: 3.4 us)
+    nodes = size // k if size % k == 0 else size
+    hop = max(ia, NCCL_HOP_US["ring"]["nvlink"] * 1e-6)
+    return nccl_collective_time(op, nbytes, size, nodes, bw * network_scaling(nodes), hop,
+                                max(hop, na))[0]
 
 
 def moe_dispatch_time(tokens: float, d_model: int, n_experts: int, top_k: int, ep: int,

@@ -10,8 +10,8 @@ composes them for one layout (``spec``: tp fastest, then cp, dp, pp).
          + cost.bubble_ratio(pp, m, v) x m x that    (fill and drain)
          + cost.pipeline_p2p_time                    (stage boundaries)
          + the gradient reduce and parameter gather that does not fit behind the last
-           micro-batch's backward / the first one's forward (ZeRO-3: every micro-batch,
-           layer by layer, each hidden behind that layer's compute)
+           micro-batch's backward / the first one's forward (ZeRO-3: layer by layer, as
+           FSDP2 or DeepSpeed 2021 hide it, every micro-batch or once: cost.fsdp)
          + the optimizer step
 
 Overlaps are the ones the options allow: TP collectives behind their GEMMs with
@@ -302,10 +302,7 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
                 + (cluster.collective(op, 2 * experts * share, egroup, lay.ep) if experts else 0.0))
 
     if lay.zero_stage == 3:
-        ag = coll("all_gather", 1 / layers)
-        rs = coll("reduce_scatter", 1 / layers)
-        per_layer = max(0.0, ag - lt["forward"]) + max(0.0, ag + rs - lt["backward"])
-        return m * layers * per_layer
+        return _zero3_sync(lay, coll, layers, lt, m)
     if lay.zero_stage == 0:
         reduce = coll("all_reduce", 1.0)
         gather = 0.0
@@ -315,6 +312,23 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
     if not lay.dp_overlap:
         return reduce + gather
     return max(0.0, reduce - layers * lt["backward"]) + max(0.0, gather - layers * lt["forward"])
+
+
+def _zero3_sync(lay, coll, layers, lt, m) -> float:
+    """Exposed seconds of ZeRO-3 / FSDP in one step (``cost.fsdp_step_exposed``): each
+    unit's gather as ``cost.fsdp_unit_messages`` collectives of its share of the bytes (one
+    flat one for FSDP2, one per weight matrix for DeepSpeed's of 2021), each paying the
+    group's latency (it grows with the ranks) and bandwidth."""
+    k = cost.fsdp_unit_messages(lay.fsdp_impl, _MATRICES)
+    ag = k * coll("all_gather", 1 / (layers * k))
+    rs = k * coll("reduce_scatter", 1 / (layers * k))
+    return cost.fsdp_step_exposed(ag, rs, lt["forward"], lt["backward"], layers, m,
+                                  lay.fsdp_impl, lay.keeps_unsharded)
+
+
+# the weight matrices of a block (QKV fused, projection, two MLP matrices, gate and up fused):
+# DeepSpeed's ZeRO-3 gathers each by itself; biases and norms stay whole
+_MATRICES = 4
 
 
 def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
@@ -334,8 +348,10 @@ def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
                                       attention=lay.attention, cp=lay.cp)
     if lay.pp == 1:  # fp32 logits of the micro-batch (the last stage's, here the only one)
         act += 4 * b * (S // lay.cp) * model.vocab_size / tp
-    if lay.zero_stage == 3:  # the weights of the layer running, gathered, 16-bit
-        act += 2 * (dense + experts) / layers
+    if lay.zero_stage == 3:  # gathered 16-bit weights: the running unit (and the prefetched
+        unit = 2 * (dense + experts) / layers  # one), or the whole stage and its gradients
+        keep = cost.fsdp_accumulation(unit, layers, m, lay.keeps_unsharded)["extra_bytes"]
+        act += keep or unit * (2 if lay.fsdp_impl == "fsdp2" and layers > 1 else 1)
     cap = cluster.gpu.memory_gb * 1e9
     return MemoryPerGPU(states["params"], states["grads"], states["optimizer"], act,
                         states["total"] + act, cap)

@@ -121,6 +121,18 @@ class Cluster:
         spec = self.intra_link if which == "intra" else self.inter_link
         return spec.gb_per_s_per_direction * 1e9 * spec.achieved, spec.latency_us * 1e-6
 
+    def hops(self) -> tuple:
+        """((bytes/s, hop s) inside a node, (bytes/s, hop s) between nodes) for rings: the
+        links' bandwidths; between nodes NCCL's own network hop latency (``cost.NCCL_HOP_US``,
+        ring, Simple protocol: 9.6 us) or the card's if slower. A ring inside one node keeps
+        the link's preset latency (1 us) per step: NCCL's NVLink hop (3.4 us) would add 42
+        us to each TP all-reduce of 8 ranks and move Narayanan's Table 1 39B row from -4.8%
+        to -5.3%, out of the 5% the in-sample rows are held to (docs/measurements.md,
+        2026-12-04); a ring across nodes takes NCCL's hop for its intra-node steps
+        (``cost.group_collective_time``)."""
+        (ib, ia), (nb, na) = self.link("intra"), self.link("inter")
+        return (ib, ia), (nb, max(na, cost.NCCL_HOP_US["ring"]["net"] * 1e-6))
+
     def dispatch(self, tokens: float, shape: cost.LayerShape, ep: int, dedup: bool) -> float:
         """Seconds of one MoE dispatch of ``tokens`` per GPU over ep consecutive GPUs."""
         key = ("dispatch", tokens, shape, ep, dedup)
@@ -135,7 +147,7 @@ class Cluster:
         """Seconds of ``op`` on a group of ``size`` GPUs ``stride`` apart (cost.network)."""
         key = (op, nbytes, size, stride)
         if key not in self._memo:
-            (ib, ia), (nb, na) = self.link("intra"), self.link("inter")
+            (ib, ia), (nb, na) = self.hops()
             self._memo[key] = cost.group_collective_time(op, nbytes, size, stride,
                                                          self.nvlink_domain, ib, ia, nb, na,
                                                          self.nics_per_gpu)
@@ -169,6 +181,14 @@ class Layout:
     uneven_stages: bool = False     # allow pp x v not dividing the layers (slowest stage timed)
     capacity_factor: float | None = None  # MoE: experts computed on capacity-padded buffers
     ep_dispatch: str = "alltoall"   # "dedup": a token crosses to a node once (DeepEP)
+    # ZeRO-3 only (cost.fsdp): "fsdp2" -- one flat gather per block, the next prefetched,
+    # the reduce-scatter beside the backward; "deepspeed2021" -- DeepSpeed's ZeRO-3 of
+    # Narayanan et al. 2021: a gather per weight matrix, waited for
+    fsdp_impl: str = "fsdp2"
+    # ZeRO-3 with several micro-batches: keep the gathered parameters and unsharded gradients
+    # across them (gather and reduce once per step, the stage whole in memory) or reshard
+    # after each; None: keep with a pipeline (torchtitan's default), reshard without
+    fsdp_keep_unsharded: bool | None = None
 
     def __post_init__(self):
         for f in ("tp", "pp", "cp", "ep", "v", "micro_batch"):
@@ -178,6 +198,9 @@ class Layout:
         check_choice("cp_kind", self.cp_kind, CP_KINDS)
         check_choice("attention", self.attention, cost.ATTENTION)
         check_choice("ep_dispatch", self.ep_dispatch, EP_DISPATCH)
+        check_choice("fsdp_impl", self.fsdp_impl, cost.FSDP_IMPLS)
+        if self.fsdp_keep_unsharded is not None:
+            check_bool("fsdp_keep_unsharded", self.fsdp_keep_unsharded)
         if self.dtype is not None:
             check_choice("dtype", self.dtype, DTYPES)
         check_choice("stack", self.stack, STACK_NAMES)
@@ -185,6 +208,11 @@ class Layout:
             check_bool(f, getattr(self, f))
         if self.capacity_factor is not None:
             check_float("capacity_factor", self.capacity_factor, 0.0)
+
+    @property
+    def keeps_unsharded(self) -> bool:
+        """ZeRO-3 across micro-batches: ``fsdp_keep_unsharded``, or (None) with a pipeline."""
+        return self.pp > 1 if self.fsdp_keep_unsharded is None else self.fsdp_keep_unsharded
 
     def dtype_on(self, gpu: GPUSpec) -> str:
         """The numerics on ``gpu``; a dtype it has no peak for is a ValueError."""
@@ -251,11 +279,16 @@ class Layout:
         if pp * v > L + 2:
             raise LayoutError(f"pp*v={pp * v} must be <= n_layers + 2 = {L + 2} (each of the "
                               "pp x v model chunks holds a layer, the embedding or the loss)")
-        if pp > 1 and self.zero_stage >= 2:
-            raise LayoutError(f"zero_stage={self.zero_stage} with pp={pp}: ZeRO-2/3 shard the "
-                              "gradients or weights every micro-batch of a pipeline needs; "
-                              "use zero_stage 0 or 1 (Megatron's distributed optimizer is "
-                              "ZeRO-1)")
+        if pp > 1 and self.zero_stage == 2:
+            raise LayoutError(f"zero_stage={self.zero_stage} with pp={pp}: ZeRO-2 shards the "
+                              "gradients every micro-batch of a pipeline adds to; use "
+                              "zero_stage 1, or 3 (FSDP with a pipeline, as torchtitan runs "
+                              "it: parameters and gradients kept whole across the "
+                              "micro-batches, fsdp_keep_unsharded)")
+        if pp > 1 and self.zero_stage == 3 and self.fsdp_impl == "deepspeed2021":
+            raise LayoutError(f"fsdp_impl='deepspeed2021' with pp={pp}: DeepSpeed's pipeline "
+                              "engine runs ZeRO-1 only; FSDP with a pipeline is fsdp_impl="
+                              "'fsdp2'")
         if global_batch % dp:
             raise LayoutError(f"global_batch={global_batch} must be divisible by dp={dp}")
         per = global_batch // dp
