@@ -5,6 +5,7 @@ to (``published``, ``validate``). Built only on ``parlab.cost`` and ``parlab.har
 """
 
 from .calibrate import calibrate
+from .conventions import FLOP_CONVENTION, flops_as
 from .constants import CONSTANTS, CONSTANTS_NOTE, H200_REPORT, Constants
 from .estimate import Estimate, MemoryPerGPU, StepTime, best_micro_batch, estimate, predict
 from .narayanan import SEED_GPT3, gpt3_seed_check, narayanan_table1
@@ -12,7 +13,8 @@ from .presets import GPU_ALIASES, MODELS, cluster_for, resolve_gpu, resolve_mode
 from .published import IN_SAMPLE, OUT_OF_SAMPLE, RUNS, PublishedRun
 from .search import Candidate, Infeasible, Plan, plan, reasons
 from .spec import CP_KINDS, DTYPES, EP_DISPATCH, Cluster, Layout, LayoutError, ModelSpec
-from .validate import TOLERANCE, error_band, metric_of, predict_run, summary, validate
+from .validate import (TOLERANCE, error_band, headline, metric_of, predict_run, summary,
+                       validate)
 
 __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "MemoryPerGPU",
            "CONSTANTS", "CONSTANTS_NOTE", "H200_REPORT", "Constants", "calibrate",
@@ -20,4 +22,4 @@ __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "M
            "CP_KINDS", "DTYPES", "EP_DISPATCH", "Cluster", "Layout", "LayoutError", "ModelSpec",
            "RUNS", "IN_SAMPLE", "OUT_OF_SAMPLE", "PublishedRun", "plan", "Plan", "Candidate",
            "Infeasible", "reasons", "validate", "summary", "predict_run", "error_band", "metric_of",
-           "TOLERANCE", "narayanan_table1", "gpt3_seed_check", "SEED_GPT3"]
+           "TOLERANCE", "headline", "flops_as", "FLOP_CONVENTION", "narayanan_table1", "gpt3_seed_check", "SEED_GPT3"]

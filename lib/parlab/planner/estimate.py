@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from .. import cost
 from ..validate import check_int
 from .constants import CONSTANTS, Constants
+from ..cost.memory import MEMORY_COUNTER
+from .conventions import FLOP_CONVENTION, flops_as
 from .presets import cluster_for
 from .spec import Cluster, Layout, LayoutError, ModelSpec
 
@@ -58,13 +60,15 @@ class StepTime:
 @dataclass(frozen=True)
 class MemoryPerGPU:
     """Bytes per GPU (the first pipeline stage, the fullest): params + grads + optimizer +
-    activations = total, against ``capacity`` (the preset's marketed GB x 1e9)."""
+    activations = total, against ``capacity`` (the preset's marketed GB x 1e9). ``total``
+    predicts peak *allocated* memory; ``counter`` says so and what is left out."""
     params: float
     grads: float
     optimizer: float
     activations: float
     total: float
     capacity: float
+    counter: str = MEMORY_COUNTER  # which counter ``total`` predicts, and what it leaves out
 
     @property
     def spare(self) -> float:
@@ -91,6 +95,11 @@ class Estimate:
     tokens_per_second: float  # whole job
     peak_tflops: float
     constants: Constants = CONSTANTS
+    flop_convention: str = FLOP_CONVENTION  # what mfu / tflops count (planner.conventions)
+
+    def flops_as(self, flops: str = "model", attention: str = "full") -> dict:
+        """This step's throughput and utilisation in another FLOP count (``conventions``)."""
+        return flops_as(self, flops, attention)
 
     def __getattr__(self, name):  # the layout's and the model's fields read through
         for part in ("layout", "model"):
@@ -239,7 +248,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     m = B // (dp * b)
     layers = math.ceil(L / pp)  # the slowest stage
     lt = _layer_time(s, b, S, dev, tp, cp, ep, sp, lay.recompute, lay.attention,
-                     dtype == "fp8", lay.capacity_factor or 1.0)
+                     dtype in cost.LOW_PRECISION, lay.capacity_factor or 1.0)
     tp1 = _tp_comm(model, cluster, lay, lt, b, sp)
     cp1 = _cp_comm(model, cluster, lay, lt, b)
     ep1 = _ep_comm(model, cluster, lay, b)
@@ -323,13 +332,16 @@ def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     b = lay.micro_batch
     tp = lay.tp
     sp = lay.sequence_parallel and tp > 1
+    dtype = lay.dtype_on(cluster.gpu)
+    low = cost.bytes_per_element(dtype) if dtype in cost.LOW_PRECISION else None
     states = cost.zero_memory(round(dense + experts), dp * lay.cp, lay.zero_stage)
     per_layer = cost.activation_memory(S, b, recompute=lay.recompute, tp=tp, sequence_parallel=sp,
-                                       layer=s, attention=lay.attention, cp=lay.cp)
+                                       layer=s, attention=lay.attention, cp=lay.cp,
+                                       gemm_input_bytes=low)
     act = per_layer * layers * cost.interleaved_peak_activations(lay.pp, m, lay.v)
     if lay.recompute != "none":  # the layer being recomputed holds its full activations
         act += cost.activation_memory(S, b, tp=tp, sequence_parallel=sp, layer=s,
-                                      attention=lay.attention, cp=lay.cp)
+                                      attention=lay.attention, cp=lay.cp, gemm_input_bytes=low)
     if lay.pp == 1:  # fp32 logits of the micro-batch (the last stage's, here the only one)
         act += 4 * b * (S // lay.cp) * model.vocab_size / tp
     if lay.zero_stage == 3:  # the weights of the layer running, gathered, 16-bit
@@ -357,7 +369,8 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
     ``n_shared_experts`` (or a whole ``shape=cost.LayerShape(...)``). The layout: any field
     of ``spec.Layout`` -- cp, cp_kind ("ring" | "ulysses" | "allgather"), ep,
     capacity_factor, v, zero_stage, recompute, sequence_parallel, attention ("fused" |
-    "materialized"), dtype ("bf16" | "fp16" | "fp8"; default the GPU's 16-bit type),
+    "materialized"), dtype ("bf16" | "fp16" | "fp8" | "mxfp8" | "nvfp4"; default the
+    GPU's 16-bit type; one the GPU has no peak for is a ValueError naming both),
     tp_comm_overlap, dp_overlap, uneven_stages. The cluster: ``gpu`` (a preset or alias) in
     its usual node (``hardware.node_for``), any of gpus_per_node, nics_per_node,
     inter_link, nvlink_domain replaced. ``micro_batch=None`` tries the micro-batches that

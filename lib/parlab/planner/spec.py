@@ -26,7 +26,7 @@ from ..hardware import GPUSpec, LinkSpec, default_dtype
 from ..validate import check_bool, check_choice, check_float, check_int
 
 CP_KINDS = ("ring", "ulysses", "allgather")
-DTYPES = ("bf16", "fp16", "fp8")
+DTYPES = tuple(cost.TRAINING_DTYPES)  # bf16, fp16, fp8, mxfp8, nvfp4 (cost.precision)
 EP_DISPATCH = ("alltoall", "dedup")
 
 

@@ -46,9 +46,12 @@ def test_every_row_within_15_percent_or_a_known_miss_that_misses(rows):
             assert abs(r["error"]) <= planner.TOLERANCE, (r["name"], r["error"])
     s = planner.summary(rows)
     assert s["in_sample"]["n"] == 10 and s["in_sample"]["max"] < 0.06
-    assert s["out_of_sample"]["n"] >= 20 and s["out_of_sample"]["within"] == s["out_of_sample"]["n"]
+    # every row is in the score, the explained misses too
+    out = [r for r in rows if not r["in_sample"]]
+    assert s["out_of_sample"]["n"] == len(out) >= 30
+    assert s["out_of_sample"]["within"] == sum(not r["known_miss"] for r in out)
     # the misses are the ZeRO-3 rows, MT-NLG's DeepSpeed runs and few others, not a third
-    assert len(s["out_of_sample"]["misses"]) <= 12
+    assert len(s["out_of_sample"]["outside"]) <= 12
 
 
 def test_one_set_of_constants_and_what_they_are():
