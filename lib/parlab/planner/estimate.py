@@ -21,8 +21,10 @@ Overlaps are the ones the options allow: TP collectives behind their GEMMs with
 exposed; MoE dispatch and combine exposed. Memory: ``cost.zero_memory`` for the first
 stage's weights and ``cost.activation_memory`` x the micro-batches it holds (``cost.
 interleaved_peak_activations``), plus a layer's full activations while it is recomputed and,
-without pipelining, fp32 logits. Left out, so "fits" is optimistic: the CUDA context,
-fragmentation, communication buffers.
+without pipelining, fp32 logits; with fp8 / mxfp8 / nvfp4 the GEMM inputs kept for backward
+at that dtype's bytes. It predicts peak *allocated* memory (``MemoryPerGPU.counter``). Left
+out, so "fits" is optimistic: the CUDA context, fragmentation, workspaces, communication
+buffers, the last stage's logits. FLOPs: ``Estimate.flop_convention``.
 """
 
 from __future__ import annotations
