@@ -279,7 +279,8 @@ def convention_example() -> dict:
 
 CLUSTER_GPUS = {"A100-80GB": "A100-SXM4-80GB", "H100-80GB": "H100-SXM5-80GB",
                 "A100-40GB": "A100-SXM4-40GB", "H200-141GB": "H200-SXM-141GB",
-                "V100-32GB": "V100-SXM2-32GB", "B200": "B200", "GB200": "GB200"}
+                "V100-32GB": "V100-SXM2-32GB", "H800-80GB": "H800-SXM5-80GB", "B200": "B200",
+                "GB200": "GB200"}
 INTERCONNECTS = ("IB-HDR", "IB-NDR", "RoCE-400", "IB-EDR", "100GbE", "25GbE")
 
 
