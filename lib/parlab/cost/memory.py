@@ -23,8 +23,7 @@ from .transformer import LayerShape
 ZERO_STAGES = (0, 1, 2, 3)
 RECOMPUTE = ("none", "selective", "full")
 ZERO_STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
-# What a memory estimate of model states (``zero_memory``) plus activations
-# (``activation_memory``) predicts, and what it leaves out
+# What model states (``zero_memory``) plus activations (``activation_memory``) predict
 MEMORY_COUNTER = (
     "the peak of live tensors, torch.cuda.max_memory_allocated (what Megatron-LM and NeMo "
     "report as 'max allocated'); not the allocator's reserved memory (its cached, "
@@ -171,10 +170,9 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
     output layer are left out, as in the paper's per-layer count.
 
     ``gemm_input_bytes``: bytes per value of the inputs kept for the weight-gradient GEMMs
-    (the qkv and fc1 inputs, the projection's and fc2's / down's, the experts' permuted
-    inputs), when a low-precision recipe keeps them quantized: Transformer Engine saves the
-    fp8 copy it cast for the forward GEMM, not the 16-bit one (1 byte; mxfp8 1.03125 with
-    its block scales, ``precision.bytes_per_element``). None: ``bytes_per_value`` like the
+    (qkv and fc1 inputs, the projection's and fc2's / down's, the experts' permuted inputs)
+    when Transformer Engine keeps the fp8 copy it cast for the forward GEMM, not the 16-bit
+    one (mxfp8: 1.03125 with its scales, ``precision.bytes_per_element``); None: like the
     rest. Q, K, V (attention runs in 16 bit), norm inputs and the layer input stay.
     """
     S = check_int("seq_len", seq_len)
