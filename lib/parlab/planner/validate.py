@@ -93,7 +93,10 @@ def predict_run(run: PublishedRun, constants: Constants = CONSTANTS):
     the source does not give (micro-batch 1, no interleaving, no recomputation); if that
     does not fit in memory, the fastest variant of the knobs in ``run.search`` that does
     (micro-batch: every divisor of the replica's batch) -- ``validate`` says so per row."""
-    first, fitting, why = _variants(run, constants)
+    return _pick(run, *_variants(run, constants))
+
+
+def _pick(run, first, fitting, why):
     if not fitting:
         if first.fits or not run.search:
             return first
@@ -105,8 +108,8 @@ def predict_run(run: PublishedRun, constants: Constants = CONSTANTS):
 def validate(runs=RUNS, constants: Constants = CONSTANTS) -> list[dict]:
     out = []
     for run in runs:
-        first, fitting, _ = _variants(run, constants)
-        e = predict_run(run, constants)
+        first, fitting, why = _variants(run, constants)
+        e = _pick(run, first, fitting, why)
         got = metric_of(e, run.metric)
         err = error_of(run, got)
         conv = METRIC_CONVENTION[run.metric]
