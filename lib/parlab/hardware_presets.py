@@ -30,7 +30,7 @@ class GPUSpec:
     name: str
     memory_gb: float
     hbm_gb_per_s: float  # memory bandwidth (HBM or GDDR), GB/s
-    peak_tflops: dict  # dtype ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8") -> dense TFLOP/s
+    peak_tflops: dict  # dtype ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4") -> dense TFLOP/s
     link: str  # key of LINK_PRESETS: the GPU-to-GPU link inside one node
     source: str
     sms: int = 108  # streaming multiprocessors: how many GEMM tiles run at once (one wave)
@@ -49,6 +49,10 @@ class NodeSpec:
     source: str
 
 
+_H800 = ("NVIDIA H800 Tensor Core GPU datasheet (an H100 SXM5 with NVLink cut to 400 GB/s and "
+         "FP64 to 1 TFLOP/s; every other figure the H100's), https://www.nvidia.cn/data-center/h800/; "
+         "its clusters: DeepSeek-AI, 'DeepSeek-V3 Technical Report', arXiv 2412.19437, §3.1 "
+         "(8 H800 per node on NVLink/NVSwitch, InfiniBand across nodes)")
 _NVLINK = "NVIDIA NVLink & NVSwitch page, https://www.nvidia.com/en-us/data-center/nvlink/"
 _PCIE = "PCI-SIG specifications (GT/s per lane, 128b/130b encoding), https://pcisig.com/specifications"
 _IB = "InfiniBand Trade Association roadmap, https://www.infinibandta.org/infiniband-roadmap/"
@@ -63,6 +67,7 @@ LINK_PRESETS = {l.name: l for l in [
     LinkSpec("NVLink2", 150.0, 300.0, 1.0, _NVLINK, 0.78, _NV_ACH),  # V100: 6 links x 25 GB/s
     LinkSpec("NVLink3", 300.0, 600.0, 1.0, _NVLINK, 0.78, _NV_ACH),  # A100: 12 links x 25 GB/s
     LinkSpec("NVLink4", 450.0, 900.0, 1.0, _NVLINK, 0.78, _NV_ACH),  # H100/H200: 18 x 25 GB/s
+    LinkSpec("NVLink4-H800", 200.0, 400.0, 1.0, _H800, 0.78, _NV_ACH),  # H800: 8 x 25 GB/s
     LinkSpec("NVLink5", 900.0, 1800.0, 1.0, _NVLINK, 0.78, _NV_ACH),  # B200/GB200: 18 x 50 GB/s
     # PCIe x16: 8/16/32 GT/s x 16 lanes x 128/130 / 8 bits; "total" is NVIDIA's rounded 32/64/128 GB/s
     LinkSpec("PCIe3-x16", 15.75, 32.0, 2.0, _PCIE, 0.78, _ASSUMED),
@@ -95,10 +100,18 @@ _A10 = "NVIDIA A10 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-
 _A100_PEAK = {"fp64": 19.5, "fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}
 # H100 SXM = H200: fp64 TC 67, fp32 67; tf32 989, bf16/fp16 1979, fp8 3958 are *sparse*: halved here
 _H100_SXM_PEAK = {"fp64": 67.0, "fp32": 67.0, "tf32": 494.5, "fp16": 989.5, "bf16": 989.5, "fp8": 1979.0}
-# DGX B200: 72 PFLOPS fp8 training for 8 GPUs (sparse) -> 4.5 dense fp8, 2.25 bf16 per GPU
-_B200_PEAK = {"fp64": 40.0, "tf32": 1125.0, "fp16": 2250.0, "bf16": 2250.0, "fp8": 4500.0}
-# GB200 NVL72: 360 PFLOPS bf16, 720 fp8, 180 tf32 (sparse), 3240 TFLOPS fp64 for 72 GPUs
-_GB200_PEAK = {"fp64": 45.0, "tf32": 1250.0, "fp16": 2500.0, "bf16": 2500.0, "fp8": 5000.0}
+# H800 SXM: the H100 SXM's tensor peaks; FP64 and FP64 tensor core 1 TFLOP/s
+_H800_PEAK = {**_H100_SXM_PEAK, "fp64": 1.0}
+# DGX B200: 72 PFLOPS fp8 training and 144 PFLOPS fp4 inference for 8 GPUs (sparse) -> 4.5
+# dense fp8, 9 dense fp4, 2.25 bf16 per GPU. Blackwell's tensor cores apply MX block scales
+# (MXFP8) and NVFP4's at the same rates as plain fp8 and fp4 (Blackwell architecture
+# technical brief); Hopper and Ada have no block-scaled MMA, so no mxfp8 / nvfp4 there.
+_B200_PEAK = {"fp64": 40.0, "tf32": 1125.0, "fp16": 2250.0, "bf16": 2250.0, "fp8": 4500.0,
+              "mxfp8": 4500.0, "nvfp4": 9000.0}
+# GB200 NVL72: 360 PFLOPS bf16, 720 fp8/fp6, 1440 fp4, 180 tf32 (sparse), 3240 TFLOPS fp64
+# for 72 GPUs
+_GB200_PEAK = {"fp64": 45.0, "tf32": 1250.0, "fp16": 2500.0, "bf16": 2500.0, "fp8": 5000.0,
+               "mxfp8": 5000.0, "nvfp4": 10000.0}
 
 GPU_PRESETS = {g.name: g for g in [
     # V100: 32 GB HBM2 900 GB/s; fp64 7.8, fp32 15.7, tensor fp16 125 (Volta has no sparsity, no bf16/tf32)
@@ -110,6 +123,7 @@ GPU_PRESETS = {g.name: g for g in [
     # H100 PCIe: 2 TB/s; fp64 TC 51, fp32 51; tf32 756, bf16/fp16 1513, fp8 3026 sparse -> halved
     GPUSpec("H100-PCIe-80GB", 80, 2000, {"fp64": 51.0, "fp32": 51.0, "tf32": 378.0, "fp16": 756.5,
                                          "bf16": 756.5, "fp8": 1513.0}, "PCIe5-x16", _H100, 114),
+    GPUSpec("H800-SXM5-80GB", 80, 3350, dict(_H800_PEAK), "NVLink4-H800", _H800, 132),
     GPUSpec("H200-SXM-141GB", 141, 4800, dict(_H100_SXM_PEAK), "NVLink4", _H200, 132),  # HBM3e 4.8 TB/s
     GPUSpec("B200", 180, 8000, dict(_B200_PEAK), "NVLink5", _B200, 148),  # HBM3e 64 TB/s / 8
     GPUSpec("GB200", 186, 8000, dict(_GB200_PEAK), "NVLink5", _GB200, 148),  # 13.5 TB, 576 TB/s / 72
@@ -141,7 +155,8 @@ NODE_PRESETS = {n.name: n for n in [
 ]}
 # a GPU's default node, per generation: A100 -> HDR, H100/H200 -> NDR (what DGX systems ship with)
 DEFAULT_NODE = {"V100-SXM2-32GB": "DGX-1V", "A100-SXM4-40GB": "DGX-A100", "A100-SXM4-80GB": "DGX-A100",
-                "H100-SXM5-80GB": "DGX-H100", "H200-SXM-141GB": "DGX-H100", "B200": "DGX-B200",
+                "H100-SXM5-80GB": "DGX-H100", "H200-SXM-141GB": "DGX-H100",
+                "H800-SXM5-80GB": "DGX-H100", "B200": "DGX-B200",
                 "GB200": "GB200-NVL72"}
 
 
@@ -156,6 +171,8 @@ def match_gpu(name: str) -> GPUSpec | None:
     mem = "80GB" if "80GB" in t else "40GB" if "40GB" in t else None
     if "GB200" in t or "B200" in t:
         key = "GB200" if "GB200" in t else "B200"
+    elif "H800" in t:  # "NVIDIA H800" (the SXM part; the PCIe H800 has no preset)
+        key = None if "PCIE" in t else "H800-SXM5-80GB"
     elif "H200" in t:
         key = None if "NVL" in t else "H200-SXM-141GB"  # H200 NVL is a different (PCIe) card
     elif "H100" in t:  # the SXM part reports itself as "NVIDIA H100 80GB HBM3"

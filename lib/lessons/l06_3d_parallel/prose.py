@@ -75,3 +75,18 @@ NUMBERS = [
     # references
     shared("bytes_per_param_adam", "16 bytes per parameter", "{:.0f} bytes"),
 ]
+
+
+def _convention(key):
+    """Llama 3's 128k row counted two ways (``experiments.convention_example``)."""
+    return lambda: experiments.convention_example()[key]
+
+
+NUMBERS += [
+    # §4 "Which FLOPs": one predicted step, the attention square counted full and causal,
+    # against Table 4's MFU and the planner's tolerance
+    computed("Which FLOPs", _convention("published"), "{:.0%}"),
+    computed("Which FLOPs", _convention("full"), "{:.0%}"),
+    computed("Which FLOPs", _convention("causal"), "{:.0%}"),
+    computed("Which FLOPs", lambda: planner.TOLERANCE, "{:.0%}"),
+]

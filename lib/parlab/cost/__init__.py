@@ -55,7 +55,9 @@ ValueError naming the argument (each module's docstring states its domains).
   planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped),
                  interleaved_peak_activations, data_parallel_degree -- for parlab.planner
   precision     FORMATS (bits), unit_roundoff, ulp, vanishing_update, summation_error_bound
-                 (Higham), RECIPES, training_bytes_per_param, training_bytes (ZeRO's 16 B)
+                 (Higham), RECIPES, training_bytes_per_param, training_bytes (ZeRO's 16 B);
+                 TRAINING_DTYPES (bf16 .. mxfp8, nvfp4 with their block scales),
+                 bytes_per_element
   clip          clip_norm_overcount: the global gradient norm of a split model with the
                  TP-replicated parameters counted tp times, or summed over DP too
 """
@@ -93,7 +95,8 @@ from .network import (group_bandwidth, group_collective_time, members_per_domain
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
                        pipeline_p2p_time)
-from .precision import (FORMATS, RECIPES, mantissa_bits, summation_error_bound, training_bytes,
+from .precision import (FORMATS, LOW_PRECISION, RECIPES, TRAINING_DTYPES, bytes_per_element,
+                        mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
 from .clip import clip_norm_overcount
 from .reliability import (checkpoint_bytes, checkpoint_seconds, daly_interval, goodput, goodput_curve,
@@ -133,7 +136,8 @@ __all__ = [
     "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",
     "pipeline_p2p_time", "dp_grad_sync",
     "interleaved_peak_activations", "data_parallel_degree",
-    "FORMATS", "RECIPES", "mantissa_bits", "unit_roundoff", "ulp", "vanishing_update",
+    "FORMATS", "RECIPES", "TRAINING_DTYPES", "LOW_PRECISION",
+    "bytes_per_element", "mantissa_bits", "unit_roundoff", "ulp", "vanishing_update",
     "summation_error_bound", "training_bytes_per_param", "training_bytes",
     "checkpoint_bytes", "checkpoint_seconds", "interruptions_per_day", "job_mtbf_hours",
     "implied_gpu_mtbf_hours", "young_interval", "daly_interval", "goodput", "goodput_curve",

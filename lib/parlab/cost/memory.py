@@ -23,6 +23,14 @@ from .transformer import LayerShape
 ZERO_STAGES = (0, 1, 2, 3)
 RECOMPUTE = ("none", "selective", "full")
 ZERO_STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+# What model states (``zero_memory``) plus activations (``activation_memory``) predict
+MEMORY_COUNTER = (
+    "the peak of live tensors, torch.cuda.max_memory_allocated (what Megatron-LM and NeMo "
+    "report as 'max allocated'); not the allocator's reserved memory (its cached, "
+    "fragmented blocks: typically 5-15% more) nor the device's used memory (nvidia-smi: "
+    "reserved + the CUDA context, ~0.5-1 GB). Left out: the logits on the last pipeline "
+    "stage (fp32, b s V / tp: counted only without a pipeline), cuBLAS / Transformer "
+    "Engine workspaces, NCCL and communication buffers, fragmentation")
 
 
 def _check_stage(stage) -> int:
@@ -106,7 +114,8 @@ def _layer(layer, d_model, n_heads) -> LayerShape | tuple:
 def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None,
                       n_heads: int | None = None, n_layers: int = 1, recompute: str = "none",
                       tp: int = 1, sequence_parallel: bool = False, bytes_per_value: float = 2,
-                      layer="korthikanti", attention: str = "materialized", cp: int = 1) -> float:
+                      layer="korthikanti", attention: str = "materialized", cp: int = 1,
+                      gemm_input_bytes: float | None = None) -> float:
     """Activation bytes ``n_layers`` layers keep for backward, per GPU.
 
     Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models"
@@ -159,6 +168,12 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
     ``bytes_per_value`` (4 for fp32) rescales the values from the paper's 2 bytes;
     dropout masks (1 byte) and fp32 statistics stay what they are. Embeddings and the
     output layer are left out, as in the paper's per-layer count.
+
+    ``gemm_input_bytes``: bytes per value of the inputs kept for the weight-gradient GEMMs
+    (qkv and fc1 inputs, the projection's and fc2's / down's, the experts' permuted inputs)
+    when Transformer Engine keeps the fp8 copy it cast for the forward GEMM, not the 16-bit
+    one (mxfp8: 1.03125 with its scales, ``precision.bytes_per_element``); None: like the
+    rest. Q, K, V (attention runs in 16 bit), norm inputs and the layer input stay.
     """
     S = check_int("seq_len", seq_len)
     b = check_int("micro_batch", micro_batch)
@@ -215,6 +230,13 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
             inner -= 2 * f                        # the activation's output, recomputed
         per_token = unsplit * h / split + inner / t
         fixed = masks * h / split
+        if gemm_input_bytes is not None:          # kept quantized: 1 value, not 2 bytes
+            sel_fused = recompute == "selective" and attention == "fused"
+            gemm = (0 if sel_fused else 4 * h / split) + (
+                2 * q + (0 if sel_fused else 2 * f) + 2 * routed * h) / t
+            low = gemm / 2 * check_float("gemm_input_bytes", gemm_input_bytes, 0.0)
+            per_token += low - gemm
+            fixed += low                          # already in bytes: not rescaled below
         if attention == "materialized" and recompute == "none":
             per_token += (5 if dropout else 2) * a * S / t   # the scores
             fixed += a * S / t if dropout else 0.0           # their dropout mask

@@ -8,6 +8,7 @@ by their bit counts, and ``parlab.precision.formats`` checks these against ``tor
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..validate import check_choice, check_float, check_int, check_whole
 from .memory import zero_memory
@@ -16,6 +17,55 @@ from .memory import zero_memory
 # 2019, arXiv 1905.12322, §2: fp32's 8-bit exponent, 7 mantissa bits); the two FP8 formats
 # of Micikevicius et al. 2022, "FP8 formats for deep learning" (arXiv 2209.05433, Table 1).
 FORMATS = {"fp32": (8, 23), "bf16": (8, 7), "fp16": (5, 10), "e4m3": (4, 3), "e5m2": (5, 2)}
+
+
+@dataclass(frozen=True)
+class TrainingDtype:
+    """How a training dtype stores a tensor: ``element_bits`` per value, and a scale of
+    ``scale_bits`` for every ``block`` consecutive values (0: no block scale), plus
+    ``tensor_scale_bits`` once per tensor (0: none). ``source`` says where from."""
+    name: str
+    element: str            # the value format ("e2m1": FP4, 1 sign, 2 exponent, 1 mantissa bit)
+    element_bits: int
+    block: int = 0
+    scale: str = ""         # "e8m0": a power of two; "e4m3": an FP8 number
+    scale_bits: int = 0
+    tensor_scale_bits: int = 0
+    source: str = ""
+
+
+_OCP_MX = ("OCP Microscaling Formats (MX) Specification v1.0, 2023, §5.1-5.2 and Table 1: "
+           "MXFP8 = 32 FP8 (E4M3 or E5M2) values sharing one E8M0 (8-bit power-of-two) scale, "
+           "https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf")
+_NVFP4 = ("NVIDIA, 'Introducing NVFP4 for Efficient and Accurate Low-Precision Inference' "
+          "(2025) and the Transformer Engine docs' NVFP4 recipe: 16 FP4 (E2M1) values share "
+          "one FP8 E4M3 scale, and the tensor has a second-level FP32 scale, "
+          "https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/")
+# The dtypes a layout trains in (the planner's ``Layout.dtype``). "fp8" is Transformer
+# Engine's per-tensor scaling (delayed or current; Micikevicius et al. 2022, §4.3): one FP32
+# scale per tensor, E4M3 forward, E5M2 for gradients.
+TRAINING_DTYPES = {d.name: d for d in [
+    TrainingDtype("bf16", "bf16", 16, source="Kalamkar et al. 2019"),
+    TrainingDtype("fp16", "fp16", 16, source="IEEE 754 binary16 (one loss scale per model)"),
+    TrainingDtype("fp8", "e4m3", 8, tensor_scale_bits=32,
+                  source="Micikevicius et al., 'FP8 formats for deep learning', arXiv 2209.05433"),
+    TrainingDtype("mxfp8", "e4m3", 8, 32, "e8m0", 8, source=_OCP_MX),
+    TrainingDtype("nvfp4", "e2m1", 4, 16, "e4m3", 8, 32, source=_NVFP4),
+]}
+# the ones whose GEMMs run at a low-precision peak of their own (the rest of the step, and
+# attention, stay 16-bit): ``planner`` looks up the GPU's peak under the same name
+LOW_PRECISION = ("fp8", "mxfp8", "nvfp4")
+
+
+def bytes_per_element(dtype: str, n_elements: int | None = None) -> float:
+    """Bytes one value of ``dtype`` takes, its share of the block scale included: bf16 2,
+    mxfp8 1 + 1/32 = 1.03125, nvfp4 1/2 + 1/16 = 0.5625. With ``n_elements`` (the tensor's
+    size) the per-tensor scale's share too (fp8 and nvfp4: 4 bytes per tensor)."""
+    d = TRAINING_DTYPES[check_choice("dtype", dtype, tuple(TRAINING_DTYPES))]
+    out = d.element_bits / 8 + (d.scale_bits / 8 / d.block if d.block else 0.0)
+    if n_elements is not None:
+        out += d.tensor_scale_bits / 8 / check_int("n_elements", n_elements)
+    return out
 
 
 def _fmt(fmt) -> tuple[int, int]:

@@ -6,6 +6,7 @@ only on ``parlab.cost`` and ``parlab.hardware``.
 """
 
 from .calibrate import calibrate
+from .conventions import FLOP_CONVENTION, flops_as
 from .constants import CONSTANTS, CONSTANTS_NOTE, H200_REPORT, Constants
 from .estimate import Estimate, MemoryPerGPU, StepTime, best_micro_batch, estimate, predict
 from .narayanan import SEED_GPT3, gpt3_seed_check, narayanan_table1
@@ -14,7 +15,8 @@ from .published import IN_SAMPLE, OUT_OF_SAMPLE, RUNS, PublishedRun
 from .search import Candidate, Infeasible, Plan, plan, reasons
 from .spec import CP_KINDS, DTYPES, EP_DISPATCH, Cluster, Layout, LayoutError, ModelSpec
 from .stacks import DEFAULT_STACK, STACKS, Stack, stack_constants
-from .validate import TOLERANCE, error_band, metric_of, predict_run, summary, validate
+from .validate import (TOLERANCE, error_band, headline, metric_of, predict_run, summary,
+                       validate)
 
 __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "MemoryPerGPU",
            "CONSTANTS", "CONSTANTS_NOTE", "H200_REPORT", "Constants", "calibrate",
@@ -22,5 +24,5 @@ __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "M
            "CP_KINDS", "DTYPES", "EP_DISPATCH", "Cluster", "Layout", "LayoutError", "ModelSpec",
            "RUNS", "IN_SAMPLE", "OUT_OF_SAMPLE", "PublishedRun", "plan", "Plan", "Candidate",
            "Infeasible", "reasons", "validate", "summary", "predict_run", "error_band", "metric_of",
-           "TOLERANCE", "narayanan_table1", "gpt3_seed_check", "SEED_GPT3", "STACKS", "Stack",
-           "DEFAULT_STACK", "stack_constants"]
+           "TOLERANCE", "headline", "flops_as", "FLOP_CONVENTION", "narayanan_table1", "gpt3_seed_check",
+           "SEED_GPT3", "STACKS", "Stack", "DEFAULT_STACK", "stack_constants"]

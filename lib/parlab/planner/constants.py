@@ -49,12 +49,13 @@ class Constants:
             raise ValueError(f"stack={self.stack!r} must be a stack's name (a string)")
 
     def device(self, gpu: GPUSpec, dtype: str) -> cost.Device:
-        """A ``cost.Device`` for ``gpu`` computing in ``dtype`` ("bf16", "fp16"; "fp8": the
-        linear layers at the fp8 peak, the rest 16-bit)."""
-        half = "bf16" if dtype == "fp8" or dtype not in gpu.peak_tflops else dtype
+        """A ``cost.Device`` for ``gpu`` computing in ``dtype`` ("bf16", "fp16"; "fp8",
+        "mxfp8", "nvfp4": the linear layers at that dtype's peak, the rest 16-bit)."""
+        low = dtype in cost.LOW_PRECISION
+        half = "bf16" if low or dtype not in gpu.peak_tflops else dtype
         if half not in gpu.peak_tflops:
             half = "fp16"
-        fp8 = gpu.peak_tflops.get("fp8")
+        fp8 = gpu.peak_tflops.get(dtype if low else "fp8")
         if fp8 is not None and self.fp8_gemm_efficiency is not None:
             fp8 *= self.fp8_gemm_efficiency / self.gemm_efficiency  # its own sustained share
         return cost.Device(gpu.peak_tflops[half] * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,

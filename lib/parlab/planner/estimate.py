@@ -21,8 +21,10 @@ Overlaps are the ones the options allow: TP collectives behind their GEMMs with
 exposed; MoE dispatch and combine exposed. Memory: ``cost.zero_memory`` for the first
 stage's weights and ``cost.activation_memory`` x the micro-batches it holds (``cost.
 interleaved_peak_activations``), plus a layer's full activations while it is recomputed and,
-without pipelining, fp32 logits. Left out, so "fits" is optimistic: the CUDA context,
-fragmentation, communication buffers.
+without pipelining, fp32 logits; with fp8 / mxfp8 / nvfp4 the GEMM inputs kept for backward
+at that dtype's bytes. It predicts peak *allocated* memory (``MemoryPerGPU.counter``). Left
+out, so "fits" is optimistic: the CUDA context, fragmentation, workspaces, communication
+buffers, the last stage's logits. FLOPs: ``Estimate.flop_convention``.
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ from dataclasses import dataclass, replace
 from .. import cost
 from ..validate import check_int
 from .constants import CONSTANTS, Constants
+from ..cost.memory import MEMORY_COUNTER
+from .conventions import FLOP_CONVENTION, flops_as
 from .presets import cluster_for
 from .spec import Cluster, Layout, LayoutError, ModelSpec
 from .stacks import DEFAULT_STACK, stack_constants
+from .communication import _cp_comm, _dp_sync, _ep_comm, _tp_comm
 
 
 @dataclass(frozen=True)
@@ -59,13 +64,15 @@ class StepTime:
 @dataclass(frozen=True)
 class MemoryPerGPU:
     """Bytes per GPU (the first pipeline stage, the fullest): params + grads + optimizer +
-    activations = total, against ``capacity`` (the preset's marketed GB x 1e9)."""
+    activations = total, against ``capacity`` (the preset's marketed GB x 1e9). ``total``
+    predicts peak *allocated* memory; ``counter`` says so and what is left out."""
     params: float
     grads: float
     optimizer: float
     activations: float
     total: float
     capacity: float
+    counter: str = MEMORY_COUNTER  # which counter ``total`` predicts, and what it leaves out
 
     @property
     def spare(self) -> float:
@@ -92,6 +99,11 @@ class Estimate:
     tokens_per_second: float  # whole job
     peak_tflops: float
     constants: Constants = CONSTANTS
+    flop_convention: str = FLOP_CONVENTION  # what mfu / tflops count (planner.conventions)
+
+    def flops_as(self, flops: str = "model", attention: str = "full") -> dict:
+        """This step's throughput and utilisation in another FLOP count (``conventions``)."""
+        return flops_as(self, flops, attention)
 
     def __getattr__(self, name):  # the layout's and the model's fields read through
         for part in ("layout", "model"):
@@ -152,69 +164,6 @@ def _check_inputs(model, cluster, layout, constants) -> None:
             raise ValueError(f"{name}={value!r} must be a planner.{kind.__name__}")
 
 
-def _tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
-    """Exposed TP seconds of one layer, one micro-batch: ``cost.tp_comm_per_layer``'s
-    collectives over the TP group (stride 1); a MoE layer's experts are whole on a rank, so
-    only its attention half talks over TP. Full recomputation repeats the forward's."""
-    s = model.shape
-    tp = lay.tp
-    if tp == 1:
-        return 0.0
-    c = cost.tp_comm_per_layer(micro_batch, model.seq_len // lay.cp, s.d_model, tp, sp)
-    share = 0.5 if s.moe else 1.0
-    t = {d: share * sum(k * cluster.collective(op, c["message_bytes"], tp, 1)
-                        for op, k in c[d].items()) for d in ("forward", "backward")}
-    fwd = t["forward"]
-    bwd = t["backward"] + (t["forward"] if lay.recompute == "full" else 0.0)
-    if lay.tp_comm_overlap:  # backward's collectives beside the weight-gradient GEMMs
-        return fwd + max(0.0, bwd - lt["gemm_forward"])
-    return fwd + bwd
-
-
-def _cp_comm(model, cluster, lay, lt, micro_batch) -> float:
-    """Exposed CP seconds of one layer, one micro-batch, over a CP group (stride tp). ring:
-    ``cost.cp_comm_per_layer``'s K/V hops, each behind the attention block it feeds;
-    allgather: K and V gathered forward, their gradients reduce-scattered backward;
-    ulysses: its 8 all-to-alls. K/V are this rank's heads (grouped-query: kv/tp, at least
-    one head)."""
-    s = model.shape
-    tp = lay.tp
-    cp = lay.cp
-    b = micro_batch
-    if cp == 1:
-        return 0.0
-    kv_local = max(s.kv // tp, s.head_dim)
-    shard = b * (model.seq_len // cp) * kv_local * 2          # one K (or V) block, bytes
-    if lay.cp_kind == "ring":
-        c = cost.cp_comm_per_layer(b, model.seq_len, s.q, cp, "ring", 2, s.n_heads, s.n_kv_heads)
-        hop = cluster.collective("p2p", 2 * shard, 2, tp)
-        fwd = c["forward"]["p2p"] * hop
-        bwd = c["backward"]["p2p"] * hop
-        a = lt["attention_forward"]
-        return max(0.0, fwd - a) + max(0.0, bwd - 2.5 * a)
-    if lay.cp_kind == "allgather":
-        one = cluster.collective("all_gather", 2 * shard * cp, cp, tp)
-        return one * (2 + (lay.recompute == "full"))
-    q_bytes = b * (model.seq_len // cp) * s.q // tp * 2
-    one = 2 * cluster.collective("all_to_all", q_bytes, cp, tp) + \
-        2 * cluster.collective("all_to_all", shard, cp, tp)
-    return one * (2 + (lay.recompute == "full"))
-
-
-def _ep_comm(model, cluster, lay, micro_batch) -> float:
-    """Seconds of one MoE layer's token exchange, one micro-batch: dispatch and combine
-    forward and again backward (GShard, Lepikhin et al. 2020, §3.2) over the ep
-    consecutive GPUs, each rank's b s / (cp tp) tokens (x the capacity factor when buffers
-    are padded) by ``cost.moe_dispatch_time``, exposed."""
-    s = model.shape
-    ep = lay.ep
-    if not s.moe or ep == 1:
-        return 0.0
-    tokens = micro_batch * model.seq_len / (lay.cp * lay.tp) * (lay.capacity_factor or 1.0)
-    one = cluster.dispatch(tokens, s, ep, lay.ep_dispatch == "dedup")
-    return one * (4 + 2 * (lay.recompute == "full"))
-
-
 def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
             global_batch: int, constants: Constants = CONSTANTS) -> Estimate:
     """The predicted step of ``model`` on ``n_gpus`` GPUs of ``cluster`` laid out as
@@ -241,7 +190,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     m = B // (dp * b)
     layers = math.ceil(L / pp)  # the slowest stage
     lt = _layer_time(s, b, S, dev, tp, cp, ep, sp, lay.recompute, lay.attention,
-                     dtype == "fp8", lay.capacity_factor or 1.0)
+                     dtype in cost.LOW_PRECISION, lay.capacity_factor or 1.0)
     tp1 = _tp_comm(model, cluster, lay, lt, b, sp)
     cp1 = _cp_comm(model, cluster, lay, lt, b)
     ep1 = _ep_comm(model, cluster, lay, b)
@@ -283,54 +232,6 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
                     executed / total / n_gpus / peak, tokens / total, peak / 1e12, constants)
 
 
-def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
-    """Exposed seconds of the data-parallel synchronisation of one step, one GPU's
-    parameters (``dense`` over dp x cp GPUs tp apart, ``experts`` over dp x cp x tp / ep):
-    plain DP all-reduces the gradients; ZeRO-1/2 reduce-scatter them and all-gather the
-    updated weights (Rajbhandari et al. 2020, §5; Megatron's distributed optimizer), hidden
-    behind the last micro-batch's backward / the first one's forward with ``dp_overlap``;
-    ZeRO-3 gathers every layer's weights forward and backward and reduce-scatters its
-    gradients, every micro-batch, each behind that layer's compute (§7.2.2)."""
-    group = dp * lay.cp
-    stride = lay.tp
-    egroup = max(1, dp * lay.cp * lay.tp // lay.ep)
-    if group == 1 and egroup == 1:
-        return 0.0
-
-    def coll(op, share):
-        return ((cluster.collective(op, 2 * dense * share, group, stride) if dense else 0.0)
-                + (cluster.collective(op, 2 * experts * share, egroup, lay.ep) if experts else 0.0))
-
-    if lay.zero_stage == 3:
-        return _zero3_sync(lay, coll, layers, lt, m)
-    if lay.zero_stage == 0:
-        reduce = coll("all_reduce", 1.0)
-        gather = 0.0
-    else:
-        reduce = coll("reduce_scatter", 1.0)
-        gather = coll("all_gather", 1.0)
-    if not lay.dp_overlap:
-        return reduce + gather
-    return max(0.0, reduce - layers * lt["backward"]) + max(0.0, gather - layers * lt["forward"])
-
-
-def _zero3_sync(lay, coll, layers, lt, m) -> float:
-    """Exposed seconds of ZeRO-3 / FSDP in one step (``cost.fsdp_step_exposed``): each
-    unit's gather as ``cost.fsdp_unit_messages`` collectives of its share of the bytes (one
-    flat one for FSDP2, one per weight matrix for DeepSpeed's of 2021), each paying the
-    group's latency (it grows with the ranks) and bandwidth."""
-    k = cost.fsdp_unit_messages(lay.fsdp_impl, _MATRICES)
-    ag = k * coll("all_gather", 1 / (layers * k))
-    rs = k * coll("reduce_scatter", 1 / (layers * k))
-    return cost.fsdp_step_exposed(ag, rs, lt["forward"], lt["backward"], layers, m,
-                                  lay.fsdp_impl, lay.keeps_unsharded)
-
-
-# the weight matrices of a block (QKV fused, projection, two MLP matrices, gate and up fused):
-# DeepSpeed's ZeRO-3 gathers each by itself; biases and norms stay whole
-_MATRICES = 4
-
-
 def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     """Bytes on a GPU of the first stage (``cost.zero_memory`` of its weights over dp x cp;
     ``cost.activation_memory`` x the micro-batches 1F1B or the interleaved schedule keeps)."""
@@ -339,13 +240,16 @@ def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     b = lay.micro_batch
     tp = lay.tp
     sp = lay.sequence_parallel and tp > 1
+    dtype = lay.dtype_on(cluster.gpu)
+    low = cost.bytes_per_element(dtype) if dtype in cost.LOW_PRECISION else None
     states = cost.zero_memory(round(dense + experts), dp * lay.cp, lay.zero_stage)
     per_layer = cost.activation_memory(S, b, recompute=lay.recompute, tp=tp, sequence_parallel=sp,
-                                       layer=s, attention=lay.attention, cp=lay.cp)
+                                       layer=s, attention=lay.attention, cp=lay.cp,
+                                       gemm_input_bytes=low)
     act = per_layer * layers * cost.interleaved_peak_activations(lay.pp, m, lay.v)
     if lay.recompute != "none":  # the layer being recomputed holds its full activations
         act += cost.activation_memory(S, b, tp=tp, sequence_parallel=sp, layer=s,
-                                      attention=lay.attention, cp=lay.cp)
+                                      attention=lay.attention, cp=lay.cp, gemm_input_bytes=low)
     if lay.pp == 1:  # fp32 logits of the micro-batch (the last stage's, here the only one)
         act += 4 * b * (S // lay.cp) * model.vocab_size / tp
     if lay.zero_stage == 3:  # gathered 16-bit weights: the running unit (and the prefetched
@@ -376,16 +280,16 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
     ``n_shared_experts`` (or a whole ``shape=cost.LayerShape(...)``). The layout: any field
     of ``spec.Layout`` -- cp, cp_kind ("ring" | "ulysses" | "allgather"), ep,
     capacity_factor, v, zero_stage, recompute, sequence_parallel, attention ("fused" |
-    "materialized"), dtype ("bf16" | "fp16" | "fp8"; default the GPU's 16-bit type),
+    "materialized"), dtype ("bf16" | "fp16" | "fp8" | "mxfp8" | "nvfp4"; default the
+    GPU's 16-bit type; one the GPU has no peak for is a ValueError naming both),
     tp_comm_overlap, dp_overlap, uneven_stages; ``stack``, the software stack whose
-    efficiencies apply (``stacks.STACKS``; default "megatron-te"). The cluster: ``gpu``
-    (a preset or alias) in its usual node (``hardware.node_for``), any of gpus_per_node,
-    nics_per_node, inter_link, nvlink_domain replaced. ``micro_batch=None`` tries the
-    micro-batches that divide global_batch / dp, smallest first until one does not fit,
-    and keeps the fastest that fits (ties: the larger); if none fits, micro-batch 1
-    (``fits=False``). With ``shape=``, d_model and n_heads may be None (or must agree with
-    it). Bad input: ValueError naming the field; a layout the model cannot run:
-    ``spec.LayoutError``."""
+    efficiencies apply (``stacks.STACKS``; default "megatron-te"). The cluster: ``gpu`` (a preset or alias) in
+    its usual node (``hardware.node_for``), any of gpus_per_node, nics_per_node,
+    inter_link, nvlink_domain replaced. ``micro_batch=None`` tries the micro-batches that
+    divide global_batch / dp, smallest first until one does not fit, and keeps the fastest
+    that fits (ties: the larger); if none fits, micro-batch 1 (``fits=False``). With
+    ``shape=``, d_model and n_heads may be None (or must agree with it). Bad input:
+    ValueError naming the field; a layout the model cannot run: ``spec.LayoutError``."""
     shape_kw = {k: kw.pop(k) for k in list(kw) if k in _SHAPE}
     flags = {k: kw.pop(k) for k in ("biases", "dropout", "rope") if k in kw}
     if shape is None:

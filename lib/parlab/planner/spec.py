@@ -27,7 +27,7 @@ from ..validate import check_bool, check_choice, check_float, check_int
 from .stacks import DEFAULT_STACK, STACK_NAMES
 
 CP_KINDS = ("ring", "ulysses", "allgather")
-DTYPES = ("bf16", "fp16", "fp8")
+DTYPES = tuple(cost.TRAINING_DTYPES)  # bf16, fp16, fp8, mxfp8, nvfp4 (cost.precision)
 EP_DISPATCH = ("alltoall", "dedup")
 
 

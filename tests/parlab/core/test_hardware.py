@@ -168,7 +168,7 @@ def test_peak_flops_units_and_errors():
 
 
 def test_presets_are_complete_and_sourced():
-    allowed = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"}
+    allowed = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4"}
     for spec in GPU_PRESETS.values():
         assert spec.source.strip() and "http" in spec.source
         assert spec.link in LINK_PRESETS

@@ -48,11 +48,14 @@ def test_every_row_within_15_percent_or_a_known_miss_that_misses(rows):
             assert abs(r["error"]) <= planner.TOLERANCE, (r["name"], r["error"])
     s = planner.summary(rows)
     assert s["in_sample"]["n"] == len(planner.IN_SAMPLE) and s["in_sample"]["max"] < 0.06
-    assert s["out_of_sample"]["n"] >= 20 and s["out_of_sample"]["within"] == s["out_of_sample"]["n"]
+    # every row is in the score, the explained misses too
+    out = [r for r in rows if not r["in_sample"]]
+    assert s["out_of_sample"]["n"] == len(out) >= 30
+    assert s["out_of_sample"]["within"] == sum(not r["known_miss"] for r in out)
     # the misses are the ZeRO-3 rows, MT-NLG's DeepSpeed runs and few others, not a third
     # (other stacks' rows, published_more: test_stacks)
     more = {r["name"] for r in planner.published_more.MORE_ROWS}
-    assert len(set(s["out_of_sample"]["misses"]) - more) <= 12
+    assert len(set(s["out_of_sample"]["outside"]) - more) <= 12
 
 
 def test_one_set_of_constants_and_what_they_are():
@@ -239,12 +242,15 @@ def test_plan_searches_cp_and_ep():
 
 
 def test_zero3_is_ranked_with_its_error_bar():
-    low, high = planner.error_band(Layout(zero_stage=3))
-    assert high < 1  # the published ZeRO-3 runs were all slower than predicted
+    low, high = planner.error_band(Layout(zero_stage=3, fsdp_impl="deepspeed2021"))
+    assert high < 1  # DeepSpeed's published ZeRO-3 runs were all slower than predicted
+    # FSDP2-style ZeRO-3 (what plan searches) carries the band of every other layout
+    assert planner.error_band(Layout(zero_stage=3)) == planner.error_band(Layout())
     p = plan("175B", 1024, "A100-80GB", 1536)
     z3 = [c for c in p.ranked if c.zero_stage == 3]
-    assert z3 and all(c.band == (low, high) and c.rank_time > c.step_time for c in z3)
-    assert p.best.zero_stage != 3
+    assert z3 and all(c.band == planner.error_band(Layout()) for c in z3)
+    # ranked at the best end of that band, like every other layout
+    assert all(c.rank_time == c.step_time / c.band[1] for c in z3)
     assert not p.distinguishable(p.best) and p.distinguishable(p.ranked[-1])
 
 

@@ -26,7 +26,7 @@ def test_table2_zero3_throughput_falls_as_the_gpus_double_at_a_fixed_batch():
 
 
 def test_in_sample_rows_stay_within_five_percent():
-    rows = validate(planner.IN_SAMPLE)
+    rows = validate(tuple(r for r in planner.IN_SAMPLE if r.group == "Narayanan 2021 Table 1"))
     assert len(rows) == 10 and max(abs(r["error"]) for r in rows) <= 0.05
 
 
