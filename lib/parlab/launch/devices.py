@@ -192,19 +192,37 @@ def half_dtype(device=None):
 _STAGED = {"send": ((0,), None), "recv": ((0,), 0),
            "all_gather_single": ((0, 1), 0), "_allgather_base": ((0, 1), 0),
            "reduce_scatter_single": ((0, 1), 0), "_reduce_scatter_base": ((0, 1), 0)}
-_originals: dict = {}
+_originals: dict = {}  # name -> the class attribute as torch defined it
 
 
 def install_staging(stage_all: bool = False) -> None:
     """Wrap the ProcessGroup methods of ``_STAGED`` so that their CUDA tensors (every
     tensor when ``stage_all``, the dry run) go through CPU copies. Idempotent."""
     import torch.distributed as dist
+    cls = dist.ProcessGroup
     for name, (positions, result) in _STAGED.items():
-        original = _originals.get(name) or getattr(dist.ProcessGroup, name, None)
-        if original is None:  # a name this torch release does not have
-            continue
-        _originals[name] = original
-        setattr(dist.ProcessGroup, name, _staged(original, positions, result, stage_all))
+        if name not in _originals:
+            # the attribute itself (pybind's method descriptor), to put back as it was;
+            # getattr gives the plain function, which takes self explicitly
+            owner = next((k for k in cls.__mro__ if name in vars(k)), None)
+            if owner is None:  # a name this torch release does not have
+                continue
+            _originals[name] = vars(owner)[name]
+        plain = _plain(_originals[name], cls, name)
+        setattr(cls, name, _staged(plain, positions, result, stage_all))
+
+
+def remove_staging() -> None:
+    """Put torch's own methods back (tools/gpu_all.py probes gloo without the staging)."""
+    import torch.distributed as dist
+    for name, original in _originals.items():
+        setattr(dist.ProcessGroup, name, original)
+
+
+def _plain(descriptor, cls, name):
+    """The function behind ``descriptor`` that takes self explicitly."""
+    setattr(cls, name, descriptor)
+    return getattr(cls, name)
 
 
 def _staged(original, positions, result, stage_all):

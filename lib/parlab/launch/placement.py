@@ -159,7 +159,9 @@ class PlacementCheck(TorchFunctionMode):
             _tag(out, "device", None)
             if isinstance(source, torch.nn.Parameter):
                 _tag(source, "device", None)
-        elif out is not source:
+        else:
+            if out is source:  # already on the CPU, so torch returned it: on a GPU it is a copy
+                out = source.view_as(source)
             _tag(out, "host", f".to({str(target)!r}) at {_caller()}")
         return out
 

@@ -103,3 +103,16 @@ def test_a_bad_parlab_device_is_named(monkeypatch):
     monkeypatch.setenv("PARLAB_DEVICE", "tpu")
     with pytest.raises(ValueError, match="PARLAB_DEVICE='tpu'"):
         parlab.launch(workers_placement.where_am_i, 2)
+
+
+def test_the_gpu_script_says_there_is_no_gpu_and_exits_0(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from paths import ROOT
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_all.py"), "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "no CUDA GPU here" in p.stdout
+    assert json.loads((tmp_path / "gpu_all.json").read_text())["env"]["gpu"] is False
