@@ -16,7 +16,8 @@ tensors:
                   a module as a parameter or buffer while on the CPU, or brought back
                   by ``.cpu()``/``.to("cpu")``; or computed from host tensors only;
   unknown         anything else: made with an explicit ``device=`` other than cpu:0
-                  (``device=x.device`` reads "cpu", and is right on a GPU), made by
+                  (``device=x.device`` reads "cpu", and is right on a GPU; so
+                  ``.to(x.device)`` leaves a tensor where it was), made by
                   autograd (gradients), or made before the check started.
 
 An operation that takes a host tensor with at least one dimension and a device
@@ -159,7 +160,12 @@ class PlacementCheck(TorchFunctionMode):
             _tag(out, "device", None)
             if isinstance(source, torch.nn.Parameter):
                 _tag(source, "device", None)
-        else:
+        elif isinstance(target, torch.device):
+            # .to(t.device): the device of some tensor, which reads "cpu" here and is right
+            # on a GPU; the result stays where the source was
+            if out is not source and hasattr(source, TAG):
+                setattr(out, TAG, getattr(source, TAG))
+        else:  # .cpu(), .to("cpu"): brought back to the host
             if out is source:  # already on the CPU, so torch returned it: on a GPU it is a copy
                 out = source.view_as(source)
             _tag(out, "host", f".to({str(target)!r}) at {_caller()}")

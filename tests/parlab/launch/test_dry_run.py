@@ -13,7 +13,6 @@ import parlab
 from parlab import data_parallel as dp
 from parlab import pipeline_parallel as pp
 from parlab import tensor_parallel as tp
-from parlab import zero
 from parlab.launch import LaunchError, devices, last_placement, on_device
 from parlab.launch.cases import CFG, cases, compare, reference
 
@@ -38,14 +37,13 @@ def test_the_strategies_cover_dp_zero_tp_pp_ep_cp():
 
 def test_comm_device_is_the_stand_in_and_staged_send_recv_add_up():
     with on_device("dry-run"):
-        out = parlab.launch(workers_placement.where_am_i, 3, timeout=60)
-    assert [r["device"] for r in out] == ["cpu:0"] * 3
-    assert all(r["sum"] == [6.0] * 5 for r in out)
+        out = parlab.launch(workers_placement.where_am_i, 2, timeout=60)
+    assert [r["device"] for r in out] == ["cpu:0"] * 2
+    assert all(r["sum"] == [3.0] * 5 for r in out)
 
 
-PLANTED = [("arange_in_forward", dp, dp.DPRun(CFG, steps=1, batch_size=8), "torch.zeros"),
-           ("arange_in_forward", pp, pp.PPRun(CFG, steps=1, batch_size=8), "torch.zeros"),
-           ("cpu_attribute", zero, zero.ZeroRun(CFG, steps=1, batch_size=8), "torch.ones"),
+# (each failure restarts the ranks: two plants, on two strategies, keep the test short)
+PLANTED = [("arange_in_forward", pp, pp.PPRun(CFG, steps=1, batch_size=8), "torch.zeros"),
            ("cpu_attribute", tp, tp.TPRun(CFG, steps=1, batch_size=8), "torch.ones")]
 
 
@@ -65,7 +63,7 @@ def test_a_planted_cpu_tensor_fails_the_dry_run_naming_it(plant, strategy, run, 
 
 def test_the_planted_tensors_are_harmless_on_the_cpu():
     """So the failures above are the check's, not the plants' (they add 0, multiply by 1)."""
-    run = dp.DPRun(CFG, steps=2, batch_size=8)
+    run = dp.DPRun(CFG, steps=1, batch_size=8)
     for plant in workers_placement.PLANTS:
         with on_device("cpu"):
             out = parlab.launch(workers_placement.train_planted, 2, dp.train_worker, run, plant,
