@@ -228,7 +228,7 @@ def _plain(descriptor, cls, name):
 def _staged(original, positions, result, stage_all):
     import torch
 
-    def method(self, *args):
+    def method(self, *args, **kwargs):  # c10d passes tensors by position: those are staged
         args = list(args)
         moved = {}  # position -> (the caller's tensor, its host copy)
         for i in positions:
@@ -239,10 +239,10 @@ def _staged(original, positions, result, stage_all):
                 moved[i] = (t, host)
                 args[i] = [host] if one else host
         if not moved:
-            return original(self, *args)
+            return original(self, *args, **kwargs)
         # the host copies live in the Work until it is waited on (a send's until done)
         back = [moved[result]] if result in moved else []
-        return _copy_back_class()(original(self, *args), back, list(moved.values()))
+        return _copy_back_class()(original(self, *args, **kwargs), back, list(moved.values()))
 
     method.__name__ = getattr(original, "__name__", "staged")
     method.__doc__ = "Staged through the CPU (parlab.launch.devices). " + (original.__doc__ or "")
