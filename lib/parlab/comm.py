@@ -23,6 +23,11 @@ launch to completion (``trace.in_flight``), as DDP's and ZeRO's buckets need. We
 the bytes the ring algorithm would move, from ``cost.collective_bytes``, and say
 so with ``bytes_modelled=True``.
 
+With CUDA tensors on gloo (several ranks sharing one GPU), gloo runs all-reduce,
+broadcast and all-to-all on the GPU tensors itself; send/recv and the flat
+all-gather/reduce-scatter are staged through CPU copies by the launcher
+(launch/devices.py says which and why). ``device()`` is where a rank puts its tensors.
+
 Any tensor size works, including sizes not divisible by the number of ranks:
 chunk i has ``numel // n`` elements, plus one for the first ``numel % n`` chunks
 (``chunk_bounds``); empty chunks are simply not sent.
@@ -366,9 +371,22 @@ def reduce_scatter_async(output, input, group=None, label: str | None = None, **
     return wait
 
 
+_device: list = []  # set by the launcher when a rank's tensors are not where its backend implies
+
+
+def use_device(dev) -> None:
+    """Where this rank's tensors live from now on (None: by the backend). The launcher
+    calls it (launch/devices.py): a GPU for ranks sharing GPUs over gloo, ``cpu:0`` in
+    the dry run."""
+    _device[:] = [] if dev is None else [torch.device(dev)]
+
+
 def device(group=None) -> torch.device:
-    """Where this rank's tensors live for collectives on ``group``: its GPU under NCCL
-    (the launcher has set the current device), else the CPU."""
+    """Where this rank's tensors live for collectives on ``group``: the device the
+    launcher chose (a GPU shared by several ranks over gloo: launch/devices.py), else
+    its GPU under NCCL (the launcher has set the current device), else the CPU."""
+    if _device:
+        return _device[0]
     if dist.get_backend(group) == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")

@@ -21,6 +21,7 @@ import time
 import torch
 
 from .. import cost, hardware
+from ..launch.devices import half_dtype
 from ..model import ADAMW_BETAS, GPT, GPTConfig
 from .attention import with_attention
 from .common import ERROR, OK, empty_cache, gpu_name, ratio, short, synchronize
@@ -59,7 +60,7 @@ def train_speed(model: GPT, batch_size: int, steps: int, warmup: int, device, fo
                             **({"fused": True} if device.type == "cuda" else {}))
 
     def step():
-        with torch.autocast(device.type, dtype=torch.bfloat16):
+        with torch.autocast(device.type, dtype=half_dtype(device)):  # fp16 where bf16 is missing (T4)
             _, loss = forward(x, y)
         loss.backward()
         opt.step()

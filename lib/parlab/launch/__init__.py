@@ -1,10 +1,16 @@
 """Run a function on N ranks: from a notebook, a script, or under torchrun.
 
-    results = parlab.launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs)
+    results = parlab.launch(fn, world_size, *args, timeout=60.0, backend=None, device=None,
+                            **kwargs)
 
 calls ``fn(*args, **kwargs)`` on ``world_size`` ranks with ``torch.distributed``
-initialised (gloo on CPU; NCCL when every rank can have its own GPU) and returns
-the ranks' return values as a list indexed by rank.
+initialised and returns the ranks' return values as a list indexed by rank. Where
+the tensors live (devices.py): ``device="auto"`` (the default) gives NCCL when every
+rank can have its own GPU, gloo with several ranks per GPU when GPUs are fewer than
+ranks, gloo on the CPU when there is none; ``"cuda"``, ``"cpu"`` and ``"dry-run"``
+(CPU tensors standing in for a GPU's, placement checked: placement.py) choose.
+``last_placement()`` says what the last launch used, and a launch that put its
+ranks on a GPU prints it in a line.
 
 Why a pool of long-lived ranks. A widget re-runs small jobs every time a slider
 moves. Starting a rank means starting Python and importing torch, about a second
@@ -68,7 +74,8 @@ ranks so that they run the code you see.
 Files: this one (API, argument checks, the pools kept alive), ``pool.py`` (the
 caller's side of one pool), ``rank.py`` (a rank's serve loop), ``budget.py`` (the
 memory budget), ``errors.py`` (the exceptions and their messages), ``torchrun.py``
-(running as one rank), ``prewarm.py`` (a notebook's kernel starts the fork server
+(running as one rank), ``devices.py`` (CPU or GPU, and staging through the CPU),
+``placement.py`` (the dry run's placement check), ``prewarm.py`` (a notebook's kernel starts the fork server
 when it imports parlab, so that its first launch is warm).
 """
 
@@ -81,13 +88,14 @@ import sys
 import threading
 
 from ..validate import check_float, check_int
-from . import budget, processes
+from . import budget, devices, processes
 from .errors import LaunchError, LaunchTimeout, MemoryBudgetError
 from .pool import Pool
-from .torchrun import check_launcher_env, default_backend, launch_in_process, under_torchrun
+from .devices import on_device
+from .torchrun import check_launcher_env, launch_in_process, under_torchrun
 
-__all__ = ["launch", "run_on_ranks", "shutdown", "pool_info", "memory_budget", "LaunchError",
-           "LaunchTimeout", "MemoryBudgetError"]
+__all__ = ["launch", "run_on_ranks", "shutdown", "pool_info", "memory_budget", "last_placement",
+           "on_device", "LaunchError", "LaunchTimeout", "MemoryBudgetError"]
 
 MAX_LOCAL_RANKS = int(os.environ.get("PARLAB_MAX_RANKS", "32"))
 MAX_POOLED_RANKS = int(os.environ.get("PARLAB_MAX_POOLED_RANKS", "16"))  # kept alive, all pools
@@ -99,13 +107,15 @@ _lock = threading.RLock()
 # (world_size, backend) -> (the pool that ran the last %%ranks code, how many times the
 # ranks holding that code's namespace were replaced)
 _cell_pools: dict[tuple[int, str], tuple[Pool, int]] = {}
+_placement: dict = {}  # what the last launch used (devices.placement)
+_announced: set = set()  # the pools whose placement line has been printed
 
 
 # ------------------------------------------------------------------------------
 # public API
 # ------------------------------------------------------------------------------
 
-def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
+def launch(fn, world_size, *args, timeout=60.0, backend=None, device=None, **kwargs) -> list:
     """Run ``fn(*args, **kwargs)`` on ``world_size`` ranks; return their results by rank.
 
     ``fn`` must be importable by name (defined at module level in ``lib/`` or any
@@ -114,11 +124,11 @@ def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
     this process as this rank, and every rank gets the full list of results.
     """
     _check_fn(fn)
-    _check_args(world_size, timeout, backend)
+    _check_args(world_size, timeout, backend, device)
     if under_torchrun():
-        return launch_in_process(fn, world_size, args, kwargs, timeout, backend)
+        return launch_in_process(fn, world_size, args, kwargs, timeout, backend, device)
     processes.import_holding_ctrl_c("torch")  # a Ctrl-C inside torch's import was lost
-    backend = backend or default_backend(world_size)
+    backend = _choose(world_size, backend, device)
     payload = _pickle_job(fn, args, kwargs)
     with _lock, _stop_everything_on_ctrl_c():
         pool = _get_pool(world_size, backend, _code_files(fn))
@@ -127,7 +137,7 @@ def launch(fn, world_size, *args, timeout=60.0, backend=None, **kwargs) -> list:
 
 
 def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None,
-                 filename: str = "<ranks>") -> list[dict]:
+                 filename: str = "<ranks>", device=None) -> list[dict]:
     """Execute Python source on every rank, in a namespace that persists between calls.
 
     This is what the ``%%ranks`` cell magic (``lessons.common.interactive``) calls. The
@@ -148,12 +158,12 @@ def run_on_ranks(code: str, world_size: int, timeout: float = 30.0, backend=None
     ``LaunchTimeout``) carrying the same two attributes, plus ``outputs`` and
     ``rank_errors``.
     """
-    _check_args(world_size, timeout, backend)
+    _check_args(world_size, timeout, backend, device)
     if not isinstance(code, str):
         raise ValueError(f"code must be a str, got {type(code).__name__}")
     compile(code, filename, "exec")  # a SyntaxError here, before any rank sees it
     processes.import_holding_ctrl_c("torch")
-    backend = backend or default_backend(world_size)
+    backend = _choose(world_size, backend, device)
     key = (world_size, backend)
     with _lock, _stop_everything_on_ctrl_c():
         pool = _get_pool(world_size, backend, _code_files(None))
@@ -197,6 +207,24 @@ def _stop_everything_on_ctrl_c():
         raise
 
 
+def last_placement() -> dict:
+    """What the last launch ran on: ``{"backend", "device" ("cpu", "cuda", "dry-run"),
+    "world_size", "gpus", "line"}`` (devices.placement); {} before the first."""
+    return dict(_placement)
+
+
+def _choose(world_size, backend, device) -> str:
+    """The pool's backend string (devices.choose) and, the first time a pool puts its
+    ranks on a GPU, a line saying so."""
+    chosen = devices.choose(world_size, backend, device)
+    _placement.clear()
+    _placement.update(devices.placement(chosen, world_size))
+    if _placement["device"] == "cuda" and (world_size, chosen) not in _announced:
+        _announced.add((world_size, chosen))
+        print(f"[parlab] {_placement['line']}", file=sys.stderr, flush=True)
+    return chosen
+
+
 def memory_budget() -> dict:
     """The memory budget the pools keep to, and what this session holds now (bytes):
     ``{"budget", "source", "used", "rank_bytes"}``; ``budget`` is None when off."""
@@ -218,7 +246,7 @@ def pool_info() -> list[dict]:
 # argument checks (before any process starts)
 # ------------------------------------------------------------------------------
 
-def _check_args(world_size, timeout, backend):
+def _check_args(world_size, timeout, backend, device=None):
     check_int("world_size", world_size)
     check_launcher_env()  # a stray RANK/WORLD_SIZE: a ValueError naming them
     if world_size > MAX_LOCAL_RANKS:
@@ -227,12 +255,8 @@ def _check_args(world_size, timeout, backend):
     check_float("timeout", timeout)  # seconds, finite and > 0: nothing may wait forever
     if backend not in (None, "gloo", "nccl"):
         raise ValueError(f"backend={backend!r} must be None, 'gloo' or 'nccl'")
-    if backend == "nccl" and not under_torchrun():
-        import torch
-        n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if n_gpus < world_size:
-            raise ValueError(f"backend='nccl' needs one GPU per rank: world_size={world_size} "
-                             f"but {n_gpus} GPU(s) here")
+    if device is not None:  # (what needs torch to check, a GPU count, _choose checks)
+        devices.check_device(device)
 
 
 def _check_fn(fn):

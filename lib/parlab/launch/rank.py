@@ -91,7 +91,7 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
     import torch.distributed as dist
 
     from .. import trace
-    from . import isolation
+    from . import devices, isolation
 
     gc.freeze()  # (spawned ranks) modules live as long as we do: no collection scans them
     lock = threading.Lock()
@@ -107,6 +107,8 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
                       LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1",
                       PARLAB_RANK_PID=str(os.getpid()))  # a launch from here runs in place
+    pool_backend = backend  # "gloo+cuda": gloo, CUDA tensors (devices.py)
+    backend = devices.split(pool_backend)[0]
     lo = _loopback_ifname()
     if backend == "gloo" and lo and "GLOO_SOCKET_IFNAME" not in os.environ:
         os.environ["GLOO_SOCKET_IFNAME"] = lo  # never listen beyond this machine
@@ -122,8 +124,7 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
                                 rank=rank, world_size=world_size)
 
     try:
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
+        devices.setup_rank(pool_backend, rank)  # its GPU, comm.device(), staging
         # FileStore waits for a missing file for 5 minutes, holding the GIL (so the
         # lifeline thread cannot end us): a pool closed meanwhile removed it, so go.
         if not os.path.exists(store_path):
@@ -176,7 +177,10 @@ def _serve(rank, world_size, backend, store_path, conn, status, env) -> None:
                 if main_script:
                     _load_main(main_script)
                 fn, args, kwargs = pickle.loads(body)
-                reply = ("ok", pickle.dumps(fn(*args, **kwargs)))
+                with devices.job(pool_backend):  # the dry run's placement check
+                    result = fn(*args, **kwargs)
+                reply = ("ok", pickle.dumps(result))
+                result = None
             else:
                 code, filename = body if isinstance(body, tuple) else (body, "<ranks>")
                 reply = ("ok", _exec_cell(code, namespace, filename))

@@ -76,28 +76,28 @@ def under_torchrun() -> bool:
     return launcher_env_present() and launcher_env_problem() is None
 
 
-def default_backend(world_size: int) -> str:
-    from ..hardware import default_backend  # imports torch: only when a job is launched
-    return default_backend(world_size)
-
-
-def launch_in_process(fn, world_size, args, kwargs, timeout, backend) -> list:
-    import torch
+def launch_in_process(fn, world_size, args, kwargs, timeout, backend, device=None) -> list:
     import torch.distributed as dist
+
+    from . import devices
     env_world = int(os.environ["WORLD_SIZE"])
     if world_size != env_world:
         raise ValueError(f"world_size={world_size} but this job was started with "
                          f"WORLD_SIZE={env_world} (torchrun --nproc-per-node/--nnodes)")
+    job = devices.job("gloo")
     if not dist.is_initialized():
-        # one GPU per rank of this node, as torchrun places them
-        backend = backend or default_backend(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-        if backend == "nccl":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        dist.init_process_group(backend, timeout=timedelta(seconds=timeout))
+        # torchrun placed LOCAL_WORLD_SIZE ranks on this node: one GPU each when there
+        # are enough (NCCL), else several per GPU over gloo (devices.py)
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        chosen = devices.choose(local, backend, device)
+        devices.setup_rank(chosen, int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group(devices.split(chosen)[0], timeout=timedelta(seconds=timeout))
+        job = devices.job(chosen)
         # Tear it down before the interpreter does: exiting with a live gloo group
         # aborts the process ("terminate called without an active exception").
         atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())
-    result = fn(*args, **kwargs)
+    with job:
+        result = fn(*args, **kwargs)
     gathered = [None] * env_world
     dist.all_gather_object(gathered, result)
     return gathered

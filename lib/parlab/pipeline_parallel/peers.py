@@ -56,7 +56,7 @@ class TorchPipelineRecipe(Recipe):
         self.replica = 0
         p = run.p
         m = run.micro_batches
-        gpt = GPT(run.config, run.seed)
+        gpt = GPT(run.config, run.seed).to(comm.device(group))  # the stages' device
         self.names = {id(t): n for n, t in gpt.named_parameters()}
         where = placement_of(run.schedule, p, run.v, m)
         self.chunks = gpt_stages(gpt, p, self.rank, run.v, run.checkpoint, where=where,
