@@ -18,9 +18,14 @@ The peers:
           parameters and broadcasts them.
   DDP     plain data parallelism, kept as a reference column for stages 0-2.
 
-Our ZeRO-1/2 step their shards with AdamW's fused kernel (each rank steps a shard of every
-tensor, where ZeroRedundancyOptimizer steps 1/n of them whole: ``zero/sharded.py``); the
-peers and our stages 0 and 3 run torch's default AdamW, on CPU neither fused nor foreach.
+Every variant steps the same AdamW implementation, ``--kernel`` (default "fused": one
+kernel for the whole list of tensors; torch's default on CPU is the for-loop). It matters
+to the comparison: our ZeRO-1/2 step a shard of every tensor, where ZeroRedundancyOptimizer
+steps 1/n of them whole, so a per-tensor cost is paid n times over by ours alone, and the
+fused kernel takes it away -- for the peers too. FSDP2 (on DTensors), DDP and
+ZeroRedundancyOptimizer (``optimizer_class=AdamW, fused=True``) all take it on CPU. Before
+timing, each variant is built once and the implementation its optimizer really runs is
+printed and kept in the json (``kernels``).
 
 All variants are built in the same rank processes and timed interleaved: every round
 runs one training step of each variant, in an order rotated every round, each step
@@ -36,7 +41,8 @@ ZeroRedundancyOptimizer's DDP use the same gradient buckets (``--bucket-kib``, D
     python -m bench.zero --collectives      # the bare gloo collectives, timed alone
 
 ``--json PATH`` writes {"ratios": {"zero1/zero_redundancy@4": median per-round ratio,
-...}, "times": {ranks: {variant: {"median", "times"}}}, "load": [1-min load average
+...}, "kernels": {variant: AdamW implementation}, "times": {ranks: {variant: {"median",
+"times"}}}, "load": [1-min load average
 before, after], "cores": n, "config": {...}}.
 
 CPU ranks over gloo: with more ranks than cores, the timings include the operating
@@ -70,15 +76,30 @@ def name(v) -> str:
     return f"ZeRO-{v}" if isinstance(v, int) else NAMES[v]
 
 
-def runs(variants, config: GPTConfig, batch: int, bucket_bytes: int) -> dict:
-    """{variant: ZeroRun}: stages 0-3 and torch's peers; "fsdp2_keep" is FSDP2 with
-    ``reshard_after_forward=False``."""
+def runs(variants, config: GPTConfig, batch: int, bucket_bytes: int,
+         kernel: str | None = "fused") -> dict:
+    """{variant: ZeroRun}: stages 0-3 and torch's peers, all with AdamW's ``kernel``;
+    "fsdp2_keep" is FSDP2 with ``reshard_after_forward=False``."""
     out = {}
     for v in variants:
         stage, keep = ("fsdp2", True) if v == "fsdp2_keep" else (v, False)
         out[v] = ZeroRun(config, batch_size=batch, zero_stage=stage, bucket_bytes=bucket_bytes,
-                         reshard_after_forward=not keep)
+                         reshard_after_forward=not keep, kernel=kernel)
     return out
+
+
+def kernels_worker(runs: dict) -> dict:
+    """Rank side of :func:`kernels`: {variant: the AdamW implementation it runs}."""
+    from parlab.zero.runner import ZeroRecipe
+    from parlab.zero.stages import kernel_of
+    return {v: kernel_of(ZeroRecipe(r).optimizer) for v, r in runs.items()}
+
+
+def kernels(runs: dict, ranks: int) -> dict:
+    """{variant: AdamW implementation}, read from each variant's optimizer as built on
+    ``ranks`` ranks (not from what was asked)."""
+    from parlab.launch import launch
+    return launch(kernels_worker, ranks, runs, timeout=300)[0]
 
 
 def key(ours, peer, ranks: int) -> str:
@@ -165,6 +186,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--batch", type=int, default=16, help="global batch (split over ranks)")
     ap.add_argument("--bucket-kib", type=int, default=25 * 1024,
                     help="gradient bucket of stages 0-2 and DDP (default 25 MiB, DDP's)")
+    ap.add_argument("--kernel", default="fused", choices=["fused", "foreach", "for-loop"],
+                    help="AdamW's implementation, the same for every variant (default fused)")
     ap.add_argument("--only-zero3", action="store_true", help="time ZeRO-3 and FSDP2 only")
     ap.add_argument("--stages", type=int, nargs="+", default=[0, 1, 2, 3],
                     help="time only these of our stages and their peers")
@@ -182,17 +205,22 @@ def main(argv=None) -> dict:
     variants = list(dict.fromkeys(v for pair in pairs for v in pair))
     n_params = GPT(config).num_params()
     load = [os.getloadavg()[0]]
+    used = kernels(runs(variants, config, a.batch, a.bucket_kib * 1024, a.kernel), a.ranks[0])
     print(f"model: {n_params:,} parameters (d_model={a.d_model}, layers={a.layers}, "
           f"seq_len={a.seq_len}), global batch {a.batch}, fp32, AdamW; {a.rounds} rounds; "
           f"buckets {a.bucket_kib} KiB; {os.cpu_count()} CPU cores, load average "
-          f"{load[0]:.1f} before\n")
+          f"{load[0]:.1f} before")
+    print("AdamW's implementation: " + ", ".join(f"{name(v)} {k}" for v, k in used.items()))
+    if set(used.values()) != {a.kernel}:
+        print(f"  NOT the same everywhere: asked for {a.kernel}")
+    print()
     raw, ratios = {}, {}
     print("| ranks | ours | ms/step (median) | peer | ms/step (median) | ratio of medians "
           "| median per-round ratio [p25, p75] |")
     print("|---|---|---|---|---|---|---|")
     for ranks in a.ranks:
         res = raw[ranks] = zero_peers.step_times(
-            runs(variants, config, a.batch, a.bucket_kib * 1024), ranks, rounds=a.rounds,
+            runs(variants, config, a.batch, a.bucket_kib * 1024, a.kernel), ranks, rounds=a.rounds,
             warmup=2, timeout=600)
         for ours, peer in pairs:
             paired = paired_ratios(res, ours, peer)
@@ -213,7 +241,8 @@ def main(argv=None) -> dict:
                   f"(target <= {target}: {'met' if worst <= target else 'NOT met'})")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"ratios": ratios, "load": load, "cores": os.cpu_count(),
+            json.dump({"ratios": ratios, "kernels": {str(v): k for v, k in used.items()},
+                       "kernel": a.kernel, "load": load, "cores": os.cpu_count(),
                        "config": {"d_model": a.d_model, "layers": a.layers, "seq_len": a.seq_len,
                                   "batch": a.batch, "rounds": a.rounds,
                                   "bucket_bytes": a.bucket_kib * 1024},
