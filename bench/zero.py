@@ -18,9 +18,14 @@ The peers:
           parameters and broadcasts them.
   DDP     plain data parallelism, kept as a reference column for stages 0-2.
 
-Our ZeRO-1/2 step their shards with AdamW's fused kernel (each rank steps a shard of every
-tensor, where ZeroRedundancyOptimizer steps 1/n of them whole: ``zero/sharded.py``); the
-peers and our stages 0 and 3 run torch's default AdamW, on CPU neither fused nor foreach.
+Every variant steps the same AdamW implementation, ``--kernel`` (default "fused": one
+kernel for the whole list of tensors; torch's default on CPU is the for-loop). It matters
+to the comparison: our ZeRO-1/2 step a shard of every tensor, where ZeroRedundancyOptimizer
+steps 1/n of them whole, so a per-tensor cost is paid n times over by ours alone, and the
+fused kernel takes it away -- for the peers too. FSDP2 (on DTensors), DDP and
+ZeroRedundancyOptimizer (``optimizer_class=AdamW, fused=True``) all take it on CPU. Before
+timing, each variant is built once and the implementation its optimizer really runs is
+printed and kept in the json (``kernels``).
 
 All variants are built in the same rank processes and timed interleaved: every round
 runs one training step of each variant, in an order rotated every round, each step
@@ -34,9 +39,11 @@ ZeroRedundancyOptimizer's DDP use the same gradient buckets (``--bucket-kib``, D
     python -m bench.zero --quick            # a smoke run (seconds)
     python -m bench.zero --ranks 2 --rounds 50 --d-model 256 --json zero.json
     python -m bench.zero --collectives      # the bare gloo collectives, timed alone
+    python -m bench.zero --phases           # where a ZeRO-1 step goes, and its peer's
 
 ``--json PATH`` writes {"ratios": {"zero1/zero_redundancy@4": median per-round ratio,
-...}, "times": {ranks: {variant: {"median", "times"}}}, "load": [1-min load average
+...}, "kernels": {variant: AdamW implementation}, "times": {ranks: {variant: {"median",
+"times"}}}, "load": [1-min load average
 before, after], "cores": n, "config": {...}}.
 
 CPU ranks over gloo: with more ranks than cores, the timings include the operating
@@ -57,10 +64,11 @@ from lessons.l01_data_parallel import experiments_zero as zero_peers
 # (ours, peer): the fair peers first, then DDP as a reference for stages 0-2
 PAIRS = [(3, "fsdp2"), (2, "fsdp2_keep"), (1, "zero_redundancy"),
          (2, "ddp"), (1, "ddp"), (0, "ddp")]
-# ours / peer, median per-round ratio, at most. ZeRO-1 keeps its target against DDP: against
-# ZeroRedundancyOptimizer it is level, not below -- 0.999 / 1.004 at 2 / 4 ranks (120 rounds,
-# 2026-12-04), 1.01-1.02 at 4 ranks in three earlier sittings (docs/measurements.md says
-# where the last percent goes).
+# ours / peer, median per-round ratio, at most, every variant on the same AdamW (--kernel).
+# ZeRO-1 keeps its target against DDP: against ZeroRedundancyOptimizer, fused as ours, it is
+# level at best, not below -- 1.04 / 1.00 at 2 / 4 ranks (120 rounds), 1.05 / 1.06 (200
+# rounds), 1.06 / 1.04 with 256 KiB buckets, 2026-12-04 under load 14-32 (docs/measurements.md
+# says where the rest goes).
 TARGETS = {(3, "fsdp2"): 1.0, (2, "fsdp2_keep"): 1.0, (2, "ddp"): 1.15, (1, "ddp"): 1.15}
 NAMES = {"fsdp2": "FSDP2", "fsdp2_keep": "FSDP2 (no reshard)",
          "zero_redundancy": "ZeroRedundancyOptimizer + DDP", "ddp": "DDP"}
@@ -70,15 +78,30 @@ def name(v) -> str:
     return f"ZeRO-{v}" if isinstance(v, int) else NAMES[v]
 
 
-def runs(variants, config: GPTConfig, batch: int, bucket_bytes: int) -> dict:
-    """{variant: ZeroRun}: stages 0-3 and torch's peers; "fsdp2_keep" is FSDP2 with
-    ``reshard_after_forward=False``."""
+def runs(variants, config: GPTConfig, batch: int, bucket_bytes: int,
+         kernel: str | None = "fused") -> dict:
+    """{variant: ZeroRun}: stages 0-3 and torch's peers, all with AdamW's ``kernel``;
+    "fsdp2_keep" is FSDP2 with ``reshard_after_forward=False``."""
     out = {}
     for v in variants:
         stage, keep = ("fsdp2", True) if v == "fsdp2_keep" else (v, False)
         out[v] = ZeroRun(config, batch_size=batch, zero_stage=stage, bucket_bytes=bucket_bytes,
-                         reshard_after_forward=not keep)
+                         reshard_after_forward=not keep, kernel=kernel)
     return out
+
+
+def kernels_worker(runs: dict) -> dict:
+    """Rank side of :func:`kernels`: {variant: the AdamW implementation it runs}."""
+    from parlab.zero.runner import ZeroRecipe
+    from parlab.zero.stages import kernel_of
+    return {v: kernel_of(ZeroRecipe(r).optimizer) for v, r in runs.items()}
+
+
+def kernels(runs: dict, ranks: int) -> dict:
+    """{variant: AdamW implementation}, read from each variant's optimizer as built on
+    ``ranks`` ranks (not from what was asked)."""
+    from parlab.launch import launch
+    return launch(kernels_worker, ranks, runs, timeout=300)[0]
 
 
 def key(ours, peer, ranks: int) -> str:
@@ -136,6 +159,84 @@ def collectives_worker(numel: int, rounds: int, warmup: int = 3) -> dict:
     return times
 
 
+def _timed(obj, method: str, label: str, into: dict) -> None:
+    """Wrap ``obj.method`` so that each call adds its seconds to ``into[label]``."""
+    import time
+    inner = getattr(obj, method)
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            into[label] = into.get(label, 0.0) + time.perf_counter() - t0
+    setattr(obj, method, timed)
+
+
+def phases_worker(runs: dict, rounds: int, warmup: int = 2) -> dict:
+    """Rank side of ``--phases``: one step of each run per round (order rotated, started
+    together), and the seconds of its parts: ours' reduce-scatter wait at the end of
+    backward, the optimizer on its pieces, the all-gather of the parameters;
+    ZeroRedundancyOptimizer's local step and its broadcasts. Returns {variant: {phase:
+    [seconds per round]}}."""
+    import time
+
+    import torch.distributed as dist
+    from parlab.data import local_batch
+    from parlab.runs import step_once
+    from parlab.zero.runner import ZeroRecipe
+    rank, world = dist.get_rank(), dist.get_world_size()
+    now, out, recipes = {}, {}, {}
+    for v, r in runs.items():
+        rec = recipes[v] = ZeroRecipe(r)
+        now[v] = {}
+        opt = rec.optimizer
+        if hasattr(opt, "inner"):  # ours
+            _timed(opt, "_finish", "reduce-scatter (wait at the end of backward)", now[v])
+            _timed(opt.inner, "step", "optimizer on this rank's pieces", now[v])
+            _timed(opt, "all_gather_parameters", "all-gather of the parameters", now[v])
+        elif hasattr(opt, "optim"):  # ZeroRedundancyOptimizer
+            _timed(opt.optim, "step", "optimizer on this rank's pieces", now[v])
+            _timed(opt, "_sync_params", "all-gather of the parameters", now[v])
+    labels = list(runs)
+    for k in range(warmup + rounds):
+        for v in labels[k % len(labels):] + labels[:k % len(labels)]:
+            r = runs[v]
+            batch = local_batch(k, r.batch_size, r.config.seq_len, r.config.vocab_size, rank,
+                                world, r.data_seed)
+            now[v].clear()
+            dist.barrier()
+            t0 = time.perf_counter()
+            step_once(recipes[v], k, batch)
+            now[v]["the whole step"] = time.perf_counter() - t0
+            if k >= warmup:
+                for phase, sec in now[v].items():
+                    out.setdefault(v, {}).setdefault(phase, []).append(sec)
+    return out
+
+
+def phases(ranks, variants, config, batch: int, bucket_bytes: int, kernel, rounds: int) -> dict:
+    """``--phases``: {ranks: {variant: {phase: median ms on rank 0}}}, printed as a table."""
+    from parlab.launch import launch
+    out = {}
+    for n in ranks:
+        res = launch(phases_worker, n, runs(variants, config, batch, bucket_bytes, kernel),
+                     rounds, timeout=900)[0]
+        out[n] = {v: {ph: statistics.median(t) * 1e3 for ph, t in d.items()}
+                  for v, d in res.items()}
+    rows = list(dict.fromkeys(ph for n in out for v in out[n] for ph in out[n][v]))
+    print(f"phases on rank 0, median ms over {rounds} interleaved rounds; load average "
+          f"{os.getloadavg()[0]:.1f} after\n")
+    print("| phase | " + " | ".join(f"{name(v)}, {n} ranks" for n in ranks for v in variants)
+          + " |")
+    print("|---|" + "---|" * (len(ranks) * len(variants)))
+    for ph in rows:
+        cells = [f"{out[n][v][ph]:.2f}" if ph in out[n][v] else "-" for n in ranks
+                 for v in variants]
+        print(f"| {ph} | " + " | ".join(cells) + " |")
+    return out
+
+
 def collectives(ranks, numel: int, rounds: int) -> dict:
     """``--collectives``: {ranks: {collective: median ms, slowest rank per round}}."""
     from parlab.launch import launch
@@ -165,12 +266,16 @@ def main(argv=None) -> dict:
     ap.add_argument("--batch", type=int, default=16, help="global batch (split over ranks)")
     ap.add_argument("--bucket-kib", type=int, default=25 * 1024,
                     help="gradient bucket of stages 0-2 and DDP (default 25 MiB, DDP's)")
+    ap.add_argument("--kernel", default="fused", choices=["fused", "foreach", "for-loop"],
+                    help="AdamW's implementation, the same for every variant (default fused)")
     ap.add_argument("--only-zero3", action="store_true", help="time ZeRO-3 and FSDP2 only")
     ap.add_argument("--stages", type=int, nargs="+", default=[0, 1, 2, 3],
                     help="time only these of our stages and their peers")
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 3 rounds, tiny model")
     ap.add_argument("--collectives", action="store_true",
                     help="time the bare collectives of a step instead (gloo)")
+    ap.add_argument("--phases", action="store_true",
+                    help="time the parts of a ZeRO-1 step and of ZeroRedundancyOptimizer's")
     ap.add_argument("--json", help="write the ratios and the raw times here")
     a = ap.parse_args(argv)
     if a.quick:
@@ -178,21 +283,29 @@ def main(argv=None) -> dict:
     config = GPTConfig(d_model=a.d_model, n_layers=a.layers, n_heads=4, seq_len=a.seq_len)
     if a.collectives:
         return collectives(a.ranks, GPT(config).num_params(), a.rounds)
+    if a.phases:
+        return phases(a.ranks, [1, "zero_redundancy"], config, a.batch, a.bucket_kib * 1024,
+                      a.kernel, a.rounds)
     pairs = [(o, p) for o, p in PAIRS if o in ([3] if a.only_zero3 else a.stages)]
     variants = list(dict.fromkeys(v for pair in pairs for v in pair))
     n_params = GPT(config).num_params()
     load = [os.getloadavg()[0]]
+    used = kernels(runs(variants, config, a.batch, a.bucket_kib * 1024, a.kernel), a.ranks[0])
     print(f"model: {n_params:,} parameters (d_model={a.d_model}, layers={a.layers}, "
           f"seq_len={a.seq_len}), global batch {a.batch}, fp32, AdamW; {a.rounds} rounds; "
           f"buckets {a.bucket_kib} KiB; {os.cpu_count()} CPU cores, load average "
-          f"{load[0]:.1f} before\n")
+          f"{load[0]:.1f} before")
+    print("AdamW's implementation: " + ", ".join(f"{name(v)} {k}" for v, k in used.items()))
+    if set(used.values()) != {a.kernel}:
+        print(f"  NOT the same everywhere: asked for {a.kernel}")
+    print()
     raw, ratios = {}, {}
     print("| ranks | ours | ms/step (median) | peer | ms/step (median) | ratio of medians "
           "| median per-round ratio [p25, p75] |")
     print("|---|---|---|---|---|---|---|")
     for ranks in a.ranks:
         res = raw[ranks] = zero_peers.step_times(
-            runs(variants, config, a.batch, a.bucket_kib * 1024), ranks, rounds=a.rounds,
+            runs(variants, config, a.batch, a.bucket_kib * 1024, a.kernel), ranks, rounds=a.rounds,
             warmup=2, timeout=600)
         for ours, peer in pairs:
             paired = paired_ratios(res, ours, peer)
@@ -213,7 +326,8 @@ def main(argv=None) -> dict:
                   f"(target <= {target}: {'met' if worst <= target else 'NOT met'})")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"ratios": ratios, "load": load, "cores": os.cpu_count(),
+            json.dump({"ratios": ratios, "kernels": {str(v): k for v, k in used.items()},
+                       "kernel": a.kernel, "load": load, "cores": os.cpu_count(),
                        "config": {"d_model": a.d_model, "layers": a.layers, "seq_len": a.seq_len,
                                   "batch": a.batch, "rounds": a.rounds,
                                   "bucket_bytes": a.bucket_kib * 1024},

@@ -1,8 +1,10 @@
 """ZeRO (Rajbhandari et al., SC 2020), stages 0-3, and PyTorch's FSDP2 (taught in notebook 01).
 Read in this order:
 
-  flat.py         how each tensor is cut into one chunk per rank (FSDP2's per-parameter
-                  sharding), and the rank-major buffers one collective moves
+  flat.py         how each tensor is cut into one chunk per rank (ShardLayout: FSDP2's
+                  per-parameter sharding, ZeRO-3), or a group of tensors laid end to end
+                  and cut in one block per rank (FlatLayout: ZeRO-1/2's parameters live
+                  in it), and the buffers one collective moves
   sharded.py      ShardedOptimizer: stages 1 (P_os) and 2 (P_os+g), any elementwise
                   optimizer over any parameters
   fully_shard.py  FullyShard: stage 3 (P_os+g+p) over any module, units gathered just
@@ -24,7 +26,7 @@ Every part finishes its gradient reduction inside backward (data_parallel/grad_s
     result = parlab.zero.run(ZeroRun(steps=3, batch_size=8, zero_stage=2), 4)
 """
 
-from .flat import ShardLayout  # noqa: F401
+from .flat import FlatLayout, ShardLayout  # noqa: F401
 from .fully_shard import FullyShard  # noqa: F401
 from .hybrid import HybridShard, hsdp_groups  # noqa: F401
 from .prefetch import Prefetcher  # noqa: F401

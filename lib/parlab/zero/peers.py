@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from ..data_parallel.peers import TorchDDP
 from ..model import ADAMW_BETAS
-from .stages import Zero
+from .stages import Zero, kernel_options
 
 PEERS = ("ddp", "fsdp2", "zero_redundancy")  # torch's own implementations, for comparison
 
@@ -68,7 +68,7 @@ def _local(t):
 
 def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
                reshard_after_forward: bool = True, replicate: int = 1, lr: float = 1e-3,
-               weight_decay: float = 0.0) -> Zero:
+               weight_decay: float = 0.0, kernel: str | None = None) -> Zero:
     """``kind='fsdp2'``: FSDP2, ``torch.distributed.fsdp.fully_shard`` (PyTorch's
     documentation, "torch.distributed.fsdp.fully_shard"): each parameter sharded on dim 0
     as a DTensor, each block one FSDP unit and the root holding embeddings and head --
@@ -85,6 +85,8 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
     steps them after DDP's all-reduce, and broadcasts them to the others, one bucket
     view per rank (``parameters_as_bucket_view=True``, its faster layout: one broadcast
     per rank instead of one per parameter).
+    ``kernel``: AdamW's implementation, as ``stages.apply_zero``'s (all three run on
+    FSDP2's DTensors and inside ZeroRedundancyOptimizer too).
     Returns a ``stages.Zero``: the module to call (with our parts' interface), itself as
     the sync, and an AdamW as ours."""
     if kind == "fsdp2":
@@ -101,7 +103,7 @@ def torch_peer(kind: str, gpt, group=None, bucket_bytes: int = 25 << 20,
         model = _Peer(gpt, gpt)
     else:
         model = _Peer(TorchDDP(gpt, group, bucket_bytes), gpt)
-    opt = dict(lr=lr, betas=ADAMW_BETAS, weight_decay=weight_decay)
+    opt = dict(lr=lr, betas=ADAMW_BETAS, weight_decay=weight_decay, **kernel_options(kernel))
     if kind == "zero_redundancy":
         from torch.distributed.optim import ZeroRedundancyOptimizer
         optimizer = ZeroRedundancyOptimizer(gpt.parameters(), torch.optim.AdamW,

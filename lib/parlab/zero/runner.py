@@ -29,7 +29,7 @@ from ..runs import Recipe, RunResult, TrainRun, make_run, named_state, names_of,
 from ..validate import check_bool, check_choice, check_int
 from .peers import PEERS, torch_peer
 from .probes import MemoryProbe, Tracer
-from .stages import apply_zero
+from .stages import KERNELS, apply_zero
 
 EXTRAS = ("comm_bytes", "bytes_sent", "buckets")
 
@@ -42,6 +42,8 @@ class ZeroRun(TrainRun):
     Stage 3 only: ``reshard_after_forward`` (False: keep the gathered weights until
     backward), ``prefetch`` (the next unit's all-gather issued early), ``replicate``
     (HSDP: that many replicas of a ZeRO-3 group of world_size / replicate ranks).
+    ``kernel``: AdamW's implementation, "fused", "foreach" or "for-loop" (None: each
+    part's default, ``stages.KERNELS``): give ours and torch's the same when timing them.
     Events are always kept (``trace=True``)."""
     zero_stage: int | str = 3
     bucket_bytes: int = DDP_BUCKET_BYTES
@@ -49,6 +51,7 @@ class ZeroRun(TrainRun):
     reshard_after_forward: bool = True
     prefetch: bool = False
     replicate: int = 1
+    kernel: str | None = None
 
     def check(self, world_size: int) -> None:
         super().check(world_size)
@@ -57,6 +60,7 @@ class ZeroRun(TrainRun):
         check_bool("reshard_after_forward", self.reshard_after_forward)
         check_bool("prefetch", self.prefetch)
         check_int("replicate", self.replicate)
+        check_choice("kernel", self.kernel, KERNELS + (None,))
         fsdp = (not self.reshard_after_forward, self.replicate != 1)
         if (any(fsdp) or self.prefetch) and self.zero_stage not in (3, "fsdp2"):
             raise ValueError(f"reshard_after_forward, prefetch and replicate are ZeRO-3's "
@@ -93,7 +97,7 @@ class ZeroRecipe(Recipe):
                 return loss_fn(logits, targets)
         self.gpt.loss_fn = timed_loss
         self.names = names_of(self.gpt)  # before ZeRO-3 takes the parameters out
-        opt = dict(lr=run.lr, weight_decay=run.weight_decay)
+        opt = dict(lr=run.lr, weight_decay=run.weight_decay, kernel=run.kernel)
         fsdp = dict(reshard_after_forward=run.reshard_after_forward, replicate=run.replicate)
         if run.zero_stage in PEERS:
             self.zero = torch_peer(run.zero_stage, self.gpt, group, run.bucket_bytes,

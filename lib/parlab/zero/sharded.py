@@ -6,10 +6,11 @@ Models", SC 2020. Plain data parallelism keeps on every rank the parameters, the
 gradients and the optimizer states (AdamW: exp_avg and exp_avg_sq); ZeRO-DP (§5)
 partitions them over the N_d data-parallel ranks:
 
-  stage 1  P_os (§5.1): each rank keeps the optimizer states of its 1/N_d shard of every
-           parameter (zero/flat.py: chunk r of each). After backward, gradients are
-           reduce-scattered, so each rank gets the averaged gradient of its shard only;
-           it updates its shard; an all-gather hands the updated parameters to everyone.
+  stage 1  P_os (§5.1): each rank keeps the optimizer states of its 1/N_d of the
+           parameters (zero/flat.py's FlatLayout: the bucket's parameters end to end,
+           cut in N_d; rank r keeps block r). After backward, gradients are
+           reduce-scattered, so each rank gets the averaged gradient of its block only;
+           it updates its block; an all-gather hands the updated parameters to everyone.
            Full gradients are held until the step.
   stage 2  P_os+g (§5.2): the same, but each gradient is copied into its bucket the
            moment autograd has it, and dropped; a full bucket is reduce-scattered while
@@ -19,12 +20,13 @@ partitions them over the N_d data-parallel ranks:
 Traffic per step (§7.2): a reduce-scatter and an all-gather, 2 Psi per rank -- what one
 all-reduce moves (an all-reduce *is* the two). Gradients travel in buckets of
 ``bucket_bytes`` (DDP's layout: reverse parameter order, so that backward fills them
-front to back), each one collective. Nothing else is exchanged: which parameters no
+front to back), each one collective; the parameters live in their bucket's buffer (views of it), so an
+all-gather lands straight in them. Nothing else is exchanged: which parameters no
 rank used travels inside the buckets (one count per tensor, below), since on a busy
 machine a collective costs its latency however small it is.
 
-Exactness: the optimizer steps each shard with that shard's gradient, which for an
-elementwise rule (SGD, Adam, AdamW, ...) is the arithmetic of the whole tensor; LBFGS's
+Exactness: the optimizer steps each piece of a parameter in a rank's block with that
+piece's gradient, which for an elementwise rule (SGD, Adam, AdamW, ...) is the arithmetic of the whole tensor; LBFGS's
 line search or Adafactor's factored moments look across elements, and are refused.
 
 The exchange finishes inside backward (the family's interface, data_parallel/grad_sync.py):
@@ -48,7 +50,7 @@ from ..data_parallel.ddp import DDP_BUCKET_BYTES, assign_buckets
 from ..data_parallel.grad_sync import GradSync, broadcast_tensors
 from ..mesh import check_group
 from ..validate import check_choice, check_int
-from .flat import ShardLayout
+from .flat import FlatLayout
 
 # Optimizers whose update of an element reads only that element's gradient and state.
 ELEMENTWISE = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.Adamax,
@@ -73,25 +75,38 @@ def named_trainable(params) -> list[tuple[str, torch.nn.Parameter]]:
 
 
 class _Bucket:
-    """Parameters reduced together; this rank's shard of each is ``shards[i]``. In this
-    round of the exchange, ``ready``: the ones whose gradient is complete; ``held``:
-    gradients accumulated under ``no_sync``, still to be sent.
+    """Parameters reduced together, living in ``flat`` (``parts`` rows of
+    ``flat.FlatLayout``'s blocks; row r is rank r's): each parameter is a view of it.
+    This rank's piece of parameter i is ``shards[i]``, a view of its own row (None: it
+    has none). In this round of the exchange, ``ready``: the ones whose gradient is
+    complete; ``held``: gradients accumulated under ``no_sync``, still to be sent;
+    ``used``: the ones some rank had a gradient for since the last ``zero_grad``.
 
-    Its buffer is ``parts`` rows (one per rank, ``flat.ShardLayout``'s blocks) of
-    ``width`` elements: the block, then one count per parameter -- 1 where this rank has
-    its gradient. The reduce-scatter sums them, so every rank learns how many ranks
-    used each parameter from the same collective as the gradients (an unused one
-    keeps no gradient, as on one device), with no collective of its own."""
+    The gradients' buffer is ``parts`` rows of ``width`` elements: the block, then one
+    count per parameter -- 1 where this rank has its gradient. The reduce-scatter sums
+    them, so every rank learns how many ranks used each parameter from the same
+    collective as the gradients (an unused one keeps no gradient, as on one device),
+    with no collective of its own."""
 
+    @torch.no_grad()
     def __init__(self, named, parts: int, index: int):
         self.names = [n for n, _ in named]
         self.params = [p for _, p in named]
-        self.layout = ShardLayout([p.shape for p in self.params], parts, index)
+        self.layout = FlatLayout([p.shape for p in self.params], parts, index)
         self.width = self.layout.block + len(self.params)
-        # views of each parameter's own chunk: the optimizer updates the weights in place
-        self.shards = [self.layout.view(p.detach(), i) for i, p in enumerate(self.params)]
+        first = self.params[0]
+        self.flat = torch.zeros(parts, self.layout.block, dtype=first.dtype, device=first.device)
+        for i, p in enumerate(self.params):  # each parameter moves into the buffer
+            view = self.layout.tensor(self.flat, i)
+            view.copy_(p)
+            p.data = view  # the same Parameter (the module's, the user's), its new storage
+        row = self.flat[index]
+        # views of this rank's pieces: the optimizer updates the weights in place
+        self.shards = [self.layout.piece(row, i) if i in self.layout.mine else None
+                       for i in range(len(self.params))]
         self.ready = set()
         self.held = set()
+        self.used = set()
         self.incoming = None
         self.wait = None
 
@@ -136,18 +151,21 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
                         assign_buckets([p.numel() * p.element_size() for _, p in rev],
                                        bucket_bytes, [(p.dtype, p.device) for _, p in rev])]
         self._slot = {p: (b, i) for b in self.buckets for i, p in enumerate(b.params)}
-        shards = {p: b.shards[i] for p, (b, i) in self._slot.items()}
-        # Every rank steps a shard of *every* tensor (ZeroRedundancyOptimizer, partitioning
-        # whole tensors, steps 1/n of them), so an optimizer's cost per tensor is paid n
-        # times over; a fused kernel (one call for the whole list) takes it away. torch
-        # leaves it off by default on CPU; we ask for it where the optimizer has one.
+        shards = [b.shards[i] for _, p in named for b, i in [self._slot[p]]
+                  if b.shards[i] is not None]
+        # (a rank with no piece of anything -- fewer elements than ranks -- steps an empty
+        # tensor: torch refuses an optimizer over nothing)
+        shards = shards or [self.buckets[0].flat[self.rank, :0]]
+        # A fused kernel (one call for the whole list) takes away the optimizer's cost per
+        # tensor. torch leaves it off by default on CPU; we ask for it where the optimizer
+        # has one (time us against a peer with the same: bench/zero.py --kernel).
         if (not {"fused", "foreach"} & set(optimizer_kwargs)
                 and "fused" in inspect.signature(optimizer_cls).parameters
                 and all(p.device.type in ("cpu", "cuda") and p.is_floating_point()
                         for _, p in named)):
             optimizer_kwargs["fused"] = True
-        self.inner = optimizer_cls([shards[p] for _, p in named], **optimizer_kwargs)
-        self.state = self.inner.state  # what this rank keeps: its shards' states, by shard
+        self.inner = optimizer_cls(shards, **optimizer_kwargs)
+        self.state = self.inner.state  # what this rank keeps: its pieces' states, by piece
         for p in self._slot:
             p.register_post_accumulate_grad_hook(self._grad_ready)
         self._next = 0    # the next bucket to launch, in index order
@@ -210,12 +228,14 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
             self.probe.freed("buckets", b.incoming.nbytes)
         b.incoming = None
         users = reduced[b.layout.block:].tolist()  # how many ranks used each parameter
+        b.used.update(i for i, n in enumerate(users) if n)
         # the mean, into a buffer of the gradients' own (the division writes it anyway):
-        # a rank keeps exactly its shard gradients, not the counts beside them
+        # a rank keeps exactly its pieces' gradients, not the counts beside them
         grads = reduced[:b.layout.block].div(self.divide_by)
-        for s, piece, n in zip(b.shards, b.layout.split(grads, real=True), users):
-            if n == 0:
+        for i in b.layout.mine:
+            if users[i] == 0:
                 continue  # no rank used it: no gradient to add, as on one device
+            s, piece = b.shards[i], b.layout.piece(grads, i)
             if s.grad is None or self.stage == 1:  # stage 1 sent the whole sum so far
                 s.grad = piece  # a view of the reduced block
             else:  # stage 2 sent only what arrived since its last exchange
@@ -254,45 +274,57 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
 
     @torch.no_grad()
     def all_gather_parameters(self) -> None:
-        """Every rank's updated shards -> the full parameters everywhere (in place).
+        """Every rank's updated block -> the full parameters everywhere, in place, with one
+        all-gather per dtype and device (on a busy machine every collective costs its
+        latency; nothing is left to overlap them with).
 
-        One all-gather for all the buckets (one per dtype and device): the gradients
-        travel bucket by bucket to overlap backward, but nothing is left to overlap here,
-        and on a busy machine every collective costs its latency."""
+        One bucket (DDP's default 25 MiB holds a small model): its buffer, of which the
+        parameters are views, is gathered into directly -- this rank's row already holds
+        what its optimizer wrote, so nothing is copied. Several: their rows are not
+        contiguous (row r of each bucket sits in that bucket's buffer), so they are
+        gathered through one buffer and copied into place -- a copy of the parameters,
+        cheaper than one collective per bucket (13 buckets of a 3.3 MB model on 2 busy
+        cores, gloo: 2.2 ms against 3.0 at 2 ranks, 7.7 against 15.6 at 4)."""
         together = {}
         for b in self.buckets:
-            together.setdefault((b.params[0].dtype, b.params[0].device), []).append(b)
+            together.setdefault((b.flat.dtype, b.flat.device), []).append(b)
         waits = []
         for (dtype, device), buckets in together.items():
+            if len(buckets) == 1:
+                waits.append(([], all_gather_async(buckets[0].flat, self.group, "params")))
+                continue
             blocks = [b.layout.block for b in buckets]
             full = torch.empty(self.dp, sum(blocks), dtype=dtype, device=device)
-            # each bucket's blocks are a column range of the rows: (ranks, its block)
-            parts = full.split(blocks, dim=1)
+            parts = full.split(blocks, dim=1)  # each bucket's rows: a column range
             for b, part in zip(buckets, parts):
-                b.layout.own(b.shards, out=part[self.rank])  # this rank's, in its place
-            waits.append((buckets, parts, all_gather_async(full, self.group, "params")))
+                part[self.rank].copy_(b.flat[self.rank])
+            waits.append((list(zip(buckets, parts)), all_gather_async(full, self.group, "params")))
         with trace.span("wait for parameters", kind="wait"):
-            for buckets, parts, arrived in waits:
+            for copies, arrived in waits:
                 arrived()
-                for b, part in zip(buckets, parts):
-                    b.layout.unpack_into(part, b.params)
+                for b, part in copies:
+                    b.flat.copy_(part)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for b in self.buckets:
+            b.used.clear()
             for p, s in zip(b.params, b.shards):
                 p.grad = None
-                s.grad = None
+                if s is not None:
+                    s.grad = None
 
     def shards(self) -> list[torch.Tensor]:
-        """This rank's shard of every parameter (what its optimizer steps)."""
-        return [s for b in self.buckets for s in b.shards]
+        """This rank's pieces of the parameters (what its optimizer steps)."""
+        return [s for b in self.buckets for s in b.shards if s is not None]
 
     def collective_groups(self) -> list[list]:
         return [b.params for b in self.buckets]
 
     def held_gradients(self) -> list:
-        """(parameter, the gradient of this rank's shard of it): what it steps from."""
-        return [(p, s.grad) for b in self.buckets for p, s in zip(b.params, b.shards)]
+        """(parameter, the gradient of this rank's piece of it, None if it has none): what
+        it steps from."""
+        return [(p, None if s is None else s.grad)
+                for b in self.buckets for p, s in zip(b.params, b.shards)]
 
     @torch.no_grad()
     def full_tensors(self, grads: bool = False) -> dict:
@@ -303,12 +335,14 @@ class ShardedOptimizer(GradSync, torch.optim.Optimizer):
             return {p: p.detach() for b in self.buckets for p in b.params}
         out = {}
         for b in self.buckets:
-            own = b.layout.own([s.grad if s.grad is not None else torch.zeros_like(s)
-                                for s in b.shards])
+            own = torch.zeros_like(b.flat[self.rank])
+            for i in b.layout.mine:
+                if b.shards[i].grad is not None:
+                    b.layout.piece(own, i).copy_(b.shards[i].grad)
             full = own.new_empty(self.dp * own.numel())
             comm.all_gather(full, own, self.group, label="full gradients")
-            out.update({p: g for p, g, s in zip(b.params, b.layout.unpack(full), b.shards)
-                        if s.grad is not None})
+            out.update({p: b.layout.tensor(full, i) for i, p in enumerate(b.params)
+                        if i in b.used})
         return out
 
     def state_dict(self):

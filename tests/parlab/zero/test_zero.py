@@ -14,6 +14,7 @@ from parlab.data import local_batch
 from parlab.model import GPT, GPTConfig, reference_train
 from parlab.data_parallel import assign_buckets as zero_assign_buckets
 from parlab.zero import ZeroRun
+from parlab.zero.flat import FlatLayout
 
 CFG = GPTConfig(n_layers=4, d_model=32, n_heads=4, seq_len=16)
 STEPS, LR, WD = 3, 1e-3, 0.1
@@ -84,14 +85,18 @@ def test_zero3_equals_fsdp2(reference):
 def test_memory_per_rank_equals_formula(dp):
     # Every parameter's size is a multiple of 4 here, so no padding: the measured bytes are
     # the formula's exactly, plus AdamW's step counter (one 4-byte scalar per tensor it
-    # steps: every parameter, or its shard), plus -- stage 1 -- the averaged gradient of
-    # the rank's own shard beside the full gradients it holds until the step.
-    tensors = len(list(GPT(CFG).parameters()))
+    # steps: every parameter, its shard of each (stage 3), or the pieces in its block of
+    # the one bucket (stages 1-2: whole parameters and at most two straddling ones)),
+    # plus -- stage 1 -- the averaged gradient of the rank's own block beside the full
+    # gradients it holds until the step.
+    shapes = [p.shape for p in GPT(CFG).parameters()]
     for stage in range(4):
         res = zrun(stage, dp, steps=2)
         f = cost.zero_memory(N_PARAMS, dp, stage, **FP32)
         own = N_PARAMS * 4 // dp if stage == 1 else 0
-        for m in res["memory"]:
+        for rank, m in enumerate(res["memory"]):
+            tensors = (len(FlatLayout(shapes[::-1], dp, rank).mine) if stage in (1, 2)
+                       else len(shapes))
             assert (m["params"], m["grads"] - own, m["optimizer"] - 4 * tensors) == \
                 (f["params"], f["grads"], f["optimizer"]), (stage, m, f)
             # stage 3 gathers a block at a time while the root unit (embeddings, final
@@ -238,13 +243,39 @@ def test_a_wrong_reduction_is_caught(reference):
     assert worst > 1e-4  # 100x the tolerance assert_matches uses
 
 
-@pytest.mark.parametrize("peer, options", [("zero_redundancy", {}),
-                                           ("fsdp2", dict(reshard_after_forward=False))],
-                         ids=["zero_redundancy", "fsdp2-no-reshard"])
+@pytest.mark.parametrize("peer, options", [
+    ("zero_redundancy", {}), ("fsdp2", dict(reshard_after_forward=False)),
+    # bench/zero.py gives every variant AdamW's fused kernel: theirs take it too
+    ("zero_redundancy", dict(kernel="fused")),
+    ("fsdp2", dict(reshard_after_forward=False, kernel="fused")), (1, dict(kernel="for-loop"))],
+    ids=["zero_redundancy", "fsdp2-no-reshard", "zero_redundancy-fused",
+         "fsdp2-no-reshard-fused", "zero1-for-loop"])
 def test_zero1_and_zero2_peers_match_reference(peer, options, reference):
     # bench/zero.py's peers for ZeRO-1 (ZeroRedundancyOptimizer over DDP) and ZeRO-2
     # (FSDP2 keeping its parameters from forward to backward) train as one device does
     assert_matches(zrun(peer, 2, **options), reference[8])
+
+
+def test_flat_layout_gives_every_element_to_exactly_one_rank():
+    # ZeRO-1/2's parameters end to end, cut in n: tensors straddle ranks, the last block
+    # is padded, a 1-element tensor sits in one rank's block only; place() puts a tensor
+    # where tensor() and piece() find it
+    shapes = [(3, 5), (7,), (1,), (2, 2, 2)]
+    total = sum(torch.Size(s).numel() for s in shapes)  # 31
+    for n in (1, 2, 3, 4, 40):
+        layouts = [FlatLayout(shapes, n, r) for r in range(n)]
+        assert layouts[0].block == -(-total // n)
+        tensors = [torch.randn(s) for s in shapes]
+        rows = torch.zeros(n, layouts[0].block + 2)  # + 2 columns that must stay untouched
+        for i, t in enumerate(tensors):
+            layouts[0].place(rows, i, t)
+        assert not rows[:, -2:].any()
+        flat = rows[:, :-2].contiguous()
+        for i, t in enumerate(tensors):
+            assert torch.equal(layouts[0].tensor(flat, i), t)
+            pieces = [lay.piece(flat[r], i) for r, lay in enumerate(layouts) if i in lay.mine]
+            assert torch.equal(torch.cat(pieces), t.reshape(-1))  # in order, each once
+        assert sum(len(lay.mine) for lay in layouts) <= len(shapes) + n - 1
 
 
 # --- peers and timing ---------------------------------------------------------------------
@@ -280,6 +311,7 @@ def test_step_times_runs_every_variant():
     (dict(bucket_bytes=0), 2, "bucket_bytes=0"),
     (dict(bucket_bytes=4096.0), 2, r"bucket_bytes=4096\.0"),
     (dict(config={"n_layers": 2}), 2, "config must be a GPTConfig"),
+    (dict(kernel="fast"), 2, "kernel='fast' must be one of"),
 ])
 def test_bad_input_raises_before_any_rank_starts(fields, world_size, match):
     run = ZeroRun(**{"config": CFG, "steps": 1, "batch_size": 8, "zero_stage": 1, **fields})
