@@ -300,7 +300,7 @@ def main() -> None:
     ap.add_argument("--warm-repeats", type=int, default=30,
                     help="warm re-runs of each job per interpreter (--only warm; default 30)")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 1 round, 2 s pause, 2 ranks, 3 repeats")
+                    help="smoke run: 1 round, 2 s pause, 2 ranks, 3 repeats (warm: 3)")
     ap.add_argument("--json", help='write {"ratios": {...}, "first_result": ..., "table": ...}')
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -318,6 +318,7 @@ def main() -> None:
         return
     if args.quick:
         args.rounds, args.pause, args.first_sizes, args.sizes, args.repeats = 1, 2.0, [2], [2], 3
+        args.warm_repeats = 3
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.dirname(HERE), os.path.join(os.path.dirname(HERE), "lib"),
          os.environ.get("PYTHONPATH", "")]))
