@@ -11,6 +11,14 @@ time from starting the interpreter to the first result with the pause left out, 
 warm re-run after it (median of 10, 0.3 s pause before each) and the session's PSS
 (caller + fork server + ranks) once the first result is in.
 
+Warm re-runs (--only warm; 4 ranks by default, --first-sizes): in --rounds fresh
+interpreters, the pool started once, then --warm-repeats launches each of the
+one-number all-reduce and of a function that does nothing (the launcher alone),
+alternating, 0.3 s pause before each; per interpreter the median and quartiles, and
+the median over interpreters. An idle machine's figure is one command:
+
+    python -m bench.launcher --only warm --rounds 5           # ~2 min
+
 The table (--only table), for N in --sizes, each in a fresh subprocess:
   cold      first launch: start N ranks + rendezvous + one all-reduce
             (parlab with the default forkserver, and with plain spawn)
@@ -23,11 +31,12 @@ The table (--only table), for N in --sizes, each in a fresh subprocess:
             start + torch.distributed init on every engine, then a warm job.
 
     python -m bench.launcher --only first --rounds 5          # ~2 min on 2 cores
-    python -m bench.launcher --sizes 2 4 8 --repeats 15       # both parts, ~5 min
+    python -m bench.launcher --sizes 2 4 8 --repeats 15       # all three parts, ~7 min
     python -m bench.launcher --quick                          # a smoke run (~30 s)
 ``--json PATH`` writes {"ratios": {"first_launch:cold/prewarmed@4": median per-round
 ratio, "first_result:cold/prewarmed@4": ..., "first_launch/warm:prewarmed@4": ...},
-"first_result": {N: {"cold"|"prewarmed": {measure: [per round]}}}, "table": {...},
+"first_result": {N: {"cold"|"prewarmed": {measure: [per round]}}}, "warm": {N: [per
+interpreter {"all_reduce"|"noop": {"median", "q1", "q3"}}]}, "table": {...},
 "load": [1-min load average before, after], "cores": n}.
 """
 
@@ -50,6 +59,10 @@ def _job_all_reduce():
     t = torch.ones(1)
     dist.all_reduce(t)
     return t.item()
+
+
+def _job_noop():
+    return None
 
 
 def _job_fail_after(delay):
@@ -117,6 +130,50 @@ def measure_first_result(n: int, pause: float, spawned_at: float) -> dict:
     return {"start": t0 - spawned_at, "import_torch": t1 - t0, "import_parlab": t2 - t1,
             "first_launch": t4 - t3, "first_result": (t2 - spawned_at) + (t4 - t3),
             "warm": statistics.median(warm), "pss": pss, "early_server": early is not None}
+
+
+def measure_warm(n: int, repeats: int, pause: float) -> dict:
+    """In a fresh interpreter: start the pool, then ``repeats`` warm re-runs of each job
+    (the one-number all-reduce, and a function that does nothing: the launcher alone),
+    alternating, ``pause`` seconds before each. Medians and quartiles, seconds."""
+    import parlab
+    from bench.launcher import _job_all_reduce, _job_noop
+    parlab.launch(_job_all_reduce, n)
+    times = {"all_reduce": [], "noop": []}
+    for _ in range(repeats):
+        for name, fn in (("all_reduce", _job_all_reduce), ("noop", _job_noop)):
+            time.sleep(pause)
+            t = time.perf_counter()
+            parlab.launch(fn, n)
+            times[name].append(time.perf_counter() - t)
+    parlab.shutdown()
+    out = {"load": os.getloadavg()[0]}
+    for name, ts in times.items():
+        q1, q2, q3 = statistics.quantiles(ts, n=4)
+        out[name] = {"median": q2, "q1": q1, "q3": q3}
+    return out
+
+
+def warm(sizes, rounds: int, repeats: int, pause: float, env: dict) -> dict:
+    """Warm re-runs on a long-lived pool, ``rounds`` fresh interpreters per size."""
+    runs = {}
+    for n in sizes:
+        got = [g for g in (_child(["warm", str(n), str(repeats), str(pause)], env)
+                           for _ in range(rounds)) if g is not None]
+        for g in got:
+            print(f"warm re-run n={n}: all-reduce {g['all_reduce']['median'] * 1e3:5.2f} ms "
+                  f"(quartiles {g['all_reduce']['q1'] * 1e3:.2f}-{g['all_reduce']['q3'] * 1e3:.2f}),"
+                  f" empty function {g['noop']['median'] * 1e3:5.2f} ms "
+                  f"({g['noop']['q1'] * 1e3:.2f}-{g['noop']['q3'] * 1e3:.2f}), "
+                  f"load {g['load']:.1f}", flush=True)
+        if got:
+            runs[n] = got
+            print(f"warm re-run n={n}, median of {len(got)} interpreters x {repeats} launches "
+                  f"({pause:g} s pause before each): all-reduce "
+                  f"{statistics.median(g['all_reduce']['median'] for g in got) * 1e3:.2f} ms, "
+                  f"empty function {statistics.median(g['noop']['median'] for g in got) * 1e3:.2f}"
+                  " ms", flush=True)
+    return runs
 
 
 def _ipp_init(rank, world, port):
@@ -230,7 +287,8 @@ def table(sizes, repeats: int, env: dict) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=["first", "table"], help="one part (default: both)")
+    ap.add_argument("--only", choices=["first", "warm", "table"],
+                    help="one part (default: all three)")
     ap.add_argument("--first-sizes", type=int, nargs="+", default=[4],
                     help="ranks of the time-to-first-result runs (default 4)")
     ap.add_argument("--rounds", type=int, default=5,
@@ -239,8 +297,10 @@ def main() -> None:
                     help="seconds between the import and the first launch (default 5)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
     ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--warm-repeats", type=int, default=30,
+                    help="warm re-runs of each job per interpreter (--only warm; default 30)")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 1 round, 2 s pause, 2 ranks, 3 repeats")
+                    help="smoke run: 1 round, 2 s pause, 2 ranks, 3 repeats (warm: 3)")
     ap.add_argument("--json", help='write {"ratios": {...}, "first_result": ..., "table": ...}')
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -248,6 +308,8 @@ def main() -> None:
         kind, n = args.one[0], int(args.one[1])
         if kind == "first":
             res = measure_first_result(n, float(args.one[2]), float(args.one[3]))
+        elif kind == "warm":
+            res = measure_warm(n, int(args.one[2]), float(args.one[3]))
         elif kind == "ipp":
             res = measure_ipyparallel(n, int(args.one[2]))
         else:
@@ -256,6 +318,7 @@ def main() -> None:
         return
     if args.quick:
         args.rounds, args.pause, args.first_sizes, args.sizes, args.repeats = 1, 2.0, [2], [2], 3
+        args.warm_repeats = 3
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.dirname(HERE), os.path.join(os.path.dirname(HERE), "lib"),
          os.environ.get("PYTHONPATH", "")]))
@@ -265,6 +328,8 @@ def main() -> None:
     if args.only in (None, "first"):
         out["first_result"], out["ratios"] = first_result(args.first_sizes, args.rounds,
                                                           args.pause, env)
+    if args.only in (None, "warm"):
+        out["warm"] = warm(args.first_sizes, args.rounds, args.warm_repeats, 0.3, env)
     if args.only in (None, "table"):
         out["table"] = table(args.sizes, args.repeats, env)
     load.append(os.getloadavg()[0])

@@ -18,10 +18,9 @@ import signal
 import tempfile
 import time
 from contextlib import suppress
-from multiprocessing import connection as mp_connection
 from multiprocessing import util as mp_util
 
-from . import errors, sweeper
+from . import errors, sources, sweeper
 from .processes import (bare_main, ctrl_c_deferred, every_step, fork_server_pid, mp_context,
                         no_torch_cache_dir_left, owner_tag, pause_at, pause_in_fork_request,
                         start_fork_server, sweep_stale_dirs)
@@ -29,6 +28,7 @@ from .rank import SLOT, START_TIMEOUT, alive, rank_main
 
 KILL_GRACE = 2.0  # seconds to wait for a killed rank to be reaped
 DUMP_WAIT = 1.0  # seconds to wait for the stuck ranks' stacks (all ranks together)
+REGROUP = pickle.dumps(("regroup",))
 
 
 class Pool:
@@ -39,7 +39,7 @@ class Pool:
         self.busy = False
         self.closing = False
         self.closed = False
-        self.watched: dict[str, float] = {}
+        self.sources = sources.Sources()  # has a source changed since they started?
         self.procs = []
         self.conns = []
         self.dumps = []
@@ -152,19 +152,26 @@ class Pool:
     def healthy(self) -> bool:
         """Ready for a job: not closed, every rank alive, no job left half-done (a
         Ctrl-C that landed before the pool could close itself leaves ``busy``)."""
+        if self.closing or self.busy:
+            return False
+        # Every launch asks, so first one poll(0) over every rank's pipe and sentinel:
+        # a rank that exited has closed its end of its pipe, which reads as a hang-up
+        # at once, even as a zombie; a fork server that died closes the sentinels. An
+        # idle, living rank's are silent. Anything heard (a stray line printed by a
+        # rank's thread, say) gets the full look below.
+        if self.procs and not _fds_ready(self.conns + [p.sentinel for p in self.procs], 0):
+            return True
         # is_alive() learns of a killed rank only when the fork server reports it, which
         # lags on a busy machine; alive() reads /proc (a zombie counts as dead) at once
-        return not (self.closing or self.busy) and all(p.is_alive() and alive(p.pid)
-                                                        for p in self.procs)
+        return all(p.is_alive() and alive(p.pid) for p in self.procs)
 
     def watch(self, files: list[str]) -> None:
         """Remember these sources as the ranks see them (first sight counts)."""
-        for f in files:
-            if f not in self.watched:  # (stale() stats the others: once per launch is enough)
-                self.watched[f] = _mtime(f)
+        self.sources.watch(files)
 
     def stale(self) -> bool:
-        return any(_mtime(f) != m for f, m in self.watched.items())
+        """Whether one of them changed since (sources.py: without stat-ing them all)."""
+        return self.sources.changed()
 
     def close(self) -> None:
         """Kill the ranks and free the pipes and the rendezvous directory.
@@ -178,7 +185,7 @@ class Pool:
         self.closing = True
         with ctrl_c_deferred():
             every_step(self._kill, self._reap, self._close_pipes,
-                        self._remove_rendezvous, self._stop_sweeper,
+                        self._remove_rendezvous, self._stop_sweeper, self.sources.close,
                         lambda: atexit.unregister(self.close))
             self.closed = True  # not when a step raised: the registry closes it again
 
@@ -277,9 +284,8 @@ class Pool:
                     for r in range(self.world_size)]
         # Every rank is done: let them renew their process group while we return. (Not
         # earlier: a rank renewing its group would break peers still inside a collective.)
-        regroup = pickle.dumps(("regroup",))
         for conn in self.conns:
-            conn.send_bytes(regroup)
+            conn.send_bytes(REGROUP)
         self.busy = False
         return results
 
@@ -288,18 +294,21 @@ class Pool:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise self._timeout(sorted(pending), label)
-        by_conn = {self.conns[r]: r for r in pending}
+        # One poll(2) over the pending ranks' pipes and sentinels, made afresh each time
+        # (a few microseconds; multiprocessing's wait() builds a selector: ~10x that)
+        by_conn = {self.conns[r].fileno(): r for r in pending}
         by_sentinel = {self.procs[r].sentinel: r for r in pending}
-        ready = mp_connection.wait(list(by_conn) + list(by_sentinel), timeout=min(remaining, 0.5))
-        for obj in ready:
-            if obj in by_conn:
+        ready = _fds_ready(list(by_conn) + list(by_sentinel), min(remaining, 0.5))
+        for fd in ready:
+            if fd in by_conn:
+                rank = by_conn[fd]
                 try:
-                    reply = pickle.loads(obj.recv_bytes())
+                    reply = pickle.loads(self.conns[rank].recv_bytes())
                 except (EOFError, OSError):
-                    raise self._death(by_conn[obj], label) from None
-                on_message(by_conn[obj], reply)
-        for obj in ready:
-            rank = by_sentinel.get(obj)
+                    raise self._death(rank, label) from None
+                on_message(rank, reply)
+        for fd in ready:
+            rank = by_sentinel.get(fd)
             if rank is not None and rank in pending and not self.conns[rank].poll():
                 raise self._death(rank, label)
 
@@ -340,11 +349,13 @@ class Pool:
             self.close()
 
 
-def _mtime(path: str) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0
+def _fds_ready(objs: list, timeout: float) -> list[int]:
+    """The file descriptors among ``objs`` (ints, or objects with ``fileno()``) that are
+    readable or hung up, waiting up to ``timeout`` seconds (0: just look)."""
+    poller = select.poll()
+    for obj in objs:
+        poller.register(obj, select.POLLIN)  # POLLHUP/POLLERR are always reported
+    return [fd for fd, _ in poller.poll(timeout * 1000)]
 
 
 def _print_rank_output(rank: int, text: str) -> None:
