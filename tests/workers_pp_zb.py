@@ -13,6 +13,7 @@ def planted(run, bug: str):
     recipe = PPRecipe(run)
     ex, lost = recipe.executor, Action("W", 0, 0)
     if bug == "w_skipped":
+        ex.join = False  # that W runs on its own, even right after its B
         weight = ex.compute.weight
         ex.compute.weight = lambda a, s, stash: None if a == lost else weight(a, s, stash)
     elif bug == "w_dropped":

@@ -7,6 +7,8 @@
   executor.py     one executor that runs a schedule given as data (every rank's action
                   list and the placement) on a process group
   compute.py      what an op computes: real stages or emulated (sleeps)
+  backward.py     the backward split in two: B (input gradient), then W (weight
+                  gradients) from the gradients B kept, without walking B's part again
   runner.py       PPRun (checked before any process starts), run(), PipelineResult;
                   StagesRecipe: what every pipeline rank does (shared with parallel_nd)
   peers.py        torch.distributed.pipelining on the same stages (PPRun(peer=...))

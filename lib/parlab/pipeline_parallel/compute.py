@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from ..memory import ActivationCounter
+from .backward import WeightConsumers, input_grad, weight_nodes
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Stash:
     input: torch.Tensor                     # received activation (token ids on stage 0)
     output: torch.Tensor                    # sent activation (the loss on the last stage)
     output_grad: torch.Tensor | None = None  # kept by B for W (zero-bubble schedules)
+    consumers: WeightConsumers | None = None  # B's gradients into the weights' nodes, for W
     nbytes: int = 0                         # bytes autograd keeps for the backward
 
 
@@ -37,13 +39,15 @@ class RealCompute:
     """The model chunks of one rank. F runs a chunk (and, on the last stage, the loss
     scaled by 1/m: the mean over the global batch); B back-propagates through it -- or,
     with ``split_backward`` (zero-bubble schedules), computes the input gradient only
-    and keeps the graph, so that W can compute the weight gradients later."""
+    and keeps what W needs to compute the weight gradients later (``backward.py``)."""
 
     def __init__(self, stages, m: int, split_backward: bool, counter=None):
         self.stages = stages
         self.m = m
         self.split_backward = split_backward
         self.params = [q for st in stages for q in st.parameters()]
+        # each chunk's weights by their graph node, for B to find where they enter
+        self.weights = [weight_nodes(st.parameters()) for st in stages] if split_backward else []
         if counter is None:  # what autograd saves, and each module's input (all a
             counter = ActivationCounter(self.params)  # checkpointed module keeps)
             for st in stages:
@@ -65,19 +69,29 @@ class RealCompute:
     def kept_bytes(self, a) -> int:
         return self.counter.total((a.mb, a.chunk))
 
-    def backward(self, a, stage: int, stash: Stash, grad):
-        """The gradient with respect to the chunk's input (None on stage 0)."""
+    joins_b_w = True  # a B and its W back to back run as one backward (executor.py)
+
+    def backward(self, a, stage: int, stash: Stash, grad, whole: bool = False):
+        """The gradient with respect to the chunk's input (None on stage 0); ``whole``:
+        the weight gradients too, in the same walk."""
         wants = stash.input.requires_grad
-        if self.split_backward:
-            return (torch.autograd.grad(stash.output, stash.input, grad, retain_graph=True)[0]
-                    if wants else None)
+        if self.split_backward and not whole:
+            if not wants:  # stage 0 sends nothing back: its whole backward waits for W
+                return None
+            dx, stash.consumers = input_grad(stash.output, grad, stash.input,
+                                             self.weights[a.chunk])
+            return dx
         torch.autograd.backward(stash.output, grad)
         return stash.input.grad if wants else None
 
     def weight(self, a, stage: int, stash: Stash) -> None:
-        """Weight gradients, through the graph that B kept."""
-        torch.autograd.backward(stash.output, stash.output_grad,
-                                inputs=list(self.stages[a.chunk].parameters()))
+        """Weight gradients: from the gradients B kept at the weights' nodes -- or, where
+        B walked nothing (stage 0) or could not keep them, back from the output."""
+        if stash.consumers is not None:
+            stash.consumers.weight_grads()
+        else:
+            torch.autograd.backward(stash.output, stash.output_grad,
+                                    inputs=list(self.stages[a.chunk].parameters()))
 
 
 class EmulatedCompute:
@@ -104,7 +118,7 @@ class EmulatedCompute:
     def kept_bytes(self, a) -> int:
         return 0
 
-    def backward(self, a, stage: int, stash: Stash, grad):
+    def backward(self, a, stage: int, stash: Stash, grad, whole: bool = False):
         with self._lasting("B"):
             if grad is not None:
                 self._check(grad, a, stage + 1)

@@ -49,6 +49,9 @@ class PipelineExecutor:
         self.shape = shape
         self.actions = list(actions[self.rank])
         self.split_backward = any(a.op == "W" for acts in actions for a in acts)
+        # A W right after its own B moves nothing: run the two as one backward where the
+        # compute can (``RealCompute.joins_b_w``) -- splitting them would only cost more
+        self.join = getattr(compute, "joins_b_w", False)
         self.stash: dict[tuple, Stash] = {}   # (micro-batch, chunk) -> what F kept
         self.local: dict[int, torch.Tensor] = {}  # messages to a chunk on this rank (p = 1)
         self.pending: list = []               # (send request, its tensor)
@@ -63,7 +66,13 @@ class PipelineExecutor:
         self.inputs = inputs
         self.targets = targets
         self.loss = 0.0
-        for a in self.actions:
+        acts = self.actions
+        for i, a in enumerate(acts):
+            if a.op == "W" and i and self.join and acts[i - 1] == Action("B", a.mb, a.chunk):
+                continue  # already done with its B
+            if a.op == "B" and self.join and acts[i + 1:i + 2] == [Action("W", a.mb, a.chunk)]:
+                self.backward(a, whole=True)
+                continue
             {"F": self.forward, "B": self.backward, "W": self.weight}[a.op](a)
         for work, _ in self.pending:  # each tensor stays alive until its send is done
             work.wait()
@@ -84,16 +93,20 @@ class PipelineExecutor:
         else:
             self.loss += out.item()
 
-    def backward(self, a):
+    def backward(self, a, whole: bool = False):
+        """B; ``whole``: B and its W at once (one backward, traced as B)."""
         s = self.stage(a)
         grad = None if s == self.n_stages - 1 else self.recv(s + 1, s, a.mb)
         stash = self.stash[a.mb, a.chunk]
         with trace.span("B", mb=a.mb, chunk=a.chunk, stage=s):
-            input_grad = self.compute.backward(a, s, stash, grad)
-        if self.split_backward:  # W still needs the graph and the output gradient
+            input_grad = self.compute.backward(a, s, stash, grad, whole)
+        if self.split_backward and not whole:  # W still needs the graph and the output gradient
             stash.output_grad = grad
         else:
             del self.stash[a.mb, a.chunk]
+        if whole:  # the W is in the B's span; its own, empty, keeps the list's order in the trace
+            with trace.span("W", mb=a.mb, chunk=a.chunk, stage=s, joined=True):
+                pass
         if s > 0:
             self.send(input_grad, s, s - 1, a.mb)
 
