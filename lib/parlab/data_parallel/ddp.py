@@ -33,6 +33,9 @@ average of the W slice gradients -- exactly what all-reduce(sum) / W computes.
 
 from __future__ import annotations
 
+from collections import deque
+from functools import partial
+
 import torch
 import torch.distributed as dist
 
@@ -140,8 +143,10 @@ class _Bucket:
         # one view of the buffer per parameter, shaped like it: copies in and out are cheap
         self.views = [v.view_as(p) for v, p in
                       zip(self.buffer.split([p.numel() for p in self.params]), self.params)]
-        self.ready = set()  # this round: complete, and kept by no_sync
-        self.held = set()
+        self.ready = [False] * len(self.params)  # this round: copied in
+        self.held = [False] * len(self.params)   # this round: kept back by no_sync
+        self.count = 0  # how many are ready: the bucket goes when all are
+        self.event = None  # its all-reduce's trace name and fields
         self.wait = None  # once launched: waits for its all-reduce
 
 
@@ -156,6 +161,11 @@ class BucketedDP(_DataParallel):
     collectives must be issued in the same order on every rank, or they would pair up
     the wrong buffers. At the end of backward the round is finished: the buckets still
     to go are launched, all are waited for, and the averages copied back.
+
+    The hook runs once per parameter per backward, in the middle of it, where DDP's
+    Reducer runs C++: so it is kept short (its bucket and slot are bound to it, a count
+    says when the bucket is full), and the division by the number of replicas rides on
+    the copy back (``torch.div(..., out=grad)``) instead of a pass of its own.
 
     ``gradient_as_bucket_view`` (DDP's option): the gradients *are* views of the bucket
     buffers, so no second copy of them is held. ``find_unused_parameters``: a bucket
@@ -175,31 +185,39 @@ class BucketedDP(_DataParallel):
         kinds = [(p.dtype, p.device) for _, p in named]
         self.buckets = [_Bucket([named[i] for i in idx])
                         for idx in assign_buckets(sizes, bucket_bytes, kinds)]
-        self._slot = {}  # parameter -> (bucket, index in bucket)
         for b in self.buckets:
             for j, p in enumerate(b.params):
-                self._slot[p] = (b, j)
-                p.register_post_accumulate_grad_hook(self._grad_ready)
+                p.register_post_accumulate_grad_hook(partial(self._grad_ready, b, j))
                 if self.as_view:
                     p.grad = b.views[j]
-        self._next = 0  # the next bucket to launch
+        self._todo = deque(self.buckets)  # this round's buckets not launched yet, in order
+        # Each bucket's all-reduce is prepared once: the process group's own call (what
+        # DDP's Reducer makes), and the trace event comm.all_reduce_async would record.
+        # dist.all_reduce's checks and the event's byte count, redone at every launch,
+        # cost more than the hooks themselves (13 launches a step with 64 KiB buckets).
+        self._pg = self.group if self.group is not None else dist.group.WORLD
+        for i, b in enumerate(self.buckets):
+            nbytes = b.buffer.numel() * b.buffer.element_size()
+            b.event = (f"all_reduce bucket{i} grads",
+                       dict(comm.modelled_bytes("all_reduce", nbytes, self.group), async_op=True,
+                            dtype=str(b.buffer.dtype).removeprefix("torch."), bucket=i))
 
     def collective_groups(self) -> list[list]:
         return [b.params for b in self.buckets]
 
-    def _grad_ready(self, p: torch.Tensor) -> None:
+    def _grad_ready(self, b: _Bucket, j: int, p: torch.Tensor) -> None:
         self.grad_ready()
-        b, j = self._slot[p]
         if not self.sync:
-            b.held.add(j)  # accumulated under no_sync: sent with the next exchange
+            b.held[j] = True  # accumulated under no_sync: sent with the next exchange
             return
         self._into_bucket(b, j)
-        b.ready.add(j)
+        if not b.ready[j]:
+            b.ready[j] = True
+            b.count += 1
         # a bucket goes once all its gradients of this backward are in, in index order
-        while self._next < len(self.buckets) and \
-                len(self.buckets[self._next].ready) == len(self.buckets[self._next].params):
-            self._launch(self._next)
-            self._next += 1
+        todo = self._todo
+        while todo and todo[0].count == len(todo[0].params):
+            self._launch(todo.popleft())
 
     def _into_bucket(self, b: _Bucket, j: int) -> None:
         p = b.params[j]
@@ -211,42 +229,44 @@ class BucketedDP(_DataParallel):
             if self.as_view:
                 p.grad = view
 
-    def _launch(self, i: int) -> None:
-        b = self.buckets[i]
-        for j in range(len(b.params)):  # what no_sync accumulated (or zeros): in now
-            if j not in b.ready:
+    def _launch(self, b: _Bucket) -> None:
+        for j, ready in enumerate(b.ready):  # what no_sync accumulated (or zeros): in now
+            if not ready:
                 self._into_bucket(b, j)
-        b.ready = set()
-        b.held = set()
-        b.wait = comm.all_reduce_async(b.buffer, self.group, f"bucket{i} grads", bucket=i)
+        b.ready = [False] * len(b.params)
+        b.held = [False] * len(b.params)
+        b.count = 0
+        name, fields = b.event
+        b.wait = trace.in_flight(self._pg.allreduce([b.buffer]), name, **fields)
 
     def _finish(self) -> None:
         """Launch the buckets still to go (those whose gradients ``no_sync`` accumulated,
         or that miss an unused parameter's), wait for all, average, and put the results
         in the gradients."""
-        missing = {p for b in self.buckets[self._next:] for j, p in enumerate(b.params)
-                   if j not in b.ready | b.held}
+        missing = {id(b.params[j]) for b in self._todo for j in range(len(b.params))
+                   if not (b.ready[j] or b.held[j])}
         if missing and not self.find_unused_parameters:  # it would hang the others: name them
-            raise_without_gradient([n for n, p in self.named if p in missing])
-        for i in range(self._next, len(self.buckets)):
-            self._launch(i)  # (a missing gradient goes in as zeros)
+            raise_without_gradient([n for n, p in self.named if id(p) in missing])
+        while self._todo:
+            self._launch(self._todo.popleft())  # (a missing gradient goes in as zeros)
+        self._todo.extend(self.buckets)  # the next round's
         with trace.span("wait for buckets", kind="wait"):
             for b in self.buckets:
                 b.wait()
+                b.wait = None
         unused = set()
         if self.find_unused_parameters:  # after every bucket: the same order on every rank
-            unused = {p for (_, p), anywhere in zip(self.named, used_anywhere(
-                [p not in missing for _, p in self.named], self.group)) if not anywhere}
+            unused = {id(p) for (_, p), anywhere in zip(self.named, used_anywhere(
+                [id(p) not in missing for _, p in self.named], self.group)) if not anywhere}
         for b in self.buckets:
-            b.buffer.div_(self.divide_by)
+            if self.as_view:
+                b.buffer.div_(self.divide_by)
             for p, view in zip(b.params, b.views):
-                if p in unused:
+                if id(p) in unused:
                     p.grad = None  # unused on every rank: no gradient, as on one device
                 elif self.as_view:
                     p.grad = view
                 elif p.grad is None:
-                    p.grad = view.clone()
+                    p.grad = view / self.divide_by
                 else:
-                    p.grad.copy_(view)
-            b.wait = None
-        self._next = 0
+                    torch.div(view, self.divide_by, out=p.grad)  # average and copy: one pass

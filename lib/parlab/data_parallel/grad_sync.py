@@ -67,8 +67,11 @@ class GradSync:
 
     def grad_ready(self) -> None:
         """A gradient arrived: this round has work, and (outside ``no_sync``) the end of
-        this backward finishes it."""
-        self._pending = True
+        this backward finishes it. (Called once per gradient: an nn.Module's attribute
+        writes go through its ``__setattr__``, so each flag is written only when it
+        changes.)"""
+        if not self._pending:
+            self._pending = True
         if self.sync and not self._queued:
             self._queued = True
             torch.autograd.Variable._execution_engine.queue_callback(self._end_of_backward)
