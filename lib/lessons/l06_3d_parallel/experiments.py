@@ -15,6 +15,7 @@ per group size, measured by ``comm_probe`` (never fitted to the step times).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 
@@ -364,6 +365,38 @@ def _gpt3(n_gpus, tp, pp, batch=1536, zero=1):
                            planner.Layout(**lay), n_gpus, batch)
 
 
+def fsdp_validated() -> dict:
+    """How far FSDP2-style ZeRO-3 is checked: the largest GPU count of a published ZeRO-3
+    row run as FSDP2 ("gpus") and each row at that count ("rows": name, error)."""
+    rows = [r for r in planner.validate() if r["estimate"].layout.zero_stage == 3
+            and r["estimate"].layout.fsdp_impl == "fsdp2"]
+    n = max(r["estimate"].n_gpus for r in rows)
+    return dict(gpus=n, rows=[dict(name=r["name"], error=r["error"]) for r in rows
+                              if r["estimate"].n_gpus == n])
+
+
+def _zero3(p) -> dict:
+    """ZeRO-3 in a plan: its fastest ZeRO-3 layout without a pipeline (Table 2's kind), the
+    same layout as DeepSpeed ran ZeRO-3 in 2021 (a gather per weight matrix, waited on),
+    each with its band and its place in the plan's ranking, and how far FSDP2 is checked."""
+    z3 = min((c for c in p.ranked if c.zero_stage == 3 and c.pp == 1),
+             key=lambda c: c.rank_time, default=None)
+    out = dict(best=z3, rank=p.ranked.index(z3) + 1 if z3 else None, of=len(p.ranked),
+               band=z3.band if z3 else planner.error_band(planner.Layout(zero_stage=3)),
+               fsdp=fsdp_validated())
+    if z3 is None:
+        return out
+    e = z3.estimate
+    ds = planner.predict(e.model, e.cluster, dataclasses.replace(e.layout, fsdp_impl="deepspeed2021"),
+                         e.n_gpus, e.global_batch)
+    ds_band = planner.error_band(ds.layout)
+    ranked_s = ds.step_time.total / ds_band[1]  # as plan() would rank it
+    others = [c for c in p.ranked if c is not z3]
+    out.update(deepspeed=ds, deepspeed_band=ds_band, deepspeed_ranked_s=ranked_s,
+               deepspeed_rank=1 + sum(c.rank_time < ranked_s for c in others))
+    return out
+
+
 def interview() -> dict:
     """The numbers that settle the seed's 3D claims, keyed (a)..(d)."""
     seed = planner.gpt3_seed_check()
@@ -383,13 +416,11 @@ def interview() -> dict:
     best = {k: p.best.label for k, p in nodes.items()}
     p13 = nodes["13B on 8 A100"]
     thirteen = next((k + 1, c) for k, c in enumerate(p13.ranked) if (c.tp, c.pp) == (4, 2))
-    zero3 = [c for c in nodes["175B on 1024 A100"].ranked if c.zero_stage == 3]
+    zero3 = _zero3(nodes["175B on 1024 A100"])
     # (d) when PP pays: 175B, tp = 8, 1536 GPUs; pp = 1 does not fit without ZeRO-3
     pp_rows = {p: _gpt3(1536, 8, p) for p in (1, 2, 4, 12, 24)}
     return {"a": dict(seed=seed, table2=table2),
-            "b": dict(placement=placement, one_card=one_card, best=best,
-                      zero3=dict(best=min(zero3, key=lambda c: c.step_time) if zero3 else None,
-                                 band=planner.error_band(planner.Layout(zero_stage=3)))),
+            "b": dict(placement=placement, one_card=one_card, best=best, zero3=zero3),
             "c": dict(order=order, thirteen=dict(rank=thirteen[0], label=thirteen[1].label,
                                                   of=len(p13.ranked),
                                                   slower=thirteen[1].step_time / p13.best.step_time - 1)),

@@ -287,7 +287,7 @@ def zero3_table(rows: list[dict]):
     """The ZeRO-3 rows of ``validation_rows`` (Narayanan et al. Table 2, no model
     parallelism, fixed batch): TFLOP/s per GPU, paper vs planner."""
     return table([r for r in rows if "ZeRO-3" in r["name"]], ["name", "published", "predicted", "error"],
-                 caption="ZeRO-3 at a fixed batch (175B: 1536 sequences; 530B: 2560, then 2240): "
+                 caption="DeepSpeed's ZeRO-3 (2021) at a fixed batch (175B: 1536 sequences; 530B: 2560, then 2240): "
                          "TFLOP/s per GPU",
                  headers=dict(name="run", published="paper (Table 2)", predicted="planner", error="error"),
                  formats=dict(published=".0f", predicted=".0f", error="+.0%"))

@@ -55,17 +55,24 @@ def _b(n):
     pl, z = n["b"]["placement"], n["b"]["zero3"]
     t8, t16, oc = pl["tp=8 pp=12"], pl["tp=16 pp=6"], n["b"]["one_card"]
     cards = hardware.NODE_PRESETS["DGX-A100"]
+    big = _key("175B", 1024)
     rows = _join((t(INTERVIEW, "b.row", layout=k, tflops=x.tflops_per_gpu,
                     tp_comm=x.step_time.tp_comm / x.step_time.total, bubble=x.bubble_fraction)
                   for k, x in pl.items()), "sep.semi")
     best = _join((t(INTERVIEW, "b.best", setup=_setup(k), label=v)
-                  for k, v in n["b"]["best"].items()), "sep.semi")
+                  for k, v in n["b"]["best"].items() if k != big), "sep.semi")
+    z3, ds, f = z["best"], z["deepspeed"], z["fsdp"]
+    fsdp_rows = _join(t(INTERVIEW, "b.fsdp_row", name=r["name"], error=r["error"])
+                      for r in f["rows"])
     return said(INTERVIEW, "b", gpus_per_node=cards.gpus_per_node, nics=cards.nics_per_node,
                 rows=rows, loss_16=1 - t16.tflops_per_gpu / t8.tflops_per_gpu,
                 loss_one_card=1 - oc.tflops_per_gpu / t8.tflops_per_gpu, best=best,
-                label=z["best"].label, step=z["best"].step_time, low=z["band"][0],
-                high=z["band"][1], ranked=z["best"].step_time / z["band"][1],
-                best_175=n["b"]["best"][_key("175B", 1024)])
+                setup_175=_setup(big), batch=z3.estimate.global_batch, best_175=n["b"]["best"][big],
+                label=z3.label, step=z3.step_time, rank=z["rank"], of=z["of"],
+                low=z["band"][0], high=z["band"][1], ds_step=ds.step_time.total,
+                ds_low=z["deepspeed_band"][0], ds_high=z["deepspeed_band"][1],
+                ds_ranked=z["deepspeed_ranked_s"], ds_rank=z["deepspeed_rank"],
+                fsdp_gpus=f["gpus"], fsdp_rows=fsdp_rows, n_gpus=z3.estimate.n_gpus)
 
 
 def _c(n):
@@ -108,7 +115,8 @@ def _numbers(n, seed):
                 bubble=seed["estimate"].bubble_fraction,
                 batch10=seed["global_batch_for_10pct_bubble"], rows_a=rows_a, rows_b=rows_b,
                 tflops=b["one_card"].tflops_per_gpu, low=b["zero3"]["band"][0],
-                high=b["zero3"]["band"][1], best=b["best"][_key("175B", 1024)],
+                high=b["zero3"]["band"][1], ds_low=b["zero3"]["deepspeed_band"][0],
+                ds_high=b["zero3"]["deepspeed_band"][1], best=b["best"][_key("175B", 1024)],
                 rows_c=rows_c, rows_d=rows_d)
 
 

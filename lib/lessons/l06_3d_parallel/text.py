@@ -7,9 +7,10 @@ number is a field, formatted once by the code that passes it, so both languages 
                such as ``"b.row"`` are the pieces ``interview.py`` lists inside a line.
 ``TEXT``       what the checkers (``exercises.py``, ``exercises_clip.py``) tell the learner,
                the planner explorer's labels (``widgets.py``), and the small words lists are
-               joined with. The "Correct." / "Not yet." before a checker's message is the
-               answer boxes' own (``checkers.answers.verdict``).
+               joined with: kept in ``text_words.py``, named here too.
 """
+
+from .text_words import TEXT  # noqa: F401  (re-exported: ``text.TEXT``)
 
 INTERVIEW = {
     # --- (a) the GPT-3 layout of the seed text -----------------------------------------------
@@ -102,24 +103,52 @@ INTERVIEW = {
               "换更少的 TP 通信。Narayanan et al. 实测 t = 8 最好（§5.4.1，Fig. 13）：跨出节点后，"
               "每一层的集合通信都要走更慢的那一跳。"},
     "b.3": {
-        "en": "It does not hold as a rule for smaller models: the planner's best layouts are {best}.",
-        "zh": "对更小的模型，这并不是一条规则：规划器给出的最优布局是 {best}。"},
-    "b.best": {"en": "{setup}: {label}", "zh": "{setup}：{label}"},
-    "b.4": {
-        "en": "The fastest raw prediction for 175B on 1024 A100s is a ZeRO-3 layout ({label}, "
-              "{step:.1f} s a step), but the published ZeRO-3 runs were measured at "
-              "{low:.2f}-{high:.2f} of what the planner predicts for them: ranked at "
-              "{ranked:.1f} s, it falls behind {best_175}.",
-        "zh": "只看原始预测，175B 在 1024 张 A100 上最快的是一个 ZeRO-3 布局（{label}，每步 "
-              "{step:.1f} s），但已发表的 ZeRO-3 训练实测速度只有规划器预测值的 {low:.2f}-{high:.2f} 倍："
-              "按 {ranked:.1f} s 排名，它排在 {best_175} 之后。"},
-    "b.5": {
         "en": "'PP across nodes' is a consequence, not a choice: once t = a node, every pipeline "
               "hop is between nodes; with t < a node, the mesh order decides (§1's picture: with "
               "4-GPU nodes the DP all-reduce crossed nodes instead).",
         "zh": "“PP 跨节点”是结果，不是选择：一旦 t 等于一个节点的 GPU 数，流水线的每一跳都在节点之间；"
               "t 小于一个节点时，由网格的排列顺序决定（§1 的图：在 4-GPU 的节点上，跨节点的反而是"
               " DP 的 all-reduce）。"},
+    "b.4": {
+        "en": "It does not hold as a rule for smaller models: the planner's best layouts are {best}.",
+        "zh": "对更小的模型，这并不是一条规则：规划器给出的最优布局是 {best}。"},
+    "b.best": {"en": "{setup}: {label}", "zh": "{setup}：{label}"},
+    "b.5": {
+        "en": "For {setup_175} at batch {batch}, the planner's best is {best_175}. "
+              "Its fastest ZeRO-3 layout without a pipeline, {label} ({step:.1f} s a step), is "
+              "#{rank} of {of}. plan() models ZeRO-3 as FSDP2 runs it: one flat all-gather per "
+              "block of layers, the next block's gather prefetched behind this block's compute, "
+              "the reduce-scatter beside the backward. It ranks that like every other layout, "
+              "on the band all the other published rows give: {low:.2f}-{high:.2f} of the "
+              "prediction.",
+        "zh": "再看 {setup_175}、batch {batch} 的情形：规划器的最优布局是 {best_175}。"
+              "不用流水线的 ZeRO-3 布局里最快的是 {label}（每步 {step:.1f} s），在 {of} 个布局中"
+              "排第 {rank}。plan() 按 FSDP2 的做法为 ZeRO-3 建模：每个层块的权重用一次扁平的 "
+              "all-gather 收集，下一块的收集提前发出、藏在这一块的计算后面，reduce-scatter 与反向"
+              "计算同时进行。它像对待其他所有布局一样给这种布局排名，用的是其余全部已发表训练给出的"
+              "误差带：预测值的 {low:.2f}-{high:.2f} 倍。"},
+    "b.6": {
+        "en": "Narayanan et al.'s Table 2 measured DeepSpeed's ZeRO-3 of 2021, which gathers the "
+              "weights matrix by matrix, and the compute waits for each gather. The same layout "
+              "run that way is predicted at {ds_step:.1f} s a step, and the Table 2 rows ran at "
+              "only {ds_low:.2f}-{ds_high:.2f} of what the planner predicts for them (their "
+              "known-miss note, §4, says why): ranked at {ds_ranked:.1f} s, it would be "
+              "#{ds_rank} of {of}. The same weights cross the same links; the difference is the "
+              "implementation: flat units with the next one prefetched, against a gather per "
+              "parameter that the compute waits on.",
+        "zh": "Narayanan 等人在 Table 2 中实测的是 DeepSpeed 2021 年的 ZeRO-3：它逐个权重矩阵地收集"
+              "权重，计算要等每一次收集完成。同一布局如果这样运行，预测每步 {ds_step:.1f} s；而 "
+              "Table 2 各行的实测速度只有规划器预测值的 {ds_low:.2f}-{ds_high:.2f} 倍（原因见 §4 中"
+              "这些行的已知偏差说明）：按 {ds_ranked:.1f} s 排名，它会落到 {of} 个布局中的第 "
+              "{ds_rank} 位。收集的是同样的权重，走的是同样的链路；差别在实现：扁平的层块、预取下一块，"
+              "对比逐个参数收集、计算原地等待。"},
+    "b.7": {
+        "en": "The caveat to say out loud: FSDP2-style ZeRO-3 is checked against published runs "
+              "only up to {fsdp_gpus} GPUs ({fsdp_rows}); at {n_gpus} GPUs its rank is the "
+              "mechanism's extrapolation, not a measurement.",
+        "zh": "面试时要主动说明的一点：FSDP2 式的 ZeRO-3 只在最多 {fsdp_gpus} 张 GPU 的已发表训练上"
+              "核对过（{fsdp_rows}）；到 {n_gpus} 张 GPU 时，它的排名是机制模型的外推，不是实测。"},
+    "b.fsdp_row": {"en": "{name}: error {error:+.0%}", "zh": "{name}：误差 {error:+.0%}"},
 
     # --- (c) TP first, then PP, then DP ---------------------------------------------------------
     "c": {"en": "(c) answer", "zh": "(c) 答案"},
@@ -185,12 +214,12 @@ INTERVIEW = {
         "en": "So: the smallest p that fits (here {smallest}). Past it the layouts that fit are "
               "within {spread:.0%} of each other here and the bubble only grows; with fewer "
               "sequences per GPU (B near n/t) that bound is large and every extra stage costs. "
-              "ZeRO-3 also fits and has no bubble; what its communication costs, the published "
-              "ZeRO-3 runs show (§5).",
+              "ZeRO-3 also fits and has no bubble; what its communication costs depends on how "
+              "it gathers the weights (§5).",
         "zh": "所以：取放得下的最小 p（这里是 {smallest}）。再往上，这里放得下的布局彼此相差不到 "
               "{spread:.0%}，而气泡只增不减；如果每张 GPU 分到的序列更少（B 接近 n/t），这个上限"
               "就很大，每多一级阶段都有代价。ZeRO-3 也放得下，而且没有气泡；它的通信代价有多大，"
-              "已发表的 ZeRO-3 训练给出了答案（§5）。"},
+              "取决于它怎样收集权重（§5）。"},
 
     # --- the appendix: every number of §6 -----------------------------------------------------
     "numbers": {"en": "Every number of §6", "zh": "§6 的全部数字"},
@@ -205,9 +234,12 @@ INTERVIEW = {
                       "zh": "{gpus} 张 GPU {paper}/{predicted:.0f}"},
     "numbers.4": {"en": "(b) 175B on 1536: {rows_b} TFLOP/s", "zh": "(b) 175B，1536 张卡：{rows_b} TFLOP/s"},
     "numbers.row_b": {"en": "{layout} {tflops:.0f}", "zh": "{layout} {tflops:.0f}"},
-    "numbers.5": {"en": "(b) tp=16 on one card a node {tflops:.0f} TFLOP/s; "
-                        "ZeRO-3 band {low:.2f}-{high:.2f}",
-                  "zh": "(b) tp=16、每节点一张网卡：{tflops:.0f} TFLOP/s；ZeRO-3 误差带 {low:.2f}-{high:.2f}"},
+    "numbers.5": {"en": "(b) tp=16 on one card a node {tflops:.0f} TFLOP/s; ZeRO-3 bands: "
+                        "DeepSpeed 2021 {ds_low:.2f}-{ds_high:.2f}, FSDP2 (every other layout's) "
+                        "{low:.2f}-{high:.2f}",
+                  "zh": "(b) tp=16、每节点一张网卡：{tflops:.0f} TFLOP/s；ZeRO-3 误差带："
+                        "DeepSpeed 2021 为 {ds_low:.2f}-{ds_high:.2f}，FSDP2（与其他所有布局相同）为 "
+                        "{low:.2f}-{high:.2f}"},
     "numbers.6": {"en": "(b) best for 175B on 1024: {best}", "zh": "(b) 175B 在 1024 张卡上的最优：{best}"},
     "numbers.7": {"en": "(c) rule of thumb rank: {rows_c}", "zh": "(c) 经验法则的排名：{rows_c}"},
     "numbers.row_c": {"en": "{setup} #{rank}/{of}", "zh": "{setup} #{rank}/{of}"},
@@ -265,173 +297,4 @@ INTERVIEW = {
               "answer's claim (a) of §6.)",
         "zh": "（出处：Narayanan et al. 2021，Table 2 与 §5.1；8 × 64 × 64 是 §6 中面试答案的"
               "说法 (a)。）"},
-}
-
-TEXT = {
-    # --- the small words lists are joined with ---------------------------------------------
-    "sep.comma": {"en": ", ", "zh": "，"},
-    "sep.semi": {"en": "; ", "zh": "；"},
-    "setup": {"en": "{model} on {n} {gpu}", "zh": "{model}，{n} 张 {gpu}"},
-    "setup.short": {"en": "{model} on {n}", "zh": "{model}（{n} 张）"},
-
-    # --- exercises.py: the numeric answers ----------------------------------------------------
-    "coords.not_dict": {"en": "give a dict like {{'dp': 0, 'pp': 1, 'tp': 0}}, got {got}",
-                        "zh": "请给出一个 dict，例如 {{'dp': 0, 'pp': 1, 'tp': 0}}，收到的是 {got}"},
-    "coords.no_key": {"en": "the dict has no {name}: give 'dp', 'pp' and 'tp'",
-                      "zh": "dict 里没有 {name}：请给出 'dp'、'pp' 和 'tp'"},
-    "coords.right": {"en": "rank {rank} is {want}.", "zh": "rank {rank} 的坐标是 {want}。"},
-    "coords.wrong": {"en": "{wrong} wrong: rank = (dp_i * pp + pp_i) * tp + tp_i, TP varies fastest.",
-                     "zh": "{wrong} 不对：rank = (dp_i * pp + pp_i) * tp + tp_i，TP 变化最快。"},
-    "tp_group.right": {"en": "{want}: the ranks that differ only in the TP coordinate.",
-                       "zh": "{want}：只有 TP 坐标不同的那些 rank。"},
-    "tp_group.wrong": {"en": "{got} is not it: a TP group is tp consecutive ranks (TP is innermost).",
-                       "zh": "{got} 不对：一个 TP 组是 tp 个连续的 rank（TP 在最内层）。"},
-    "bubble.hint": {"en": "idle / total = (p - 1) / (m + p - 1).",
-                    "zh": "空闲 / 总时间 = (p - 1) / (m + p - 1)。"},
-    "memory.hint": {"en": "the first stage holds L/pp layers of 12 h^2 parameters (plus the "
-                          "embedding), split over tp; 16 bytes each.",
-                    "zh": "第一个阶段持有 L/pp 层、每层 12 h^2 个参数（外加嵌入层），再按 tp 切分；"
-                          "每个参数 16 字节。"},
-    "memory.explanation": {"en": "16 bytes for each parameter of the first stage's tp-th share.",
-                           "zh": "第一个阶段按 tp 切分后的那一份参数，每个 16 字节。"},
-
-    # --- exercises.py: the 3D groups and the DP gradient sync ---------------------------------
-    "unwritten": {"en": "write {name} (it still raises NotImplementedError)",
-                  "zh": "请先写出 {name}（它仍然抛出 NotImplementedError）"},
-    "groups.not_dict": {"en": "my_groups({rank}, ...) must return a dict with keys 'tp', 'pp', "
-                              "'dp', got {got}",
-                        "zh": "my_groups({rank}, ...) 必须返回一个带 'tp'、'pp'、'dp' 三个键的 dict，"
-                              "收到的是 {got}"},
-    "groups.not_list": {"en": "rank {rank}: the {axis} group {why}; each group is a list of ranks",
-                        "zh": "rank {rank}：{axis} 组 {why}；每个组都是一个 rank 列表"},
-    "groups.wrong": {"en": "rank {rank}, {axis} group: {got}, expected {want} (rank {rank} is "
-                           "dp={dp}, pp={pp}, tp={tp}; a {axis} group varies only the {coord} "
-                           "coordinate)",
-                     "zh": "rank {rank} 的 {axis} 组：{got}，应为 {want}（rank {rank} 的坐标是 "
-                           "dp={dp}、pp={pp}、tp={tp}；{axis} 组只改变 {coord} 坐标）"},
-    "groups.sum_wrong": {"en": "on the ranks: rank {rank}'s all-reduce over its {axis} group "
-                               "summed to {got}, expected {want}",
-                         "zh": "在真实 rank 上：rank {rank} 在它的 {axis} 组上做 all-reduce 得到 "
-                               "{got}，应为 {want}"},
-    "groups.right": {"en": "every rank's groups equal Mesh(dp={dp}, pp={pp}, tp={tp})'s, and on "
-                           "{world} real ranks each all-reduce of the rank ids summed its group: "
-                           "e.g. rank {last} got tp {tp_sum}, pp {pp_sum}, dp {dp_sum}.",
-                     "zh": "每个 rank 的组都与 Mesh(dp={dp}, pp={pp}, tp={tp}) 的一致；在 {world} 个"
-                           "真实 rank 上，每次对 rank 编号做的 all-reduce 都正好求出了本组之和：例如 "
-                           "rank {last} 得到 tp {tp_sum}、pp {pp_sum}、dp {dp_sum}。"},
-    "sync.where": {"en": "rank {rank} (stage {stage}, TP slice {tp})",
-                   "zh": "rank {rank}（阶段 {stage}，TP 切片 {tp}）"},
-    "sync.world_mean": {"en": "; it is the mean over all ranks: other stages' and TP slices' "
-                              "gradients are different parameters, only DP replicas share them",
-                        "zh": "；这是所有 rank 上的平均：其他阶段、其他 TP 切片的梯度属于不同的参数，"
-                              "只有 DP 副本共享同一份参数"},
-    "sync.sum": {"en": "; it is the sum over the DP group {group}: divide by its size",
-                 "zh": "；这是 DP 组 {group} 上的和：还要除以组的大小"},
-    "sync.right": {"en": "every rank holds the mean over its DP group (e.g. rank 0 with {group}), "
-                         "not over the world.",
-                   "zh": "每个 rank 都持有它所在 DP 组的平均（例如 rank 0 与 {group}），"
-                         "而不是全体 rank 的平均。"},
-
-    # --- exercises_clip.py: the global gradient norm -----------------------------------------
-    "clip.hang": {"en": " The stages hold different tensors ({held}): a collective per tensor over "
-                        "groups['pp'] never pairs up. Add the squares on the rank, then all-reduce "
-                        "one number.",
-                  "zh": " 各阶段持有的张量不同（{held}）：在 groups['pp'] 上逐个张量做集合通信，"
-                        "永远配不上对。先在本 rank 上把平方加起来，再对这一个数做 all-reduce。"},
-    "clip.held": {"en": "stage {stage}: {n}", "zh": "阶段 {stage}：{n} 个"},
-    "clip.kind": {"en": "rank {rank} returned a {kind}: return the norm, a float (or a "
-                        "one-element tensor)",
-                  "zh": "rank {rank} 返回了一个 {kind}：请返回范数，一个 float（或只含一个元素的张量）"},
-    "clip.mistake": {"en": "rank 0 returned {got:.6g}, one device's norm is {want:.6g} "
-                           "(×{ratio:.3f}): {said}.",
-                     "zh": "rank 0 返回了 {got:.6g}，单卡上的范数是 {want:.6g}（×{ratio:.3f}）：{said}。"},
-    "clip.and": {"en": "; and ", "zh": "；并且"},
-    "clip.every": {"en": "the tensors every TP rank holds whole (tp_split None: layer norms, the "
-                         "row-parallel biases, wpe) were counted on all {t} TP ranks, {t} times "
-                         "instead of once; alone that makes the norm ×{factor:.3f} "
-                         "(cost.clip_norm_overcount)",
-                   "zh": "每个 TP rank 都完整持有的张量（tp_split 为 None：LayerNorm、行并行层的偏置、"
-                         "wpe）在全部 {t} 个 TP rank 上都被计入，算了 {t} 次而不是只算一次；仅这一点"
-                         "就让范数变成 ×{factor:.3f}（cost.clip_norm_overcount）"},
-    "clip.never": {"en": "the tensors with tp_split None were not counted at all: count them once, "
-                         "on TP rank 0",
-                   "zh": "tp_split 为 None 的张量完全没有计入：应在 TP rank 0 上计入一次"},
-    "clip.no_tp": {"en": "each TP rank kept its own slice's share: the slices are different pieces "
-                         "of the same matrices, so add their squares over groups['tp']",
-                   "zh": "每个 TP rank 只保留了自己切片的那一份：各切片是同一批矩阵的不同部分，"
-                         "所以要在 groups['tp'] 上把它们的平方相加"},
-    "clip.no_pp": {"en": "each rank kept its own stage's norm ({per}): the PP all-reduce is "
-                         "missing, and the stages hold different layers",
-                   "zh": "每个 rank 只保留了自己阶段的范数（{per}）：缺少 PP 上的 all-reduce，"
-                         "而各阶段持有的是不同的层"},
-    "clip.stage_norm": {"en": "stage {stage}: {norm:.4g}", "zh": "阶段 {stage}：{norm:.4g}"},
-    "clip.dp": {"en": "the squares were also added over groups['dp']: the {d} DP replicas hold the "
-                      "same averaged gradient, so it was counted {d} times, norm ×√{d} = "
-                      "×{factor:.3f}",
-                "zh": "平方和还在 groups['dp'] 上相加了：{d} 个 DP 副本持有的是同一份平均后的梯度，"
-                      "所以它被算了 {d} 次，范数 ×√{d} = ×{factor:.3f}"},
-    "clip.no_sqrt": {"en": "that is ||g||², the sum of squares: take its square root at the end",
-                     "zh": "这是 ||g||²，即平方和：最后还要开平方根"},
-    "clip.rank_norms": {"en": "norms were added, not squares: ||a|| + ||b|| is not "
-                              "√(||a||² + ||b||²); all-reduce each rank's sum of squares and take "
-                              "the root once, at the end",
-                        "zh": "加的是范数而不是平方：||a|| + ||b|| 不等于 √(||a||² + ||b||²)；"
-                              "应对每个 rank 的平方和做 all-reduce，最后只开一次根"},
-    "clip.stage_norms": {"en": "the root was taken before every sum was done, then norms were "
-                               "added: add squares all the way, root once at the end",
-                         "zh": "还没加完就先开了根，然后把范数相加：应一路都加平方，最后只开一次根"},
-    "clip.tensor_norms": {"en": "each tensor's norm was added, not its square: ||g||² is the sum "
-                                "of the squares of every element, root once at the end",
-                          "zh": "加的是每个张量的范数而不是它的平方：||g||² 是所有元素平方之和，"
-                                "最后只开一次根"},
-    "clip.wrong": {"en": "rank {rank} returned {got:.6g}, one device's norm is {want:.6g}. Sum the "
-                         "squares of this rank's gradients (tp_split None: on TP rank 0 only), "
-                         "all-reduce that one number over groups['tp'] and groups['pp'] (not "
-                         "groups['dp']), then take the root.",
-                   "zh": "rank {rank} 返回了 {got:.6g}，单卡上的范数是 {want:.6g}。先把本 rank 梯度的"
-                         "平方相加（tp_split 为 None 的只在 TP rank 0 上加），再在 groups['tp'] 和 "
-                         "groups['pp'] 上（不是 groups['dp']）对这一个数做 all-reduce，最后开根。"},
-    "clip.right": {"en": "every rank returned {value:.6g}, one device's ||g|| on {size} ranks "
-                         "(dp={dp}, pp={pp}, tp={tp}); rank 0 ran {n} {collectives} carrying "
-                         "{elements} {element_word}.",
-                   "zh": "每个 rank 都返回了 {value:.6g}，即 {size} 个 rank（dp={dp}、pp={pp}、"
-                         "tp={tp}）上单卡的 ||g||；rank 0 执行了 {n} {collectives}，共传输 "
-                         "{elements} {element_word}。"},
-    "clip.collective": {"en": "collective", "zh": "次集合通信"},
-    "clip.collectives": {"en": "collectives", "zh": "次集合通信"},
-    "clip.element": {"en": "element", "zh": "个元素"},
-    "clip.elements": {"en": "elements", "zh": "个元素"},
-    "clip.across": {"en": " Note: {op} over {ranks} spans the DP replicas, which hold the same "
-                          "gradient: right here, but a collective plain DP does not need.",
-                    "zh": " 注意：{ranks} 上的 {op} 跨越了 DP 副本，而它们持有相同的梯度：这里结果"
-                          "没错，但在普通 DP 下这是一次多余的集合通信。"},
-    "clip.slow": {"en": " It is slow, though: add the squares on the rank first, then one "
-                        "all-reduce of one number per group (TP, PP) is enough; each all-reduce "
-                        "pays a full latency however small it is.",
-                  "zh": " 不过这样很慢：先在本 rank 上把平方加起来，然后每个组（TP、PP）只需对一个数"
-                        "做一次 all-reduce；每次 all-reduce 不管多小，都要付一次完整的延迟。"},
-    "clip.dp1": {"en": " With dp = 1 an extra sum over DP would not show: try dp=2.",
-                 "zh": " dp = 1 时，多做的 DP 求和看不出来：试试 dp=2。"},
-
-    # --- widgets.py: the planner explorer -------------------------------------------------------
-    "explorer.model": {"en": "model", "zh": "模型"},
-    "explorer.gpu": {"en": "GPU", "zh": "GPU"},
-    "explorer.per_node": {"en": "GPUs per node", "zh": "每节点 GPU 数"},
-    "explorer.nodes": {"en": "nodes", "zh": "节点数"},
-    "explorer.links": {"en": "between nodes", "zh": "节点间互联"},
-    "explorer.batch": {"en": "global batch", "zh": "全局 batch"},
-    "explorer.seq": {"en": "sequence length", "zh": "序列长度"},
-    "explorer.head": {"en": "<b>{model}</b> on {n_gpus} × {gpu}, global batch {global_batch} × "
-                            "{seq_len} tokens: {n_ranked} layouts fit. Step: predicted, and the range "
-                            "the published runs of its kind were measured at (ranked at its fast end)",
-                      "zh": "<b>{model}</b>，{n_gpus} × {gpu}，全局 batch {global_batch} × {seq_len} 个"
-                            " token：{n_ranked} 个布局放得下。每步时间：预测值，以及同类已发表训练的实测"
-                            "范围（按其快端排名）"},
-    "explorer.col_config": {"en": "configuration", "zh": "配置"},
-    "explorer.col_step": {"en": "step", "zh": "每步时间"},
-    "explorer.col_vs": {"en": "vs #1", "zh": "相对 #1"},
-    "explorer.col_why": {"en": "why", "zh": "原因"},
-    "explorer.infeasible": {"en": "{n} layouts do not run (click)",
-                            "zh": "{n} 个布局跑不起来（点击展开）"},
-    "explorer.best": {"en": "best: {label}", "zh": "最优：{label}"},
 }

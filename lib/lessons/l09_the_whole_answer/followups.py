@@ -42,6 +42,7 @@ def fields(lang: str | None = None) -> dict:
         zero3_full_gb=f["7b_zero3_full"]["total"] / 1e9,
         act_materialized_gb=best["act_materialized"] / 1e9, act_fused_gb=best["act_fused"] / 1e9,
         best_7b=f["7b_best"], best_gb=best["total"] / 1e9,
+        shards=t(TEXT, f"zero_shards.{best['stage']}", lang),
         attention=t(TEXT, f"attention.{best['attention']}", lang),
         materialized_gb=best["materialized"] / 1e9, max_b_materialized=best["max_b_materialized"],
         # 3D (06)

@@ -18,6 +18,8 @@ NUMBERS = [
     # §6: the 1T model as Narayanan et al. ran it (SC 2021, Table 1: t = 8, p = 64, n = 3072)
     cited("64", "Narayanan et al.", near="Three jobs side by side"),
     cited("3072", "Narayanan et al.", near="Three jobs side by side"),
+    given("1024", "the walk-through's middle job: 175B on 1024 A100s (the cell below runs it)",
+          near="Three jobs side by side"),
     cited("64", "Narayanan et al.", near="Read the 1T line"),
     cited("3072", "Narayanan et al.", near="Read the 1T line"),
     # §7: the drill's examples of what it accepts

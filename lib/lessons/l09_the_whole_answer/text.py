@@ -69,11 +69,18 @@ TEXT.update({
     # the walk-through's heading, table and widget
     "walk_title": {"en": "{model} on {n_gpus} × {gpu}", "zh": "{model}，{n_gpus} × {gpu}"},
     "walk_caption": {"en": "the best layout of each kind, of {of} that fit ({infeasible} do not). "
-                           "Ranked step: the predicted step at the best end of its kind's error "
-                           "band (published ZeRO-3 runs were slower than predicted)",
+                           "Ranked step: the predicted step at the best end of its error band. "
+                           "Every layout plan() searches, FSDP2-style ZeRO-3 included, shares one "
+                           "band; only DeepSpeed's 2021 ZeRO-3, which it does not search, has its "
+                           "own (those published runs were slower than predicted)",
                      "zh": "每类布局中最好的一个（能放下的共 {of} 个，放不下的 {infeasible} 个）。"
-                           "排序用时：取该类布局误差范围中最乐观一端的预测步时"
-                           "（已发表的 ZeRO-3 实测比预测慢）"},
+                           "排序用时：取该布局误差带中最乐观一端的预测步时。plan() 搜索的所有布局"
+                           "（包括 FSDP2 式的 ZeRO-3）共用同一条误差带；只有它不搜索的 DeepSpeed "
+                           "2021 年版 ZeRO-3 另有误差带（那些已发表训练的实测比预测慢）"},
+    "zero_shards.0": {"en": "plain DDP shards nothing", "zh": "普通 DDP 什么都不切分"},
+    "zero_shards.1": {"en": "ZeRO-1 shards Adam's states", "zh": "ZeRO-1 切分了 Adam 的优化器状态"},
+    "zero_shards.2": {"en": "ZeRO-2 also shards the gradients", "zh": "ZeRO-2 还切分了梯度"},
+    "zero_shards.3": {"en": "ZeRO-3 also shards the weights", "zh": "ZeRO-3 连权重也切分了"},
     "head_rank": {"en": "rank", "zh": "排名"},
     "head_kind": {"en": "kind", "zh": "类型"},
     "head_layout": {"en": "layout", "zh": "布局"},

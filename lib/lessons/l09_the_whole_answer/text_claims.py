@@ -73,11 +73,10 @@ FOLLOW_UPS = {
               "zh": "这些数来自显存计算器，它把注意力分数矩阵存了下来（materialized 注意力）："
                     "每条序列 {act_materialized_gb:.1f} GB 激活值。规划器假设用融合算子"
                     "（FlashAttention 不保存 s × s 的分数）：每条序列 {act_fused_gb:.1f} GB。"},
-    "fu3.4": {"en": "So the planner's fastest layout, {best_7b} (ZeRO-2 also shards the "
-                    "gradients), needs {best_gb:.1f} GB per GPU with {attention} attention; with "
+    "fu3.4": {"en": "So the planner's fastest layout, {best_7b} ({shards}), needs {best_gb:.1f} GB per GPU with {attention} attention; with "
                     "materialized attention the same layout would need {materialized_gb:.1f} GB, "
                     "and micro-batch {max_b_materialized} is the most that fits.",
-              "zh": "所以规划器选出的最快布局 {best_7b}（ZeRO-2 还切分了梯度）用{attention}注意力时"
+              "zh": "所以规划器选出的最快布局 {best_7b}（{shards}）用{attention}注意力时"
                     "每卡要 {best_gb:.1f} GB；同一布局若存下分数矩阵，需要 {materialized_gb:.1f} GB，"
                     "微批次最多只能取 {max_b_materialized}。"},
     "fu3.5": {"en": "'Below 20 GB with recomputation' never holds on 4 GPUs: even ZeRO-3 with "

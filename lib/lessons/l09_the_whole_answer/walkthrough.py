@@ -121,13 +121,13 @@ def decide(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100",
     steps.append(dict(q=say("q.speed"), key="planner", a=say(
         "a.speed", mfu=e.mfu, hfu=e.hfu, step_s=e.step_time.total, batch=p.global_batch,
         seq=p.seq_len, lo=best.band[0], hi=best.band[1])))
-    # ranked (and compared) as plan ranks them: at the best end of each kind's error band,
-    # so ZeRO-3, which the published runs show slower than predicted, is not flattered
+    # ranked (and compared) as plan ranks them: at the best end of each one's error band
+    # (a kind the published runs show slower than predicted is not flattered)
     kinds: dict[str, object] = {}
     for c in ranked:
         kinds.setdefault(_kind(c, lang), c)
     # ``ranked_s`` is the time the ranking and ``slower`` use, shown beside the prediction:
-    # a ZeRO-3 row can predict less than #1 and still rank far below it
+    # where bands differ, a row can predict less than #1 and still rank below it
     rows = [dict(kind=k, layout=c.label, step_s=c.step_time, ranked_s=c.rank_time,
                  mfu=c.estimate.mfu, memory_gb=c.estimate.memory_per_gpu.total / GB,
                  slower=c.rank_time / best.rank_time - 1, rank=ranked.index(c) + 1)

@@ -85,8 +85,10 @@ def test_interview_numbers():
     t8, t16 = pl["tp=8 pp=12"].tflops_per_gpu, pl["tp=16 pp=6"].tflops_per_gpu
     assert 0.75 * t8 < t16 < t8  # past a node: slower on the 8 cards, not a third
     assert n["b"]["one_card"].tflops_per_gpu < t8 / 2  # ... which one port would make it
-    z3, band = n["b"]["zero3"]["best"], n["b"]["zero3"]["band"]
-    assert band[1] < 1 and z3.step_time / band[1] > 0  # the published ZeRO-3 ran slower
+    z = n["b"]["zero3"]
+    assert z["deepspeed_band"][1] < 1 < z["band"][1]  # Table 2's DeepSpeed ZeRO-3 ran slower
+    assert z["deepspeed"].step_time.total > z["best"].step_time  # a gather per matrix, waited on
+    assert z["deepspeed_rank"] > z["rank"] and z["fsdp"]["gpus"] >= 8 and z["fsdp"]["rows"]
     assert n["c"]["order"]["13B on 16 A100"]["slower"] > 0.05
     assert all(v["rank"] for v in n["c"]["order"].values())
     d = n["d"]

@@ -186,8 +186,8 @@ def test_walkthrough_table_percentages_follow_a_time_it_shows(job):
     assert times == sorted(times) and [r["rank"] for r in d["rows"]] == sorted(r["rank"] for r in d["rows"])
     for r in d["rows"]:
         assert r["slower"] == pytest.approx(r["ranked_s"] / times[0] - 1)
-    predicted = [r["step_s"] for r in d["rows"]]
-    assert predicted != sorted(predicted)  # the case that misled: the prediction alone is not the order
+    # the rows are in the order of the ranked time, not of the prediction (the two orders
+    # differ only where the rows' bands do: every layout plan() searches now shares one)
     table = walkthrough_html(d)
     head = [html.unescape(h) for h in re.findall(r"<th[^>]*>([^<]*)</th>", table)]
     assert head[-1] == "vs #1's ranked step" and "ranked step (s)" in head
@@ -268,8 +268,9 @@ def layout_reference(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_mem
     return ex.solution_layout(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb)
 
 
-def layout_no_split(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
-    return {"tp": 1, "pp": 1, "dp": n_gpus}
+def layout_pipeline_first(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
+    pp = 16 if n_layers % 16 == 0 and n_gpus >= 16 else 1  # a deep pipeline where it divides
+    return {"tp": 1, "pp": pp, "dp": n_gpus // pp}
 
 
 def layout_forgets_pp_in_dp(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
@@ -284,8 +285,10 @@ def layout_tp_across_nodes(n_params, n_layers, n_heads, n_gpus, gpus_per_node, g
 
 def test_the_decision_exercise():
     assert ex.check_layout(layout_reference)["ok"]
-    v = ex.check_layout(layout_no_split)
-    assert not v["ok"] and "70B" in v["message"] and "error bar" in v["message"]
+    # (no split at all, ZeRO-3 data parallelism, is now within the error bar of every
+    # case's best: FSDP2-style ZeRO-3 is ranked like every layout); a deep pipeline is not
+    v = ex.check_layout(layout_pipeline_first)
+    assert not v["ok"] and "175B" in v["message"] and "error bar" in v["message"]
     v = ex.check_layout(layout_forgets_pp_in_dp)
     assert not v["ok"] and "it must be 3072" in v["message"]
     v = ex.check_layout(layout_tp_across_nodes)
