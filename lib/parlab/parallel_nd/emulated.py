@@ -32,8 +32,8 @@ class EmulatedTPCompute(EmulatedCompute):
         self._tp_traffic(a.chunk, "forward")
         return out
 
-    def backward(self, a, stage: int, stash, grad):
-        out = super().backward(a, stage, stash, grad)
+    def backward(self, a, stage: int, stash, grad, whole: bool = False):
+        out = super().backward(a, stage, stash, grad, whole)
         self._tp_traffic(a.chunk, "backward")
         return out
 
