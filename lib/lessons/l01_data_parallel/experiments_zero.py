@@ -36,8 +36,9 @@ def step_times(variants, world_size: int, config: GPTConfig | None = None, round
                bucket_bytes: int = DDP_BUCKET_BYTES) -> dict:
     """Interleaved A/B step times of ``variants`` on ``world_size`` ranks, in the same
     processes. ``variants``: ZeRO stages 0-3 and peers 'ddp', 'fsdp2' (each trained as
-    ``ZeroRun(config, batch_size=batch_size, zero_stage=v, bucket_bytes=bucket_bytes)``),
-    or a dict {label: ZeroRun}. A step's time is the slowest rank's. Returns {variant or
+    ``ZeroRun(config, batch_size=batch_size, zero_stage=v, bucket_bytes=bucket_bytes,
+    kernel="fused")``: every variant steps the same AdamW kernel, so the clock compares
+    the sharding, not the optimizer), or a dict {label: ZeroRun}. A step's time is the slowest rank's. Returns {variant or
     label: {"median": s, "times": [s per round]}}."""
     from parlab.launch import launch
     config = GPTConfig() if config is None else config
@@ -45,7 +46,7 @@ def step_times(variants, world_size: int, config: GPTConfig | None = None, round
         runs = dict(variants)
     else:
         runs = {v: ZeroRun(config, batch_size=batch_size, zero_stage=v,
-                           bucket_bytes=bucket_bytes) for v in variants}
+                           bucket_bytes=bucket_bytes, kernel="fused") for v in variants}
     if not runs:
         raise ValueError(f"variants must name at least one of {ZERO_STAGES + PEERS}")
     for r in runs.values():
