@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import cost
 
-def _tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
+def tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
     """Exposed TP seconds of one layer, one micro-batch: ``cost.tp_comm_per_layer``'s
     collectives over the TP group (stride 1); a MoE layer's experts are whole on a rank, so
     only its attention half talks over TP. Full recomputation repeats the forward's."""
@@ -27,7 +27,7 @@ def _tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
     return fwd + bwd
 
 
-def _cp_comm(model, cluster, lay, lt, micro_batch) -> float:
+def cp_comm(model, cluster, lay, lt, micro_batch) -> float:
     """Exposed CP seconds of one layer, one micro-batch, over a CP group (stride tp). ring:
     ``cost.cp_comm_per_layer``'s K/V hops, each behind the attention block it feeds;
     allgather: K and V gathered forward, their gradients reduce-scattered backward;
@@ -57,7 +57,7 @@ def _cp_comm(model, cluster, lay, lt, micro_batch) -> float:
     return one * (2 + (lay.recompute == "full"))
 
 
-def _ep_comm(model, cluster, lay, micro_batch) -> float:
+def ep_comm(model, cluster, lay, micro_batch) -> float:
     """Seconds of one MoE layer's token exchange, one micro-batch: dispatch and combine
     forward and again backward (GShard, Lepikhin et al. 2020, §3.2) over the ep
     consecutive GPUs, each rank's b s / (cp tp) tokens (x the capacity factor when buffers
@@ -71,7 +71,7 @@ def _ep_comm(model, cluster, lay, micro_batch) -> float:
     return one * (4 + 2 * (lay.recompute == "full"))
 
 
-def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
+def dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
     """Exposed seconds of the data-parallel synchronisation of one step, one GPU's
     parameters (``dense`` over dp x cp GPUs tp apart, ``experts`` over dp x cp x tp / ep):
     plain DP all-reduces the gradients; ZeRO-1/2 reduce-scatter them and all-gather the
@@ -90,7 +90,7 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
                 + (cluster.collective(op, 2 * experts * share, egroup, lay.ep) if experts else 0.0))
 
     if lay.zero_stage == 3:
-        return _zero3_sync(lay, coll, layers, lt, m)
+        return zero3_sync(lay, coll, layers, lt, m)
     if lay.zero_stage == 0:
         reduce = coll("all_reduce", 1.0)
         gather = 0.0
@@ -102,7 +102,7 @@ def _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
     return max(0.0, reduce - layers * lt["backward"]) + max(0.0, gather - layers * lt["forward"])
 
 
-def _zero3_sync(lay, coll, layers, lt, m) -> float:
+def zero3_sync(lay, coll, layers, lt, m) -> float:
     """Exposed seconds of ZeRO-3 / FSDP in one step (``cost.fsdp_step_exposed``): each
     unit's gather as ``cost.fsdp_unit_messages`` collectives of its share of the bytes (one
     flat one for FSDP2, one per weight matrix for DeepSpeed's of 2021), each paying the

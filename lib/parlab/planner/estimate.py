@@ -41,7 +41,7 @@ from .conventions import FLOP_CONVENTION, flops_as
 from .presets import cluster_for
 from .spec import Cluster, Layout, LayoutError, ModelSpec
 from .stacks import DEFAULT_STACK, stack_constants
-from .communication import _cp_comm, _dp_sync, _ep_comm, _tp_comm
+from .communication import cp_comm, dp_sync, ep_comm, tp_comm
 
 
 @dataclass(frozen=True)
@@ -191,9 +191,9 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     layers = math.ceil(L / pp)  # the slowest stage
     lt = _layer_time(s, b, S, dev, tp, cp, ep, sp, lay.recompute, lay.attention,
                      dtype in cost.LOW_PRECISION, lay.capacity_factor or 1.0)
-    tp1 = _tp_comm(model, cluster, lay, lt, b, sp)
-    cp1 = _cp_comm(model, cluster, lay, lt, b)
-    ep1 = _ep_comm(model, cluster, lay, b)
+    tp1 = tp_comm(model, cluster, lay, lt, b, sp)
+    cp1 = cp_comm(model, cluster, lay, lt, b)
+    ep1 = ep_comm(model, cluster, lay, b)
     comm_layer = tp1 + cp1 + ep1
     logits = cost.logits_time(b * S // cp, s.d_model, V, dev, tp)
     compute1 = layers * (lt["forward"] + lt["backward"]) + logits  # the last stage's loss too
@@ -213,7 +213,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     dense = (layers * p["dense"] + model.embedding_params()) / tp
     experts = layers * p["experts"] / ep
     stage_params = dense + experts
-    dp_s = _dp_sync(cluster, lay, dp, dense, experts, layers, lt, m)
+    dp_s = dp_sync(cluster, lay, dp, dense, experts, layers, lt, m)
     opt = cost.optimizer_time(round(stage_params / (dp * cp if lay.zero_stage else 1)), dev)
 
     comm = m * layers * comm_layer + pp_s + dp_s
