@@ -155,12 +155,14 @@ class Pool:
         if self.closing or self.busy:
             return False
         # Every launch asks, so first one poll(0) over every rank's pipe and sentinel:
-        # a rank that exited has closed its end of its pipe, which reads as a hang-up
-        # at once, even as a zombie; a fork server that died closes the sentinels. An
-        # idle, living rank's are silent. Anything heard (a stray line printed by a
-        # rank's thread, say) gets the full look below.
+        # a rank that exited has closed its end of its pipe (a hang-up), a fork server
+        # that died closes the sentinels, and an idle, living rank's are silent. Silence
+        # is not proof: a rank killed while its threads run is a zombie in /proc before
+        # its last thread has closed the pipe, so /proc confirms it (about 8 us a rank).
+        # Anything heard (a stray line printed by a rank's thread, say) gets the full
+        # look below.
         if self.procs and not _fds_ready(self.conns + [p.sentinel for p in self.procs], 0):
-            return True
+            return all(alive(p.pid) for p in self.procs)
         # is_alive() learns of a killed rank only when the fork server reports it, which
         # lags on a busy machine; alive() reads /proc (a zombie counts as dead) at once
         return all(p.is_alive() and alive(p.pid) for p in self.procs)
