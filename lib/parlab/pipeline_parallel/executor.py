@@ -10,7 +10,11 @@ and sends the input gradient back; W (zero-bubble schedules) needs no message.
 
 Sends never block and every message has its own tag, so a rank only ever waits for
 data it really needs: any schedule whose order respects the data dependencies runs
-without deadlock -- exactly what the simulator checks.
+without deadlock -- exactly what the simulator checks. Receives are posted a few
+actions ahead (``LOOKAHEAD``), as torch's pipelining posts each one when its sender's
+op is scheduled: a message then travels while this rank still computes, instead of
+starting its trip only when the op that needs it asks (gloo moves a message once its
+receive is posted).
 
 What an op computes is not decided here: the runner passes a compute object
 (``compute.RealCompute`` or ``compute.EmulatedCompute``). Ranks are the pipeline
@@ -25,6 +29,9 @@ import torch.distributed as dist
 from .. import comm, mesh, trace
 from .compute import Stash
 from .placement import Action, Placement, check_actions
+
+
+LOOKAHEAD = 4  # actions ahead whose messages are received in advance (one buffer each)
 
 
 class PipelineExecutor:
@@ -55,6 +62,9 @@ class PipelineExecutor:
         self.stash: dict[tuple, Stash] = {}   # (micro-batch, chunk) -> what F kept
         self.local: dict[int, torch.Tensor] = {}  # messages to a chunk on this rank (p = 1)
         self.pending: list = []               # (send request, its tensor)
+        self.posted: dict = {}                # tag -> (receive request, its buffer)
+        # the message each of this rank's actions waits for: (src, dst, mb), or None
+        self.needs = [self._message_for(a) for a in self.actions]
         self.peak = 0       # most stashes held at once, and their bytes
         self.peak_bytes = 0
         self.device = comm.device(group)      # where received messages land
@@ -68,6 +78,7 @@ class PipelineExecutor:
         self.loss = 0.0
         acts = self.actions
         for i, a in enumerate(acts):
+            self.post_receives(i)
             if a.op == "W" and i and self.join and acts[i - 1] == Action("B", a.mb, a.chunk):
                 continue  # already done with its B
             if a.op == "B" and self.join and acts[i + 1:i + 2] == [Action("W", a.mb, a.chunk)]:
@@ -77,7 +88,7 @@ class PipelineExecutor:
         for work, _ in self.pending:  # each tensor stays alive until its send is done
             work.wait()
         self.pending.clear()
-        if self.stash or self.local:
+        if self.stash or self.local or self.posted:
             raise RuntimeError(f"rank {self.rank}: activations left over after the step")
         return self.loss
 
@@ -146,8 +157,35 @@ class PipelineExecutor:
         tag = self.tag(src, dst, mb)
         if peer == self.rank:
             return self.local.pop(tag)
-        buf = torch.empty(self.shape, device=self.device)
+        if tag not in self.posted:  # (every message an action needs was posted ahead)
+            self._post(src, dst, mb)
+        work, buf = self.posted.pop(tag)
         with trace.span("recv grad" if dst < src else "recv act", kind="wait", mb=mb, peer=peer,
                         bytes_recv=buf.numel() * buf.element_size()):
-            dist.irecv(buf, mesh.global_rank(self.group, peer), group=self.group, tag=tag).wait()
+            work.wait()
         return buf
+
+    def post_receives(self, i: int) -> None:
+        """Post the receives of actions i .. i + LOOKAHEAD - 1 not posted yet."""
+        for need in self.needs[i:i + LOOKAHEAD]:
+            if need is not None and self.tag(*need) not in self.posted:
+                self._post(*need)
+
+    def _post(self, src: int, dst: int, mb: int) -> None:
+        peer = self.where.holder(src, mb)[0]
+        buf = torch.empty(self.shape, device=self.device)
+        work = dist.irecv(buf, mesh.global_rank(self.group, peer), group=self.group,
+                          tag=self.tag(src, dst, mb))
+        self.posted[self.tag(src, dst, mb)] = (work, buf)
+
+    def _message_for(self, a) -> tuple | None:
+        """(src, dst, mb) of the message ``a`` waits for from another rank, or None: an F
+        gets its input from the stage before, a B its output gradient from the stage after."""
+        s = self.stage(a)
+        if a.op == "F" and s > 0:
+            src = s - 1
+        elif a.op == "B" and s < self.n_stages - 1:
+            src = s + 1
+        else:
+            return None
+        return None if self.where.holder(src, a.mb)[0] == self.rank else (src, s, a.mb)
