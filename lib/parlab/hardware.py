@@ -234,11 +234,22 @@ def describe(world_size: int | None = None) -> str:
     if not hw.gpus:
         lines.append("GPUs: none (ranks run as CPU processes)")
     if world_size is not None:
-        lines.append(f"{world_size} ranks -> backend {default_backend(world_size)}")
+        lines.append(f"launch: {_launch_line(world_size)}")
         if hw.usable_cpus and world_size > hw.usable_cpus:
             lines.append(f"{world_size} ranks will share {hw.usable_cpus} cores (oversubscribed "
                          f"x{world_size / hw.usable_cpus:.3g}): timings show scheduling as much as communication")
     return "\n".join(_fit(line) for line in lines)
+
+
+def _launch_line(world_size: int) -> str:
+    """What ``parlab.launch`` would run ``world_size`` ranks on here, in its own words:
+    the device it picks (``PARLAB_DEVICE`` or "auto") decides the backend, not the GPU
+    count alone -- one GPU and four ranks is gloo with CUDA tensors, not the CPU."""
+    from .launch import devices  # (the launcher's choice, made where launch makes it)
+    try:
+        return devices.describe(devices.choose(world_size, None, None), world_size)
+    except ValueError as e:  # e.g. PARLAB_DEVICE=cuda on a machine without a GPU
+        return f"cannot run here: {e}"
 
 
 def _fit(line: str) -> str:

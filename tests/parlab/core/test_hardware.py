@@ -198,7 +198,10 @@ def test_describe_mentions_oversubscription_only_when_oversubscribed():
     for ws in (None, 1, cores):
         assert "oversubscribed" not in describe(ws)
     assert torch.__version__ in describe()
-    assert f"1 ranks -> backend {default_backend(1)}" in describe(1)
+    # the launcher's own choice and line: the CPU here, gloo with CUDA tensors on one GPU
+    from parlab.launch import devices
+    line = devices.describe(devices.choose(1, None, None), 1)
+    assert "launch: " in describe(1) and line.split(":")[0] in describe(1).replace("\n", " ")
 
 
 def test_describe_shows_gpu_preset(monkeypatch):
@@ -277,3 +280,15 @@ def test_links_say_what_nccl_achieves_and_where_that_was_measured():
 def test_match_blackwell(device_name, preset):
     assert match_gpu(device_name) is GPU_PRESETS[preset]
     assert GPU_PRESETS[preset].peak_tflops["bf16"] < GPU_PRESETS[preset].peak_tflops["fp8"]
+
+
+def test_describe_names_what_launch_picks_for_several_ranks_on_one_gpu(monkeypatch):
+    # one GPU, four ranks: the launcher puts them all on it over gloo, not on the CPU
+    from parlab.launch import devices
+    monkeypatch.setattr(devices, "gpu_count", lambda: 1)
+    monkeypatch.setattr(devices, "_has_nccl", lambda: True)
+    monkeypatch.delenv("PARLAB_DEVICE", raising=False)
+    text = describe(4).replace("\n", " ")
+    assert "launch: 4 ranks on 1 GPU(s)" in text and "gloo with CUDA tensors" in text
+    monkeypatch.setenv("PARLAB_DEVICE", "cpu")
+    assert "launch: 4 ranks on the CPU: gloo" in describe(4)
