@@ -52,8 +52,8 @@ from parlab.runs import step_once
 CASES = (("gpipe", "pipelining"), ("1f1b", "pipelining"), ("interleaved", "pipelining"),
          ("zb-v", "pipelining"), ("zb-v", "dualpipev"))
 # ours / torch, median per-round ratio, at most, at every p measured. Against DualPipeV our
-# ZB-V is level, not below: 1.04 / 0.98 at 2 / 4 ranks, 80 rounds in two sittings, quartiles
-# [0.88, 1.29] / [0.78, 1.28] (2026-12-04, load 13-17; docs/measurements.md says where it goes).
+# ZB-V is level, not below: 1.02 / 0.91 at 2 / 4 ranks with the receives posted ahead, quartiles
+# [0.93, 1.31] / [0.75, 1.10] (2026-12-04, 80 rounds, load 3-8; docs/measurements.md).
 TARGETS = {case: 1.0 for case in CASES}
 APART = " apart"  # our zb-v once more, a B and its W never joined (executor.join)
 
