@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass, replace
 
 from .. import cost
-from ..validate import check_int
+from ..validate import check_bool, check_int
 from .constants import CONSTANTS, Constants
 from .estimate import Estimate, divisors, predict
 from .presets import cluster_for, resolve_model
@@ -169,12 +169,14 @@ def _ranked_on(e: Estimate) -> tuple:
     return e.step_time.total / error_band(e.layout)[1], e.memory_per_gpu.total
 
 
-def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp):
+def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
+                  zero3_with_pp: bool = False):
     """The fastest variant of a layout that fits (ranked as ``plan`` ranks layouts), and the
     leanest one (for the reason why nothing fits). Micro-batches rise until memory stops
     fitting (activations grow with it).
 
-    With a pipeline the stages are ZeRO 0 and 1, then ZeRO-3 (FSDP2), only where it can win:
+    With a pipeline the stages are ZeRO 0 and 1, then (``zero3_with_pp``) ZeRO-3 (FSDP2),
+    only where it can win:
     at the micro-batches where ZeRO-1 with the same sequence parallelism, interleaving and
     recomputation does not fit. Where ZeRO-1 fits, ZeRO-3 cannot be faster: the same
     compute, bubble and optimizer step, and its traffic is the same bytes in a collective
@@ -195,7 +197,8 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp):
     kinds = [(z, None) for z in cost.ZERO_STAGES]
     prune = pp > 1 and base.dp_overlap
     if pp > 1:
-        kinds = [(0, None), (1, None), (3, False)] + ([] if prune else [(3, True)])
+        kinds = [(0, None), (1, None)] + (([(3, False)] + ([] if prune else [(3, True)]))
+                                          if zero3_with_pp else [])
     zero1_stops = {}  # (sp, v, recompute) -> the first micro-batch ZeRO-1 cannot fit
     # interleaving needs m = per / b to be a multiple of pp: b must divide per / pp
     vs = [v for v in (1, 2, 4, 8) if v == 1 or (pp > 1 and (base.uneven_stages or L % (pp * v) == 0)
@@ -256,7 +259,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
          tps=None, pps=None, cps=None, eps=None, dp_overlap: bool = True,
          cp_kind: str = "ring", attention: str = "fused", dtype: str | None = None,
          tp_comm_overlap: bool = False, uneven_stages: bool = False,
-         constants: Constants = CONSTANTS, stack: str = "megatron-te") -> Plan:
+         constants: Constants = CONSTANTS, stack: str = "megatron-te",
+         zero3_with_pp: bool = False) -> Plan:
     """Layouts of ``n_gpus`` for ``model`` ranked by predicted step time.
 
     ``model``: a key of ``presets.MODELS`` ("llama3-70B", "mixtral-8x7B", "175B", ...), a
@@ -265,9 +269,12 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     up to a multiple of n_gpus. Degrees tried: ``tps`` (powers of two up to 2 NVLink
     domains), ``cps`` (powers of two up to 16 while seq_len / cp >= 4096), ``eps`` (MoE:
     powers of two dividing n_experts), ``pps`` (every divisor of what is left, up to the
-    layers). For each layout every ZeRO stage (0-3 without a pipeline; with one 0, 1 and
-    3 -- FSDP2 resharding after each micro-batch or keeping the stage unsharded, tried only
-    where ZeRO-1 does not fit: ``_best_variant``), recomputation, sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
+    layers). For each layout every ZeRO stage (0-3 without a pipeline; with one 0 and 1,
+    and with ``zero3_with_pp`` also 3 -- FSDP2 resharding after each micro-batch or keeping
+    the stage unsharded, tried only where ZeRO-1 does not fit: ``_best_variant``. Off by
+    default: no published run in ``validate`` checks ZeRO-3 with a pipeline yet, and where
+    it wins it wins by memory alone, e.g. dropping recomputation),
+    recomputation, sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
     micro-batch is estimated and the fastest variant that fits is kept (ties: the leaner).
     The cluster, attention, dtype, overlaps, ``uneven_stages`` (pp not dividing the
     layers: the slowest stage timed) and ``stack`` are as for ``estimate``. ``attention``: "fused" by
@@ -309,6 +316,7 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
         raise ValueError(f"eps={eps!r}: expert parallelism needs a mixture-of-experts model; "
                          f"{spec.name} is dense (n_experts=0)")
     pps = _degrees("pps", pps, None)  # None: every divisor of what tp x cp leave
+    zero3_with_pp = check_bool("zero3_with_pp", zero3_with_pp)
     # the options every layout shares, checked here so that a bad one is raised, not
     # reported as every layout being infeasible
     base = Layout(dp_overlap=dp_overlap, cp_kind=cp_kind, attention=attention, dtype=dtype,
@@ -334,7 +342,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
                     except LayoutError as err:  # this layout cannot run; anything else is a bug
                         infeasible.append(Infeasible(tp, pp, cp, dp, (str(err),), ep=ep))
                         continue
-                    best, leanest = _best_variant(spec, cluster, lay, n_gpus, B, constants, pp, tp)
+                    best, leanest = _best_variant(spec, cluster, lay, n_gpus, B, constants, pp,
+                                                  tp, zero3_with_pp)
                     if best is not None:
                         ranked.append(Candidate(best, reasons(best), error_band(best.layout)))
                     elif leanest is not None:

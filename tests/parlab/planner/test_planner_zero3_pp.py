@@ -1,4 +1,4 @@
-"""plan() with ZeRO-3 (FSDP2) and a pipeline: it finds the layouts only ZeRO-3 fits, its
+"""plan(..., zero3_with_pp=True): ZeRO-3 (FSDP2) with a pipeline. It finds the layouts only ZeRO-3 fits, its
 pruning rule (ZeRO-3 only at the micro-batches ZeRO-1 cannot fit, resharding only) loses
 nothing against trying every variant, and the layouts ZeRO-3 does not beat are unchanged."""
 
@@ -40,7 +40,8 @@ def _every_variant(model, cluster, base, n_gpus, B):
 def test_plan_finds_zero3_with_a_pipeline_where_zero1_cannot_fit():
     # 70B on 32 A100s, no tensor parallelism, 4 stages: 17.5B parameters a stage; ZeRO-1
     # keeps their 16-bit weights and gradients whole (70 GB) and Adam's states over dp=8
-    p = planner.plan("70B", 32, "A100-80GB", 64, tps=(1,), pps=(4,), cps=(1,))
+    p = planner.plan("70B", 32, "A100-80GB", 64, tps=(1,), pps=(4,), cps=(1,),
+                     zero3_with_pp=True)
     assert not p.infeasible and len(p.ranked) == 1
     c = p.best
     assert (c.tp, c.pp, c.zero_stage) == (1, 4, 3)
@@ -58,7 +59,7 @@ def test_the_pruning_loses_nothing_against_trying_every_variant(dp_overlap):
     # 70B on 64 A100s (notebook 06's job): ZeRO-3 wins some layouts, ZeRO-1 others
     model, cluster, n, B = resolve_model("70B"), cluster_for("A100-80GB"), 64, 256
     p = planner.plan(model, n, "A100-80GB", B, tps=(2, 4), pps=(2, 4, 8), cps=(1,),
-                     dp_overlap=dp_overlap)
+                     dp_overlap=dp_overlap, zero3_with_pp=True)
     ranked = {(c.tp, c.pp): c for c in p.ranked}
     zero3_won = 0
     for tp, pp in itertools.product((2, 4), (2, 4, 8)):
@@ -101,10 +102,10 @@ def _without_zero3_and_pp(monkeypatch):
 
 @pytest.mark.parametrize("job", [("13B", 8, "A100-80GB", 512), ("70B", 64, "A100-80GB", 1024)])
 def test_a_layout_changes_only_where_zero3_with_a_pipeline_is_faster(job, monkeypatch):
-    new = planner.plan(*job, cps=(1,))
+    new = planner.plan(*job, cps=(1,), zero3_with_pp=True)
     with monkeypatch.context() as m:
         _without_zero3_and_pp(m)
-        old = planner.plan(*job, cps=(1,))
+        old = planner.plan(*job, cps=(1,), zero3_with_pp=True)
     before = {(c.tp, c.pp): c for c in old.ranked}
     for c in new.ranked:
         was = before.get((c.tp, c.pp))
@@ -115,3 +116,15 @@ def test_a_layout_changes_only_where_zero3_with_a_pipeline_is_faster(job, monkey
     assert set(before) <= {(c.tp, c.pp) for c in new.ranked}
     if job[0] == "13B":  # notebook 06's 13B on 8 A100s: ZeRO-3 with PP wins nothing
         assert [c.label for c in new.ranked] == [c.label for c in old.ranked]
+
+
+def test_by_default_plan_leaves_zero3_with_a_pipeline_out_and_checks_the_switch():
+    # no published run validates ZeRO-3 with a pipeline yet: off unless asked for
+    job = ("70B", 32, "A100-80GB", 64)
+    off = planner.plan(*job, tps=(1,), pps=(4,), cps=(1,))
+    assert not off.ranked and off.infeasible  # ZeRO-1 cannot fit; ZeRO-3 was not tried
+    assert "ZeRO-3" not in " ".join(r for i in off.infeasible for r in i.reasons)
+    on = planner.plan(*job, tps=(1,), pps=(4,), cps=(1,), zero3_with_pp=True)
+    assert on.best.zero_stage == 3
+    with pytest.raises(ValueError, match="zero3_with_pp"):
+        planner.plan(*job, tps=(1,), pps=(4,), cps=(1,), zero3_with_pp="yes")
