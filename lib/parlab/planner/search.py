@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass, replace
 
 from .. import cost
-from ..validate import check_int
+from ..validate import check_bool, check_int
 from .constants import CONSTANTS, Constants
 from .estimate import Estimate, divisors, predict
 from .presets import cluster_for, resolve_model
@@ -51,7 +51,7 @@ class Candidate:
     def label(self) -> str:
         return (f"dp={self.dp} tp={self.tp} pp={self.pp}" + (f" v={self.v}" if self.v > 1 else "")
                 + (f" cp={self.cp}" if self.cp > 1 else "") + (f" ep={self.ep}" if self.ep > 1 else "")
-                + f" b={self.micro_batch} {_ZERO[self.zero_stage]} recompute={self.recompute}"
+                + f" b={self.micro_batch} {zero_name(self.estimate.layout)} recompute={self.recompute}"
                 + (" +SP" if self.sequence_parallel and self.tp > 1 else ""))
 
 
@@ -92,6 +92,15 @@ class Plan:
         return candidate.step_time / candidate.band[1] > b.step_time / b.band[0]
 
 
+def zero_name(lay: Layout) -> str:
+    """The ZeRO stage in words; ZeRO-3 with a pipeline also says whether it reshards the
+    weights after each micro-batch or keeps the stage unsharded across them."""
+    name = _ZERO[lay.zero_stage]
+    if lay.zero_stage == 3 and (lay.pp > 1 or lay.keeps_unsharded):
+        name += " (keep unsharded)" if lay.keeps_unsharded else " (reshard)"
+    return name
+
+
 def _pct(x: float) -> str:
     return f"{x:.0%}" if x >= 0.01 else f"{x:.1%}"
 
@@ -123,8 +132,10 @@ def reasons(e: Estimate) -> tuple:
     if lay.ep > 1:
         out.append(f"EP={lay.ep}: the token exchange takes {_pct(t.ep_comm / t.total)} of the step")
     if e.dp * lay.cp > 1:
-        what = ("gathers and reduce-scatters every layer's weights every micro-batch"
-                if lay.zero_stage == 3 else "synchronises the gradients")
+        what = ("synchronises the gradients" if lay.zero_stage != 3 else
+                "gathers every layer's weights once a step and reduce-scatters its gradients "
+                "after the last micro-batch" if lay.keeps_unsharded else
+                "gathers and reduce-scatters every layer's weights every micro-batch")
         if not lay.dp_overlap and lay.zero_stage != 3:
             out.append(f"DP={e.dp}: {what} after backward: {t.dp_comm / t.total:.1%} of the step")
         elif t.dp_comm > 0:
@@ -133,7 +144,7 @@ def reasons(e: Estimate) -> tuple:
         else:
             out.append(f"DP={e.dp}: {what}, all of it hidden behind compute")
     out.append(f"{mem.total / 1e9:.1f} of {mem.capacity / 1e9:.0f} GB per GPU "
-               f"({_ZERO[lay.zero_stage]}, recompute={lay.recompute}, {lay.attention} attention"
+               f"({zero_name(lay)}, recompute={lay.recompute}, {lay.attention} attention"
                + (", sequence parallel" if lay.sequence_parallel and lay.tp > 1 else "") + ")")
     out.append(f"micro-batch {lay.micro_batch}: the fastest that fits; MFU {e.mfu:.0%}, "
                f"{t.total / t.ideal - 1:.0%} over the ideal {t.ideal:.2f} s")
@@ -158,36 +169,65 @@ def _ranked_on(e: Estimate) -> tuple:
     return e.step_time.total / error_band(e.layout)[1], e.memory_per_gpu.total
 
 
-def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp):
+def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
+                  zero3_with_pp: bool = False):
     """The fastest variant of a layout that fits (ranked as ``plan`` ranks layouts), and the
     leanest one (for the reason why nothing fits). Micro-batches rise until memory stops
-    fitting (activations grow with it)."""
+    fitting (activations grow with it).
+
+    With a pipeline the stages are ZeRO 0 and 1, then (``zero3_with_pp``) ZeRO-3 (FSDP2),
+    only where it can win:
+    at the micro-batches where ZeRO-1 with the same sequence parallelism, interleaving and
+    recomputation does not fit. Where ZeRO-1 fits, ZeRO-3 cannot be faster: the same
+    compute, bubble and optimizer step, and its traffic is the same bytes in a collective
+    per layer, each hidden behind one layer's compute, where ZeRO-1 hides one collective
+    behind the whole stage's (FSDP2 has ZeRO-1's error band: it cannot rank better either).
+    So only resharding after each micro-batch is tried: keeping the stage unsharded holds
+    ZeRO-1's whole weights and gradients and the shards besides -- more memory, no less
+    traffic. Without ``dp_overlap`` ZeRO-1 exposes all its traffic while FSDP2 still
+    prefetches: both ZeRO-3 variants are then tried at every micro-batch.
+    (``test_planner_zero3_pp`` checks the rule against trying everything.)
+    """
     best = None
     leanest = None
     L = model.n_layers
-    zeros = (0, 1) if pp > 1 else cost.ZERO_STAGES
     dp = base.check(model, n_gpus, B)
     per = B // dp
+    # (zero_stage, fsdp_keep_unsharded): ZeRO-2 cannot run with a pipeline (spec.Layout.check)
+    kinds = [(z, None) for z in cost.ZERO_STAGES]
+    prune = pp > 1 and base.dp_overlap
+    if pp > 1:
+        kinds = [(0, None), (1, None)] + (([(3, False)] + ([] if prune else [(3, True)]))
+                                          if zero3_with_pp else [])
+    zero1_stops = {}  # (sp, v, recompute) -> the first micro-batch ZeRO-1 cannot fit
     # interleaving needs m = per / b to be a multiple of pp: b must divide per / pp
     vs = [v for v in (1, 2, 4, 8) if v == 1 or (pp > 1 and (base.uneven_stages or L % (pp * v) == 0)
                                               and pp * v <= L and per % pp == 0)]
-    for zero in zeros:
+    for zero, keep in kinds:
         for sp in ((False, True) if tp > 1 else (False,)):
             for v in vs:
                 for rec in cost.RECOMPUTE:  # none, selective, full: ever more recomputed
-                    every_b_fits = True
-                    for b in divisors(per // pp if v > 1 else per):  # smallest first
-                        lay = replace(base, zero_stage=zero, recompute=rec, sequence_parallel=sp,
-                                      v=v, micro_batch=b)
+                    bs = divisors(per // pp if v > 1 else per)  # smallest first
+                    if zero == 3 and prune:
+                        first = zero1_stops.get((sp, v, rec))
+                        if first is None:  # ZeRO-1 fits every micro-batch, here and beyond
+                            break
+                        bs = bs[bs.index(first):]
+                    stop = None  # the first micro-batch that does not fit
+                    for b in bs:
+                        lay = replace(base, zero_stage=zero, fsdp_keep_unsharded=keep,
+                                      recompute=rec, sequence_parallel=sp, v=v, micro_batch=b)
                         e = predict(model, cluster, lay, n_gpus, B, constants)
                         if not e.fits:
                             if leanest is None or e.memory_per_gpu.total < leanest.memory_per_gpu.total:
                                 leanest = e
-                            every_b_fits = False
+                            stop = b
                             break  # a larger micro-batch holds more
                         if best is None or _ranked_on(e) < _ranked_on(best):
                             best = e
-                    if every_b_fits:
+                    if zero == 1:
+                        zero1_stops[(sp, v, rec)] = stop
+                    if stop is None:
                         break  # recomputing more is slower at every micro-batch: nothing to gain
     return best, leanest
 
@@ -219,7 +259,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
          tps=None, pps=None, cps=None, eps=None, dp_overlap: bool = True,
          cp_kind: str = "ring", attention: str = "fused", dtype: str | None = None,
          tp_comm_overlap: bool = False, uneven_stages: bool = False,
-         constants: Constants = CONSTANTS, stack: str = "megatron-te") -> Plan:
+         constants: Constants = CONSTANTS, stack: str = "megatron-te",
+         zero3_with_pp: bool = False) -> Plan:
     """Layouts of ``n_gpus`` for ``model`` ranked by predicted step time.
 
     ``model``: a key of ``presets.MODELS`` ("llama3-70B", "mixtral-8x7B", "175B", ...), a
@@ -228,7 +269,11 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     up to a multiple of n_gpus. Degrees tried: ``tps`` (powers of two up to 2 NVLink
     domains), ``cps`` (powers of two up to 16 while seq_len / cp >= 4096), ``eps`` (MoE:
     powers of two dividing n_experts), ``pps`` (every divisor of what is left, up to the
-    layers). For each layout every ZeRO stage (0-1 with a pipeline, 0-3 without),
+    layers). For each layout every ZeRO stage (0-3 without a pipeline; with one 0 and 1,
+    and with ``zero3_with_pp`` also 3 -- FSDP2 resharding after each micro-batch or keeping
+    the stage unsharded, tried only where ZeRO-1 does not fit: ``_best_variant``. Off by
+    default: no published run in ``validate`` checks ZeRO-3 with a pipeline yet, and where
+    it wins it wins by memory alone, e.g. dropping recomputation),
     recomputation, sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
     micro-batch is estimated and the fastest variant that fits is kept (ties: the leaner).
     The cluster, attention, dtype, overlaps, ``uneven_stages`` (pp not dividing the
@@ -271,6 +316,7 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
         raise ValueError(f"eps={eps!r}: expert parallelism needs a mixture-of-experts model; "
                          f"{spec.name} is dense (n_experts=0)")
     pps = _degrees("pps", pps, None)  # None: every divisor of what tp x cp leave
+    zero3_with_pp = check_bool("zero3_with_pp", zero3_with_pp)
     # the options every layout shares, checked here so that a bad one is raised, not
     # reported as every layout being infeasible
     base = Layout(dp_overlap=dp_overlap, cp_kind=cp_kind, attention=attention, dtype=dtype,
@@ -296,7 +342,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
                     except LayoutError as err:  # this layout cannot run; anything else is a bug
                         infeasible.append(Infeasible(tp, pp, cp, dp, (str(err),), ep=ep))
                         continue
-                    best, leanest = _best_variant(spec, cluster, lay, n_gpus, B, constants, pp, tp)
+                    best, leanest = _best_variant(spec, cluster, lay, n_gpus, B, constants, pp,
+                                                  tp, zero3_with_pp)
                     if best is not None:
                         ranked.append(Candidate(best, reasons(best), error_band(best.layout)))
                     elif leanest is not None:
@@ -305,7 +352,7 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
                         infeasible.append(Infeasible(tp, pp, cp, dp, (
                             f"doesn't fit: needs {m.total / 1e9:.1f} GB of {m.capacity / 1e9:.0f} "
                             f"GB per GPU ({short / 1e9:.1f} GB short) even at micro-batch "
-                            f"{leanest.micro_batch}, {_ZERO[leanest.zero_stage]}, recompute="
+                            f"{leanest.micro_batch}, {zero_name(leanest.layout)}, recompute="
                             f"{leanest.recompute}" + (", sequence parallel"
                                                       if leanest.sequence_parallel else ""),),
                             short, ep))
