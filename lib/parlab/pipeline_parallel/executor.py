@@ -10,11 +10,11 @@ and sends the input gradient back; W (zero-bubble schedules) needs no message.
 
 Sends never block and every message has its own tag, so a rank only ever waits for
 data it really needs: any schedule whose order respects the data dependencies runs
-without deadlock -- exactly what the simulator checks. Receives are posted a few
-actions ahead (``LOOKAHEAD``), as torch's pipelining posts each one when its sender's
-op is scheduled: a message then travels while this rank still computes, instead of
-starting its trip only when the op that needs it asks (gloo moves a message once its
-receive is posted).
+without deadlock -- exactly what the simulator checks. On gloo, receives are
+posted a few actions ahead (``LOOKAHEAD``), as torch's pipelining posts each one when its
+sender's op is scheduled: a message then travels while this rank still computes, instead
+of starting its trip only when the op that needs it asks (gloo moves a message once its
+receive is posted). On NCCL each receive is posted when its op begins (see LOOKAHEAD).
 
 What an op computes is not decided here: the runner passes a compute object
 (``compute.RealCompute`` or ``compute.EmulatedCompute``). Ranks are the pipeline
@@ -31,7 +31,12 @@ from .compute import Stash
 from .placement import Action, Placement, check_actions
 
 
-LOOKAHEAD = 4  # actions ahead whose messages are received in advance (one buffer each)
+# Actions ahead whose messages are received in advance (one buffer each), on gloo only:
+# gloo matches a message to its receive by tag, so a receive posted early waits beside the
+# rank's sends. NCCL runs a pair's sends and receives in the order they were posted, on one
+# stream, so an early receive would hold back this rank's send behind it -- a deadlock when
+# the peer needs that send before it can produce what we wait for.
+LOOKAHEAD = 4
 
 
 class PipelineExecutor:
@@ -63,6 +68,7 @@ class PipelineExecutor:
         self.local: dict[int, torch.Tensor] = {}  # messages to a chunk on this rank (p = 1)
         self.pending: list = []               # (send request, its tensor)
         self.posted: dict = {}                # tag -> (receive request, its buffer)
+        self.lookahead = LOOKAHEAD if dist.get_backend(group) == "gloo" else 0
         # the message each of this rank's actions waits for: (src, dst, mb), or None
         self.needs = [self._message_for(a) for a in self.actions]
         self.peak = 0       # most stashes held at once, and their bytes
@@ -166,8 +172,8 @@ class PipelineExecutor:
         return buf
 
     def post_receives(self, i: int) -> None:
-        """Post the receives of actions i .. i + LOOKAHEAD - 1 not posted yet."""
-        for need in self.needs[i:i + LOOKAHEAD]:
+        """Post the receives of actions i .. i + lookahead - 1 not posted yet."""
+        for need in self.needs[i:i + self.lookahead]:
             if need is not None and self.tag(*need) not in self.posted:
                 self._post(*need)
 
