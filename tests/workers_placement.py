@@ -9,6 +9,7 @@ import contextlib
 import torch
 
 from parlab import comm
+from parlab.launch.placement import PlacementError
 from parlab.model import GPT, Block
 
 _forward = Block.forward
@@ -61,3 +62,18 @@ def where_am_i():
     t = torch.full((5,), float(torch.distributed.get_rank() + 1), device=comm.device())
     comm.ring_all_reduce(t)
     return {"device": str(comm.device()), "sum": t.tolist()}
+
+
+def brought_back():
+    """A result brought back with ``.cpu()`` or ``.to("cpu")`` is on the host: it may meet
+    expected values made there (tools/gpu_all.py's collectives check does), and not a
+    tensor on the device (on a GPU that fails)."""
+    x = torch.arange(4.0, device=comm.device())
+    want = torch.arange(4.0)  # expected values, made on the host
+    seen = {"cpu()": torch.equal(x.cpu(), want), 'to("cpu")': torch.equal(x.to("cpu"), want)}
+    try:
+        x.cpu() + x
+        seen["host copy + device"] = "allowed"
+    except PlacementError:
+        seen["host copy + device"] = "refused"
+    return seen

@@ -144,7 +144,7 @@ class PlacementCheck(TorchFunctionMode):
         the device is marked too (``model.to`` keeps the Parameter, swapping its data)."""
         source = args[0]
         if func is torch.Tensor.cpu:
-            target = torch.device("cpu")
+            target = "cpu"  # a name, brought back: not .to(t.device)'s torch.device below
         else:
             target = kwargs.get("device")
             for a in args[1:]:

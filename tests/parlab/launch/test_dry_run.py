@@ -42,6 +42,12 @@ def test_comm_device_is_the_stand_in_and_staged_send_recv_add_up():
     assert all(r["sum"] == [3.0] * 5 for r in out)
 
 
+def test_a_tensor_brought_back_with_cpu_is_on_the_host():
+    with on_device("dry-run"):
+        out = parlab.launch(workers_placement.brought_back, 2, timeout=60)
+    assert out == [{"cpu()": True, 'to("cpu")': True, "host copy + device": "refused"}] * 2
+
+
 # (each failure restarts the ranks: two plants, on two strategies, keep the test short)
 PLANTED = [("arange_in_forward", pp, pp.PPRun(CFG, steps=1, batch_size=8), "torch.zeros"),
            ("cpu_attribute", tp, tp.TPRun(CFG, steps=1, batch_size=8), "torch.ones")]
