@@ -278,6 +278,27 @@ def convention_example() -> dict:
                 step_s=e.step_time.total)
 
 
+# Chowdhery et al. 2022 (PaLM), Table 3: Megatron-Turing NLG 530B trained at 30.2% MFU on
+# 2240 A100s, the run Smith et al. 2022 (§2.4) report at 126 teraFLOP/s per GPU
+PALM_MTNLG_MFU = 0.302
+
+
+def two_sources_example() -> dict:
+    """One run, two published figures that differ only by convention: MT-NLG's own
+    teraFLOP/s per GPU (Smith et al. 2022, §2.4: hardware FLOPs, the forward that full
+    recomputation repeats included) as a share of the A100's peak, and PaLM's Table 3 MFU of
+    the same training (model FLOPs). ``converted``: MT-NLG's figure with the repeated
+    forward taken out, by the planner's own ratio of model to hardware FLOPs for that layout."""
+    r = next(r for r in planner.validate() if r["name"] == "MT-NLG 530B 2240 GPUs")
+    e = r["estimate"]
+    peak = e.flops_as("hardware", "full")["tflops_per_gpu"] / e.flops_as("hardware", "full")["mfu"]
+    ratio = e.flops_as("model", "full")["flops_per_token"] / e.flops_as("hardware", "full")[
+        "flops_per_token"]
+    return dict(name=r["name"], gpus=e.n_gpus,
+                tflops=r["published"], peak=peak, hfu=r["published"] / peak,
+                model_share=ratio, converted=r["published"] * ratio / peak, palm=PALM_MTNLG_MFU)
+
+
 CLUSTER_GPUS = {"A100-80GB": "A100-SXM4-80GB", "H100-80GB": "H100-SXM5-80GB",
                 "A100-40GB": "A100-SXM4-40GB", "H200-141GB": "H200-SXM-141GB",
                 "V100-32GB": "V100-SXM2-32GB", "H800-80GB": "H800-SXM5-80GB", "B200": "B200",

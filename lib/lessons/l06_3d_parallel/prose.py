@@ -82,6 +82,12 @@ def _convention(key):
     return lambda: experiments.convention_example()[key]
 
 
+def _two_sources(key):
+    """MT-NLG's 2240-GPU run as its paper and PaLM's Table 3 count it
+    (``experiments.two_sources_example``)."""
+    return lambda: experiments.two_sources_example()[key]
+
+
 NUMBERS += [
     # §4 "Which FLOPs": one predicted step, the attention square counted full and causal,
     # against Table 4's MFU and the planner's tolerance
@@ -89,4 +95,12 @@ NUMBERS += [
     computed("Which FLOPs", _convention("full"), "{:.0%}"),
     computed("Which FLOPs", _convention("causal"), "{:.0%}"),
     computed("Which FLOPs", lambda: planner.TOLERANCE, "{:.0%}"),
+    # ... and two published figures for one run (MT-NLG's own, PaLM's Table 3 MFU)
+    computed("MT-NLG's paper", _two_sources("tflops"), "{:.0f} TFLOP/s"),
+    computed("MT-NLG's paper", _two_sources("gpus"), "{}"),
+    computed("MT-NLG's paper", _two_sources("hfu"), "{:.0%}"),
+    computed("MT-NLG's paper", _two_sources("peak"), "{:.0f} TFLOP/s"),
+    computed("MT-NLG's paper", _two_sources("palm"), "{:.1%}"),
+    computed("MT-NLG's paper", _two_sources("model_share"), "{:.0%}"),
+    computed("MT-NLG's paper", _two_sources("converted"), "{:.0%}"),
 ]
