@@ -169,6 +169,15 @@ WALK = {
                 "zh": "MFU {mfu:.0%}（按模型 FLOPs）/ HFU {hfu:.0%}（含重计算），每步 {step_s:.1f} s，"
                       "一步 {batch} 条序列 × {seq} token；这类布局已发表的实测吞吐落在预测值的 "
                       "{lo:.2f}× 到 {hi:.2f}× 之间。"},
+    "a.beyond": {"en": " No published run of {kind} used more than {largest} GPUs (the planner's "
+                       "errors there: {lo:+.0%} to {hi:+.0%}): at {n} GPUs this is an extrapolation.",
+                 "zh": "{kind} 已发表的实测最多只用到 {largest} 张卡（规划器在那里的误差为 {lo:+.0%} 到 "
+                       "{hi:+.0%}）：{n} 张卡时这个预测是外推。"},
+    "kind.FSDP2-style ZeRO-3": {"en": "FSDP2-style ZeRO-3", "zh": "FSDP2 式 ZeRO-3"},
+    "kind.DeepSpeed's ZeRO-3 of 2021": {"en": "DeepSpeed's ZeRO-3 of 2021",
+                                        "zh": "DeepSpeed 2021 年的 ZeRO-3"},
+    "kind.Megatron-style layouts (ZeRO 0-2)": {"en": "Megatron-style layouts (ZeRO 0-2)",
+                                               "zh": "Megatron 式布局（ZeRO 0-2）"},
     "kind.dp_only": {"en": "DP only", "zh": "只有 DP"},
     # planner.reasons, sentence by sentence
     "r.tp1": {"en": "TP=1: no tensor-parallel communication", "zh": "TP=1：没有张量并行通信"},

@@ -118,9 +118,13 @@ def decide(model: str = "llama3-70B", n_gpus: int = 64, gpu: str = "H100",
             "a.rule", label=rule["label"], rank=rule["rank"], of=rule["of"],
             gap=picked.rank_time / best.rank_time - 1,
             outcome=say("a.rule_costs" if p.distinguishable(picked) else "a.rule_fine"))))
-    steps.append(dict(q=say("q.speed"), key="planner", a=say(
-        "a.speed", mfu=e.mfu, hfu=e.hfu, step_s=e.step_time.total, batch=p.global_batch,
-        seq=p.seq_len, lo=best.band[0], hi=best.band[1])))
+    speed = say("a.speed", mfu=e.mfu, hfu=e.hfu, step_s=e.step_time.total,
+                batch=p.global_batch, seq=p.seq_len, lo=best.band[0], hi=best.band[1])
+    beyond = planner.validated_scale(e.layout, e.n_gpus)
+    if beyond:  # no published run of this kind was this large: say so with the answer
+        speed += say("a.beyond", kind=say(f"kind.{beyond['kind']}"), largest=beyond["largest"],
+                     lo=beyond["errors"][0], hi=beyond["errors"][1], n=e.n_gpus)
+    steps.append(dict(q=say("q.speed"), key="planner", a=speed))
     # ranked (and compared) as plan ranks them: at the best end of each one's error band
     # (a kind the published runs show slower than predicted is not flattered)
     kinds: dict[str, object] = {}

@@ -16,6 +16,7 @@ from .search import Candidate, Infeasible, Plan, plan, reasons
 from .spec import CP_KINDS, DTYPES, EP_DISPATCH, Cluster, Layout, LayoutError, ModelSpec
 from .stacks import DEFAULT_STACK, STACKS, Stack, stack_constants
 from .validate import (TOLERANCE, error_band, headline, metric_of, predict_run, summary,
+                       validated_scale,
                        validate)
 
 __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "MemoryPerGPU",
@@ -25,4 +26,4 @@ __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "M
            "RUNS", "IN_SAMPLE", "OUT_OF_SAMPLE", "PublishedRun", "plan", "Plan", "Candidate",
            "Infeasible", "reasons", "validate", "summary", "predict_run", "error_band", "metric_of",
            "TOLERANCE", "headline", "flops_as", "FLOP_CONVENTION", "narayanan_table1", "gpt3_seed_check",
-           "SEED_GPT3", "STACKS", "Stack", "DEFAULT_STACK", "stack_constants"]
+           "SEED_GPT3", "STACKS", "Stack", "DEFAULT_STACK", "stack_constants", "validated_scale"]

@@ -148,6 +148,13 @@ def reasons(e: Estimate) -> tuple:
                + (", sequence parallel" if lay.sequence_parallel and lay.tp > 1 else "") + ")")
     out.append(f"micro-batch {lay.micro_batch}: the fastest that fits; MFU {e.mfu:.0%}, "
                f"{t.total / t.ideal - 1:.0%} over the ideal {t.ideal:.2f} s")
+    from .validate import validated_scale  # (validate imports this module)
+    beyond = validated_scale(lay, e.n_gpus)
+    if beyond:
+        lo, hi = beyond["errors"]
+        out.append(f"beyond the published runs: {beyond['kind']} is checked up to "
+                   f"{beyond['largest']} GPUs (errors {lo:+.0%} to {hi:+.0%} there); at "
+                   f"{e.n_gpus} GPUs this prediction extrapolates")
     return tuple(out)
 
 

@@ -185,6 +185,45 @@ def _band_key(layout: Layout) -> str:
     return "zero3" if deepspeed else "other"
 
 
+def _scale_key(layout: Layout) -> str:
+    """The kind of layout a published run vouches for at its scale: ZeRO-3 by implementation
+    (FSDP2 and DeepSpeed's of 2021 scale differently), everything else together."""
+    if layout.zero_stage != 3:
+        return "Megatron-style layouts (ZeRO 0-2)"
+    return {"fsdp2": "FSDP2-style ZeRO-3", "deepspeed2021": "DeepSpeed's ZeRO-3 of 2021"}[
+        layout.fsdp_impl]
+
+
+@functools.lru_cache(maxsize=None)
+def _largest_runs() -> dict:
+    """{kind: (the most GPUs a published run of that kind used, the errors of the rows at
+    that scale)}, over every row, in sample or not and on any stack: the scale the planner
+    has been checked at, and how well it did there."""
+    out = {}
+    for r in validate():
+        e = r["estimate"]
+        key = _scale_key(e.layout)
+        if key not in out or e.n_gpus > out[key][0]:
+            out[key] = (e.n_gpus, [])
+        if e.n_gpus == out[key][0]:
+            out[key][1].append(r["error"])
+    return {k: (n, (min(errs), max(errs))) for k, (n, errs) in out.items()}
+
+
+def validated_scale(layout: Layout, n_gpus: int) -> dict | None:
+    """None when a published run of ``layout``'s kind used at least ``n_gpus`` GPUs;
+    otherwise {"kind", "largest" (its GPUs), "errors" (the planner's lowest and highest
+    error on the rows at that scale)}: the prediction extrapolates beyond every run the
+    planner was checked on. FSDP2-style ZeRO-3, for one, is checked up to llm-foundry's
+    512 H100s, where its over-prediction had grown with the group (MPT-7b: +25% on 8 GPUs,
+    +41% on 512)."""
+    key = _scale_key(layout)
+    largest, errors = _largest_runs().get(key, (0, (0.0, 0.0)))
+    if n_gpus <= largest:
+        return None
+    return {"kind": key, "largest": largest, "errors": errors}
+
+
 def error_band(layout: Layout) -> tuple:
     """(low, high): the range of measured / predicted throughput over the published runs
     of a layout's kind, out of sample -- ZeRO-3 layouts by the ZeRO-3 rows, every other
