@@ -41,6 +41,7 @@ from .estimate import divisors, predict
 from .presets import cluster_for, resolve_model
 from .published import RUNS, PublishedRun
 from .spec import Layout, LayoutError
+from ..validate import check_int
 
 TOLERANCE = 0.15
 _CHOICES = {"v": (1, 2, 3, 4, 6, 8), "recompute": cost.RECOMPUTE}
@@ -217,6 +218,7 @@ def validated_scale(layout: Layout, n_gpus: int) -> dict | None:
     planner was checked on. FSDP2-style ZeRO-3, for one, is checked up to llm-foundry's
     512 H100s, where its over-prediction had grown with the group (MPT-7b: +25% on 8 GPUs,
     +41% on 512)."""
+    n_gpus = check_int("n_gpus", n_gpus)
     key = _scale_key(layout)
     largest, errors = _largest_runs().get(key, (0, (0.0, 0.0)))
     if n_gpus <= largest:

@@ -32,3 +32,9 @@ def test_plan_says_when_its_pick_extrapolates():
                if c.zero_stage < 3)
     small = planner.plan("13B", 8, "A100-80GB")
     assert all("extrapolates" not in " ".join(c.reasons) for c in small.ranked)
+
+
+def test_a_bad_gpu_count_is_a_value_error_naming_it():
+    import pytest
+    with pytest.raises(ValueError, match="n_gpus"):
+        planner.validated_scale(Layout(zero_stage=3), 0)
