@@ -291,9 +291,9 @@ def two_sources_example() -> dict:
     forward taken out, by the planner's own ratio of model to hardware FLOPs for that layout."""
     r = next(r for r in planner.validate() if r["name"] == "MT-NLG 530B 2240 GPUs")
     e = r["estimate"]
-    peak = e.flops_as("hardware", "full")["tflops_per_gpu"] / e.flops_as("hardware", "full")["mfu"]
-    ratio = e.flops_as("model", "full")["flops_per_token"] / e.flops_as("hardware", "full")[
-        "flops_per_token"]
+    peak = e.peak_tflops
+    ratio = (e.flops_as("model", "full")["flops_per_token"]
+             / e.flops_as("hardware", "full")["flops_per_token"])
     return dict(name=r["name"], gpus=e.n_gpus,
                 tflops=r["published"], peak=peak, hfu=r["published"] / peak,
                 model_share=ratio, converted=r["published"] * ratio / peak, palm=PALM_MTNLG_MFU)
