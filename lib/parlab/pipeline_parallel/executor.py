@@ -179,10 +179,10 @@ class PipelineExecutor:
 
     def _post(self, src: int, dst: int, mb: int) -> None:
         peer = self.where.holder(src, mb)[0]
+        tag = self.tag(src, dst, mb)
         buf = torch.empty(self.shape, device=self.device)
-        work = dist.irecv(buf, mesh.global_rank(self.group, peer), group=self.group,
-                          tag=self.tag(src, dst, mb))
-        self.posted[self.tag(src, dst, mb)] = (work, buf)
+        work = dist.irecv(buf, mesh.global_rank(self.group, peer), group=self.group, tag=tag)
+        self.posted[tag] = (work, buf)
 
     def _message_for(self, a) -> tuple | None:
         """(src, dst, mb) of the message ``a`` waits for from another rank, or None: an F

@@ -183,9 +183,8 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
     fitting (activations grow with it).
 
     With a pipeline the stages are ZeRO 0 and 1, then (``zero3_with_pp``) ZeRO-3 (FSDP2),
-    only where it can win:
-    at the micro-batches where ZeRO-1 with the same sequence parallelism, interleaving and
-    recomputation does not fit. Where ZeRO-1 fits, ZeRO-3 cannot be faster: the same
+    only where it can win: at the micro-batches where ZeRO-1 with the same sequence
+    parallelism, interleaving and recomputation does not fit. Where ZeRO-1 fits, ZeRO-3 cannot be faster: the same
     compute, bubble and optimizer step, and its traffic is the same bytes in a collective
     per layer, each hidden behind one layer's compute, where ZeRO-1 hides one collective
     behind the whole stage's (FSDP2 has ZeRO-1's error band: it cannot rank better either).
