@@ -38,3 +38,11 @@ def test_a_bad_gpu_count_is_a_value_error_naming_it():
     import pytest
     with pytest.raises(ValueError, match="n_gpus"):
         planner.validated_scale(Layout(zero_stage=3), 0)
+
+
+def test_every_kind_has_its_words_in_notebook_09():
+    # 09's speed answer names the kind through its own catalogue, keyed by these names
+    from lessons.l09_the_whole_answer.text import WALK
+    from parlab.planner.validate import _largest_runs
+    for kind in _largest_runs():
+        assert set(WALK[f"kind.{kind}"]) == {"en", "zh"}, kind
