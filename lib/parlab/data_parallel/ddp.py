@@ -154,18 +154,18 @@ class BucketedDP(_DataParallel):
     """Overlap the gradient all-reduce with the backward pass (Li et al. §3.2.3, §4.2).
 
     Buckets are filled in *reverse* parameter order, because backward produces the
-    gradients of the last layers first. A hook on each parameter copies its gradient
-    into its bucket's flat buffer as soon as it is accumulated; when a bucket's last
-    gradient arrives, the bucket's all-reduce is launched asynchronously and backward
-    carries on. Buckets are launched strictly in index order (like DDP's Reducer):
+    gradients of the last layers first. A hook on each parameter notes that its gradient
+    has been accumulated; when a bucket's last gradient arrives, the bucket's gradients
+    are copied into its flat buffer and its all-reduce is launched asynchronously, and
+    backward carries on. Buckets are launched strictly in index order (like DDP's Reducer):
     collectives must be issued in the same order on every rank, or they would pair up
     the wrong buffers. At the end of backward the round is finished: the buckets still
     to go are launched, all are waited for, and the averages copied back.
 
     The hook runs once per parameter per backward, in the middle of it, where DDP's
     Reducer runs C++: so it is kept short (its bucket and slot are bound to it, a count
-    says when the bucket is full), and the division by the number of replicas rides on
-    the copy back (``torch.div(..., out=grad)``) instead of a pass of its own.
+    says when the bucket is full), and the copies in and out are one fused call per
+    bucket (``torch._foreach_copy_``) rather than one per gradient.
 
     ``gradient_as_bucket_view`` (DDP's option): the gradients *are* views of the bucket
     buffers, so no second copy of them is held. ``find_unused_parameters``: a bucket
@@ -206,11 +206,11 @@ class BucketedDP(_DataParallel):
         return [b.params for b in self.buckets]
 
     def _grad_ready(self, b: _Bucket, j: int, p: torch.Tensor) -> None:
-        self.grad_ready()
+        if not self._queued:  # the round's first gradient (or under no_sync): note it
+            self.grad_ready()
         if not self.sync:
             b.held[j] = True  # accumulated under no_sync: sent with the next exchange
             return
-        self._into_bucket(b, j)
         if not b.ready[j]:
             b.ready[j] = True
             b.count += 1
@@ -219,20 +219,26 @@ class BucketedDP(_DataParallel):
         while todo and todo[0].count == len(todo[0].params):
             self._launch(todo.popleft())
 
-    def _into_bucket(self, b: _Bucket, j: int) -> None:
-        p = b.params[j]
-        view = b.views[j]
-        if p.grad is None:
-            view.zero_()
-        elif p.grad.data_ptr() != view.data_ptr():
-            view.copy_(p.grad)
-            if self.as_view:
-                p.grad = view
+    def _fill(self, b: _Bucket) -> None:
+        """Put this round's gradients into the bucket's buffer with one fused copy (what
+        ``no_sync`` accumulated goes too; a missing gradient goes as zeros). Copying here,
+        once per bucket, rather than in each gradient's hook saves a call per gradient:
+        the hook is what runs in Python where DDP's Reducer runs C++."""
+        dst, src = [], []
+        for p, view in zip(b.params, b.views):
+            g = p.grad
+            if g is None:
+                view.zero_()
+            elif g.data_ptr() != view.data_ptr():
+                dst.append(view)
+                src.append(g)
+                if self.as_view:
+                    p.grad = view  # (the copy below fills it)
+        if dst:
+            torch._foreach_copy_(dst, src)
 
     def _launch(self, b: _Bucket) -> None:
-        for j, ready in enumerate(b.ready):  # what no_sync accumulated (or zeros): in now
-            if not ready:
-                self._into_bucket(b, j)
+        self._fill(b)
         b.ready = [False] * len(b.params)
         b.held = [False] * len(b.params)
         b.count = 0
@@ -259,14 +265,17 @@ class BucketedDP(_DataParallel):
             unused = {id(p) for (_, p), anywhere in zip(self.named, used_anywhere(
                 [id(p) not in missing for _, p in self.named], self.group)) if not anywhere}
         for b in self.buckets:
-            if self.as_view:
-                b.buffer.div_(self.divide_by)
+            b.buffer.div_(self.divide_by)  # the average: one pass over the bucket
+            dst, src = [], []
             for p, view in zip(b.params, b.views):
                 if id(p) in unused:
                     p.grad = None  # unused on every rank: no gradient, as on one device
                 elif self.as_view:
                     p.grad = view
                 elif p.grad is None:
-                    p.grad = view / self.divide_by
+                    p.grad = view.clone()
                 else:
-                    torch.div(view, self.divide_by, out=p.grad)  # average and copy: one pass
+                    dst.append(p.grad)
+                    src.append(view)
+            if dst:
+                torch._foreach_copy_(dst, src)  # back into the gradients: one fused copy
