@@ -400,10 +400,11 @@ def in_flight(work, name: str, **fields):
     ``comm.modelled_bytes(...)``). gloo completes async work on a background thread;
     a callback there notes the time, so the bar ends when the data arrived, not when
     the caller got round to waiting. The event is recorded only while recording."""
+    if not _recording:
+        return work.wait  # nothing to record: waiting is all there is (no closure, no event)
     start = now()
     done = []
-    if _recording:
-        work.get_future().then(lambda _f: done.append(now()))
+    work.get_future().then(lambda _f: done.append(now()))
 
     def wait() -> None:
         work.wait()
