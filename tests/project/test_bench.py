@@ -14,7 +14,7 @@ ROOT = str(paths.ROOT)
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("bench, expect", [
-    ("data_parallel", "ours / DDP"),
+    ("data_parallel", "ours / peer"),
     ("zero", "FSDP2"),
     ("pipeline", "ours / torch"),
     ("tensor_parallel", "DTensor + SP"),

@@ -21,7 +21,7 @@ from .compression import COMPRESSORS, CompressedDP
 from .ddp import DDP_BUCKET_BYTES, BucketedDP, NaiveDP
 from .peers import TorchDDP
 
-VARIANTS = ("naive", "bucketed", "ddp")
+VARIANTS = ("naive", "bucketed", "ddp", "ddp-python")
 EXTRAS = ("bytes_sent", "buckets", "state_dict")
 
 
@@ -30,7 +30,8 @@ class DPRun(TrainRun):
     """One data-parallel training run. ``batch_size`` is the global batch per optimizer
     step; each of the dp ranks takes its contiguous slice, cut into ``micro_batches``
     (gradient accumulation). ``variant``: "naive" (NaiveDP), "bucketed" (BucketedDP,
-    buckets of ``bucket_bytes``) or "ddp" (torch's, same bucket size). ``compression``
+    buckets of ``bucket_bytes``), "ddp" (torch's, same bucket size) or "ddp-python" (torch's
+    with its Python all-reduce hook: ``TorchDDP(python_comm_hook=True)``). ``compression``
     ("fp16", "topk" keeping ``topk_ratio`` of each tensor, "sign") replaces the naive
     exchange, with ``error_feedback``."""
     variant: str = "bucketed"
@@ -66,7 +67,8 @@ def make_dp(model, run: DPRun, group=None):
         return NaiveDP(model, group)
     if run.variant == "bucketed":
         return BucketedDP(model, group, run.bucket_bytes)
-    return TorchDDP(model, group, run.bucket_bytes)
+    return TorchDDP(model, group, run.bucket_bytes,
+                    python_comm_hook=run.variant == "ddp-python")
 
 
 class DPRecipe(Recipe):

@@ -55,6 +55,7 @@ CASES = [  # (variant, world_size, extra DPRun fields)
     ("bucketed", 2, {"bucket_bytes": 25 << 20}),  # one bucket for everything
     ("ddp", 2, {"bucket_bytes": 4096}),
     ("ddp", 4, {"bucket_bytes": 4096}),
+    ("ddp-python", 2, {"bucket_bytes": 4096}),  # torch's Python all-reduce hook per bucket
     ("naive", 2, {"micro_batches": 2}),
     ("bucketed", 2, {"bucket_bytes": 4096, "micro_batches": 4}),  # micro-batch of 1
     ("bucketed", 4, {"bucket_bytes": 4096, "micro_batches": 2}),
