@@ -14,6 +14,12 @@ launches: the table shows the range of their medians.
     python -m bench.data_parallel                   # 2 and 4 ranks, 3 bucket sizes, 3 repeats
     python -m bench.data_parallel --quick           # smoke run, a few seconds
     python -m bench.data_parallel --ranks 2 --steps 100 --json dp.json
+    python -m bench.data_parallel --cpu --ranks 1 --steps 300   # main-thread CPU time
+
+``--cpu`` times each step by the rank's main-thread CPU time (``time.thread_time``) instead
+of the wall clock: the Python and C++ a step runs, which other processes' load does not
+stretch as it stretches wall time (on one rank the all-reduce is a local copy). Its keys
+start with "cpu:".
 
 ``--json PATH`` writes {"ratios": {"bucketed-64KiB/ddp@2": median per-round ratio,
 "bucketed-64KiB/ddp-python@2": ..., "ddp-python-64KiB/ddp@2": ..., "naive/ddp@2": ...}, "rows": [...], "load": [before, after], "cores": n}.
@@ -51,7 +57,8 @@ def key(ours: str, bucket_bytes: int | None, ranks: int, peer: str = "ddp") -> s
 
 
 def measure(ranks: int, buckets: list[int], steps: int, warmup: int, repeats: int,
-            per_rank_batch: int, naive: bool, python_hook: bool = True) -> list[dict]:
+            per_rank_batch: int, naive: bool, python_hook: bool = True,
+            cpu: bool = False) -> list[dict]:
     specs = {}
     for b in buckets:
         specs[f"ddp {b}"] = {"variant": "ddp", "bucket_bytes": b}
@@ -60,8 +67,8 @@ def measure(ranks: int, buckets: list[int], steps: int, warmup: int, repeats: in
             specs[f"ddp-python {b}"] = {"variant": "ddp-python", "bucket_bytes": b}
     if naive:
         specs["naive"] = {"variant": "naive"}
-    runs = [dp_demos.compare_step_times(ranks, specs, GPTConfig(), per_rank_batch, steps, warmup)
-            for _ in range(repeats)]
+    runs = [dp_demos.compare_step_times(ranks, specs, GPTConfig(), per_rank_batch, steps, warmup,
+                                        cpu=cpu) for _ in range(repeats)]
     rows = []
     for b in buckets:
         rows.append(_row(ranks, f"bucketed (ours), {_kib(b)}", key("bucketed", b, ranks), runs,
@@ -103,13 +110,15 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--no-naive", action="store_true", help="leave NaiveDP out (it is slow)")
     p.add_argument("--no-python-hook", action="store_true",
                    help="leave out DDP with torch's Python all-reduce hook")
+    p.add_argument("--cpu", action="store_true",
+                   help="time steps by main-thread CPU time, not wall time (keys 'cpu:...')")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 ranks, 1 bucket size, 5 steps")
     p.add_argument("--json", help='write {"ratios": {"bucketed-64KiB/ddp@2": ...}, "rows": ...}')
     a = p.parse_args(argv)
     if a.quick:
         a.ranks, a.buckets, a.steps, a.warmup, a.repeats = [2], [256 << 10], 5, 1, 1
     hw, load = hardware.detect(), [os.getloadavg()[0]]
-    print(f"# data parallel step time, ours vs torch DDP\n\n{hardware.describe()}\n"
+    print(f"# data parallel step {'main-thread CPU ' if a.cpu else ''}time, ours vs torch DDP\n\n{hardware.describe()}\n"
           f"{a.steps} timed steps per variant per launch (+{a.warmup} warm-up), interleaved; "
           f"{a.repeats} launch(es) per rank count; {a.batch} x 64 tokens per rank; "
           f"load average {load[0]:.1f} before\n")
@@ -118,7 +127,10 @@ def main(argv=None) -> list[dict]:
         if hw.usable_cpus and n > hw.usable_cpus:
             print(f"note: {n} ranks on {hw.usable_cpus} cores (oversubscribed)")
         rows += measure(n, a.buckets, a.steps, a.warmup, a.repeats, a.batch, not a.no_naive,
-                        not a.no_python_hook)
+                        not a.no_python_hook, a.cpu)
+    if a.cpu:
+        for r in rows:
+            r["key"] = "cpu:" + r["key"]
     load.append(os.getloadavg()[0])
     print("\n| ranks | ours | peer | ours step (ms) | peer step (ms) | ours / peer (median "
           "per round) | range over launches |")

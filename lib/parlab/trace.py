@@ -290,7 +290,7 @@ def comm_rows(events: list[dict], windows, meta=("op", "layer", "direction", "op
 
 
 def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
-                sync=None, group=None) -> dict:
+                sync=None, group=None, clock=None) -> dict:
     """Time several ways of doing a step against each other on this rank (A/B testing).
 
     ``steps``: {label: fn(round)} -- each runs one step. Every round runs every label
@@ -299,13 +299,16 @@ def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
     called before and after a timed step (e.g. ``torch.cuda.synchronize``). Returns
     {"times": {label: [seconds per round]}, "events": {label: [this rank's events,
     meta tagged with its round]}} -- warm-up rounds left out, events only if ``record``.
-    Collective: every rank of ``group`` calls it with the same labels."""
+    ``clock``: what a step's time is read from (default ``time.perf_counter``, wall time;
+    ``time.thread_time`` gives this thread's CPU time, which other processes' load does
+    not stretch). Collective: every rank of ``group`` calls it with the same labels."""
     import torch.distributed as dist
 
     from .validate import check_int
     check_int("rounds", rounds)
     labels = list(steps)
     sync = sync or (lambda: None)
+    clock = clock or time.perf_counter
     out = {"times": {v: [] for v in labels}, "events": {v: [] for v in labels}}
     for k in range(warmup + rounds):
         for v in labels[k % len(labels):] + labels[:k % len(labels)]:
@@ -313,10 +316,10 @@ def interleaved(steps: dict, rounds: int, warmup: int = 0, record: bool = False,
             if record:
                 start()
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             steps[v](k)
             sync()
-            t1 = time.perf_counter()
+            t1 = clock()
             events = stop() if record else []
             if k >= warmup:
                 out["times"][v].append(t1 - t0)

@@ -9,6 +9,7 @@ in the notebook, call ``launch`` themselves where needed and return plain data t
 from __future__ import annotations
 
 import statistics
+import time
 
 import torch
 import torch.distributed as dist
@@ -42,11 +43,13 @@ def _train_step(dp, opt, x, y) -> None:
 
 
 def ab_step_times_worker(specs: dict, config: GPTConfig, per_rank_batch: int, steps: int,
-                         warmup: int = 3, record: bool = False, group=None) -> dict:
+                         warmup: int = 3, record: bool = False, group=None,
+                         cpu: bool = False) -> dict:
     """``specs``: {label: DPRun keyword arguments (variant, bucket_bytes, ...)}. Every label
     gets its own identical model copy on this rank, and ``trace.interleaved`` times one
     training step of each per round. Returns {"times": {label: [seconds per step]},
     "events": {label: [trace events]}} (warm-up left out; events only if ``record``).
+    ``cpu``: time each step by the main thread's CPU time instead of the wall clock.
     Data parallel over ``group`` (default: the world)."""
     torch.set_num_threads(1)
     rank, world, device = dist.get_rank(group), dist.get_world_size(group), comm.device(group)
@@ -60,14 +63,15 @@ def ab_step_times_worker(specs: dict, config: GPTConfig, per_rank_batch: int, st
     return trace.interleaved({v: (lambda k, s=s: _train_step(*s, x, y)) for v, s in setups.items()},
                              steps, warmup, record,
                              sync=torch.cuda.synchronize if device.type == "cuda" else None,
-                             group=group)
+                             group=group, clock=time.thread_time if cpu else None)
 
 
 def compare_step_times(world_size: int, specs: dict | None = None,
                        config: GPTConfig = TIMING_CONFIG, per_rank_batch: int = 8,
                        steps: int = 30, warmup: int = 3, record: bool = False,
-                       timeout: float = 300.0) -> dict:
-    """Step time of each spec on ``world_size`` ranks, interleaved A/B. A step lasts as
+                       timeout: float = 300.0, cpu: bool = False) -> dict:
+    """Step time of each spec on ``world_size`` ranks, interleaved A/B (``cpu``: each rank's
+    main-thread CPU time, not wall time). A step lasts as
     long as its slowest rank, so each step's time is the max over ranks; "median" is the
     median over steps. Returns {label: {"median", "steps", "tokens_per_s", "events",
     "overlap", "exposed"}}; the last three need ``record`` (see ``step_metrics``)."""
@@ -79,7 +83,7 @@ def compare_step_times(world_size: int, specs: dict | None = None,
     for kw in specs.values():
         DPRun(config, **{"batch_size": per_rank_batch * world_size, **kw}).check(world_size)
     per_rank = launch(ab_step_times_worker, world_size, specs, config, per_rank_batch, steps,
-                      warmup, record, timeout=timeout)
+                      warmup, record, None, cpu, timeout=timeout)
     out = {}
     for v in specs:
         slowest = [max(r["times"][v][s] for r in per_rank) for s in range(steps)]
