@@ -2,9 +2,10 @@
 and the measured bubble vs the formula.
 
 Default mode (step time, real compute). For each p in --ps, one launch holds every
-case side by side in the same processes: our gpipe, 1f1b, interleaved (v=2) and zb-v
-(v=2), and torch's ``ScheduleGPipe`` / ``Schedule1F1B`` / ``ScheduleInterleaved1F1B`` /
-``ScheduleZBVZeroBubble`` / ``ScheduleDualPipeV`` (m >= 2p) on the same ``Stage``
+case side by side in the same processes: our gpipe, 1f1b, interleaved (v=2), zb-v
+(v=2) and dualpipev (v=2, m >= 2p), and torch's ``ScheduleGPipe`` / ``Schedule1F1B`` /
+``ScheduleInterleaved1F1B`` / ``ScheduleZBVZeroBubble`` / ``ScheduleDualPipeV`` (m >= 2p:
+the peer of our dualpipev, same order, and of our zb-v, another order) on the same ``Stage``
 modules, given the same ``PPRun`` (``peer=...``). Every round runs one training step of
 each, the order rotating (``trace.interleaved``: a barrier before every step), after
 --warmup rounds; a step's time is its slowest rank's. A pair's ratio is taken round by
@@ -23,8 +24,8 @@ can only add idle time, so the best step is the schedule's own cost), next to
     python -m bench.pipeline --bubble [--quick] [--t-fwd 0.02 --t-bwd 0.04] [--json PATH]
 
 --json PATH writes {"ratios": {key: median per-round ratio}, "rows": [...]}. Step time
-mode: "<ours>/<peer>@<ranks>", e.g. "1f1b/torch-1f1b@4", "zb-v/torch-dualpipev@4"
-(interleaved and zb-v run v=2).
+mode: "<ours>/<peer>@<ranks>", e.g. "1f1b/torch-1f1b@4", "zb-v/torch-dualpipev@4",
+"dualpipev/torch-dualpipev@4" (interleaved, zb-v and dualpipev run v=2).
 Bubble mode: "<schedule>-m<M>/formula@<P>", the median measured bubble over
 ``cost.bubble_fraction``.
 """
@@ -48,14 +49,22 @@ from parlab.pipeline_parallel.peers import TorchPipelineRecipe
 from parlab.runs import step_once
 
 
-# (our schedule, torch's peer): ZB-V against torch's ZBV and its DualPipeV on the same V
+# (our schedule, torch's peer): ZB-V against torch's ZBV and its DualPipeV on the same V; our
+# DualPipeV against torch's DualPipeV, the same order on the same V
 CASES = (("gpipe", "pipelining"), ("1f1b", "pipelining"), ("interleaved", "pipelining"),
-         ("zb-v", "pipelining"), ("zb-v", "dualpipev"))
+         ("zb-v", "pipelining"), ("zb-v", "dualpipev"), ("dualpipev", "pipelining"))
 # ours / torch, median per-round ratio, at most, at every p measured. Against DualPipeV our
 # ZB-V is level, not below: 1.02 / 0.91 at 2 / 4 ranks with the receives posted ahead, quartiles
 # [0.93, 1.31] / [0.75, 1.10] (2026-12-04, 80 rounds, load 3-8; docs/measurements.md).
 TARGETS = {case: 1.0 for case in CASES}
 APART = " apart"  # our zb-v once more, a B and its W never joined (executor.join)
+V_TWO = ("interleaved", "zb-v", "dualpipev")  # our schedules run with v=2 here
+
+
+def peer_name(schedule: str, peer: str) -> str:
+    """torch's schedule in a case's label: "zbv" for zb-v's own peer, else the peer's name
+    ("dualpipev" for both pairings with torch's ScheduleDualPipeV: one run serves both)."""
+    return schedule.replace("zb-v", "zbv") if peer == "pipelining" else peer
 
 
 def paired_worker(runs: dict, rounds: int, warmup: int) -> dict:
@@ -79,12 +88,13 @@ def step_time_table(ps, cases, config, batch_size, m, rounds, warmup=2) -> list[
     for p in ps:
         runs, pairs = {}, []
         for schedule, peer in cases:
-            v = 2 if schedule in ("interleaved", "zb-v") else 1
-            if (schedule == "interleaved" and m % p) or (peer == "dualpipev" and m < 2 * p):
+            v = 2 if schedule in V_TWO else 1
+            dualpipev = "dualpipev" in (schedule, peer)  # torch's ScheduleDualPipeV: m >= 2p
+            if (schedule == "interleaved" and m % p) or (dualpipev and m < 2 * p):
                 continue
             run = PPRun(config=config, steps=1, batch_size=batch_size, schedule=schedule, p=p,
                         micro_batches=m, v=v, trace=False)
-            name = schedule.replace("zb-v", "zbv") if peer == "pipelining" else peer
+            name = peer_name(schedule, peer)
             runs[schedule] = run
             runs[f"torch-{name}"] = dataclasses.replace(run, peer=peer)
             pairs.append((schedule, name, v))
@@ -188,7 +198,7 @@ def main(argv=None) -> None:
     print("\ntargets, median per-round ratio, worst over p:")
     for (schedule, peer), target in TARGETS.items():
         mine = [r["ratio"] for r in rows if r["schedule"] == schedule and
-                (r["peer"] == "dualpipev") == (peer == "dualpipev")]
+                r["peer"] == peer_name(schedule, peer)]
         if mine:
             print(f"  {schedule} / torch ({peer}): {max(mine):.2f} (target <= {target}: "
                   f"{'met' if max(mine) <= target else 'NOT met'})")

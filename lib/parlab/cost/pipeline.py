@@ -11,7 +11,8 @@ import math
 
 from ..validate import check_choice, check_float, check_int
 
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe",
+                      "dualpipev")
 
 
 def bubble_fraction(p: int, m: int, v: int = 1) -> float:
@@ -95,8 +96,11 @@ def pipeline_peak_activations(schedule: str, p: int, m: int, stage: int = 0) -> 
     (Narayanan et al. 2021, §2.2.1). ZB-H1 holds every stage at 1F1B's first-stage
     peak, min(m, p); ZB-H2 at min(m, 2p - 1) (Qi et al. 2024, §2.1-2.2; the peak
     "(2p - 1) M_B" is in §2.3, Table 2).
-    Interleaved, ZB-V and DualPipe hold chunks of other sizes; simulate them
-    (``pipeline_parallel.simulate``; ``interleaved_memory_factor``)."""
+    Interleaved, ZB-V, DualPipe and DualPipeV hold chunks of other sizes; simulate them
+    (``pipeline_parallel.simulate``; ``interleaved_memory_factor``). DualPipeV (m >= 2p)
+    holds 2p + 1 chunk activations on every rank, each chunk half a rank's layers: p + 1/2
+    micro-batches' worth, half a micro-batch above ZB-V's p (the simulator's count, pinned
+    by the tests)."""
     schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
     p = check_int("p", p)
     m = check_int("m", m)

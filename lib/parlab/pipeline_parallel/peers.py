@@ -1,16 +1,18 @@
 """The peers: ``torch.distributed.pipelining`` (``ScheduleGPipe``, ``Schedule1F1B``,
-``ScheduleInterleaved1F1B``, and for our ZB-V ``ScheduleZBVZeroBubble`` or
-``ScheduleDualPipeV``) driving the very same ``PipelineStage`` modules, so its losses
-and parameters can be compared with ours number for number, and its step time
-measured beside ours. A ``PPRun`` asks for it with ``peer``:
+``ScheduleInterleaved1F1B``, for our ZB-V ``ScheduleZBVZeroBubble`` or
+``ScheduleDualPipeV``, for our DualPipeV ``ScheduleDualPipeV``) driving the very same
+``PipelineStage`` modules, so its losses and parameters can be compared with ours number
+for number, and its step time measured beside ours. A ``PPRun`` asks for it with ``peer``:
 
-  "pipelining"  torch's schedule of the same name as the run's (zb-v: ZBVZeroBubble)
-  "dualpipev"   torch's ScheduleDualPipeV on ZB-V's V (schedule="zb-v")
+  "pipelining"  torch's schedule of the same name as the run's (zb-v: ZBVZeroBubble,
+                dualpipev: DualPipeV -- the same order as ours, action for action)
+  "dualpipev"   torch's ScheduleDualPipeV on ZB-V's V (schedule="zb-v"): another order
 
-ZB-V's peers hold the same V (placement.py: rank r runs stages r and 2p - 1 - r).
-``ScheduleDualPipeV`` is torch's "cut in half" DualPipe: DeepSeek's bidirectional order
-played on one copy of the model in that V, not the two copies our ``dualpipe`` holds, so
-it is a peer of our ZB-V's placement, not of our DualPipe."""
+ZB-V's and DualPipeV's peers hold the same V (placement.py: rank r runs stages r and
+2p - 1 - r). ``ScheduleDualPipeV`` is torch's "cut in half" DualPipe: DeepSeek's
+bidirectional order played on one copy of the model in that V, not the two copies our
+``dualpipe`` holds, so it is a peer of our DualPipeV and of ZB-V's placement, not of our
+DualPipe."""
 
 from __future__ import annotations
 
@@ -26,8 +28,9 @@ from .stages import gpt_stages
 
 PEERS = ("pipelining", "dualpipev")
 TORCH_SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
-                   "interleaved": "ScheduleInterleaved1F1B", "zb-v": "ScheduleZBVZeroBubble"}
-MULTI_STAGE = ("interleaved", "zb-v")  # schedules torch drives with a list of stages
+                   "interleaved": "ScheduleInterleaved1F1B", "zb-v": "ScheduleZBVZeroBubble",
+                   "dualpipev": "ScheduleDualPipeV"}
+MULTI_STAGE = ("interleaved", "zb-v", "dualpipev")  # torch drives these with a list of stages
 
 
 def check_peer(run) -> None:

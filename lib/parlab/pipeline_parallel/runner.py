@@ -46,9 +46,9 @@ class PPRun(TrainRun):
     still flow, so the timeline shows the schedule's shape even with more ranks than
     cores. ``checkpoint``: recompute each block in backward (real compute only).
     ``first_stage_layers`` / ``last_stage_layers``: blocks on the first / last stage,
-    the others balanced over the stages between (``stages.split_layers``). "zb-v" and
-    "dualpipe" take v=2 (``schedules.FIXED_V``); DualPipe holds every stage twice, on
-    ranks r and p - 1 - r, and sums the two copies' gradients (``sum_twin_grads``).
+    the others balanced over the stages between (``stages.split_layers``). "zb-v",
+    "dualpipev" and "dualpipe" take v=2 (``schedules.FIXED_V``); DualPipe holds every stage
+    twice, on ranks r and p - 1 - r, and sums the two copies' gradients (``sum_twin_grads``).
     ``peer``: torch's own pipelining on the same stages instead of ours (``peers.py``:
     "pipelining", or "dualpipev" on ZB-V's V)."""
     schedule: str = "1f1b"

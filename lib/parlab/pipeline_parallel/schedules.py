@@ -5,8 +5,9 @@ A *schedule* says, for every rank, the order of the compute ops it runs:
 zero-bubble schedules, "W" (weight gradients; "B" then computes the input gradient
 only). ``chunk`` is the rank's local model chunk: with ``v`` chunks per rank,
 chunk c of rank r is *virtual stage* c * p + r (Narayanan et al. 2021a, §2.2.2);
-ZB-V and DualPipe place their stages otherwise (``placement.py``). GPipe, 1F1B,
-interleaved and ZB-H1 are built here; ZB-H2, ZB-V and DualPipe in ``schedules_zb.py``.
+ZB-V, DualPipeV and DualPipe place their stages otherwise (``placement.py``). GPipe, 1F1B,
+interleaved and ZB-H1 are built here; ZB-H2, ZB-V, DualPipeV and DualPipe in
+``schedules_zb.py``.
 
 References: Huang et al., "GPipe", NeurIPS 2019; Narayanan et al. 2021a,
 "Efficient Large-Scale Language Model Training on GPU Clusters Using
@@ -31,17 +32,17 @@ from dataclasses import dataclass, field
 from ..cost import PIPELINE_SCHEDULES  # one list, defined with the formulas
 from ..validate import check_int
 from .placement import Action, Placement, check_actions
-from .schedules_zb import dualpipe, zb_h2, zb_v
+from .schedules_zb import dualpipe, dualpipev, zb_h2, zb_v
 
 
-SPLIT_BACKWARD = ("zb-h1", "zb-h2", "zb-v", "dualpipe")  # B and W apart (Qi et al. §2)
-FIXED_V = {"zb-v": 2, "dualpipe": 2}  # chunks per rank these placements have
+SPLIT_BACKWARD = ("zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev")  # B, W apart (Qi §2)
+FIXED_V = {"zb-v": 2, "dualpipe": 2, "dualpipev": 2}  # chunks per rank these placements have
 
 
 def placement_of(schedule: str, p: int, v: int = 1, m: int = 1) -> Placement:
-    """Where ``schedule``'s stages live (``placement.py``): a V for ZB-V, two directions
-    for DualPipe, round-robin (chunk c of rank r = stage c p + r) for the others."""
-    kind = {"zb-v": "v", "dualpipe": "dual"}.get(schedule, "round-robin")
+    """Where ``schedule``'s stages live (``placement.py``): a V for ZB-V and DualPipeV, two
+    directions for DualPipe, round-robin (chunk c of rank r = stage c p + r) for the others."""
+    kind = {"zb-v": "v", "dualpipev": "v", "dualpipe": "dual"}.get(schedule, "round-robin")
     return Placement(kind, p, v, m)
 
 
@@ -68,9 +69,12 @@ def validate(schedule: str, p: int, m: int, v: int = 1, n_layers: int | None = N
         if schedule == "dualpipe" and (m % 2 or p % 2):
             raise ValueError(f"dualpipe feeds half the micro-batches from each end and pairs "
                              f"rank r with rank p - 1 - r: micro_batches={m} and p={p} must be even")
+        if schedule == "dualpipev" and m < 2 * p:  # torch's ScheduleDualPipeV's rule too
+            raise ValueError(f"dualpipev runs at least one steady pair on every rank: "
+                             f"micro_batches={m} must be >= 2p = {2 * p}")
     elif v != 1:
         raise ValueError(f"v={v} model chunks per rank only exist for 'interleaved', "
-                         f"'zb-v' and 'dualpipe', not {schedule!r} (use v=1)")
+                         f"'zb-v', 'dualpipe' and 'dualpipev', not {schedule!r} (use v=1)")
     n = p if schedule == "dualpipe" else p * v
     if n_layers is not None and n > n_layers:
         raise ValueError(f"{n} stages (p={p}, v={v}) need at least one layer each, "
@@ -160,7 +164,7 @@ def make_schedule(schedule: str, p: int, m: int, v: int = 1) -> list[list[Action
     ``placement.check_actions``."""
     validate(schedule, p, m, v)
     build = {"gpipe": _gpipe, "1f1b": _1f1b, "zb-h1": _zb_h1, "zb-h2": zb_h2, "zb-v": zb_v,
-             "dualpipe": dualpipe}
+             "dualpipe": dualpipe, "dualpipev": dualpipev}
     actions = _interleaved(p, m, v) if schedule == "interleaved" else build[schedule](p, m)
     check_actions(actions, placement_of(schedule, p, v, m))  # each op once, in an order that runs
     return actions

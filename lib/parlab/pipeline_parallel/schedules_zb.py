@@ -125,3 +125,63 @@ def dualpipe(p: int, m: int) -> list[list[Action]]:
     F first and the stage nearest the loss first: a forward of one direction goes
     beside a backward of the other, the pairs DualPipe overlaps."""
     return play(p, m, Placement("dual", p, 2, m), p + 1, prefer="FBW", deeper_first=True)
+
+
+def dualpipev(p: int, m: int) -> list[list[Action]]:
+    """DualPipeV: DeepSeek's DualPipe order (DeepSeek-V3 report §3.2.1) "cut in half" --
+    one copy of the model on ZB-V's V (chunk 0 of rank r is stage r, chunk 1 is stage
+    2p - 1 - r: ``Placement("v")``), every micro-batch entering at stage 0 -- the order of
+    torch's ``ScheduleDualPipeV`` and of the DualPipe repository's ``dualpipev.py``. Rank r runs
+
+      1 warm-up     2(p - r - 1) forwards on chunk 0
+      2             r + 1 times (F on chunk 0, F on chunk 1)
+      3             p - r - 1 times (B, W, F on chunk 1): the V's turn
+      4 steady      m - 2p + r + 1 times (F on chunk 0 beside a whole backward on chunk 1,
+                    then F on chunk 1 beside a whole backward on chunk 0)
+      5             p - r - 1 times (a whole backward on chunk 1, then F on chunk 1 beside
+                    a whole backward on chunk 0): the forwards run out
+      6 cool-down   r + 1 times (B on chunk 1, B on chunk 0): the first r + 1 of these
+                    backwards whole, the last r + 1 with their W put off
+      7             p - r - 1 times (the oldest put-off W, B on chunk 0 with its W put off)
+      8             the r + 1 W's still put off, oldest first
+
+    "Whole" is B followed at once by its W (the executor joins the two into one
+    backward); "beside" is DualPipe's overlapped pair F&B, here run one after the other
+    (F, B, W), as torch's runtime runs it. The steady phase pairs one chunk's forward with
+    the other chunk's whole backward, where ZB-V's pairs it with its own chunk's B. Needs
+    m >= 2p (``schedules.validate``): phase 4 has at least one pair on every rank."""
+    out = []
+    for r in range(p):
+        acts, nxt, put_off = [], {("F", 0): 0, ("F", 1): 0, ("B", 0): 0, ("B", 1): 0}, []
+
+        def forward(c):
+            acts.append(Action("F", nxt["F", c], c))
+            nxt["F", c] += 1
+
+        def backward(c, whole=True):
+            mb = nxt["B", c]
+            nxt["B", c] += 1
+            acts.append(Action("B", mb, c))
+            if whole:
+                acts.append(Action("W", mb, c))
+            else:
+                put_off.append(Action("W", mb, c))
+
+        for _ in range(2 * (p - r - 1)):                         # 1
+            forward(0)
+        for _ in range(r + 1):                                   # 2
+            forward(0), forward(1)
+        for _ in range(p - r - 1):                               # 3
+            backward(1), forward(1)
+        for _ in range(m - 2 * p + r + 1):                       # 4
+            forward(0), backward(1), forward(1), backward(0)
+        for _ in range(p - r - 1):                               # 5
+            backward(1), forward(1), backward(0)
+        for i in range(2 * (r + 1)):                             # 6
+            backward(1 - i % 2, whole=i < r + 1)
+        for _ in range(p - r - 1):                               # 7
+            acts.append(put_off.pop(0))
+            backward(0, whole=False)
+        acts.extend(put_off)                                     # 8
+        out.append(acts)
+    return out

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from parlab.pipeline_parallel.placement import Action
-from parlab.pipeline_parallel.schedules_zb import zb_v
+from parlab.pipeline_parallel.schedules_zb import dualpipev, zb_v
 from lessons.l03_pipeline_parallel.torch_orders import (readme_row, replay_whole, simulate_order,
                                                         to_actions, torch_v_order, torch_v_rows)
 
@@ -28,6 +28,7 @@ def test_a_changed_order_differs_from_torchs():
 @pytest.mark.parametrize("p, m", [(2, 4), (4, 8)])
 def test_dualpipev_translated_runs_every_op_once(p, m):
     actions = torch_v_order("torch-dualpipev", p, m)
+    assert actions == dualpipev(p, m)  # our own DualPipeV, read off torch's real ranks too
     for rank in actions:
         assert Counter(rank) == Counter(Action(op, mb, c) for op in "FBW" for mb in range(m)
                                         for c in (0, 1))

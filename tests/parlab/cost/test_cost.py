@@ -306,7 +306,7 @@ def test_every_old_name_is_still_offered():
         assert name in cost.__all__ and getattr(cost, name) is not None
     assert not hasattr(cost, "check_int")  # validation lives in parlab.validate, once
     assert cost.PIPELINE_SCHEDULES == ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-                                       "dualpipe")
+                                       "dualpipe", "dualpipev")
     assert cost.ZERO_STAGES == (0, 1, 2, 3)
 
 
