@@ -48,6 +48,10 @@ def cases(full: bool = False) -> list[tuple]:
                                                     micro_batches=4, **common), 2),
                 ("PP torch pipelining", pp.run, pp.PPRun(CFG, peer="pipelining", p=2,
                                                          micro_batches=4, **common), 2),
+                ("PP ZB-V", pp.run, pp.PPRun(DEEP, schedule="zb-v", p=2, v=2, micro_batches=4,
+                                             **common), 2),
+                ("PP DualPipeV", pp.run, pp.PPRun(DEEP, schedule="dualpipev", p=2, v=2,
+                                                  micro_batches=4, **common), 2),
                 ("EP 4 ranks", ep.run, ep.EPRun(MOE, **common), 4),
                 ("CP Ulysses", cp.run, cp.CPRun(CFG, attention="ulysses", **common), 2)]
     return out
