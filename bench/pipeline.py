@@ -54,8 +54,8 @@ from parlab.runs import step_once
 CASES = (("gpipe", "pipelining"), ("1f1b", "pipelining"), ("interleaved", "pipelining"),
          ("zb-v", "pipelining"), ("zb-v", "dualpipev"), ("dualpipev", "pipelining"))
 # ours / torch, median per-round ratio, at most, at every p measured. Against DualPipeV our
-# ZB-V is level, not below: 1.02 / 0.91 at 2 / 4 ranks with the receives posted ahead, quartiles
-# [0.93, 1.31] / [0.75, 1.10] (2026-12-04, 80 rounds, load 3-8; docs/measurements.md).
+# ZB-V is a different order (0.95 / 0.98 at 2 / 4 ranks in the sitting of 2026-12-04, 60 rounds,
+# load 1-4; it has measured 1.02 before); our DualPipeV is the same order (0.93 / 0.96).
 TARGETS = {case: 1.0 for case in CASES}
 APART = " apart"  # our zb-v once more, a B and its W never joined (executor.join)
 V_TWO = ("interleaved", "zb-v", "dualpipev")  # our schedules run with v=2 here
