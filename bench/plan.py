@@ -6,6 +6,7 @@ tries, uneven pipeline stages allowed -- and a MoE model over every ep. The targ
     python -m bench.plan                  # 3 repeats, medians
     python -m bench.plan --quick          # one repeat of each (seconds)
     python -m bench.plan --json plan.json
+    python -m bench.plan --zero3-with-pp  # the same cases with ZeRO-3 searched beside pipelines
 
 ``--json PATH`` writes {"seconds": {case: median}, "layouts": {case: (ranked, infeasible)},
 "estimates": {case: n}, "load": [1-min load before, after], "cores": n}.
@@ -67,16 +68,20 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="one repeat of each case")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", help="write the timings here")
+    ap.add_argument("--zero3-with-pp", action="store_true",
+                    help="plan(..., zero3_with_pp=True): ZeRO-3 searched with pipelines too")
     args = ap.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
     planner.validate()  # the error bands plan() attaches are computed once, up front
     before = _load()
     out = {"seconds": {}, "layouts": {}, "estimates": {}}
-    print(f"plan() timings, {os.cpu_count()} logical cores, load average {before:.1f}\n")
+    extra = {"zero3_with_pp": True} if args.zero3_with_pp else {}
+    print(f"plan() timings{', zero3_with_pp=True' if extra else ''}, {os.cpu_count()} logical "
+          f"cores, load average {before:.1f}\n")
     print("| case | seconds (median) | layouts ranked / infeasible | estimates | best |")
     print("|---|---|---|---|---|")
     for name, kw in CASES.items():
-        runs = [run_case(kw) for _ in range(repeats)]
+        runs = [run_case({**kw, **extra}) for _ in range(repeats)]
         sec = statistics.median(r[0] for r in runs)
         p, n = runs[-1][1], runs[-1][2]
         out["seconds"][name] = sec
