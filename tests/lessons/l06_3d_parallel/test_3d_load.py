@@ -14,7 +14,12 @@ def test_sweep_order_under_load(cpu_hogs):
     m = {(r["dp"], r["pp"], r["tp"]): r["measured"] for r in sweep["rows"]}
     p = {(r["dp"], r["pp"], r["tp"]): r["predicted"] for r in sweep["rows"]}
     print({k: (round(m[k] * 1e3), round(p[k] * 1e3)) for k in LAYOUTS}, f"rho {sweep['spearman']:.2f}")
-    assert sorted(p, key=p.get) == list(LAYOUTS)  # the subset is chosen for its predicted order
+    # The subset is chosen for its order. Measured, it holds with room to spare; predicted, its
+    # ends hold, but beside two hogs the probe's best-of all-reduce times put TP = 4's predicted
+    # step anywhere from 0.21 to 0.45 s, next to PP = 8's 0.22 s (measured 0.76-0.94 s against
+    # 0.23 s, 2026-12-05), so the middle pair of the prediction is not pinned.
+    assert sorted(m, key=m.get) == list(LAYOUTS)
+    assert min(p, key=p.get) == (8, 1, 1) and max(p, key=p.get) == (1, 1, 8)
     assert sweep["spearman"] >= 0.8  # at most one neighbouring pair swapped
     assert max(m, key=m.get) == (1, 1, 8)  # TP over 8 ranks: the slowest by far
     assert m[1, 1, 8] > 4 * m[8, 1, 1]
