@@ -92,7 +92,7 @@ def _row(ranks, name, json_key, runs, ours, theirs, peer="DDP") -> dict:
     medians = [statistics.median(x) for x in per_launch]
     return {"ranks": ranks, "variant": name, "peer": peer, "key": json_key,
             "ours_ms": statistics.median(r[ours]["median"] for r in runs) * 1e3,
-            "ddp_ms": statistics.median(r[theirs]["median"] for r in runs) * 1e3,
+            "peer_ms": statistics.median(r[theirs]["median"] for r in runs) * 1e3,
             "ratio": statistics.median(x for launch in per_launch for x in launch),
             "ratio_min": min(medians), "ratio_max": max(medians),
             "repeats": len(runs), "steps": len(runs[0][ours]["steps"])}
@@ -137,7 +137,7 @@ def main(argv=None) -> list[dict]:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['ranks']} | {r['variant']} | {r['peer']} | {r['ours_ms']:.1f} | "
-              f"{r['ddp_ms']:.1f} | {r['ratio']:.3f} | {r['ratio_min']:.3f} - {r['ratio_max']:.3f} |")
+              f"{r['peer_ms']:.1f} | {r['ratio']:.3f} | {r['ratio_min']:.3f} - {r['ratio_max']:.3f} |")
     print(f"\n({time.perf_counter() - t0:.0f} s; load average {load[0]:.1f} before, "
           f"{load[1]:.1f} after)")
     bucketed = [r for r in rows if r["key"].startswith("bucketed") and r["peer"] == "DDP"]

@@ -83,7 +83,7 @@ def compare_step_times(world_size: int, specs: dict | None = None,
     for kw in specs.values():
         DPRun(config, **{"batch_size": per_rank_batch * world_size, **kw}).check(world_size)
     per_rank = launch(ab_step_times_worker, world_size, specs, config, per_rank_batch, steps,
-                      warmup, record, None, cpu, timeout=timeout)
+                      warmup, record, cpu=cpu, timeout=timeout)
     out = {}
     for v in specs:
         slowest = [max(r["times"][v][s] for r in per_rank) for s in range(steps)]
