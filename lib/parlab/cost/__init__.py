@@ -19,7 +19,7 @@ ValueError naming the argument (each module's docstring states its domains).
                  pipeline_peak_activations (GPipe; Narayanan et al.), split_backward_bubble
                  (Qi et al.'s zero-bubble schedules), dualpipe_bubble (DeepSeek-V3),
                  interleaved_memory_factor
-  memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE, LAYERS,
+  memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE (RECOMPUTE_KINDS), LAYERS,
                  activation_memory (Korthikanti et al.'s inventory: their GPT layer, the
                  lab's own, or a LayerShape; TP, SP, CP, recomputation, fused attention),
                  activation_table (their Table 2); ModelPreset, MODEL_PRESETS, memory_plan,
@@ -47,7 +47,7 @@ ValueError naming the argument (each module's docstring states its domains).
                  ELEMENTWISE bytes per operator, attention_flops, attention_time (fused or
                  materialized)
   transformer   LayerShape (GPT or Llama-style, GQA, SwiGLU, MoE), layer_params,
-                 embedding_params, layer_gemms, layer_elementwise, logits_gemm
+                 embedding_params, layer_gemms, layer_elementwise, logits_gemm, op_recomputed
   network       members_per_domain, group_bandwidth, group_collective_time: a group's
                  traffic over NVLink or the node's network cards (rails; all-to-all);
                  moe_dispatch_time; network_scaling (bus bandwidth as rings span more nodes)
@@ -73,7 +73,7 @@ from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
 from .fsdp import (FSDP_IMPLS, fsdp_accumulation, fsdp_comm_volume, fsdp_gathered_peak,
                    fsdp_step_exposed, fsdp_unit_exposed, fsdp_unit_messages, hsdp_comm_volume,
                    zero_offload_traffic, zeropp_comm_volume)
-from .memory import (LAYERS, MODEL_PRESETS, RECOMPUTE, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset,
+from .memory import (LAYERS, MODEL_PRESETS, RECOMPUTE, RECOMPUTE_KINDS, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset,
                      activation_memory, activation_table, max_micro_batch, memory_plan,
                      zero_comm_volume, zero_memory)
 from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, dualpipe_bubble,
@@ -89,7 +89,7 @@ from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grai
 from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, attention_flops, attention_time,
                       elementwise_bytes, gemm_quantization, gemm_time)
 from .transformer import (MLPS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
-                          layer_params, logits_gemm)
+                          layer_params, logits_gemm, op_recomputed)
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
                       moe_dispatch_time, network_scaling)
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
@@ -114,7 +114,7 @@ __all__ = [
     "PIPELINE_SCHEDULES", "bubble_fraction", "bubble_ratio", "min_micro_batches",
     "pipeline_peak_activations", "split_backward_bubble", "dualpipe_bubble",
     "interleaved_memory_factor",
-    "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "LAYERS",
+    "ZERO_STAGES", "ZERO_STAGE_NAMES", "zero_memory", "zero_comm_volume", "RECOMPUTE", "RECOMPUTE_KINDS", "LAYERS",
     "activation_memory", "activation_table",
     "ModelPreset", "MODEL_PRESETS", "memory_plan", "max_micro_batch",
     "dp_step_time", "dp_speedup", "onebit_adam_volume_ratio",
@@ -130,7 +130,7 @@ __all__ = [
     "GEMM_TILES", "ELEMENTWISE", "ATTENTION", "gemm_quantization", "gemm_time",
     "elementwise_bytes", "attention_flops", "attention_time",
     "MLPS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
-    "layer_elementwise", "logits_gemm",
+    "layer_elementwise", "logits_gemm", "op_recomputed",
     "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",
     "network_scaling",
     "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",

@@ -3,15 +3,15 @@ function), model FLOPs utilisation, and training time.
 
 Domains: layer counts, widths and sequence lengths are integers >= 1; a parameter
 count is a whole number >= 0 (an int, or a float such as 7.5e9); ``count`` one of
-FLOP_COUNTS, ``recompute`` one of RECOMPUTE; rates and FLOP counts are finite and >= 0,
+FLOP_COUNTS, ``recompute`` one of RECOMPUTE_KINDS; rates and FLOP counts are finite and >= 0,
 ``peak_flops`` > 0.
 """
 
 from __future__ import annotations
 
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
-from .memory import RECOMPUTE
-from .transformer import LayerShape, layer_params
+from .memory import RECOMPUTE_KINDS
+from .transformer import LayerShape, layer_params, op_recomputed
 
 
 def transformer_params(n_layers: int, d_model: int, d_ff: int | None = None) -> int:
@@ -71,7 +71,9 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
     recomputation (Narayanan et al. §5.1 report their teraFLOP/s this way): "full" runs
     every layer's forward again, a third of the weights' and the attention's FLOPs (not
     the logits'); "selective" the attention core's forward again (Korthikanti et al.
-    2022, §5), a third of the attention term. For a GPT layer with "full" that is
+    2022, §5), a third of the attention term; "op" (torchtitan's per-operator policy,
+    count="megatron" only) the forward of the matmuls ``transformer.op_recomputed`` names.
+    For a GPT layer with "full" that is
     Narayanan et al.'s 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) / (B s).
     ``training=False``: the forward only, one third (and no recomputation).
     """
@@ -80,7 +82,10 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
     seq_len = check_int("seq_len", seq_len)
     causal = check_bool("causal", causal)
     training = check_bool("training", training)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    recompute = check_choice("recompute", recompute, RECOMPUTE_KINDS)
+    if recompute == "op" and count != "megatron":
+        raise ValueError(f"recompute='op' needs count='megatron' (a LayerShape): which "
+                         f"matmuls it redoes depends on the layer, not on N")
     if recompute != "none" and not training:
         raise ValueError(f"recompute={recompute!r} needs training=True (recomputation "
                          f"repeats a forward for the backward pass)")
@@ -117,6 +122,13 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
         total += (weights + attention) / 3
     elif recompute == "selective":  # the attention core's forward again
         total += attention / 3
+    elif recompute == "op":         # some of the matmuls' forward again (2 FLOPs a weight)
+        h, q, kv = model.d_model, model.q, model.kv
+        f = model.d_ff
+        share = op_recomputed(model)
+        widths = {"qkv": h * (q + 2 * kv), "proj": q * h, "fc1": (model.matrices - 1) * h * f,
+                  "fc2": f * h}
+        total += 2 * n_layers * sum(share[k] * w for k, w in widths.items())
     return float(total if training else total / 3)
 
 

@@ -5,7 +5,8 @@ Domains: ``n_params`` a whole number >= 0 (an int, or a float such as 7.5e9); ``
 and ``n_gpus`` integers >= 1; ``stage`` one of ZERO_STAGES; bytes per element finite
 and >= 0 (``bytes_per_value`` > 0); shapes (``seq_len``, ``micro_batch``, ``d_model``,
 ``n_heads``, ``n_layers``, ``tp``, ``cp``) integers >= 1, with ``tp`` dividing ``n_heads``;
-``layer`` one of LAYERS or a LayerShape, ``recompute`` one of RECOMPUTE, ``attention``
+``layer`` one of LAYERS or a LayerShape, ``recompute`` one of RECOMPUTE (``activation_memory``:
+RECOMPUTE_KINDS, "op" for a dense LayerShape), ``attention``
 one of ATTENTION; ``sequence_parallel`` and ``dropout`` bools; ``gpu_memory_gb`` finite
 and > 0.
 """
@@ -22,6 +23,11 @@ from .transformer import LayerShape
 
 ZERO_STAGES = (0, 1, 2, 3)
 RECOMPUTE = ("none", "selective", "full")
+# RECOMPUTE is what a planner searches (Megatron-LM's kinds, ever more recomputed); a layout
+# may also name torchtitan's per-operator policy, "op" (``activation_memory``): in time between
+# "selective" and "full"; in memory below "selective" without tensor parallelism, above it
+# with (it keeps the down projection's output, a full-width partial sum on every TP rank)
+RECOMPUTE_KINDS = ("none", "selective", "op", "full")
 ZERO_STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
 # What model states (``zero_memory``) plus activations (``activation_memory``) predict
 MEMORY_COUNTER = (
@@ -160,7 +166,15 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
     and the MLP's activation function, their outputs 2 x 2h and 2 f: Megatron-LM's
     --recompute-modules "layernorm" and "moe_act"/act); "full" (each layer keeps only its
     input, 2 s b h, §5; divided by t with sequence parallelism, which the paper mentions
-    and sets aside). ``attention``: "materialized" (the scores above) or "fused" (a
+    and sets aside); "op" (torchtitan's per-operator selective checkpointing, the
+    default of its Llama configurations: _apply_ac_to_transformer_block's policy at
+    9dec370 saves the output of every other matmul, of attention and of the sequence-
+    parallel reduce-scatters, and recomputes the rest; its matmul counter runs on across
+    steps, so with Llama's seven matmuls a block saves Q, V, the gate and the down
+    projection's output in one step and K, the output projection and the up projection in
+    the next; the larger set is counted, with the layer's input, attention's output and
+    statistics, and the reduce-scatters' outputs; dense LayerShapes only: an MoE layer's
+    grouped GEMMs are not matmuls to that counter). ``attention``: "materialized" (the scores above) or "fused" (a
     FlashAttention kernel keeps no s x s scores, only its output and fp32 softmax
     statistics, 4 a bytes per token; Dao et al. 2022, §3.1). ``cp``: each GPU holds s/cp
     of the sequence, and scores s/cp x s.
@@ -173,14 +187,14 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
     (qkv and fc1 inputs, the projection's and fc2's / down's, the experts' permuted inputs)
     when Transformer Engine keeps the fp8 copy it cast for the forward GEMM, not the 16-bit
     one (mxfp8: 1.03125 with its scales, ``precision.bytes_per_element``); None: like the
-    rest. Q, K, V (attention runs in 16 bit), norm inputs and the layer input stay.
+    rest. Not used with "op", which keeps matmul outputs. Q, K, V (attention runs in 16 bit), norm inputs and the layer input stay.
     """
     S = check_int("seq_len", seq_len)
     b = check_int("micro_batch", micro_batch)
     n_layers = check_int("n_layers", n_layers)
     t = check_int("tp", tp)
     cp = check_int("cp", cp)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    recompute = check_choice("recompute", recompute, RECOMPUTE_KINDS)
     sp = check_bool("sequence_parallel", sequence_parallel)
     bytes_per_value = check_float("bytes_per_value", bytes_per_value, 0.0)
     attention = check_choice("attention", attention, ATTENTION)
@@ -216,9 +230,24 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
     split = t if sp else 1
     # bytes per token in the paper's terms, 16-bit values; ``fixed``: the part of them that
     # does not rescale with bytes_per_value (1-byte masks, fp32 statistics)
+    if recompute == "op" and (lab or not isinstance(shape, LayerShape) or routed
+                              or attention != "fused"):
+        raise ValueError(f"recompute='op' is modelled for a dense LayerShape with fused "
+                         f"attention (torchtitan's Llama blocks), not layer={layer!r}, "
+                         f"attention={attention!r}")
     if recompute == "full":
         per_token = 2 * h / split     # the layer's input only
         fixed = 0.0
+    elif recompute == "op":
+        # the larger of the two alternating sets of saved matmul outputs: Q, V and the MLP's
+        # first (gate, or GeLU's fc1) -- and with SwiGLU the down projection's output, a
+        # full-width partial sum on every TP rank before its reduce-scatter
+        saved = 2 * (q + kv + f) / t + (2 * h if not gelu else 0.0)
+        rs = 2 * 2 * h / t if sp and t > 1 else 0.0   # the two reduce-scatters' outputs
+        per_token = 2 * h / split + saved + 2 * q / t + 4 * a / t + rs
+        fixed = 4 * a / t                             # attention's fp32 statistics
+        # gemm_input_bytes does not apply: "op" keeps matmul outputs (16-bit), and the fp8
+        # casts of their inputs are recomputed with the rest
     else:
         masks = 2 if dropout else 0               # the two residual-dropout masks
         unsplit = 4 * 2 + masks                   # norm inputs, qkv and fc1 inputs (+ masks)

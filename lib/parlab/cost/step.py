@@ -10,7 +10,9 @@ each GEMM twice, for the input's and the weight's gradient (Shoeybi et al. 2019,
 HBM bandwidth. Recomputation (Korthikanti et al. 2022, §5; Chen et al. 2016): "full" runs
 the whole forward again before backward, "selective" the attention core when it is
 materialized, or the norms and the MLP's activation when attention is fused (what
-``memory.activation_memory`` then does not keep). FP8
+``memory.activation_memory`` then does not keep); "op" (torchtitan's per-operator policy,
+``transformer.op_recomputed``) every elementwise operator and every other matmul, not
+attention. FP8
 (Micikevicius et al. 2022, §4; Transformer Engine): the linear layers' GEMMs run at the
 fp8 peak and each of their inputs is cast (``fp8_cast``), attention and the output layer
 stay 16-bit.
@@ -26,8 +28,9 @@ from dataclasses import dataclass
 
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
 from .kernels import ATTENTION, attention_time, elementwise_bytes, gemm_time
-from .memory import RECOMPUTE
-from .transformer import LayerShape, check_shape, layer_elementwise, layer_gemms, logits_gemm
+from .memory import RECOMPUTE_KINDS
+from .transformer import (LayerShape, check_shape, layer_elementwise, layer_gemms, logits_gemm,
+                          op_recomputed)
 
 ADAM_BYTES_PER_PARAM = 30
 _LINEAR = ("qkv", "proj", "fc1", "fc2", "expert_fc1", "expert_fc2")
@@ -87,9 +90,10 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
     cp = check_int("cp", cp)
     shape = check_shape(shape)
     device = Device.check(device)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    recompute = check_choice("recompute", recompute, RECOMPUTE_KINDS)
     attention = check_choice("attention", attention, ATTENTION)
     fp8 = check_bool("fp8", fp8)
+    share = op_recomputed(shape) if recompute == "op" else {}
     sp = check_bool("sequence_parallel", sequence_parallel)
     if fp8 and device.fp8_flops is None:
         raise ValueError("fp8=True: this GPU has no fp8 peak")
@@ -97,10 +101,13 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
         raise ValueError(f"cp={cp} must divide seq_len={s}")
     tokens = b * s // cp
     gemm_f = 0.0
+    gemm_redo = 0.0  # "op": the forward GEMM time it runs again
     cast = 0.0
     for name, m, n, k, count in layer_gemms(shape, tokens, t, ep, capacity_factor):
         low = fp8 and name in _LINEAR
-        gemm_f += device.gemm(m, n, k, count, low)
+        one = device.gemm(m, n, k, count, low)
+        gemm_f += one
+        gemm_redo += share.get(name, 0.0) * one
         if low:  # cast the input forward and the output gradient backward (per element)
             cast += elementwise_bytes("fp8_cast", (m * k + n * k) * count)
     a = attention_time(b, s // cp, s, shape.n_heads // t,
@@ -114,17 +121,18 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
     cheap = sum(elementwise_bytes(o, n) for o, n in ops
                 if o in ("norm", "bias_gelu", "swiglu")) / device.memory_rate
     selective = a["forward"] if attention == "materialized" else cheap
-    redo = {"none": 0.0, "selective": selective, "full": forward}[recompute]
+    redo = {"none": 0.0, "selective": selective, "op": gemm_redo + ew_f,
+            "full": forward}[recompute]
     backward = 2 * gemm_f + a["backward"] + ew_b + redo
     passes = 1 + (recompute == "full")
     return {"forward": forward, "backward": backward, "gemm_forward": gemm_f,
             "attention_forward": a["forward"], "recompute": redo,
-            "parts": {"gemm": gemm_f * (3 + (recompute == "full")),
+            "parts": {"gemm": gemm_f * (3 + (recompute == "full")) + gemm_redo,
                       "attention": a["forward"] * (passes + (recompute == "selective"
                                                              and attention == "materialized"))
                       + a["backward"],
-                      "elementwise": ew_f * passes + ew_b + (cheap if recompute == "selective"
-                                                             and attention == "fused" else 0.0)}}
+                      "elementwise": ew_f * (passes + (recompute == "op")) + ew_b
+                      + (cheap if recompute == "selective" and attention == "fused" else 0.0)}}
 
 
 def logits_time(tokens: int, d_model: int, vocab_size: int, device: Device, tp: int = 1) -> float:

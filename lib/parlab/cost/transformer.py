@@ -156,6 +156,23 @@ def layer_gemms(shape: LayerShape, tokens: int, tp: int = 1, ep: int = 1,
     return out
 
 
+def op_recomputed(shape: LayerShape) -> dict:
+    """torchtitan's per-operator selective checkpointing ("op", ``memory.RECOMPUTE_KINDS``)
+    as shares of ``layer_gemms``' forward GEMMs recomputed in backward. Its policy
+    (_apply_ac_to_transformer_block at 9dec370) counts a block's matmuls afresh in each
+    forward and saves the odd-numbered ones: of Q, K, V, the output projection and the MLP's
+    it recomputes K, the projection and the second MLP matmul (SwiGLU's up projection,
+    GeLU's fc2) -- for Llama 3 8B 36.5% of the forward's matmul FLOPs. Attention's output is
+    saved (not recomputed); every elementwise operator is. Dense layers only: an MoE
+    layer's grouped GEMMs are not matmuls to that counter."""
+    s = check_shape(shape)
+    if s.moe:
+        raise ValueError(f"shape={s!r}: recompute='op' is modelled for dense layers only")
+    swiglu = s.mlp == "swiglu"
+    return {"qkv": s.kv / (s.q + 2 * s.kv), "proj": 1.0,
+            "fc1": 0.5 if swiglu else 0.0, "fc2": 0.0 if swiglu else 1.0}
+
+
 def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
                       sequence_parallel: bool = False) -> list[tuple]:
     """The memory-bound operators of one layer's forward on one GPU as (ELEMENTWISE op,

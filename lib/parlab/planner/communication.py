@@ -11,7 +11,10 @@ from .. import cost
 def tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
     """Exposed TP seconds of one layer, one micro-batch: ``cost.tp_comm_per_layer``'s
     collectives over the TP group (stride 1); a MoE layer's experts are whole on a rank, so
-    only its attention half talks over TP. Full recomputation repeats the forward's."""
+    only its attention half talks over TP. Full recomputation repeats the forward's; "op"
+    (torchtitan's policy saves the reduce-scatters' outputs) gathers again what the
+    backward's re-gathers already count with sequence parallelism, and repeats the
+    attention half's all-reduce without (the MLP norm's input, recomputed, needs it)."""
     s = model.shape
     tp = lay.tp
     if tp == 1:
@@ -21,7 +24,10 @@ def tp_comm(model, cluster, lay, lt, micro_batch, sp) -> float:
     t = {d: share * sum(k * cluster.collective(op, c["message_bytes"], tp, 1)
                         for op, k in c[d].items()) for d in ("forward", "backward")}
     fwd = t["forward"]
-    bwd = t["backward"] + (t["forward"] if lay.recompute == "full" else 0.0)
+    # "op" with sequence parallelism gathers the norms' outputs again for the matmuls it
+    # redoes: the backward's two re-gathers ``tp_comm_per_layer`` already counts
+    redo = {"full": fwd, "op": 0.0 if sp else fwd / 2}
+    bwd = t["backward"] + redo.get(lay.recompute, 0.0)
     if lay.tp_comm_overlap:  # backward's collectives beside the weight-gradient GEMMs
         return fwd + max(0.0, bwd - lt["gemm_forward"])
     return fwd + bwd
@@ -50,11 +56,11 @@ def cp_comm(model, cluster, lay, lt, micro_batch) -> float:
         return max(0.0, fwd - a) + max(0.0, bwd - 2.5 * a)
     if lay.cp_kind == "allgather":
         one = cluster.collective("all_gather", 2 * shard * cp, cp, tp)
-        return one * (2 + (lay.recompute == "full"))
+        return one * (2 + (lay.recompute in ("op", "full")))  # K, V gathered again
     q_bytes = b * (model.seq_len // cp) * s.q // tp * 2
     one = 2 * cluster.collective("all_to_all", q_bytes, cp, tp) + \
         2 * cluster.collective("all_to_all", shard, cp, tp)
-    return one * (2 + (lay.recompute == "full"))
+    return one * (2 + (lay.recompute in ("op", "full")))
 
 
 def ep_comm(model, cluster, lay, micro_batch) -> float:

@@ -194,7 +194,7 @@ class Layout:
         for f in ("tp", "pp", "cp", "ep", "v", "micro_batch"):
             check_int(f, getattr(self, f))
         check_choice("zero_stage", self.zero_stage, cost.ZERO_STAGES)
-        check_choice("recompute", self.recompute, cost.RECOMPUTE)
+        check_choice("recompute", self.recompute, cost.RECOMPUTE_KINDS)
         check_choice("cp_kind", self.cp_kind, CP_KINDS)
         check_choice("attention", self.attention, cost.ATTENTION)
         check_choice("ep_dispatch", self.ep_dispatch, EP_DISPATCH)

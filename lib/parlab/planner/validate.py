@@ -188,8 +188,11 @@ def _band_key(layout: Layout) -> str:
 
 def _scale_key(layout: Layout) -> str:
     """The kind of layout a published run vouches for at its scale: ZeRO-3 by implementation
-    (FSDP2 and DeepSpeed's of 2021 scale differently), everything else together."""
-    if layout.zero_stage != 3:
+    (FSDP2 and DeepSpeed's of 2021 scale differently), everything else together. ZeRO-3
+    keeping a pipeline stage whole across its micro-batches (Llama 3's FSDP) moves ZeRO-1's
+    bytes -- one gather and one reduce-scatter a step, not one per unit and micro-batch -- so
+    it counts with the Megatron-style layouts."""
+    if layout.zero_stage != 3 or (layout.pp > 1 and layout.keeps_unsharded):
         return "Megatron-style layouts (ZeRO 0-2)"
     return {"fsdp2": "FSDP2-style ZeRO-3", "deepspeed2021": "DeepSpeed's ZeRO-3 of 2021"}[
         layout.fsdp_impl]
