@@ -65,11 +65,14 @@ _MPT = {name: gpt(f"mpt-{name}", l, d, a, 2048, 50368, "llm-foundry scripts/trai
 
 _HOPPER = ("the same code and kernels are within 11% on A100 (the five A100 rows) and "
            "16-43% slower than predicted on H100 (70B on 128 GPUs: 11%): what the runs lose is "
-           "Hopper-specific. The likely part is attention: attn_impl 'triton' is the Triton "
-           "flash-attention kernel of 2022, written for A100, where the profile's attention "
-           "share was measured with FlashAttention-2 (SDPA) on an H200; not measured here. "
+           "Hopper-specific. Part of it is shared: Megatron-LM's and torchtitan's narrow models "
+           "miss on H100 too (+23% and more at d_model 4096). Part may be llm-foundry's own: "
+           "attn_impl 'triton' is the Triton flash-attention kernel of 2022, written for A100, "
+           "where the profile's attention share was measured with FlashAttention-2 (SDPA) on "
+           "an H200; neither part is measured here. "
            "At 512 GPUs the larger FSDP group costs more as well, which the collectives "
-           "do not yet model")
+           "model does not reproduce (MPT-7b: 8% fewer tokens/s/GPU on 512 GPUs than on 128, "
+           "predicted the same)")
 _WITHIN = {("70b", 128)}  # the H100 rows the prediction still gets within 15%
 
 
