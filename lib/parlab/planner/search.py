@@ -16,6 +16,7 @@ from .constants import CONSTANTS, Constants
 from .estimate import Estimate, divisors, predict
 from .presets import cluster_for, resolve_model
 from .spec import Layout, LayoutError
+from .stacks import DEFAULT_STACK
 
 _ZERO = cost.ZERO_STAGE_NAMES
 _LAYOUT = ("dp", "tp", "pp", "cp", "ep", "v", "micro_batch", "zero_stage", "recompute",
@@ -212,7 +213,7 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
     for zero, keep in kinds:
         for sp in ((False, True) if tp > 1 else (False,)):
             for v in vs:
-                for rec in cost.RECOMPUTE:  # none, selective, full: ever more recomputed
+                for rec in _recompute_kinds(base, model):  # ever more recomputed
                     bs = divisors(per // pp if v > 1 else per)  # smallest first
                     if zero == 3 and prune:
                         first = zero1_stops.get((sp, v, rec))
@@ -236,6 +237,19 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
                     if stop is None:
                         break  # recomputing more is slower at every micro-batch: nothing to gain
     return best, leanest
+
+
+def _recompute_kinds(base: Layout, model) -> tuple:
+    """The recomputation a layout's stack offers, least first (less memory, more time, in
+    that order): Megatron-LM's none / selective / full (``cost.RECOMPUTE``) on the default
+    stack; on PyTorch's (eager, compile, float8: torchtitan's activation_checkpoint modes)
+    none / per-operator "op" / full, "op" only for a dense model with fused attention, the
+    layers ``cost.op_recomputed`` counts."""
+    if base.stack == DEFAULT_STACK:
+        return cost.RECOMPUTE
+    if model.shape.moe or base.attention != "fused":
+        return ("none", "full")
+    return ("none", "op", "full")
 
 
 def _degrees(name: str, value, default: tuple) -> tuple:
@@ -278,9 +292,9 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     layers). For each layout every ZeRO stage (0-3 without a pipeline; with one 0 and 1,
     and with ``zero3_with_pp`` also 3 -- FSDP2 resharding after each micro-batch or keeping
     the stage unsharded, tried only where ZeRO-1 does not fit: ``_best_variant``. Off by
-    default: no published run in ``validate`` checks ZeRO-3 with a pipeline yet, and where
-    it wins it wins by memory alone, e.g. dropping recomputation),
-    recomputation, sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
+    default: no published run in ``validate`` checks ZeRO-3 resharding with a pipeline (Llama
+    3's keep the stage whole), and where it wins it wins by memory alone, e.g. dropping
+    recomputation), recomputation (the stack's own kinds: ``_recompute_kinds``), sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
     micro-batch is estimated and the fastest variant that fits is kept (ties: the leaner).
     The cluster, attention, dtype, overlaps, ``uneven_stages`` (pp not dividing the
     layers: the slowest stage timed) and ``stack`` are as for ``estimate``. ``attention``: "fused" by

@@ -194,3 +194,25 @@ def test_the_planner_takes_op_but_does_not_search_it():
         planner.Layout(recompute="sac")
     p = planner.plan("llama3-8B", 8, "H100", global_batch=16)
     assert {c.estimate.layout.recompute for c in p.ranked} <= set(cost.RECOMPUTE)
+
+
+def test_plan_on_a_pytorch_stack_searches_op_instead_of_selective():
+    small = {"n_layers": 8, "d_model": 1024, "n_heads": 16, "seq_len": 4096}
+    kw = dict(global_batch=64, tps=(1, 2))
+    torch_ = planner.plan(small, 8, "H100", stack="torch-compile", **kw)
+    seen = {c.estimate.layout.recompute for c in torch_.ranked}
+    assert seen <= {"none", "op", "full"}
+    default = planner.plan(small, 8, "H100", **kw)
+    assert {c.estimate.layout.recompute for c in default.ranked} <= set(cost.RECOMPUTE)
+    # where memory is short, op is what a PyTorch stack falls back on before full: a 7B at
+    # 16k tokens a GPU keeps ~73 GB of activations without recomputation, ~35 GB with op
+    long = {"n_layers": 32, "d_model": 4096, "n_heads": 32, "seq_len": 16384}
+    tight = planner.plan(long, 8, "H100", global_batch=8, tps=(1,), pps=(1,), cps=(1,),
+                         stack="torch-compile")
+    assert tight.best.estimate.layout.recompute == "op"
+    megatron = planner.plan(long, 8, "H100", global_batch=8, tps=(1,), pps=(1,), cps=(1,))
+    assert megatron.best.estimate.layout.recompute in ("selective", "full")
+    # a MoE has no "op" (its experts' grouped GEMMs are not matmuls to torchtitan's counter)
+    moe = planner.plan("mixtral-8x7B", 64, "H100", global_batch=64, stack="torch-compile",
+                       tps=(8,), eps=(8,))
+    assert moe.ranked and all(c.estimate.layout.recompute != "op" for c in moe.ranked)
