@@ -22,8 +22,8 @@ ValueError naming the argument (each module's docstring states its domains).
   memory         ZERO_STAGES, zero_memory, zero_comm_volume (ZeRO); RECOMPUTE (RECOMPUTE_KINDS), LAYERS,
                  activation_memory (Korthikanti et al.'s inventory: their GPT layer, the
                  lab's own, or a LayerShape; TP, SP, CP, recomputation, fused attention),
-                 activation_table (their Table 2); ModelPreset, MODEL_PRESETS, memory_plan,
-                 max_micro_batch
+                 activation_table (their Table 2)
+  fit            does it fit? ModelPreset, MODEL_PRESETS, memory_plan, max_micro_batch
   data_parallel  dp_step_time, dp_speedup (PyTorch DDP, Li et al.)
   fsdp          fsdp_comm_volume, fsdp_gathered_peak (resharding, prefetch; Zhao et al.),
                  hsdp_comm_volume (hybrid sharding), zeropp_comm_volume (ZeRO++),
@@ -73,9 +73,9 @@ from .data_parallel import dp_speedup, dp_step_time, onebit_adam_volume_ratio
 from .fsdp import (FSDP_IMPLS, fsdp_accumulation, fsdp_comm_volume, fsdp_gathered_peak,
                    fsdp_step_exposed, fsdp_unit_exposed, fsdp_unit_messages, hsdp_comm_volume,
                    zero_offload_traffic, zeropp_comm_volume)
-from .memory import (LAYERS, MODEL_PRESETS, RECOMPUTE, RECOMPUTE_KINDS, ZERO_STAGE_NAMES, ZERO_STAGES, ModelPreset,
-                     activation_memory, activation_table, max_micro_batch, memory_plan,
-                     zero_comm_volume, zero_memory)
+from .memory import (LAYERS, RECOMPUTE, RECOMPUTE_KINDS, ZERO_STAGE_NAMES, ZERO_STAGES,
+                     activation_memory, activation_table, zero_comm_volume, zero_memory)
+from .fit import MODEL_PRESETS, ModelPreset, max_micro_batch, memory_plan
 from .pipeline import (PIPELINE_SCHEDULES, bubble_fraction, bubble_ratio, dualpipe_bubble,
                        interleaved_memory_factor, min_micro_batches, pipeline_peak_activations,
                        split_backward_bubble)
