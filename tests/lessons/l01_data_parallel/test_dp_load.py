@@ -36,7 +36,7 @@ def naive_bucketed_ddp_on_four_ranks() -> dict:
 
 def zero3_over_fsdp2() -> float:
     """Section 6's measurement: median of the per-round ratios ZeRO-3 / FSDP2, 2 ranks."""
-    t = zero_timing.step_times([3, "fsdp2"], 2, GPTConfig(), rounds=6, batch_size=16)
+    t = zero_timing.step_times([3, "fsdp2"], 2, GPTConfig(), rounds=12, batch_size=16)
     return statistics.median(a / b for a, b in zip(t[3]["times"], t["fsdp2"]["times"]))
 
 
