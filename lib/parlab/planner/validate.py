@@ -19,7 +19,9 @@ and the estimate. Also, for each row:
                   and highest error over every variant that fits)
   memory          the predicted bytes per GPU of the layout as scored (``MemoryPerGPU``:
                   peak allocated, its ``counter``), the capacity, ``fits``, and the row's
-                  ``memory_note`` -- why a layout that ran does not fit the model, if so
+                  ``memory_note`` -- why a layout that ran does not fit the model, if so;
+                  where the source gives its memory, ``published`` (bytes) and
+                  ``published_counter`` (what it counted)
 
 ``summary(rows)`` scores every row: for all rows, in sample and out of sample, the count
 within TOLERANCE, the median, mean and largest |error|, and the headline "K of N within
@@ -129,7 +131,10 @@ def validate(runs=RUNS, constants: Constants = CONSTANTS) -> list[dict]:
                                    "fits": first.fits},
                     "spread": (min(errs), max(errs)) if errs else (err, err),
                     "memory": {"predicted": mem.total, "capacity": mem.capacity,
-                               "fits": e.fits, "counter": mem.counter},
+                               "fits": e.fits, "counter": mem.counter,
+                               "published": run.extra["memory_gib"] * 2 ** 30
+                               if "memory_gib" in run.extra else None,
+                               "published_counter": run.extra.get("memory_counter")},
                     "memory_note": run.memory_note})
     return out
 
