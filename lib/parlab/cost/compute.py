@@ -10,6 +10,7 @@ FLOP_COUNTS, ``recompute`` one of RECOMPUTE_KINDS; rates and FLOP counts are fin
 from __future__ import annotations
 
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
+from .kernels import ATTENTION
 from .memory import RECOMPUTE_KINDS
 from .transformer import LayerShape, layer_params, op_recomputed
 
@@ -33,7 +34,8 @@ _ATTENTION = {"kaplan": 6, "palm": 12, "megatron": 12}
 
 def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = None, *,
                     vocab_size: int | None = None, count: str = "palm", causal: bool = False,
-                    recompute: str = "none", training: bool = True) -> float:
+                    recompute: str = "none", training: bool = True,
+                    attention: str = "materialized") -> float:
     """Matmul FLOPs per token of a decoder-only transformer: 6 N + c L T d (+ 6 h V).
 
     6 N: each weight a token's matmuls use does one multiply-add (2 FLOPs) forward and two
@@ -71,7 +73,9 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
     recomputation (Narayanan et al. §5.1 report their teraFLOP/s this way): "full" runs
     every layer's forward again, a third of the weights' and the attention's FLOPs (not
     the logits'); "selective" the attention core's forward again (Korthikanti et al.
-    2022, §5), a third of the attention term; "op" (torchtitan's per-operator policy,
+    2022, §5), a third of the attention term -- with ``attention="fused"`` (no scores kept)
+    "selective" recomputes the norms and the activation function instead (``step.layer_time``,
+    ``memory.activation_memory``): no matmul FLOPs; "op" (torchtitan's per-operator policy,
     count="megatron" only) the forward of the matmuls ``transformer.op_recomputed`` names.
     For a GPT layer with "full" that is
     Narayanan et al.'s 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) / (B s).
@@ -83,6 +87,7 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
     causal = check_bool("causal", causal)
     training = check_bool("training", training)
     recompute = check_choice("recompute", recompute, RECOMPUTE_KINDS)
+    fused = check_choice("attention", attention, ATTENTION) == "fused"
     if recompute == "op" and count != "megatron":
         raise ValueError(f"recompute='op' needs count='megatron' (a LayerShape): which "
                          f"matmuls it redoes depends on the layer, not on N")
@@ -120,7 +125,7 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
     total = weights + attention + logits
     if recompute == "full":        # every layer's forward again; the logits are not recomputed
         total += (weights + attention) / 3
-    elif recompute == "selective":  # the attention core's forward again
+    elif recompute == "selective" and not fused:  # the attention core's forward again
         total += attention / 3
     elif recompute == "op":         # some of the matmuls' forward again (2 FLOPs a weight)
         h, q, kv = model.d_model, model.q, model.kv

@@ -40,7 +40,8 @@ def flops_as(e, flops: str = "model", attention: str = "full") -> dict:
     m = e.model
     per_token = cost.flops_per_token(m.shape, m.n_layers, m.seq_len, vocab_size=m.vocab_size,
                                      count="megatron", causal=attention == "causal",
-                                     recompute=e.layout.recompute if flops == "hardware" else "none")
+                                     recompute=e.layout.recompute if flops == "hardware" else "none",
+                                     attention=e.layout.attention)
     rate = per_token * e.tokens_per_second / e.n_gpus  # FLOP/s per GPU
     return {"flops": flops, "attention": attention, "flops_per_token": per_token,
             "tflops_per_gpu": rate / 1e12, "mfu": rate / (e.peak_tflops * 1e12)}

@@ -225,7 +225,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
                     pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak))
     memory = _memory(model, cluster, lay, dp, m, layers, dense, experts)
     executed = cost.flops_per_token(s, L, S, vocab_size=V, count="megatron",
-                                    recompute=lay.recompute) * tokens
+                                    recompute=lay.recompute, attention=lay.attention) * tokens
     return Estimate(model, cluster, lay, n_gpus, dp, B, m, dtype, step, memory,
                     memory.total <= memory.capacity, executed / total / n_gpus / 1e12,
                     model_flops / total / n_gpus / 1e12, model_flops / total / n_gpus / peak,

@@ -216,3 +216,17 @@ def test_plan_on_a_pytorch_stack_searches_op_instead_of_selective():
     moe = planner.plan("mixtral-8x7B", 64, "H100", global_batch=64, stack="torch-compile",
                        tps=(8,), eps=(8,))
     assert moe.ranked and all(c.estimate.layout.recompute != "op" for c in moe.ranked)
+
+
+def test_selective_with_a_fused_kernel_recomputes_no_matmul():
+    # Korthikanti's selective recomputes the attention core (a third of the attention term);
+    # with a fused kernel the planner's selective recomputes the norms and the activation
+    # instead (layer_time, activation_memory), and the FLOP count agrees
+    kw = dict(vocab_size=128256, count="megatron")
+    none = cost.flops_per_token(LLAMA8, 32, 8192, **kw)
+    core = cost.flops_per_token(LLAMA8, 32, 8192, recompute="selective", **kw)
+    fused = cost.flops_per_token(LLAMA8, 32, 8192, recompute="selective", attention="fused", **kw)
+    assert fused == none < core
+    assert core - none == pytest.approx(4 * 32 * 8192 * LLAMA8.q)  # 12 L T q / 3
+    with pytest.raises(ValueError, match="attention"):
+        cost.flops_per_token(LLAMA8, 32, 8192, attention="flash", **kw)

@@ -402,7 +402,8 @@ CASES = {  # function: (valid keyword arguments, {argument: strategy of invalid 
                                 seq_len=NOT_INT1, d_model=NOT_INT1,
                                 vocab_size=_without_none(NOT_INT1),
                                 count=_not_in(cost.FLOP_COUNTS), causal=NOT_BOOL,
-                                recompute=_not_in(cost.RECOMPUTE_KINDS), training=NOT_BOOL)),
+                                recompute=_not_in(cost.RECOMPUTE_KINDS), training=NOT_BOOL,
+                                attention=_not_in(cost.ATTENTION))),
     _variant(cost.flops_per_token, "flops_per_token[megatron]", count="megatron"): (
         dict(model=MOE, n_layers=32, seq_len=4096, vocab_size=32000, causal=False,
              recompute="full", training=True),
