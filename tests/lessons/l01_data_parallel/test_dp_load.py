@@ -22,7 +22,7 @@ from lessons.l01_data_parallel import experiments_zero as zero_timing
 
 def bucketed_vs_naive() -> dict:
     """Section 2's measurement: ms per step of naive DP and two bucket sizes, 2 ranks."""
-    sweep = demos.bucket_sweep(world_size=2, bucket_sizes=(16 << 10, 1 << 20), steps=5)
+    sweep = demos.bucket_sweep(world_size=2, bucket_sizes=(16 << 10, 1 << 20), steps=8)
     assert all(sweep[k]["buckets"] < sweep["naive"]["buckets"] for k in sweep if k != "naive")
     return {k: round(r["median"] * 1e3, 1) for k, r in sweep.items()}
 
