@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
 from .kernels import ATTENTION
 from .memory import RECOMPUTE_KINDS
-from .transformer import LayerShape, layer_params, op_recomputed
+from .transformer import LayerShape, layer_gemms, layer_params, op_recomputed
 
 
 def transformer_params(n_layers: int, d_model: int, d_ff: int | None = None) -> int:
@@ -128,12 +128,9 @@ def flops_per_token(model, n_layers: int, seq_len: int, d_model: int | None = No
     elif recompute == "selective" and not fused:  # the attention core's forward again
         total += attention / 3
     elif recompute == "op":         # some of the matmuls' forward again (2 FLOPs a weight)
-        h, q, kv = model.d_model, model.q, model.kv
-        f = model.d_ff
         share = op_recomputed(model)
-        widths = {"qkv": h * (q + 2 * kv), "proj": q * h, "fc1": (model.matrices - 1) * h * f,
-                  "fc2": f * h}
-        total += 2 * n_layers * sum(share[k] * w for k, w in widths.items())
+        total += 2 * n_layers * sum(share[name] * n * k * c
+                                    for name, _, n, k, c in layer_gemms(model, 1))
     return float(total if training else total / 3)
 
 
