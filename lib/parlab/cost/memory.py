@@ -16,7 +16,7 @@ import numbers
 
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
 from .kernels import ATTENTION
-from .transformer import LayerShape
+from .transformer import LayerShape, layer_gemms, op_recomputed
 
 ZERO_STAGES = (0, 1, 2, 3)
 RECOMPUTE = ("none", "selective", "full")
@@ -166,12 +166,11 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
     and sets aside); "op" (torchtitan's per-operator selective checkpointing, the
     default of its Llama configurations: _apply_ac_to_transformer_block's policy at
     9dec370 saves the output of every other matmul, of attention and of the sequence-
-    parallel reduce-scatters, and recomputes the rest; its matmul counter runs on across
-    steps, so with Llama's seven matmuls a block saves Q, V, the gate and the down
-    projection's output in one step and K, the output projection and the up projection in
-    the next; the larger set is counted, with the layer's input, attention's output and
-    statistics, and the reduce-scatters' outputs; dense LayerShapes only: an MoE layer's
-    grouped GEMMs are not matmuls to that counter). ``attention``: "materialized" (the scores above) or "fused" (a
+    parallel reduce-scatters, and recomputes the rest (``transformer.op_recomputed``): the
+    outputs of the matmuls it keeps -- Q, V, the MLP's first and, with SwiGLU, the down
+    projection's, a full-width partial sum on every TP rank before its reduce-scatter --,
+    the layer's input, attention's output and statistics and the reduce-scatters'
+    outputs; dense LayerShapes only). ``attention``: "materialized" (the scores above) or "fused" (a
     FlashAttention kernel keeps no s x s scores, only its output and fp32 softmax
     statistics, 4 a bytes per token; Dao et al. 2022, §3.1). ``cp``: each GPU holds s/cp
     of the sequence, and scores s/cp x s.
@@ -184,7 +183,8 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
     (qkv and fc1 inputs, the projection's and fc2's / down's, the experts' permuted inputs)
     when Transformer Engine keeps the fp8 copy it cast for the forward GEMM, not the 16-bit
     one (mxfp8: 1.03125 with its scales, ``precision.bytes_per_element``); None: like the
-    rest. Not used with "op", which keeps matmul outputs. Q, K, V (attention runs in 16 bit), norm inputs and the layer input stay.
+    rest. Not used with "op", which keeps matmul outputs. Q, K, V (attention runs in 16
+    bit), norm inputs and the layer input stay.
     """
     S = check_int("seq_len", seq_len)
     b = check_int("micro_batch", micro_batch)
@@ -236,10 +236,10 @@ def activation_memory(seq_len: int, micro_batch: int, d_model: int | None = None
         per_token = 2 * h / split     # the layer's input only
         fixed = 0.0
     elif recompute == "op":
-        # the larger of the two alternating sets of saved matmul outputs: Q, V and the MLP's
-        # first (gate, or GeLU's fc1) -- and with SwiGLU the down projection's output, a
-        # full-width partial sum on every TP rank before its reduce-scatter
-        saved = 2 * (q + kv + f) / t + (2 * h if not gelu else 0.0)
+        # the outputs of the matmuls op keeps, one rank's widths (a row-parallel output is
+        # full width there, before its reduce-scatter)
+        share = op_recomputed(shape)
+        saved = sum(2 * (1 - share[name]) * n for name, _, n, _, _ in layer_gemms(shape, 1, t))
         rs = 2 * 2 * h / t if sp and t > 1 else 0.0   # the two reduce-scatters' outputs
         per_token = 2 * h / split + saved + 2 * q / t + 4 * a / t + rs
         fixed = 4 * a / t                             # attention's fp32 statistics
