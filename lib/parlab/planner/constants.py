@@ -14,7 +14,8 @@ gives and that ``cost.step.Device`` carries:
                         abstract and §4)
   memory_efficiency     share of the HBM bandwidth memory-bound kernels reach
 
-They are the same for every GPU generation; ``CONSTANTS_NOTE`` says how they were chosen and
+They are the same for every GPU generation (one stack, PyTorch 2.1 eager, has its own GEMM
+share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``); ``CONSTANTS_NOTE`` says how they were chosen and
 on which rows (``published.IN_SAMPLE``). They describe one software stack, Megatron-LM with
 Transformer Engine (fused kernels, fused attention): the default. Other stacks reach other
 shares of the same hardware; ``STACKS`` holds one ``Stack`` profile per stack (its constants,
@@ -31,35 +32,50 @@ from ..hardware import GPUSpec
 from ..validate import check_float
 
 
+# the Hopper presets (hardware.GPU_PRESETS) and the torchtitan H100s (published_more)
+HOPPER = ("H100", "H200", "H800", "GH200")
+
+
 @dataclass(frozen=True)
 class Constants:
     gemm_efficiency: float = 0.70
     attention_efficiency: float = 0.32
     memory_efficiency: float = 0.60
     fp8_gemm_efficiency: float | None = None  # None: gemm_efficiency (calibrate measures it)
+    # a stack whose Hopper runs sustain another GEMM share than its others (HOPPER); None: the same
+    hopper_gemm_efficiency: float | None = None
     source: str = "default"
     stack: str = "megatron-te"  # the software stack these shares were measured on (STACKS)
 
     def __post_init__(self):
         for f in ("gemm_efficiency", "attention_efficiency", "memory_efficiency"):
             check_float(f, getattr(self, f), 0.0, high=1.0)
-        if self.fp8_gemm_efficiency is not None:
-            check_float("fp8_gemm_efficiency", self.fp8_gemm_efficiency, 0.0, high=1.0)
+        for f in ("fp8_gemm_efficiency", "hopper_gemm_efficiency"):
+            if getattr(self, f) is not None:
+                check_float(f, getattr(self, f), 0.0, high=1.0)
         if not isinstance(self.stack, str):
             raise ValueError(f"stack={self.stack!r} must be a stack's name (a string)")
+
+    def gemm_share(self, gpu: GPUSpec) -> float:
+        """The 16-bit GEMMs' share of ``gpu``'s dense peak: ``hopper_gemm_efficiency`` on a
+        Hopper GPU (``HOPPER``) where the stack has one, ``gemm_efficiency`` otherwise."""
+        if self.hopper_gemm_efficiency is not None and gpu.name.startswith(HOPPER):
+            return self.hopper_gemm_efficiency
+        return self.gemm_efficiency
 
     def device(self, gpu: GPUSpec, dtype: str) -> cost.Device:
         """A ``cost.Device`` for ``gpu`` computing in ``dtype`` ("bf16", "fp16"; "fp8",
         "mxfp8", "nvfp4": the linear layers at that dtype's peak, the rest 16-bit)."""
+        gemm = self.gemm_share(gpu)
         low = dtype in cost.LOW_PRECISION
         half = "bf16" if low or dtype not in gpu.peak_tflops else dtype
         if half not in gpu.peak_tflops:
             half = "fp16"
         fp8 = gpu.peak_tflops.get(dtype if low else "fp8")
         if fp8 is not None and self.fp8_gemm_efficiency is not None:
-            fp8 *= self.fp8_gemm_efficiency / self.gemm_efficiency  # its own sustained share
+            fp8 *= self.fp8_gemm_efficiency / gemm  # its own sustained share
         return cost.Device(gpu.peak_tflops[half] * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,
-                           self.gemm_efficiency, self.attention_efficiency,
+                           gemm, self.attention_efficiency,
                            self.memory_efficiency, None if fp8 is None else fp8 * 1e12)
 
 
@@ -74,9 +90,9 @@ CONSTANTS_NOTE = (
     "2021 Table 1, a grid in steps of 0.05); attention efficiency, which those rows do not "
     "use (their attention is materialized), from the H200 gpu-report's 1B-model run "
     "(calibrate). They describe the default software stack, Megatron-LM with Transformer "
-    "Engine; a row from another stack uses that stack's profile (stacks.STACKS: "
-    "torch-compile, pytorch-eager, torchao-float8), each with its source and the rows it "
-    "was fitted on. Every other published row is out of sample.")
+    "Engine; a row from another stack (torch.compile, PyTorch eager of 2023 and of today, "
+    "torchao's float8) uses that stack's profile (stacks.STACKS), each with its source and "
+    "the rows it was fitted on. Every other published row is out of sample.")
 
 
 # The first calibration: the H200 figures of docs/measurements.md (2026-11-30, one NVIDIA

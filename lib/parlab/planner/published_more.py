@@ -1,5 +1,5 @@
 """Published runs from stacks other than Megatron: PyTorch FSDP trainers in eager mode
-(MosaicML's llm-foundry on torch 1.13), with ``torch.compile`` and torchao's float8
+(MosaicML's llm-foundry on torch 2.1), with ``torch.compile`` and torchao's float8
 (torchtitan, 2024 and 2025). Each row names its source (a repository file at a commit),
 its table, and the stack profile it is predicted with (``layout["stack"]``,
 ``constants.STACKS``); a row a profile was fitted on says so (``in_sample``), every other
@@ -63,17 +63,10 @@ _MPT = {name: gpt(f"mpt-{name}", l, d, a, 2048, 50368, "llm-foundry scripts/trai
                               ("13b", 40, 5120, 40), ("30b", 48, 7168, 56), ("70b", 80, 8192, 64))}
 
 
-_HOPPER = ("the same code and kernels are within 11% on A100 (the five A100 rows) and "
-           "16-43% slower than predicted on H100 (70B on 128 GPUs: 11%): what the runs lose is "
-           "Hopper-specific. Part of it is shared: Megatron-LM's and torchtitan's narrow models "
-           "miss on H100 too (+23% and more at d_model 4096). Part may be llm-foundry's own: "
-           "attn_impl 'triton' is the Triton flash-attention kernel of 2022, written for A100, "
-           "where the profile's attention share was measured with FlashAttention-2 (SDPA) on "
-           "an H200; neither part is measured here. "
-           "At 512 GPUs the larger FSDP group costs more as well, which the collectives "
-           "model does not reproduce (MPT-7b: 8% fewer tokens/s/GPU on 512 GPUs than on 128, "
-           "predicted the same)")
-_WITHIN = {("70b", 128)}  # the H100 rows the prediction still gets within 15%
+# the 2023 eager stack's Hopper GEMM share (stacks.py, "pytorch-eager-2023") is fitted on this row
+_FITTED = ("7b", 8, "H100")
+_SCALE = ("MPT-7b runs 8% fewer tokens/s/GPU on 512 H100s than on 128; the collectives model "
+          "predicts the same rate at both (FSDP's gathers stay hidden behind each block)")
 
 
 def _foundry():
@@ -98,11 +91,11 @@ def _foundry():
                 f"llm-foundry MPT-{name} {n} {kind}", f"llm-foundry {kind} (eager FSDP)",
                 _FOUNDRY.format(table, added), _MPT[name], gpu, node, n, B,
                 dict(micro_batch=b, zero_stage=zero, recompute="full" if ac else "none",
-                     dtype="bf16", attention="fused", stack="pytorch-eager"),
-                "step_s", B * 2048 / (tps * n),
-                known_miss=_HOPPER if kind == "H100" and (name, n) not in _WITHIN else "",
+                     dtype="bf16", attention="fused", stack="pytorch-eager-2023"),
+                "step_s", B * 2048 / (tps * n), in_sample=(name, n, kind) == _FITTED,
                 note=f"{tps} tokens/s/GPU; FULL_SHARD (ZeRO-3), sequence 2048, amp_bf16, "
-                     f"{'full' if ac else 'no'} activation checkpointing")
+                     f"{'full' if ac else 'no'} activation checkpointing"
+                     + (f"; {_SCALE}" if (name, n) == ("7b", 512) else ""))
 
 
 _EAGER = ("the eager profile is the lab's eager/compiled gap (1.09x on a 1B GPT, GeLU, "
@@ -113,10 +106,10 @@ _BF16_500W = ("with torchtitan's own checkpointing (recompute 'op': K, the outpu
               "projections again, 36.5% of the forward's matmul FLOPs, attention kept) the bf16 "
               "8B runs take 23-38% longer than the compile profile predicts; the 70B runs on "
               "the same machines (full checkpointing, d_model 8192) 14%. The same split by "
-              "width shows on H100 under the other stacks -- Megatron-LM's 7.1B (d_model 4096) "
-              "+23% where 16B and up are within 12%, llm-foundry's 7b +25% where its 70b is "
-              "+11% -- and not on A100: what the model misses on Hopper grows as the layer "
-              "narrows. The profile's shares come from the lab's 700 W H200; these H100s are "
+              "width shows on H100 under Megatron-LM -- its 7.1B (d_model 4096) +23% where 16B "
+              "and up are within 12% -- and not on A100: what the model misses on Hopper grows "
+              "as the layer narrows. (llm-foundry's 2023 eager stack lost more on H100, at every "
+              "width; it has its own Hopper share, pytorch-eager-2023.) The profile's shares come from the lab's 700 W H200; these H100s are "
               "capped at 500 W with a peak the source cannot give (footnote 2; the midpoint is "
               "taken). The float8 share, fitted on this machine's 8-GPU row (0.42), takes the "
               "gap in for the fp8 rows")

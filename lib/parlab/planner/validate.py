@@ -224,8 +224,8 @@ def validated_scale(layout: Layout, n_gpus: int) -> dict | None:
     otherwise {"kind", "largest" (its GPUs), "errors" (the planner's lowest and highest
     error on the rows at that scale)}: the prediction extrapolates beyond every run the
     planner was checked on. FSDP2-style ZeRO-3, for one, is checked up to llm-foundry's
-    512 H100s, where its over-prediction had grown with the group (MPT-7b: +25% on 8 GPUs,
-    +41% on 512)."""
+    512 H100s (MPT-70b -9%, MPT-7b +12% there; MPT-7b +0.1% on 8 GPUs, the row its stack's
+    Hopper share was fitted on: the error grows with the group)."""
     n_gpus = check_int("n_gpus", n_gpus)
     key = _scale_key(layout)
     largest, errors = _largest_runs().get(key, (0, (0.0, 0.0)))

@@ -176,3 +176,47 @@ def test_plan_takes_a_stack():
     assert eager.best.step_time > default.best.step_time
     with pytest.raises(ValueError, match="stack="):
         planner.plan(small, 8, "H100", global_batch=64, stack="eager")
+
+
+def test_the_2023_eager_stack_has_its_own_hopper_share(rows):
+    s = STACKS["pytorch-eager-2023"]
+    eager = STACKS["pytorch-eager"].constants
+    (name,) = s.fitted_on
+    run = next(r for r in planner.RUNS if r.name == name)
+
+    # the share is its one row's fit (bisection, as for float8)
+    def step(eff):
+        return predict_run(run, replace(s.constants, hopper_gemm_efficiency=eff)).step_time.total
+    lo, hi = 0.05, 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if step(mid) <= run.value else (mid, hi)
+    assert s.constants.hopper_gemm_efficiency == pytest.approx(hi, abs=0.005)
+    # ... and only the Hopper GEMMs change: off Hopper the profile is the eager one
+    from parlab.hardware import GPU_PRESETS
+    for gpu in GPU_PRESETS.values():
+        hopper = gpu.name.startswith(planner.constants.HOPPER)
+        assert s.constants.gemm_share(gpu) == (0.53 if hopper else eager.gemm_efficiency), gpu.name
+        assert eager.gemm_share(gpu) == eager.gemm_efficiency
+    a100 = [r for r in planner.RUNS if r.layout.get("stack") == s.name and r.gpu.startswith("A100")]
+    h100 = [r for r in planner.RUNS if r.layout.get("stack") == s.name and r.gpu.startswith("H100")
+            and not r.in_sample]
+    assert len(a100) == 5 and len(h100) == 7
+    # out of sample: the other H100 rows (1b to 70b, 8 to 512 GPUs) within 15%, the A100 rows too
+    for r in a100 + h100:
+        assert abs(rows[r.name]["error"]) <= planner.TOLERANCE, r.name
+    # planted: the same share on every GPU puts most A100 rows out of the band -- the loss is
+    # Hopper's, not the stack's everywhere
+    everywhere = replace(s.constants, gemm_efficiency=0.53, hopper_gemm_efficiency=None)
+    off = [r.name for r in a100
+           if abs(r.value / predict_run(r, everywhere).step_time.total - 1) > planner.TOLERANCE]
+    assert len(off) >= 3, off
+    # and without it the H100 rows miss, every one optimistic
+    for r in h100:
+        today = predict_run(replace(r, layout={**r.layout, "stack": "pytorch-eager"}))
+        assert today.constants is eager and r.value / today.step_time.total - 1 > 0.10, r.name
+
+
+def test_a_hopper_share_is_a_share():
+    with pytest.raises(ValueError, match="hopper_gemm_efficiency"):
+        planner.Constants(hopper_gemm_efficiency=1.5)
