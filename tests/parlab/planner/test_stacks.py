@@ -78,7 +78,12 @@ def test_each_profile_is_fitted_only_on_the_rows_it_names(rows):
             run = by_name[name]  # a fitted row is a published row ...
             assert run.in_sample and run.layout.get("stack", "megatron-te") == s.name, name
             fitted.add(name)
-    # ... and a row is in sample only where its own profile was fitted on it
+    # ... and a row is in sample only where its own profile, or its GPU's unknown sustained
+    # rate (published_more.FITTED_MACHINE), was fitted on it
+    for gpu, names in published_more.FITTED_MACHINE.items():
+        for name in names:
+            assert by_name[name].in_sample and getattr(by_name[name].gpu, "name", None) == gpu
+            fitted.add(name)
     assert {r.name for r in planner.IN_SAMPLE} == fitted
     for r in planner.RUNS:
         assert r.layout.get("stack", "megatron-te") in STACKS, r.name
@@ -144,28 +149,61 @@ def test_the_rows_from_other_stacks(rows):
 
 
 def test_the_profiles_out_of_sample(rows):
-    # the fitted rows reproduce; the float8 profile's other rows are within 15% (all but one
-    # at most); the compile profile, measured on the lab's 700 W H200, is optimistic on
-    # every torchtitan bf16 row (500 W H100s), and those beyond 15% say why (test_planner
-    # checks a known miss really misses)
+    # the fitted rows reproduce; out of sample, the rows beyond 15% are few and each says why
+    # (test_planner checks a known miss really misses): for float8, the two H200 rows (the
+    # share comes from the 500 W H100s); for compile, the 8B async-TP row
     for s in STACKS.values():
         mine = [r for r in rows.values() if r["estimate"].constants.stack == s.name]
         for r in mine:
             if r["in_sample"]:
                 assert abs(r["error"]) < (0.06 if s.name == "megatron-te" else 0.01), r["name"]
         out = [r for r in mine if not r["in_sample"]]
-        good = [r for r in out if abs(r["error"]) <= planner.TOLERANCE]
+        bad = {r["name"] for r in out if abs(r["error"]) > planner.TOLERANCE}
+        assert all(rows[n]["known_miss"] for n in bad), s.name
         if s.name == "torchao-float8":
-            assert len(out) >= 8 and len(good) >= len(out) - 1, s.name
+            assert len(out) >= 8 and bad == {"torchtitan 8B 32 H200 Float8 (Trainy)",
+                                             "torchtitan 8B 64 H200 Float8 (Trainy)"}
         if s.name == "torch-compile":
-            assert len(out) >= 6 and all(r["error"] > 0 for r in out)
-            assert all(r["known_miss"] for r in out if r not in good)
-    # the eager profile moves the prediction toward the run (default stack: +42%; profile
-    # +32%: the rest is what the compile profile misses on these GPUs as well)
+            assert len(out) >= 5 and bad == {"torchtitan 2025 8B 64 H100 AsyncTP bf16"}
+    # the eager profile moves the prediction toward the run, beyond what the default gives
     run = next(r for r in planner.RUNS if r.name == "torchtitan 8B 8 H100 FSDP")
     default = predict_run(replace(run, layout={**run.layout, "stack": "megatron-te"}))
     before = run.value / default.step_time.total - 1
     assert before > rows[run.name]["error"] + 0.05 > 0.05
+
+
+def test_the_500w_h100s_sustained_rate_is_its_rows_fit(rows):
+    # torchtitan's H100s: a peak "between SXM and NVL" the source does not know; the rate they
+    # sustain is fitted on one bf16 row (compile profile, the lab's shares), scaling the
+    # compute peaks (bf16 and fp8) and not the HBM: a power cap lowers the SM clock
+    spec = published_more.H100_96_500W
+    (name,) = published_more.FITTED_MACHINE[spec.name]
+    run = next(r for r in planner.RUNS if r.name == name)
+    mid = published_more._MIDPOINT
+
+    def step(f):
+        g = replace(spec, peak_tflops={**spec.peak_tflops, **{k: v * f for k, v in mid.items()}})
+        return predict_run(replace(run, gpu=g)).step_time.total
+    lo, hi = 0.3, 1.2
+    for _ in range(30):
+        x = (lo + hi) / 2
+        lo, hi = (lo, x) if step(x) <= run.value else (x, hi)
+    assert published_more.SUSTAINED_500W == pytest.approx(hi, abs=0.005)
+    assert spec.hbm_gb_per_s == 2400
+    assert spec.peak_tflops["fp8"] == pytest.approx(2 * spec.peak_tflops["bf16"], rel=1e-3)
+    # a sustained rate, below even the NVL's peak (835.5): not a peak the source could mean
+    assert spec.peak_tflops["bf16"] < 835.5 < mid["bf16"]
+    # out of sample on that machine (bf16 and fp8, 8B and 70B, 8 to 256 GPUs): all within 15%
+    # but the one async-TP row the overlap model overrates
+    mine = [r for r in rows.values() if r["estimate"].cluster.gpu.name == spec.name
+            and not r["in_sample"]]
+    bad = [r["name"] for r in mine if abs(r["error"]) > planner.TOLERANCE]
+    assert len(mine) >= 14 and bad == ["torchtitan 2025 8B 64 H100 AsyncTP bf16"]
+    # planted: at the midpoint peak (no sustained rate) the bf16 rows run too fast again
+    bf16 = [r for r in planner.RUNS if r.gpu is spec and r.layout["dtype"] == "bf16"]
+    nominal = [r.value / predict_run(replace(r, gpu=replace(spec, peak_tflops={
+        **spec.peak_tflops, **mid}))).step_time.total - 1 for r in bf16]
+    assert sum(e > planner.TOLERANCE for e in nominal) >= 5
 
 
 def test_plan_takes_a_stack():
