@@ -21,6 +21,15 @@ def rows():
     return {r["name"]: r for r in planner.validate()}
 
 
+def fit(step, want: float, lo: float, hi: float) -> float:
+    """The value in (lo, hi] at which ``step`` (a step time that falls as the value grows)
+    takes ``want`` seconds: bisection, as each fitted number was found."""
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if step(mid) <= want else (mid, hi)
+    return hi
+
+
 def test_the_default_stack_is_megatron_te_and_changes_nothing():
     assert Layout().stack == stacks.DEFAULT_STACK == "megatron-te"
     assert STACKS["megatron-te"].constants is planner.CONSTANTS
@@ -103,11 +112,8 @@ def test_the_eager_share_is_the_labs_eager_run():
         return estimate(cfg["n_layers"], None, None, cfg["seq_len"], cfg["vocab_size"], 1, 1, 1,
                         run["batch_size"], run["batch_size"], "H200", shape=shape,
                         constants=c).step_time.total
-    lo, hi = 0.05, 1.0
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if step(mid) <= want else (mid, hi)
-    assert STACKS["pytorch-eager"].constants.memory_efficiency == pytest.approx(hi, abs=0.005)
+    eager = STACKS["pytorch-eager"].constants
+    assert eager.memory_efficiency == pytest.approx(fit(step, want, 0.05, 1.0), abs=0.005)
     assert step(0.60) < want  # the compiled shares are too fast for eager: a real difference
 
 
@@ -118,11 +124,8 @@ def test_the_float8_share_is_its_rows_fit():
 
     def step(eff):
         return predict_run(run, replace(s.constants, fp8_gemm_efficiency=eff)).step_time.total
-    lo, hi = 0.05, 1.0
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if step(mid) <= run.value else (mid, hi)
-    assert s.constants.fp8_gemm_efficiency == pytest.approx(hi, abs=0.005)
+    share = fit(step, run.value, 0.05, 1.0)
+    assert s.constants.fp8_gemm_efficiency == pytest.approx(share, abs=0.005)
     # below the lab's own fp8 GEMM (torch._scaled_mm on the H200): the recipe's overheads
     assert s.constants.fp8_gemm_efficiency < planner.calibrate(planner.H200_REPORT).fp8_gemm_efficiency
 
@@ -184,11 +187,7 @@ def test_the_500w_h100s_sustained_rate_is_its_rows_fit(rows):
     def step(f):
         g = replace(spec, peak_tflops={**spec.peak_tflops, **{k: v * f for k, v in mid.items()}})
         return predict_run(replace(run, gpu=g)).step_time.total
-    lo, hi = 0.3, 1.2
-    for _ in range(30):
-        x = (lo + hi) / 2
-        lo, hi = (lo, x) if step(x) <= run.value else (x, hi)
-    assert published_more.SUSTAINED_500W == pytest.approx(hi, abs=0.005)
+    assert published_more.SUSTAINED_500W == pytest.approx(fit(step, run.value, 0.3, 1.2), abs=0.005)
     assert spec.hbm_gb_per_s == 2400
     assert spec.peak_tflops["fp8"] == pytest.approx(2 * spec.peak_tflops["bf16"], rel=1e-3)
     # a sustained rate, below even the NVL's peak (835.5): not a peak the source could mean
@@ -225,11 +224,8 @@ def test_the_2023_eager_stack_has_its_own_hopper_share(rows):
     # the share is its one row's fit (bisection, as for float8)
     def step(eff):
         return predict_run(run, replace(s.constants, hopper_gemm_efficiency=eff)).step_time.total
-    lo, hi = 0.05, 1.0
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if step(mid) <= run.value else (mid, hi)
-    assert s.constants.hopper_gemm_efficiency == pytest.approx(hi, abs=0.005)
+    share = fit(step, run.value, 0.05, 1.0)
+    assert s.constants.hopper_gemm_efficiency == pytest.approx(share, abs=0.005)
     # ... and only the Hopper GEMMs change: off Hopper the profile is the eager one
     from parlab.hardware import GPU_PRESETS
     for gpu in GPU_PRESETS.values():
