@@ -30,6 +30,17 @@ def fit(step, want: float, lo: float, hi: float) -> float:
     return hi
 
 
+def refit(stack: str, field: str) -> float:
+    """A stack profile's fitted share ``field``, found again on the one row it names."""
+    s = STACKS[stack]
+    (name,) = s.fitted_on
+    run = next(r for r in planner.RUNS if r.name == name)
+
+    def step(eff):
+        return predict_run(run, replace(s.constants, **{field: eff})).step_time.total
+    return fit(step, run.value, 0.05, 1.0)
+
+
 def test_the_default_stack_is_megatron_te_and_changes_nothing():
     assert Layout().stack == stacks.DEFAULT_STACK == "megatron-te"
     assert STACKS["megatron-te"].constants is planner.CONSTANTS
@@ -119,12 +130,7 @@ def test_the_eager_share_is_the_labs_eager_run():
 
 def test_the_float8_share_is_its_rows_fit():
     s = STACKS["torchao-float8"]
-    (name,) = s.fitted_on
-    run = next(r for r in planner.RUNS if r.name == name)
-
-    def step(eff):
-        return predict_run(run, replace(s.constants, fp8_gemm_efficiency=eff)).step_time.total
-    share = fit(step, run.value, 0.05, 1.0)
+    share = refit("torchao-float8", "fp8_gemm_efficiency")
     assert s.constants.fp8_gemm_efficiency == pytest.approx(share, abs=0.005)
     # below the lab's own fp8 GEMM (torch._scaled_mm on the H200): the recipe's overheads
     assert s.constants.fp8_gemm_efficiency < planner.calibrate(planner.H200_REPORT).fp8_gemm_efficiency
@@ -218,13 +224,8 @@ def test_plan_takes_a_stack():
 def test_the_2023_eager_stack_has_its_own_hopper_share(rows):
     s = STACKS["pytorch-eager-2023"]
     eager = STACKS["pytorch-eager"].constants
-    (name,) = s.fitted_on
-    run = next(r for r in planner.RUNS if r.name == name)
-
     # the share is its one row's fit (bisection, as for float8)
-    def step(eff):
-        return predict_run(run, replace(s.constants, hopper_gemm_efficiency=eff)).step_time.total
-    share = fit(step, run.value, 0.05, 1.0)
+    share = refit("pytorch-eager-2023", "hopper_gemm_efficiency")
     assert s.constants.hopper_gemm_efficiency == pytest.approx(share, abs=0.005)
     # ... and only the Hopper GEMMs change: off Hopper the profile is the eager one
     from parlab.hardware import GPU_PRESETS
