@@ -155,9 +155,18 @@ def validation_figure(rows: list[dict], title: str = "", tolerance: float = 0.15
         fig.add_hrect(y0=-100 * tolerance, y1=100 * tolerance, fillcolor=VALIDATION_COLORS["tolerance"],
                       opacity=0.12, line_width=0, row=1, col=col)
     base_layout(fig, title or "The planner against published runs: predicted / published - 1",
-                barmode="overlay", height=480, legend=dict(orientation="h", y=-0.55))
+                barmode="overlay", height=720,
+                legend=dict(orientation="h", x=0.01, yref="container", y=0.91, yanchor="top"))
+    # the runs' names stand upright below the bars, in a margin as tall as the longest
+    # (at 8 px, about 5 px a character), so none runs off the figure's edge; the legend
+    # sits between the title and the panels
+    longest = max((len(r["name"]) for r in rows), default=10)
+    fig.update_layout(margin=dict(t=120, b=int(5 * longest) + 20))
     fig.update_yaxes(title_text="error, % (clipped at ±60)", range=[-62, 62], row=1, col=1)
-    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    fig.update_xaxes(tickangle=-90, tickfont=dict(size=8))
+    for col, (_, rs) in enumerate(sides, 1):  # every run named, not every other one
+        names = [r["name"] for r in rs]
+        fig.update_xaxes(tickmode="array", tickvals=names, ticktext=names, row=1, col=col)
     return fig
 
 
