@@ -2,8 +2,9 @@
 (MosaicML's llm-foundry on torch 2.1), with ``torch.compile`` and torchao's float8
 (torchtitan, 2024 and 2025). Each row names its source (a repository file at a commit),
 its table, and the stack profile it is predicted with (``layout["stack"]``,
-``constants.STACKS``); a row a profile was fitted on says so (``in_sample``), every other
-row is out of sample for that profile.
+``stacks.STACKS``); a row a profile was fitted on says so (``in_sample``), and so does the
+one row the 500 W H100s' sustained rate was fitted on (``FITTED_MACHINE``); every other row
+is out of sample.
 
 Throughputs are converted to seconds per step, the one figure that needs no FLOP
 convention: step_s = global batch x sequence / (tokens/s/GPU x GPUs). llm-foundry's MFU
