@@ -18,10 +18,10 @@ They are the same for every GPU generation (one stack, PyTorch 2.1 eager, has it
 GEMM share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``); ``CONSTANTS_NOTE``
 says how they were chosen and on which rows (``published.IN_SAMPLE``). They describe one
 software stack, Megatron-LM with Transformer Engine (fused kernels, fused attention): the
-default. Other stacks reach other
-shares of the same hardware; ``STACKS`` holds one ``Stack`` profile per stack (its constants,
-its sources, the published rows it was fitted on), and a layout names its stack
-(``Layout.stack``, ``estimate(..., stack=...)``); see ``stacks.py``.
+default. Other stacks reach other shares of the same hardware; ``STACKS`` holds one
+``Stack`` profile per stack (its constants, its sources, the published rows it was fitted
+on), and a layout names its stack (``Layout.stack``, ``estimate(..., stack=...)``); see
+``stacks.py``.
 """
 
 from __future__ import annotations
