@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from ..hardware import GPU_PRESETS
 from .presets import MODELS, gpt, llama
+from .stacks import STACKS
 
 # a row is the keyword arguments of a ``published.PublishedRun`` (published.py makes them;
 # importing it here would make a cycle)
@@ -26,7 +27,12 @@ _FIELDS = ("name", "group", "source", "model", "gpu", "node", "n_gpus", "global_
 
 
 def _row(*args, **kw) -> dict:
-    return {**dict(zip(_FIELDS, args)), **kw}
+    """A row, in sample where a stack profile (``STACKS``' fitted_on) or a GPU preset's
+    unknown (``FITTED_MACHINE``) was fitted on it: named there, not again here."""
+    row = {**dict(zip(_FIELDS, args)), **kw}
+    fitted = {n for s in STACKS.values() for n in s.fitted_on} | {
+        n for names in FITTED_MACHINE.values() for n in names}
+    return {**row, "in_sample": row["name"] in fitted}
 
 _FOUNDRY = ("mosaicml/llm-foundry scripts/train/benchmarking/README.md at 495218376 "
             "(2024-04-22), table '{}' (added at {}); the runs as sweep.sh at that commit "
@@ -75,8 +81,6 @@ _MPT = {name: gpt(f"mpt-{name}", l, d, a, 2048, 50368, "llm-foundry scripts/trai
                               ("13b", 40, 5120, 40), ("30b", 48, 7168, 56), ("70b", 80, 8192, 64))}
 
 
-# the 2023 eager stack's Hopper GEMM share (stacks.py, "pytorch-eager-2023") is fitted on this row
-_FITTED = ("7b", 8, "H100")
 _SCALE = ("MPT-7b runs 8% fewer tokens/s/GPU on 512 H100s than on 128; the collectives model "
           "predicts the same rate at both (FSDP's gathers stay hidden behind each block)")
 
@@ -104,7 +108,7 @@ def _foundry():
                 _FOUNDRY.format(table, added), _MPT[name], gpu, node, n, B,
                 dict(micro_batch=b, zero_stage=zero, recompute="full" if ac else "none",
                      dtype="bf16", attention="fused", stack="pytorch-eager-2023"),
-                "step_s", B * 2048 / (tps * n), in_sample=(name, n, kind) == _FITTED,
+                "step_s", B * 2048 / (tps * n),
                 note=f"{tps} tokens/s/GPU; FULL_SHARD (ZeRO-3), sequence 2048, amp_bf16, "
                      f"{'full' if ac else 'no'} activation checkpointing"
                      + (f"; {_SCALE}" if (name, n) == ("7b", 512) else ""))
@@ -139,17 +143,17 @@ def _titan():
     t = _TITAN_2412
     sac = dict(zero_stage=3, micro_batch=2, recompute=_OP_SAC, attention="fused")
     for table, n, B in (("Table 1 (8 GPUs)", 8, 16), ("Table 3 (128 GPUs)", 128, 256)):
-        for stack, dtype, tps, fitted, gib in (
-                ("pytorch-eager", "bf16", {8: 5762, 128: 5605}[n], False, {8: 82.4, 128: 67.0}[n]),
-                ("torch-compile", "bf16", {8: 6667, 128: 6514}[n], n == 8, {8: 77.0, 128: 62.0}[n]),
-                ("torchao-float8", "fp8", {8: 8532, 128: 8380}[n], n == 8, {8: 76.8, 128: 61.8}[n])):
+        for stack, dtype, tps, gib in (
+                ("pytorch-eager", "bf16", {8: 5762, 128: 5605}[n], {8: 82.4, 128: 67.0}[n]),
+                ("torch-compile", "bf16", {8: 6667, 128: 6514}[n], {8: 77.0, 128: 62.0}[n]),
+                ("torchao-float8", "fp8", {8: 8532, 128: 8380}[n], {8: 76.8, 128: 61.8}[n])):
             label = {"pytorch-eager": "FSDP", "torch-compile": "FSDP + compile",
                      "torchao-float8": "FSDP + compile + Float8"}[stack]
             yield _row(
                 f"torchtitan 8B {n} H100 {label}", "torchtitan 2024-12 (H100 500 W)",
                 t.format(table), m8, H100_96_500W, "Grand-Teton-H100", n, B,
                 dict(**sac, dtype=dtype, stack=stack), "step_s", B * 8192 / (tps * n),
-                in_sample=fitted, extra={"memory_gib": gib, "memory_counter": _RESERVED},
+                extra={"memory_gib": gib, "memory_counter": _RESERVED},
                 note=f"{tps} tokens/s/GPU; Llama 3.1 8B, sequence 8192 (train_configs/"
                      "llama3_8b.toml at 9dec370), local batch 2, selective (op) "
                      "checkpointing" + ("; " + _EAGER if stack == "pytorch-eager" else ""))

@@ -294,8 +294,9 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     the stage unsharded, tried only where ZeRO-1 does not fit: ``_best_variant``. Off by
     default: no published run in ``validate`` checks ZeRO-3 resharding with a pipeline (Llama
     3's keep the stage whole), and where it wins it wins by memory alone, e.g. dropping
-    recomputation), recomputation (the stack's own kinds: ``_recompute_kinds``), sequence parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and
-    micro-batch is estimated and the fastest variant that fits is kept (ties: the leaner).
+    recomputation), recomputation (the stack's own kinds: ``_recompute_kinds``), sequence
+    parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and micro-batch is estimated and
+    the fastest variant that fits is kept (ties: the leaner).
     The cluster, attention, dtype, overlaps, ``uneven_stages`` (pp not dividing the
     layers: the slowest stage timed) and ``stack`` are as for ``estimate``. ``attention``: "fused" by
     default (a FlashAttention-style kernel: no s x s scores kept, in time and memory),
