@@ -1,10 +1,11 @@
 """Published runs from stacks other than Megatron: PyTorch FSDP trainers in eager mode
 (MosaicML's llm-foundry on torch 2.1), with ``torch.compile`` and torchao's float8
-(torchtitan, 2024 and 2025). Each row names its source (a repository file at a commit),
-its table, and the stack profile it is predicted with (``layout["stack"]``,
-``stacks.STACKS``); a row a profile was fitted on says so (``in_sample``), and so does the
-one row the 500 W H100s' sustained rate was fitted on (``FITTED_MACHINE``); every other row
-is out of sample.
+(torchtitan, 2024 and 2025); and Megatron with Transformer Engine in FP8, MXFP8 and
+NVFP4 on H100, B200 and GB200 (NVIDIA's Megatron-Bridge tables). Each row names its source
+(a repository file at a commit), its table, and the stack profile it is predicted with
+(``layout["stack"]``, ``stacks.STACKS``); a row a profile was fitted on says so
+(``in_sample``), and so does the one row the 500 W H100s' sustained rate was fitted on
+(``FITTED_MACHINE``); every other row is out of sample.
 
 Throughputs are converted to seconds per step, the one figure that needs no FLOP
 convention: step_s = global batch x sequence / (tokens/s/GPU x GPUs). llm-foundry's MFU
@@ -207,6 +208,12 @@ _L405 = llama("llama3.1-405B", 126, 16384, 128, 8, 53248, 8192, 128256,
               "Llama 3.1 405B: Dubey et al. 2024, Table 3")
 
 
+def _bridge_layout(degrees, micro_batch, dtype, size):
+    tp = degrees.get("tp", 1)
+    return dict(**{"zero_stage": 1, **degrees}, micro_batch=micro_batch, sequence_parallel=tp > 1,
+                tp_comm_overlap=tp > 1, dtype=dtype, uneven_stages=size == "405B")
+
+
 def _bridge():
     """Megatron + Transformer Engine in FP8 on H100, by release: the default stack's fp8
     (its GEMMs at the fp8 peak, the same 0.70 share), out of sample."""
@@ -218,13 +225,10 @@ def _bridge():
             ("26.04.01 NeMo Container", "405B", _L405, 1024, 1536, dict(tp=8, pp=8, cp=2, v=8),
              328))
     for release, size, model, n, B, degrees, tps in rows:
-        tp = degrees.get("tp", 1)
         yield _row(
             f"Megatron-Bridge {release.split()[0]} {size} {n} H100 FP8",
             "Megatron-Bridge H100 FP8", _BRIDGE.format(release), model, "H100-SXM5-80GB",
-            "DGX-H100", n, B,
-            dict(**{"zero_stage": 1, **degrees}, micro_batch=1, sequence_parallel=tp > 1, tp_comm_overlap=tp > 1, dtype="fp8",
-                 uneven_stages=size == "405B"),
+            "DGX-H100", n, B, _bridge_layout(degrees, 1, "fp8", size),
             "step_s", B * 8192 / (tps * n), search=("recompute",),
             note=f"{tps} tokens/s/GPU; micro-batch 1, sequence 8192; TP overlap with "
                  "userbuffers where tp > 1 (perf_recipes/llama/h100/llama3.py at 4ab94dfad); "
@@ -232,4 +236,70 @@ def _bridge():
                  "4ab94dfad recomputes 5 of the 8B's 32 layers)")
 
 
-MORE_ROWS = (*_foundry(), *_titan(), *_bridge())  # published.RUNS holds them as PublishedRuns
+_BLACKWELL = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md at 067f987df "
+              "(2026-08-22), '{} NeMo Container', DGX-{} (Megatron-Core + Transformer Engine; "
+              "FP8 = FP8-CS, per-tensor current scaling; MXFP8 = FP8-MX, 32-value blocks)")
+# Every Llama 3 pre-training layout the archive gives on the two Blackwell systems with a
+# preset (B200, GB200; not B300, GB300), each at the latest release that lists it; 25.09's
+# table gives MXFP8 in parentheses, its micro-batch from its GA column
+_BLACKWELL_ROWS = (  # release, gpu, size, GPUs, precision, batch, micro-batch, degrees, tokens/s/GPU
+    ("26.04.01", "GB200", "70B", 64, "FP8", 256, 2, dict(zero_stage=3), 4224),
+    ("26.04.01", "GB200", "70B", 64, "MXFP8", 256, 1, dict(tp=2, pp=4, v=5), 3712),
+    ("26.04.01", "GB200", "70B", 64, "NVFP4", 256, 1, dict(tp=2, pp=4, v=5), 4864),
+    ("26.06", "GB200", "405B", 256, "FP8", 1536, 1, dict(tp=4, pp=16, v=4), 843),
+    ("26.06", "GB200", "405B", 256, "MXFP8", 1536, 1, dict(tp=4, pp=16, v=8), 783),
+    ("26.06", "GB200", "405B", 256, "NVFP4", 1536, 1, dict(tp=4, pp=16, v=8), 1166),
+    ("26.02.01", "GB200", "405B", 256, "NVFP4", 1536, 1, dict(tp=4, pp=16, v=4), 1083),
+    ("25.11", "GB200", "8B", 8, "FP8", 128, 2, {}, 31508),
+    ("25.11", "GB200", "8B", 8, "MXFP8", 128, 2, {}, 29789),
+    ("25.09", "GB200", "70B", 64, "FP8", 128, 2, dict(zero_stage=3), 3986),
+    ("25.09", "GB200", "70B", 64, "MXFP8", 128, 1, dict(tp=2, pp=4, v=5), 3546),
+    ("25.09", "GB200", "405B", 128, "FP8", 64, 1, dict(zero_stage=3, tp=2), 729),
+    ("25.09", "GB200", "405B", 128, "MXFP8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 578),
+    ("25.11", "B200", "8B", 8, "FP8", 128, 2, {}, 30624),
+    ("25.11", "B200", "8B", 8, "MXFP8", 128, 2, {}, 29521),
+    ("25.11", "B200", "405B", 128, "FP8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 661),
+    ("25.11", "B200", "405B", 128, "MXFP8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 624),
+)
+
+
+# the planner runs MXFP8 and NVFP4 at their peaks with FP8's share and casts, so it predicts
+# MXFP8 exactly as fast as FP8 at one layout; measured, it is 4-6% slower (25.11: 8B on 8
+# GB200s 29,789 against 31,508 tokens/s/GPU, 8B on 8 B200s 29,521 / 30,624, 405B on 128
+# B200s 624 / 661) -- a cost of the block-scaled recipe (quantizing each operand along two
+# axes, the scales' handling in the GEMM) that no source here measures by itself
+_MX_GAP = ("at one layout the archive's MXFP8 runs are 4-6% slower than its FP8 ones (three "
+           "pairs, B200 and GB200), which the planner does not model")
+_MX = "MXFP8 at FP8's speed: " + _MX_GAP
+_LAYOUT70 = ("; the 70B's TP 2 / PP 4 / VP 5 on GB200 is about 13-17% optimistic beyond that, and "
+             "the archive has no FP8 run of that layout to tell the format from the layout")
+_BLACKWELL_MISS = {
+    ("26.04.01", "GB200", "70B", "MXFP8"): _MX + _LAYOUT70,
+    ("25.09", "GB200", "70B", "MXFP8"): _MX + _LAYOUT70,
+    ("26.04.01", "GB200", "70B", "NVFP4"): "NVFP4 at its peak with FP8's share: " + _MX_GAP + _LAYOUT70,
+    ("25.11", "GB200", "8B", "MXFP8"): _MX,
+    ("25.09", "GB200", "405B", "MXFP8"):
+        _MX + "; and 25.09's B200 table ran the same layout faster (622 tokens/s/GPU against "
+        "578) on the GPU with the lower peaks: what held this GB200 run back is not in the table",
+}
+
+
+def _bridge_blackwell():
+    """The same stack on B200 and GB200 in FP8, MXFP8 and NVFP4: no constant was fitted on
+    a Blackwell GPU or a block-scaled format, so every row is out of sample."""
+    models = {"8B": MODELS["llama3-8B"], "70B": MODELS["llama3-70B"], "405B": _L405}
+    for release, gpu, size, n, precision, B, b, degrees, tps in _BLACKWELL_ROWS:
+        yield _row(
+            f"Megatron-Bridge {release} {size} {n} {gpu} {precision}",
+            "Megatron-Bridge B200/GB200", _BLACKWELL.format(release, gpu), models[size], gpu,
+            {"GB200": "GB200-NVL72", "B200": "DGX-B200"}[gpu], n, B,
+            _bridge_layout(degrees, b, precision.lower(), size),
+            "step_s", B * 8192 / (tps * n), search=("recompute",),
+            known_miss=_BLACKWELL_MISS.get((release, gpu, size, precision), ""),
+            note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence 8192"
+                 + (f"; FSDP over {n // degrees.get('tp', 1)}" if degrees.get("zero_stage") == 3
+                    else "")
+                 + "; recomputation not in the table, searched")
+
+
+MORE_ROWS = (*_foundry(), *_titan(), *_bridge(), *_bridge_blackwell())  # published.RUNS holds them as PublishedRuns
