@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import string
+from collections.abc import Mapping
 
 LANGS = ("en", "zh")
 NAMES = {"en": "English", "zh": "中文"}
@@ -65,6 +66,26 @@ def pick(lang_: str | None) -> str:
 def t(catalogue: dict, key: str, lang: str | None = None, **fields) -> str:
     """``catalogue[key]`` in ``lang`` (default: the session's), formatted with ``fields``."""
     return catalogue[key][pick(lang)].format(**fields)
+
+
+class Questions(Mapping):
+    """A notebook's numeric exercise questions, each rendered when it is read, in the
+    session's language: ``QUESTIONS[name]`` is ``t(catalogue, "q_" + name, **fields())``,
+    where ``fields`` (None: no fields) gives the numbers the checker uses, so each number
+    is stated once, in the exercises module."""
+
+    def __init__(self, catalogue: dict, fields: dict):
+        self._catalogue, self._fields = catalogue, dict(fields)
+
+    def __getitem__(self, name: str) -> str:
+        make = self._fields[name]  # an unknown name is a KeyError, as for a dict
+        return t(self._catalogue, f"q_{name}", **(make() if make else {}))
+
+    def __iter__(self):
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
 
 
 def fields(text: str) -> set[str]:

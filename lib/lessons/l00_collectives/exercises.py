@@ -21,8 +21,6 @@ Every message and question is in ``text.TEXT``, rendered in the session's langua
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import torch
 import torch.distributed as dist
 
@@ -30,7 +28,7 @@ from parlab import cost
 from parlab.hardware_presets import LINK_PRESETS
 from parlab.validate import check_int
 from lessons.common.checkers import core
-from lessons.common.i18n import t
+from lessons.common.i18n import Questions, t
 from .hints import HINTS
 from .text import TEXT
 from lessons.common.checkers.watch import COLLECTIVES, DistWatch
@@ -274,29 +272,14 @@ ALLREDUCE_TIME = dict(S=100e6, n=16, alpha=5e-6,
                       bandwidth=LINK_PRESETS["IB-HDR"].gb_per_s_per_direction * 1e9)
 ALL_GATHER_BYTES = dict(S=2e9, n=8)  # ZeRO-3 gathers 1 B fp16 parameters
 
-class _Questions(Mapping):
-    """The numeric exercises' questions, each rendered when it is read, in the session's
-    language (``QUESTIONS["ring_bytes"]``)."""
-
-    _FIELDS = {
-        "ring_bytes": lambda: dict(S_mb=RING_BYTES["S"] / 1e6, n=RING_BYTES["n"]),
-        "allreduce_time": lambda: dict(S_mb=ALLREDUCE_TIME["S"] / 1e6, n=ALLREDUCE_TIME["n"],
-                                       alpha_us=ALLREDUCE_TIME["alpha"] * 1e6,
-                                       gb_s=ALLREDUCE_TIME["bandwidth"] / 1e9),
-        "all_gather_bytes": lambda: dict(S_gb=ALL_GATHER_BYTES["S"] / 1e9, n=ALL_GATHER_BYTES["n"]),
-    }
-
-    def __getitem__(self, key: str) -> str:
-        return t(TEXT, f"q_{key}", **self._FIELDS[key]())
-
-    def __iter__(self):
-        return iter(self._FIELDS)
-
-    def __len__(self) -> int:
-        return len(self._FIELDS)
-
-
-QUESTIONS = _Questions()
+# the numeric exercises' questions, with the numbers their checkers use
+QUESTIONS = Questions(TEXT, {
+    "ring_bytes": lambda: dict(S_mb=RING_BYTES["S"] / 1e6, n=RING_BYTES["n"]),
+    "allreduce_time": lambda: dict(S_mb=ALLREDUCE_TIME["S"] / 1e6, n=ALLREDUCE_TIME["n"],
+                                   alpha_us=ALLREDUCE_TIME["alpha"] * 1e6,
+                                   gb_s=ALLREDUCE_TIME["bandwidth"] / 1e9),
+    "all_gather_bytes": lambda: dict(S_gb=ALL_GATHER_BYTES["S"] / 1e9, n=ALL_GATHER_BYTES["n"]),
+})
 
 
 def check_ring_bytes(mb) -> dict:

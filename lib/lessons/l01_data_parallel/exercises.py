@@ -18,15 +18,13 @@ plain-DP all-reduce and HSDP's cross-node bytes, each against ``parlab.cost``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import torch
 import torch.distributed as dist
 
 from parlab import cost
 from parlab.validate import check_float, check_int
 from lessons.common.checkers import core
-from lessons.common.i18n import t
+from lessons.common.i18n import Questions, t
 from .hints import HINTS
 from .text import TEXT
 from .exercises_dp_exchange import check_dp_exchange, solution_dp_exchange
@@ -165,25 +163,9 @@ def _zero1_hint(got, want, before, rank, shard, world_size, step) -> str:
 GB = 1e9
 
 
-class _Questions(Mapping):
-    """The numeric exercises' questions, each read in the session's language at the moment
-    it is looked up (``QUESTIONS["zero_memory"]``): their text is ``TEXT["q_<name>"]``."""
-
-    NAMES = ("zero_memory", "zero3_traffic", "dp_allreduce", "hsdp_traffic")
-
-    def __getitem__(self, name: str) -> str:
-        if name not in self.NAMES:
-            raise KeyError(name)
-        return t(TEXT, f"q_{name}")
-
-    def __iter__(self):
-        return iter(self.NAMES)
-
-    def __len__(self) -> int:
-        return len(self.NAMES)
-
-
-QUESTIONS = _Questions()
+# the numeric exercises' questions (their numbers are written in the text)
+QUESTIONS = Questions(TEXT, dict.fromkeys(("zero_memory", "zero3_traffic", "dp_allreduce",
+                                           "hsdp_traffic")))
 
 
 def check_zero_memory(answer) -> dict:

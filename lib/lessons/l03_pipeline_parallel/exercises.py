@@ -24,7 +24,7 @@ from __future__ import annotations
 from parlab import cost
 from parlab.validate import check_int
 from lessons.common.checkers import core
-from lessons.common.i18n import t
+from lessons.common.i18n import Questions, t
 from .hints import HINTS
 from .text import TEXT
 from .exercises_forward import check_pipeline_forward, solution_pipeline_forward  # noqa: F401
@@ -34,6 +34,12 @@ from lessons.common import record
 
 # the notebook's sizes for the numeric questions
 P, M, V, TARGET, PEAK_STAGE = 8, 24, 3, 0.10, 2
+# the numeric exercises' questions, in the session's language, with these numbers
+QUESTIONS = Questions(TEXT, {
+    "bubble": lambda: dict(p=P, m=M), "interleaved": lambda: dict(v=V),
+    "min_m": lambda: dict(target=TARGET, p=P), "peak": lambda: dict(stage=PEAK_STAGE, p=P, m=M),
+    "zb_h2_peak": lambda: dict(p=P, m=M)})
+
 GPIPE_EXAMPLE = "[('F', i) for i in range(n_micro)] + [('B', i) for i in range(n_micro)]"
 
 

@@ -208,6 +208,23 @@ TEXT = {
         "zh": "切分均衡，较大的阶段在前，和 pp.split_layers 的切法一致。"},
 
     # exercises 5-8 and §7's ZB-H2 question
+    # the numeric exercises' questions (exercises.QUESTIONS), with the checkers' numbers
+    "q_bubble": {
+        "en": "Idle share of the step (idle / total), 1F1B, P = {p}, M = {m}:",
+        "zh": "一步中空闲所占的比例（空闲 / 总时间），1F1B，P = {p}，M = {m}："},
+    "q_interleaved": {
+        "en": "The same with interleaved 1F1B, v = {v} chunks per rank (messages free):",
+        "zh": "同上，但用交错式 1F1B，每个 rank 有 v = {v} 个块（消息不计时间）："},
+    "q_min_m": {
+        "en": "Fewest micro-batches that bring 1F1B's idle share to {target:.0%} or less at P = {p}:",
+        "zh": "P = {p} 时，让 1F1B 的空闲比例降到 {target:.0%} 或更低所需的最少微批次数："},
+    "q_peak": {
+        "en": "Micro-batches whose activations stage {stage} holds at its peak, 1F1B, P = {p}, "
+              "M = {m}:",
+        "zh": "1F1B，P = {p}，M = {m}：stage {stage} 在峰值时保存着多少个微批次的激活？"},
+    "q_zb_h2_peak": {
+        "en": "Micro-batches held by rank 0 at its peak, ZB-H2, P = {p}, M = {m}:",
+        "zh": "ZB-H2，P = {p}，M = {m}：rank 0 在峰值时保存着多少个微批次？"},
     "bubble.hint": {
         "en": "(P - 1) / (M + P - 1), as a fraction of the whole step.",
         "zh": "(P - 1) / (M + P - 1)，写成占整个一步的比例。"},

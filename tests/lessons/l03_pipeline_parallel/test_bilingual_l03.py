@@ -4,6 +4,7 @@ Chinese, with the same numbers in both."""
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -14,6 +15,7 @@ from lessons.l03_pipeline_parallel.exercises_schedules import structure
 from lessons.common.checkers.watch import Diagnosis
 from parlab.pipeline_parallel.schedules import Action
 from two_languages import CJK, same_numbers
+import paths
 
 
 def test_checker_messages_in_both_languages(both):
@@ -27,6 +29,25 @@ def test_checker_messages_in_both_languages(both):
         same_numbers(said["en"], said["zh"])
     said = both(lambda: ex.check_min_m(m)["message"])
     assert said["en"].startswith("Correct. M = 63") and said["zh"].startswith("正确。M = 63")
+
+
+def test_the_numeric_questions_carry_the_checkers_numbers(both):
+    # each question is written once, in both languages, with the sizes its checker uses;
+    # the notebook's answer boxes take their labels from here
+    assert sorted(ex.QUESTIONS) == ["bubble", "interleaved", "min_m", "peak", "zb_h2_peak"]
+    en = {}
+    for name in ex.QUESTIONS:
+        said = both(lambda: ex.QUESTIONS[name])
+        same_numbers(said)
+        en[name] = said["en"]
+    assert f"P = {ex.P}, M = {ex.M}" in en["bubble"]
+    assert f"{ex.TARGET:.0%}" in en["min_m"]
+    assert f"stage {ex.PEAK_STAGE}" in en["peak"]
+    with pytest.raises(KeyError):
+        ex.QUESTIONS["bubbles"]
+    cells = json.loads((paths.ROOT / "notebooks" / "03_pipeline_parallel.ipynb").read_text())["cells"]
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert all(f'QUESTIONS["{name}"]' in code for name in ex.QUESTIONS)
 
 
 def test_a_verdict_said_on_a_rank_speaks_the_language_passed_to_it():
