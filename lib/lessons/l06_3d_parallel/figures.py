@@ -132,41 +132,46 @@ _PARTS = (("compute", "compute above the ideal"), ("communication", "exposed com
 
 def validation_figure(rows: list[dict], title: str = "", tolerance: float = 0.15) -> go.Figure:
     """The planner against published runs (``experiments.validation_rows``): each row's
-    error (predicted / published - 1, + = optimistic), in sample (the rows the constants
-    were chosen on) beside out of sample, the +-tolerance band shaded; the rows with an
-    explanation grey (scored like the rest)."""
+    error (predicted / published - 1, + = optimistic) as a horizontal bar, its name
+    written level beside it, in sample (the rows the constants were chosen on) above out
+    of sample, the +-tolerance band shaded; the rows with an explanation grey (scored like
+    the rest)."""
     sides = (("in sample", [r for r in rows if r["in_sample"]]),
              ("out of sample", [r for r in rows if not r["in_sample"]]))
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.03,
-                        column_widths=[len(sides[0][1]) + 2, len(sides[1][1]) + 2],
+    sizes = [len(rs) + 2 for _, rs in sides]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=60 / (16 * sum(sizes) + 60),
+                        row_heights=[n / sum(sizes) for n in sizes],
                         subplot_titles=[f"{name} ({len(rs)} runs)" for name, rs in sides])
-    for col, (name, rs) in enumerate(sides, 1):
+    for row, (name, rs) in enumerate(sides, 1):
         for miss in (False, True):
             pick = [r for r in rs if bool(r["known_miss"]) == miss]
             if not pick:
                 continue
             fig.add_trace(go.Bar(
-                x=[r["name"] for r in pick], y=[100 * max(-60, min(60, r["error"])) for r in pick],
+                y=[r["name"] for r in pick], x=[100 * max(-60, min(60, r["error"])) for r in pick],
+                orientation="h",
                 name="explained miss (scored; reason below the table)" if miss else name,
                 marker=dict(color=MISS_COLOR if miss else VALIDATION_COLORS[name]),
-                customdata=[[100 * r["error"], r["group"]] for r in pick], showlegend=col == 2 or not miss,
-                hovertemplate="%{x}<br>%{customdata[1]}<br>error %{customdata[0]:+.1f}%<extra></extra>"),
-                row=1, col=col)
-        fig.add_hrect(y0=-100 * tolerance, y1=100 * tolerance, fillcolor=VALIDATION_COLORS["tolerance"],
-                      opacity=0.12, line_width=0, row=1, col=col)
-    base_layout(fig, title or "The planner against published runs: predicted / published - 1",
-                barmode="overlay", height=720,
-                legend=dict(orientation="h", x=0.01, yref="container", y=0.91, yanchor="top"))
-    # the runs' names stand upright below the bars, in a margin as tall as the longest
-    # (at 8 px, about 5 px a character), so none runs off the figure's edge; the legend
-    # sits between the title and the panels
-    longest = max((len(r["name"]) for r in rows), default=10)
-    fig.update_layout(margin=dict(t=120, b=int(5 * longest) + 20))
-    fig.update_yaxes(title_text="error, % (clipped at ±60)", range=[-62, 62], row=1, col=1)
-    fig.update_xaxes(tickangle=-90, tickfont=dict(size=8))
-    for col, (_, rs) in enumerate(sides, 1):  # every run named, not every other one
+                customdata=[[100 * r["error"], r["group"]] for r in pick], showlegend=row == 2 or not miss,
+                hovertemplate="%{y}<br>%{customdata[1]}<br>error %{customdata[0]:+.1f}%<extra></extra>"),
+                row=row, col=1)
+        fig.add_vrect(x0=-100 * tolerance, x1=100 * tolerance, fillcolor=VALIDATION_COLORS["tolerance"],
+                      opacity=0.12, line_width=0, row=row, col=1)
+        # every run named, in the table's order from the top, not every other one
         names = [r["name"] for r in rs]
-        fig.update_xaxes(tickmode="array", tickvals=names, ticktext=names, row=1, col=col)
+        fig.update_yaxes(tickmode="array", tickvals=names, ticktext=names, autorange="reversed",
+                         tickfont=dict(size=10), row=row, col=1)
+    height = 16 * sum(sizes) + 200
+    base_layout(fig, title or "The planner against published runs: predicted / published - 1",
+                barmode="overlay", height=height,
+                legend=dict(orientation="h", xref="container", x=0.01, yref="container",
+                            y=1 - 70 / height, yanchor="top"))
+    # the names stand level left of the bars, in a margin as wide as the longest (at 10 px,
+    # about 6 px a character); the legend sits between the title and the panels
+    longest = max((len(r["name"]) for r in rows), default=10)
+    fig.update_layout(margin=dict(t=140, l=int(6 * longest) + 20))
+    fig.update_xaxes(range=[-62, 62], showticklabels=True)
+    fig.update_xaxes(title_text="error, % (clipped at ±60; + = the planner is optimistic)", row=2, col=1)
     return fig
 
 

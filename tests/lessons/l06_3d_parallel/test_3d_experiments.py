@@ -107,7 +107,14 @@ def test_figures_and_widget_build():
     big = fg.mesh_figure(ex.mesh_layout(16, 12, 8))
     assert "shown" in big.layout.title.text
     assert len(fg.table1_figure(ex.table1()).data) == 2
-    assert len(fg.validation_figure(ex.validation_rows()).data) >= 3
+    runs = ex.validation_rows()
+    f = fg.validation_figure(runs)
+    assert len(f.data) >= 3 and all(t.orientation == "h" for t in f.data)
+    # every run named, level, on its panel's axis; the figure grows with the rows
+    named = list(f.layout.yaxis.tickvals) + list(f.layout.yaxis2.tickvals)
+    assert sorted(named) == sorted(r["name"] for r in runs)
+    assert f.layout.height >= 16 * len(runs)
+    assert f.layout.margin.l >= 6 * max(len(r["name"]) for r in runs)
     rows = [dict(dp=1, pp=2, tp=1, label="1×2×1", measured=0.1, median=0.11, predicted=0.09)]
     assert len(fg.sweep_figure(dict(rows=rows, ideal=0.05, spearman=1.0)).data) == 3
     v = ex.plan_view("7B", nodes=1, global_batch=256, top=3)
