@@ -15,7 +15,9 @@ gives and that ``cost.step.Device`` carries:
   memory_efficiency     share of the HBM bandwidth memory-bound kernels reach
 
 They are the same for every GPU generation (one stack, PyTorch 2.1 eager, has its own
-GEMM share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``); ``CONSTANTS_NOTE``
+GEMM share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``). One number belongs to
+a format, not a kernel class: Transformer Engine's MXFP8 GEMMs run at ``MXFP8_SHARE`` of its
+FP8 ones (``mxfp8_share``, fitted on one published pair, ``MXFP8_PAIR``); ``CONSTANTS_NOTE``
 says how they were chosen and on which rows (``published.IN_SAMPLE``). They describe one
 software stack, Megatron-LM with Transformer Engine (fused kernels, fused attention): the
 default. Other stacks reach other shares of the same hardware; ``STACKS`` holds one
@@ -45,13 +47,16 @@ class Constants:
     fp8_gemm_efficiency: float | None = None  # None: gemm_efficiency (calibrate measures it)
     # a stack whose Hopper runs sustain another GEMM share than its others (HOPPER); None: the same
     hopper_gemm_efficiency: float | None = None
+    # MXFP8's GEMMs at this share of the stack's fp8 GEMM rate (the block-scaled recipe's cost,
+    # MXFP8_PAIR); None: the same rate
+    mxfp8_share: float | None = None
     source: str = "default"
     stack: str = "megatron-te"  # the software stack these shares were measured on (STACKS)
 
     def __post_init__(self):
         for f in ("gemm_efficiency", "attention_efficiency", "memory_efficiency"):
             check_float(f, getattr(self, f), 0.0, high=1.0)
-        for f in ("fp8_gemm_efficiency", "hopper_gemm_efficiency"):
+        for f in ("fp8_gemm_efficiency", "hopper_gemm_efficiency", "mxfp8_share"):
             if getattr(self, f) is not None:
                 check_float(f, getattr(self, f), 0.0, high=1.0)
         if not isinstance(self.stack, str):
@@ -75,12 +80,28 @@ class Constants:
         fp8 = gpu.peak_tflops.get(dtype if low else "fp8")
         if fp8 is not None and self.fp8_gemm_efficiency is not None:
             fp8 *= self.fp8_gemm_efficiency / gemm  # its own sustained share
+        if fp8 is not None and dtype == "mxfp8" and self.mxfp8_share is not None:
+            fp8 *= self.mxfp8_share
         return cost.Device(gpu.peak_tflops[half] * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,
                            gemm, self.attention_efficiency,
                            self.memory_efficiency, None if fp8 is None else fp8 * 1e12)
 
 
-CONSTANTS = Constants(source="chosen on Narayanan et al. 2021 Table 1 (see CONSTANTS_NOTE)")
+# The one published pair of one layout in FP8 (per-tensor current scaling) and in MXFP8 that
+# no scored row comes from: NVIDIA NeMo Framework user guide, "Performance Summary", container
+# NeMo 25.07, DGX-GB200, LLAMA3-8B on 8 GPUs (batch 128, micro-batch 2, sequence 8192, DP 8):
+# "31737 (30341)" tokens/s/GPU, the figure in parentheses the MXFP8 run (the archive's later
+# tables of the same benchmark, Megatron-Bridge 25.09 and 25.11, head that column "FP8-CS
+# (FP8-MX)"). MXFP8_SHARE makes the default stack's estimate of the MXFP8 run that much slower
+# than of the FP8 one (bisection; tests/parlab/planner/test_stacks.py re-derives it). It stands
+# for what TE's MXFP8 recipe costs over FP8's, in its GEMMs or around them: quantizing each
+# operand along both axes writes fewer bytes than FP8's amax pass and cast, so not the casts.
+MXFP8_PAIR = dict(source="NVIDIA NeMo Framework user guide, 'Performance Summary', NeMo 25.07, "
+                         "DGX-GB200, LLAMA3-8B", model="llama3-8B", gpu="GB200", n_gpus=8,
+                  global_batch=128, micro_batch=2, tokens_per_s={"fp8": 31737, "mxfp8": 30341})
+MXFP8_SHARE = 0.90
+CONSTANTS = Constants(mxfp8_share=MXFP8_SHARE,
+                      source="chosen on Narayanan et al. 2021 Table 1 (see CONSTANTS_NOTE)")
 CONSTANTS_NOTE = (
     "One set of three constants for every plan and every run of the default stack: GEMMs sustain "
     f"{CONSTANTS.gemm_efficiency:.2f} of the dense peak (tile and wave quantization counted "
@@ -91,7 +112,9 @@ CONSTANTS_NOTE = (
     "2021 Table 1, a grid in steps of 0.05); attention efficiency, which those rows do not "
     "use (their attention is materialized), from the H200 gpu-report's 1B-model run "
     "(calibrate). They describe the default software stack, Megatron-LM with Transformer "
-    "Engine; a row from another stack (torch.compile, PyTorch eager of 2023 and of today, "
+    f"Engine, whose MXFP8 GEMMs run at {MXFP8_SHARE:.2f} of its FP8 ones (fitted on one "
+    "published FP8 / MXFP8 pair, NeMo 25.07's Llama 3 8B on GB200s, not a scored row); a row "
+    "from another stack (torch.compile, PyTorch eager of 2023 and of today, "
     "torchao's float8) uses that stack's profile (stacks.STACKS), each with its source and "
     "the rows it was fitted on. Every other published row is out of sample.")
 

@@ -263,24 +263,21 @@ _BLACKWELL_ROWS = (  # release, gpu, size, GPUs, precision, batch, micro-batch, 
 )
 
 
-# the planner runs MXFP8 and NVFP4 at their peaks with FP8's share and casts, so it predicts
-# MXFP8 exactly as fast as FP8 at one layout; measured, it is 4-6% slower (25.11: 8B on 8
-# GB200s 29,789 against 31,508 tokens/s/GPU, 8B on 8 B200s 29,521 / 30,624, 405B on 128
-# B200s 624 / 661) -- a cost of the block-scaled recipe (quantizing each operand along two
-# axes, the scales' handling in the GEMM) that no source here measures by itself
-_MX_GAP = ("at one layout the archive's MXFP8 runs are 4-6% slower than its FP8 ones (three "
-           "pairs, B200 and GB200), which the planner does not model")
-_MX = "MXFP8 at FP8's speed: " + _MX_GAP
-_LAYOUT70 = ("; the 70B's TP 2 / PP 4 / VP 5 on GB200 is about 13-17% optimistic beyond that, and "
-             "the archive has no FP8 run of that layout to tell the format from the layout")
+# MXFP8 runs at constants.MXFP8_SHARE of FP8's GEMM rate, fitted on NeMo 25.07's pair (not a
+# row here); the archive's own pairs at one layout test it (25.11: 8B on 8 GB200s 29,789 against
+# 31,508 tokens/s/GPU, 8B on 8 B200s 29,521 / 30,624, 405B on 128 B200s 624 / 661). NVFP4 has
+# no such pair: it runs at its own peak with FP8's share
+_LAYOUT70 = ("the 70B's TP 2 / PP 4 / VP 5 on GB200 is 12-15% optimistic in MXFP8 (26.04.01 and "
+             "25.09), with MXFP8's measured cost counted, and the archive has no FP8 run of that "
+             "layout to tell the format from the layout")
 _BLACKWELL_MISS = {
-    ("26.04.01", "GB200", "70B", "MXFP8"): _MX + _LAYOUT70,
-    ("25.09", "GB200", "70B", "MXFP8"): _MX + _LAYOUT70,
-    ("26.04.01", "GB200", "70B", "NVFP4"): "NVFP4 at its peak with FP8's share: " + _MX_GAP + _LAYOUT70,
-    ("25.11", "GB200", "8B", "MXFP8"): _MX,
+    ("25.09", "GB200", "70B", "MXFP8"): _LAYOUT70[0].upper() + _LAYOUT70[1:],
+    ("26.04.01", "GB200", "70B", "NVFP4"):
+        "NVFP4 at its peak with FP8's share: no published NVFP4 / FP8 pair at one layout gives "
+        "its recipe's cost, as NeMo 25.07's does MXFP8's; and " + _LAYOUT70,
     ("25.09", "GB200", "405B", "MXFP8"):
-        _MX + "; and 25.09's B200 table ran the same layout faster (622 tokens/s/GPU against "
-        "578) on the GPU with the lower peaks: what held this GB200 run back is not in the table",
+        "25.09's B200 table ran the same layout faster (622 tokens/s/GPU against 578) on the GPU "
+        "with the lower peaks: what held this GB200 run back is not in the table",
 }
 
 
