@@ -171,7 +171,7 @@ def test_the_blackwell_rows_blind(rows):
         if r["layout"]["dtype"] == "fp8":
             assert abs(got["error"]) <= planner.TOLERANCE, r["name"]
         assert (abs(got["error"]) > planner.TOLERANCE) == bool(r["known_miss"]), r["name"]
-    # the MXFP8 note's figures: at one layout the published MXFP8 run is 4-6% slower than FP8
+    # the archive's pairs at one layout: the published MXFP8 run is 4-6% slower than FP8
     by = {(r[0], r[1], r[2], r[4]): r[-1] for r in published_more._BLACKWELL_ROWS}
     for key in (("25.11", "GB200", "8B"), ("25.11", "B200", "8B"), ("25.11", "B200", "405B")):
         assert 0.94 < by[(*key, "MXFP8")] / by[(*key, "FP8")] < 0.965, key
