@@ -49,9 +49,9 @@ Its B200 and GB200 tables (17 rows) were checked blind, nothing fitted on them: 
 layout MXFP8 ran 4-6% slower than FP8. MXFP8's GEMMs now run at 0.90 of FP8's
 (``constants.MXFP8_SHARE``, fitted on NeMo 25.07's Llama 3 8B pair on GB200s, outside the
 scored rows): the archive's three pairs at one layout come out within 2 points, and MXFP8 /
-NVFP4 7 of 10 within 15%. NeMo 24.07's H100 FP8 table (9 rows, GPT-3 and Llama 2/3, 5B to 175B), also blind: 7
-within 15%; the two misses are GPT-3 5B and 20B (+21.6%, +17.0%), small GPT layers on H100
-as Megatron-LM's 1.7B and 7.1B.
+NVFP4 7 of 10 within 15%. NeMo 24.07's H100 FP8 table (9 rows, GPT-3 and Llama 2/3, 5B to
+175B), also blind: 7 within 15%; the two misses are GPT-3 5B and 20B (+21.6%, +17.0%), small
+GPT layers on H100 as Megatron-LM's 1.7B and 7.1B.
 """
 
 from __future__ import annotations
