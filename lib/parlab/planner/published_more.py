@@ -209,6 +209,9 @@ _L405 = llama("llama3.1-405B", 126, 16384, 128, 8, 53248, 8192, 128256,
 
 
 def _bridge_layout(degrees, micro_batch, dtype, size):
+    """Megatron + Transformer Engine as NVIDIA's tables run it: the distributed optimizer
+    unless FSDP is named, sequence parallelism and TP overlap wherever tp > 1, 405B's 126
+    layers on uneven stages."""
     tp = degrees.get("tp", 1)
     return dict(**{"zero_stage": 1, **degrees}, micro_batch=micro_batch, sequence_parallel=tp > 1,
                 tp_comm_overlap=tp > 1, dtype=dtype, uneven_stages=size == "405B")
@@ -335,8 +338,7 @@ def _nemo_2407():
         yield _row(
             f"NeMo 24.07 {name} {n} H100 FP8", "NeMo 24.07 H100 FP8", _NEMO, model,
             "H100-SXM5-80GB", "DGX-H100", n, B,
-            dict(tp=tp, pp=pp, cp=cp, v=vp, micro_batch=b, zero_stage=1, sequence_parallel=tp > 1,
-                 tp_comm_overlap=tp > 1, dtype="fp8", attention="fused"),
+            _bridge_layout(dict(tp=tp, pp=pp, cp=cp, v=vp), b, "fp8", name),
             "step_s", B * S / (tps * n), search=("recompute",),
             known_miss=_SMALL_GPT if name in ("GPT3-5B", "GPT3-20B") else "",
             note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {S}; the distributed optimizer; "
