@@ -34,6 +34,8 @@ class GPUSpec:
     link: str  # key of LINK_PRESETS: the GPU-to-GPU link inside one node
     source: str
     sms: int = 108  # streaming multiprocessors: how many GEMM tiles run at once (one wave)
+    # key of LINK_PRESETS: the link to the host's memory (activation offloading moves over it)
+    host_link: str = "PCIe4-x16"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ _OPA = "Intel Omni-Path Architecture 100 Series (100 Gb/s per port), https://www
 _NV_ACH = "https://github.com/NVIDIA/nccl-tests/issues/175 (232.5 of 300 GB/s, one DGX A100)"
 _NET_ACH = "https://github.com/NVIDIA/nccl/issues/812 (192 of 200 GB/s, 8 HDR cards of a DGX A100)"
 _ASSUMED = "not measured here: taken as NVLink's"
+_C2C = "NVIDIA GB200 NVL72 page (NVLink-C2C, 900 GB/s), https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
 LINK_PRESETS = {l.name: l for l in [
     LinkSpec("NVLink2", 150.0, 300.0, 1.0, _NVLINK, 0.78, _NV_ACH),  # V100: 6 links x 25 GB/s
     LinkSpec("NVLink3", 300.0, 600.0, 1.0, _NVLINK, 0.78, _NV_ACH),  # A100: 12 links x 25 GB/s
@@ -73,6 +76,8 @@ LINK_PRESETS = {l.name: l for l in [
     LinkSpec("PCIe3-x16", 15.75, 32.0, 2.0, _PCIE, 0.78, _ASSUMED),
     LinkSpec("PCIe4-x16", 31.5, 64.0, 2.0, _PCIE, 0.78, _ASSUMED),
     LinkSpec("PCIe5-x16", 63.0, 128.0, 2.0, _PCIE, 0.78, _ASSUMED),
+    # Grace to Blackwell (GB200) and to Hopper (GH200): 900 GB/s, both directions added
+    LinkSpec("NVLink-C2C", 450.0, 900.0, 1.0, _C2C, 0.78, _ASSUMED),
     # Networks are quoted in Gb/s (bits): 100 Gb/s = 12.5 GB/s (bytes) per direction.
     LinkSpec("IB-EDR", 12.5, 25.0, 1.0, _IB, 0.96, _NET_ACH),  # 100 Gb/s 4x port, RDMA
     LinkSpec("IB-HDR", 25.0, 50.0, 1.0, _IB, 0.96, _NET_ACH),  # 200 Gb/s
@@ -115,23 +120,24 @@ _GB200_PEAK = {"fp64": 45.0, "tf32": 1250.0, "fp16": 2500.0, "bf16": 2500.0, "fp
 
 GPU_PRESETS = {g.name: g for g in [
     # V100: 32 GB HBM2 900 GB/s; fp64 7.8, fp32 15.7, tensor fp16 125 (Volta has no sparsity, no bf16/tf32)
-    GPUSpec("V100-SXM2-32GB", 32, 900, {"fp64": 7.8, "fp32": 15.7, "fp16": 125.0}, "NVLink2", _V100, 80),
+    GPUSpec("V100-SXM2-32GB", 32, 900, {"fp64": 7.8, "fp32": 15.7, "fp16": 125.0}, "NVLink2", _V100, 80,
+            "PCIe3-x16"),
     GPUSpec("A100-SXM4-40GB", 40, 1555, dict(_A100_PEAK), "NVLink3", _A100WP, 108),  # HBM2 1555 GB/s
     GPUSpec("A100-SXM4-80GB", 80, 2039, dict(_A100_PEAK), "NVLink3", _A100, 108),  # HBM2e 2039 GB/s
     GPUSpec("A100-PCIe-80GB", 80, 1935, dict(_A100_PEAK), "PCIe4-x16", _A100, 108),  # HBM2e 1935 GB/s
-    GPUSpec("H100-SXM5-80GB", 80, 3350, dict(_H100_SXM_PEAK), "NVLink4", _H100, 132),  # HBM3 3.35 TB/s
+    GPUSpec("H100-SXM5-80GB", 80, 3350, dict(_H100_SXM_PEAK), "NVLink4", _H100, 132, "PCIe5-x16"),  # HBM3 3.35 TB/s
     # H100 PCIe: 2 TB/s; fp64 TC 51, fp32 51; tf32 756, bf16/fp16 1513, fp8 3026 sparse -> halved
     GPUSpec("H100-PCIe-80GB", 80, 2000, {"fp64": 51.0, "fp32": 51.0, "tf32": 378.0, "fp16": 756.5,
-                                         "bf16": 756.5, "fp8": 1513.0}, "PCIe5-x16", _H100, 114),
-    GPUSpec("H800-SXM5-80GB", 80, 3350, dict(_H800_PEAK), "NVLink4-H800", _H800, 132),
-    GPUSpec("H200-SXM-141GB", 141, 4800, dict(_H100_SXM_PEAK), "NVLink4", _H200, 132),  # HBM3e 4.8 TB/s
-    GPUSpec("B200", 180, 8000, dict(_B200_PEAK), "NVLink5", _B200, 148),  # HBM3e 64 TB/s / 8
-    GPUSpec("GB200", 186, 8000, dict(_GB200_PEAK), "NVLink5", _GB200, 148),  # 13.5 TB, 576 TB/s / 72
+                                         "bf16": 756.5, "fp8": 1513.0}, "PCIe5-x16", _H100, 114, "PCIe5-x16"),
+    GPUSpec("H800-SXM5-80GB", 80, 3350, dict(_H800_PEAK), "NVLink4-H800", _H800, 132, "PCIe5-x16"),
+    GPUSpec("H200-SXM-141GB", 141, 4800, dict(_H100_SXM_PEAK), "NVLink4", _H200, 132, "PCIe5-x16"),  # HBM3e 4.8 TB/s
+    GPUSpec("B200", 180, 8000, dict(_B200_PEAK), "NVLink5", _B200, 148, "PCIe5-x16"),  # HBM3e 64 TB/s / 8
+    GPUSpec("GB200", 186, 8000, dict(_GB200_PEAK), "NVLink5", _GB200, 148, "NVLink-C2C"),  # 13.5 TB, 576 TB/s / 72
     # L4: 24 GB GDDR6 300 GB/s; fp32 30.3; tf32 120, bf16/fp16 242, fp8 485 sparse -> halved
     GPUSpec("L4", 24, 300, {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "fp8": 242.5},
             "PCIe4-x16", _L4, 58),
     # T4: 16 GB GDDR6 320 GB/s; fp32 8.1, fp16 tensor 65 (Turing: no sparsity, no bf16/tf32)
-    GPUSpec("T4", 16, 320, {"fp32": 8.1, "fp16": 65.0}, "PCIe3-x16", _T4, 40),
+    GPUSpec("T4", 16, 320, {"fp32": 8.1, "fp16": 65.0}, "PCIe3-x16", _T4, 40, "PCIe3-x16"),
     # A10: 24 GB GDDR6 600 GB/s; fp32 31.2; tf32 62.5 (125 sparse), bf16/fp16 125 (250 sparse)
     GPUSpec("A10", 24, 600, {"fp32": 31.2, "tf32": 62.5, "fp16": 125.0, "bf16": 125.0}, "PCIe4-x16",
             _A10, 72),

@@ -34,7 +34,8 @@ def calibrate(gpu_report, constants: Constants = CONSTANTS) -> Constants:
     the value that makes the planner's one-GPU estimate of the report's model run (its
     shape, batch, fused attention, no recomputation) take the measured time, with the GEMM
     share just measured -- bisection on (0.05, 1]. memory_efficiency stays (the report has
-    no bandwidth test). Sections that did not run leave their constant as it was."""
+    no bandwidth test). The measured GPU's entry in ``clock_shares`` goes: its measured share
+    already holds it. Sections that did not run leave their constant as it was."""
     report = gpu_report
     if isinstance(report, str):
         with open(report) as f:
@@ -46,7 +47,9 @@ def calibrate(gpu_report, constants: Constants = CONSTANTS) -> Constants:
     if mm.get("status") != "ok" or spec is None:
         raise ValueError("gpu_report: its matmul section did not run on a GPU with a preset "
                          f"(status {mm.get('status')!r}, gpu {mm.get('gpu')!r})")
-    out = replace(constants, source=f"calibrate(gpu-report on {spec.name})")
+    # the GPU measured here: its GEMMs' share already holds what its clocks sustain
+    shares = tuple(p for p in constants.clock_shares if p[0] != spec.name)
+    out = replace(constants, source=f"calibrate(gpu-report on {spec.name})", clock_shares=shares)
     bf16 = _gemm_share(mm["rows"], "bf16", spec.sms)
     if bf16:
         out = replace(out, gemm_efficiency=bf16)

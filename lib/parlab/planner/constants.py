@@ -15,7 +15,10 @@ gives and that ``cost.step.Device`` carries:
   memory_efficiency     share of the HBM bandwidth memory-bound kernels reach
 
 They are the same for every GPU generation (one stack, PyTorch 2.1 eager, has its own
-GEMM share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``). One number belongs to
+GEMM share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``). One GPU does not hold
+its datasheet's tensor peaks in training: the GB200, which NVIDIA's own tables run at the
+B200's speed where nothing else differs (``GB200_PAIRS``); its compute runs at
+``GB200_CLOCK_SHARE`` of its peaks (``clock_shares``), its HBM as the datasheet says. One number belongs to
 a format, not a kernel class: Transformer Engine's MXFP8 GEMMs run at ``MXFP8_SHARE`` of its
 FP8 ones (``mxfp8_share``, fitted on one published pair, ``MXFP8_PAIR``); ``CONSTANTS_NOTE``
 says how they were chosen and on which rows (``published.IN_SAMPLE``). They describe one
@@ -50,6 +53,9 @@ class Constants:
     # MXFP8's GEMMs at this share of the stack's fp8 GEMM rate (the block-scaled recipe's cost,
     # MXFP8_PAIR); None: the same rate
     mxfp8_share: float | None = None
+    # (GPU preset name, share): a GPU whose compute sustains that share of its datasheet peaks
+    # in training, on top of the shares above (GB200_PAIRS); calibrate drops the GPU it measured
+    clock_shares: tuple = ()
     source: str = "default"
     stack: str = "megatron-te"  # the software stack these shares were measured on (STACKS)
 
@@ -59,6 +65,11 @@ class Constants:
         for f in ("fp8_gemm_efficiency", "hopper_gemm_efficiency", "mxfp8_share"):
             if getattr(self, f) is not None:
                 check_float(f, getattr(self, f), 0.0, high=1.0)
+        for pair in self.clock_shares:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise ValueError(f"clock_shares={self.clock_shares!r} must hold (GPU name, share) "
+                                 "pairs")
+            check_float("clock_shares", pair[1], 0.0, high=1.0)
         if not isinstance(self.stack, str):
             raise ValueError(f"stack={self.stack!r} must be a stack's name (a string)")
 
@@ -73,6 +84,7 @@ class Constants:
         """A ``cost.Device`` for ``gpu`` computing in ``dtype`` ("bf16", "fp16"; "fp8",
         "mxfp8", "nvfp4": the linear layers at that dtype's peak, the rest 16-bit)."""
         gemm = self.gemm_share(gpu)
+        clock = dict(self.clock_shares).get(gpu.name, 1.0)
         low = dtype in cost.LOW_PRECISION
         half = "bf16" if low or dtype not in gpu.peak_tflops else dtype
         if half not in gpu.peak_tflops:
@@ -82,9 +94,9 @@ class Constants:
             fp8 *= self.fp8_gemm_efficiency / gemm  # its own sustained share
         if fp8 is not None and dtype == "mxfp8" and self.mxfp8_share is not None:
             fp8 *= self.mxfp8_share
-        return cost.Device(gpu.peak_tflops[half] * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,
+        return cost.Device(gpu.peak_tflops[half] * clock * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,
                            gemm, self.attention_efficiency,
-                           self.memory_efficiency, None if fp8 is None else fp8 * 1e12)
+                           self.memory_efficiency, None if fp8 is None else fp8 * clock * 1e12)
 
 
 # The one published pair of one layout in FP8 (per-tensor current scaling) and in MXFP8 that
@@ -100,7 +112,22 @@ MXFP8_PAIR = dict(source="NVIDIA NeMo Framework user guide, 'Performance Summary
                          "DGX-GB200, LLAMA3-8B", model="llama3-8B", gpu="GB200", n_gpus=8,
                   global_batch=128, micro_batch=2, tokens_per_s={"fp8": 31737, "mxfp8": 30341})
 MXFP8_SHARE = 0.90
-CONSTANTS = Constants(mxfp8_share=MXFP8_SHARE,
+
+# GB200 against B200: every pre-training pair of NVIDIA's Megatron-Bridge archive
+# (docs/performance-summary-archive.md at 067f987df) at one layout, one release and one node of 8
+# GPUs -- where nothing crosses the rack's NVLink that a DGX's NVLink would not carry -- of a model
+# no scored row comes from (release, model, precision, B200 tokens/s/GPU, GB200 tokens/s/GPU).
+# The GB200's datasheet peaks are 1/0.9 of the B200's (5,000 against 4,500 dense fp8 TFLOP/s),
+# its HBM the same 8 TB/s; at one layout it ran at 0.96-1.00 of the B200's speed. So its compute
+# sustains the pairs' mean ratio times the B200's peak: GB200_CLOCK_SHARE of its own. Which part
+# holds it back (power and clocks, the Grace host) the tables cannot say. The two Llama 3 8B pairs
+# of the same archive (25.11, FP8 1.029 and MXFP8 1.009) are scored rows, so not used here.
+GB200_PAIRS = (("26.04.01", "Qwen3_30B_a3B", "MXFP8", 27136, 26112),
+               ("26.04", "Qwen3_30B_a3B", "MXFP8", 26859, 26032),
+               ("26.02.01", "Qwen3_30B_a3B", "MXFP8", 26695, 26373),
+               ("26.04.01", "Nemotron_3_Nano", "MXFP8", 32768, 32768))
+GB200_CLOCK_SHARE = 0.88
+CONSTANTS = Constants(mxfp8_share=MXFP8_SHARE, clock_shares=(("GB200", GB200_CLOCK_SHARE),),
                       source="chosen on Narayanan et al. 2021 Table 1 (see CONSTANTS_NOTE)")
 CONSTANTS_NOTE = (
     "One set of three constants for every plan and every run of the default stack: GEMMs sustain "
@@ -113,7 +140,10 @@ CONSTANTS_NOTE = (
     "use (their attention is materialized), from the H200 gpu-report's 1B-model run "
     "(calibrate). They describe the default software stack, Megatron-LM with Transformer "
     f"Engine, whose MXFP8 GEMMs run at {MXFP8_SHARE:.2f} of its FP8 ones (fitted on one "
-    "published FP8 / MXFP8 pair, NeMo 25.07's Llama 3 8B on GB200s, not a scored row); a row "
+    "published FP8 / MXFP8 pair, NeMo 25.07's Llama 3 8B on GB200s, not a scored row). A "
+    f"GB200's compute runs at {GB200_CLOCK_SHARE:.2f} of its datasheet peaks, the B200's "
+    "speed (four published GB200 / B200 pairs at one layout on one node, models no scored row "
+    "comes from). A row "
     "from another stack (torch.compile, PyTorch eager of 2023 and of today, "
     "torchao's float8) uses that stack's profile (stacks.STACKS), each with its source and "
     "the rows it was fitted on. Every other published row is out of sample.")

@@ -13,6 +13,7 @@ composes them for one layout (``spec``: tp fastest, then cp, dp, pp).
            micro-batch's backward / the first one's forward (ZeRO-3: layer by layer, as
            FSDP2 or DeepSpeed 2021 hide it, every micro-batch or once: cost.fsdp)
          + the optimizer step
+         + activation offloading's copies that do not fit behind the other layers' compute
 
 Overlaps are the ones the options allow: TP collectives behind their GEMMs with
 ``tp_comm_overlap`` (Transformer Engine's userbuffers), otherwise exposed (Narayanan et al.
@@ -21,7 +22,8 @@ Overlaps are the ones the options allow: TP collectives behind their GEMMs with
 exposed; MoE dispatch and combine exposed. Memory: ``cost.zero_memory`` for the first
 stage's weights and ``cost.activation_memory`` x the micro-batches it holds (``cost.
 interleaved_peak_activations``), plus a layer's full activations while it is recomputed and,
-without pipelining, fp32 logits; with fp8 / mxfp8 / nvfp4 the GEMM inputs kept for backward
+without pipelining, fp32 logits (offloaded layers' activations in host memory, but the
+one being copied); with fp8 / mxfp8 / nvfp4 the GEMM inputs kept for backward
 at that dtype's bytes. It predicts peak *allocated* memory (``MemoryPerGPU.counter``). Left
 out, so "fits" is optimistic: the CUDA context, fragmentation, workspaces, communication
 buffers, the last stage's logits. FLOPs: ``Estimate.flop_convention``.
@@ -34,6 +36,7 @@ import math
 from dataclasses import dataclass, replace
 
 from .. import cost
+from ..hardware import LINK_PRESETS
 from ..validate import check_int
 from .constants import CONSTANTS, Constants
 from ..cost.memory import MEMORY_COUNTER
@@ -217,11 +220,12 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     opt = cost.optimizer_time(round(stage_params / (dp * cp if lay.zero_stage else 1)), dev)
 
     comm = m * layers * comm_layer + pp_s + dp_s
-    total = m * compute1 + opt + comm + bubble
+    offload = m * _offload_exposed(model, cluster, lay, layers, lt)
+    total = m * compute1 + opt + comm + bubble + offload
     tokens = B * S
     peak = dev.peak_flops
     model_flops = model.flops_per_token() * tokens
-    step = StepTime(m * compute1 + opt, comm, bubble, total, m * layers * tp1, m * layers * cp1,
+    step = StepTime(m * compute1 + opt + offload, comm, bubble, total, m * layers * tp1, m * layers * cp1,
                     pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak))
     memory = _memory(model, cluster, lay, dp, m, layers, dense, experts)
     executed = cost.flops_per_token(s, L, S, vocab_size=V, count="megatron",
@@ -230,6 +234,32 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
                     memory.total <= memory.capacity, executed / total / n_gpus / 1e12,
                     model_flops / total / n_gpus / 1e12, model_flops / total / n_gpus / peak,
                     executed / total / n_gpus / peak, tokens / total, peak / 1e12, constants)
+
+
+def _per_layer_activations(model, cluster, lay) -> float:
+    """Bytes one layer keeps for its backward, one micro-batch (``cost.activation_memory``)."""
+    dtype = lay.dtype_on(cluster.gpu)
+    low = cost.bytes_per_element(dtype) if dtype in cost.LOW_PRECISION else None
+    return cost.activation_memory(model.seq_len, lay.micro_batch, recompute=lay.recompute,
+                                  tp=lay.tp, sequence_parallel=lay.sequence_parallel and lay.tp > 1,
+                                  layer=model.shape, attention=lay.attention, cp=lay.cp,
+                                  gemm_input_bytes=low)
+
+
+def _offload_exposed(model, cluster, lay, layers, lt) -> float:
+    """Seconds one micro-batch waits for activation offloading: the first ``offload_layers``
+    layers' activations cross the host link (its per-direction bandwidth x NCCL's achieved
+    share, ``LinkSpec``) to the host during the forward and back during the backward, each
+    way behind the compute of the other layers (Megatron-Core's double-buffered offload
+    handler); what does not fit behind it is exposed. The copies' share of HBM bandwidth is
+    not counted."""
+    k = lay.offload_layers
+    if not k:
+        return 0.0
+    link = LINK_PRESETS[cluster.gpu.host_link]
+    one_way = k * _per_layer_activations(model, cluster, lay) / (
+        link.gb_per_s_per_direction * 1e9 * link.achieved)
+    return sum(max(0.0, one_way - (layers - 1) * lt[d]) for d in ("forward", "backward"))
 
 
 def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
@@ -243,10 +273,10 @@ def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     dtype = lay.dtype_on(cluster.gpu)
     low = cost.bytes_per_element(dtype) if dtype in cost.LOW_PRECISION else None
     states = cost.zero_memory(round(dense + experts), dp * lay.cp, lay.zero_stage)
-    per_layer = cost.activation_memory(S, b, recompute=lay.recompute, tp=tp, sequence_parallel=sp,
-                                       layer=s, attention=lay.attention, cp=lay.cp,
-                                       gemm_input_bytes=low)
-    act = per_layer * layers * cost.interleaved_peak_activations(lay.pp, m, lay.v)
+    per_layer = _per_layer_activations(model, cluster, lay)
+    # offloaded layers leave the GPU; the one being copied is still here
+    resident = layers - lay.offload_layers + (1 if lay.offload_layers else 0)
+    act = per_layer * resident * cost.interleaved_peak_activations(lay.pp, m, lay.v)
     if lay.recompute != "none":  # the layer being recomputed holds its full activations
         act += cost.activation_memory(S, b, tp=tp, sequence_parallel=sp, layer=s,
                                       attention=lay.attention, cp=lay.cp, gemm_input_bytes=low)
@@ -282,7 +312,8 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
     capacity_factor, v, zero_stage, recompute, sequence_parallel, attention ("fused" |
     "materialized"), dtype ("bf16" | "fp16" | "fp8" | "mxfp8" | "nvfp4"; default the
     GPU's 16-bit type; one the GPU has no peak for is a ValueError naming both),
-    tp_comm_overlap, dp_overlap, uneven_stages; ``stack``, the software stack whose
+    tp_comm_overlap, dp_overlap, uneven_stages, offload_layers (activation offloading to
+    the host over ``GPUSpec.host_link``: pp 1, no recomputation); ``stack``, the software stack whose
     efficiencies apply (``stacks.STACKS``; default "megatron-te"). The cluster: ``gpu`` (a preset or alias) in
     its usual node (``hardware.node_for``), any of gpus_per_node, nics_per_node,
     inter_link, nvlink_domain replaced. ``micro_batch=None`` tries the micro-batches that

@@ -189,10 +189,15 @@ class Layout:
     # across them (gather and reduce once per step, the stage whole in memory) or reshard
     # after each; None: keep with a pipeline (torchtitan's default), reshard without
     fsdp_keep_unsharded: bool | None = None
+    # activation offloading (Megatron-Core's cpu_offloading_num_layers): the first k layers'
+    # saved activations wait in host memory between their forward and backward, copied over
+    # the GPU's host link behind the other layers' compute; pp = 1 and no recomputation only
+    offload_layers: int = 0
 
     def __post_init__(self):
         for f in ("tp", "pp", "cp", "ep", "v", "micro_batch"):
             check_int(f, getattr(self, f))
+        check_int("offload_layers", self.offload_layers, 0)
         check_choice("zero_stage", self.zero_stage, cost.ZERO_STAGES)
         check_choice("recompute", self.recompute, cost.RECOMPUTE_KINDS)
         check_choice("cp_kind", self.cp_kind, CP_KINDS)
@@ -289,6 +294,11 @@ class Layout:
             raise LayoutError(f"fsdp_impl='deepspeed2021' with pp={pp}: DeepSpeed's pipeline "
                               "engine runs ZeRO-1 only; FSDP with a pipeline is fsdp_impl="
                               "'fsdp2'")
+        k = self.offload_layers
+        if k and (pp > 1 or self.recompute != "none" or k >= L):
+            raise LayoutError(f"offload_layers={k} needs pp=1 (got {pp}), recompute='none' (got "
+                              f"{self.recompute!r}) and fewer than n_layers={L} layers, as "
+                              "Megatron-Core's activation offloading does")
         if global_batch % dp:
             raise LayoutError(f"global_batch={global_batch} must be divisible by dp={dp}")
         per = global_batch // dp

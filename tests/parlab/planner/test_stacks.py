@@ -159,7 +159,7 @@ def test_the_rows_from_other_stacks(rows):
 
 def test_the_blackwell_rows_blind(rows):
     # every Llama layout of Megatron-Bridge's archive on B200 and GB200 (no constant was fitted
-    # on a Blackwell GPU or a block-scaled format): FP8 within 15%, each miss says why
+    # on these rows): FP8 within 15% from 25.11 on, each miss says why
     bw = [r for r in published_more.MORE_ROWS if r["group"] == "Megatron-Bridge B200/GB200"]
     assert len(bw) == len(published_more._BLACKWELL_ROWS) >= 15
     assert {r["gpu"] for r in bw} == {"B200", "GB200"}
@@ -168,9 +168,11 @@ def test_the_blackwell_rows_blind(rows):
     for r in bw:
         got = rows[r["name"]]
         assert got["estimate"].fits and got["estimate"].dtype == r["layout"]["dtype"], r["name"]
-        if r["layout"]["dtype"] == "fp8":
+        if r["layout"]["dtype"] == "fp8" and r["name"].split()[1] != "25.09":
             assert abs(got["error"]) <= planner.TOLERANCE, r["name"]
         assert (abs(got["error"]) > planner.TOLERANCE) == bool(r["known_miss"]), r["name"]
+        if r["name"].split()[1] == "25.09" and r["known_miss"]:  # the earliest GB200 release
+            assert published_more._EARLY_GB200 in r["known_miss"], r["name"]
     # the archive's pairs at one layout: the published MXFP8 run is 4-6% slower than FP8
     by = {(r[0], r[1], r[2], r[4]): r[-1] for r in published_more._BLACKWELL_ROWS}
     for key in (("25.11", "GB200", "8B"), ("25.11", "B200", "8B"), ("25.11", "B200", "405B")):
@@ -328,3 +330,77 @@ def test_the_2023_eager_stack_has_its_own_hopper_share(rows):
 def test_a_hopper_share_is_a_share():
     with pytest.raises(ValueError, match="hopper_gemm_efficiency"):
         planner.Constants(hopper_gemm_efficiency=1.5)
+
+
+def test_the_gb200_clock_share_is_its_pairs_fit(rows):
+    # GB200 against B200 at one layout on one node, models no scored row comes from: the mean
+    # published ratio x the B200's peak over the GB200's
+    from parlab.hardware import GPU_PRESETS
+    from parlab.planner import constants
+    pairs = constants.GB200_PAIRS
+    assert len(pairs) >= 4
+    scored = " ".join(r.name for r in planner.RUNS).lower()
+    assert not any(p[1].replace("_", "-").lower() in scored for p in pairs)
+    ratio = sum(gb / b for *_, b, gb in pairs) / len(pairs)
+    assert 0.95 < ratio < 1.01
+    peaks = GPU_PRESETS["B200"].peak_tflops["fp8"] / GPU_PRESETS["GB200"].peak_tflops["fp8"]
+    assert constants.GB200_CLOCK_SHARE == pytest.approx(ratio * peaks, abs=0.005)
+    assert dict(planner.CONSTANTS.clock_shares) == {"GB200": constants.GB200_CLOCK_SHARE}
+    # out of sample, the archive's two Llama 3 8B pairs (scored rows, GB200 1.01-1.03 x the
+    # B200): the predicted ratio within 5 points; planted: at the datasheet peaks the planner
+    # puts the GB200 9% ahead, further from what ran
+    for dtype in ("FP8", "MXFP8"):
+        gb, b = (rows[f"Megatron-Bridge 25.11 8B 8 {g} {dtype}"] for g in ("GB200", "B200"))
+        published = b["published"] / gb["published"]  # step_s: GB200 throughput / B200's
+        shared = b["predicted"] / gb["predicted"]
+        run = next(r for r in planner.RUNS if r.name == gb["name"])
+        bare = b["predicted"] / predict_run(run, replace(planner.CONSTANTS, clock_shares=())
+                                            ).step_time.total
+        assert abs(shared - published) <= 0.05 and bare > 1.08, dtype
+        assert abs(shared - published) < abs(bare - published), dtype
+    # the compute slows, the HBM does not
+    dev = planner.CONSTANTS.device(GPU_PRESETS["GB200"], "fp8")
+    bare = replace(planner.CONSTANTS, clock_shares=()).device(GPU_PRESETS["GB200"], "fp8")
+    assert dev.peak_flops == pytest.approx(constants.GB200_CLOCK_SHARE * bare.peak_flops)
+    assert dev.fp8_flops == pytest.approx(constants.GB200_CLOCK_SHARE * bare.fp8_flops)
+    assert dev.hbm_bandwidth == bare.hbm_bandwidth
+
+
+def test_calibrating_a_gpu_drops_its_clock_share():
+    from parlab.planner import calibrate, constants
+    other = calibrate(constants.H200_REPORT)  # an H200 report: the GB200's share stays
+    assert dict(other.clock_shares) == {"GB200": constants.GB200_CLOCK_SHARE}
+    report = {**constants.H200_REPORT,
+              "matmul": {**constants.H200_REPORT["matmul"], "preset": "GB200", "gpu": "GB200"}}
+    assert calibrate(report).clock_shares == ()
+
+
+@pytest.mark.parametrize("bad", [(("GB200", 1.5),), (("GB200",),), ((3, 0.9),)])
+def test_a_clock_share_is_a_gpu_and_a_share(bad):
+    with pytest.raises(ValueError, match="clock_shares"):
+        replace(planner.CONSTANTS, clock_shares=bad)
+
+
+def test_nemo_blackwell_rows_blind(rows):
+    # NeMo 25.02's B200 table, 25.04's and 25.07's GB200 tables: layouts no later scored release
+    # lists, models the zoo has or NeMo's configs give; every miss says why
+    nb = [r for r in published_more.MORE_ROWS if r["group"] == "NeMo 25.02-25.07 B200/GB200"]
+    assert len(nb) == 10 and not any(r["in_sample"] for r in nb)
+    assert {r["gpu"] for r in nb} == {"B200", "GB200"}
+    assert all("container NeMo 25.0" in r["source"] and "8cfedd7" in r["source"] for r in nb)
+    def name(x):
+        return getattr(x, "name", x)
+    others = {(name(r.model), name(r.gpu), r.n_gpus, r.global_batch,
+               tuple(sorted(r.layout.items())))
+              for r in planner.RUNS if r.group != "NeMo 25.02-25.07 B200/GB200"}
+    got = [rows[r["name"]] for r in nb]
+    for r, g in zip(nb, got):
+        key = (name(r["model"]), name(r["gpu"]), r["n_gpus"], r["global_batch"],
+               tuple(sorted(r["layout"].items())))
+        assert key not in others, r["name"]
+        assert g["estimate"].fits and (abs(g["error"]) > planner.TOLERANCE) == bool(r["known_miss"])
+    assert sum(g["within"] for g in got) >= 6
+    # Nemotron-4: squared ReLU as GeLU's two matrices, GQA with 8 groups, 256,000 tokens
+    n15 = next(r for r in nb if "Nemotron-15B" in r["name"])["model"]
+    assert (n15.shape.mlp, n15.shape.n_kv_heads, n15.vocab_size) == ("gelu", 8, 256000)
+    assert not n15.shape.biases and not n15.tied_embeddings
