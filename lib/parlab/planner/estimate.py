@@ -62,6 +62,7 @@ class StepTime:
     ep_comm: float = 0.0
     optimizer: float = 0.0  # part of ``compute``
     ideal: float = 0.0
+    offload: float = 0.0  # part of ``compute``: waiting for activation offloading's copies
 
 
 @dataclass(frozen=True)
@@ -223,10 +224,12 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     offload = m * _offload_exposed(model, cluster, lay, layers, lt)
     total = m * compute1 + opt + comm + bubble + offload
     tokens = B * S
-    peak = dev.peak_flops
+    # MFU and the ideal step against the datasheet's 16-bit peak, not the share of it a GPU's
+    # clocks sustain (Constants.clock_shares)
+    peak = dev.peak_flops / dict(constants.clock_shares).get(cluster.gpu.name, 1.0)
     model_flops = model.flops_per_token() * tokens
     step = StepTime(m * compute1 + opt + offload, comm, bubble, total, m * layers * tp1, m * layers * cp1,
-                    pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak))
+                    pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak), offload)
     memory = _memory(model, cluster, lay, dp, m, layers, dense, experts)
     executed = cost.flops_per_token(s, L, S, vocab_size=V, count="megatron",
                                     recompute=lay.recompute, attention=lay.attention) * tokens

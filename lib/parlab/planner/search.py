@@ -1,5 +1,6 @@
 """``plan``: every (tp, cp, ep, pp) layout of n_gpus, each with the ZeRO stage,
-recomputation, sequence parallelism, interleaving and micro-batch that make it fastest,
+recomputation (or, on a GPU with an NVLink-C2C host link, activation offloading), sequence
+parallelism, interleaving and micro-batch that make it fastest,
 ranked by predicted step time (``predict``); the layouts that cannot run, with why; and for
 each the error bar the published runs give the planner on layouts of its kind
 (``validate.error_band``).
@@ -8,12 +9,13 @@ each the error bar the published runs give the planner on layouts of its kind
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 
 from .. import cost
 from ..validate import check_bool, check_int
 from .constants import CONSTANTS, Constants
-from .estimate import Estimate, divisors, predict
+from .estimate import Estimate, _per_layer_activations, divisors, predict
 from .presets import cluster_for, resolve_model
 from .spec import Layout, LayoutError
 from .stacks import DEFAULT_STACK
@@ -53,6 +55,8 @@ class Candidate:
         return (f"dp={self.dp} tp={self.tp} pp={self.pp}" + (f" v={self.v}" if self.v > 1 else "")
                 + (f" cp={self.cp}" if self.cp > 1 else "") + (f" ep={self.ep}" if self.ep > 1 else "")
                 + f" b={self.micro_batch} {zero_name(self.estimate.layout)} recompute={self.recompute}"
+                + (f" offload={self.estimate.layout.offload_layers}"
+                   if self.estimate.layout.offload_layers else "")
                 + (" +SP" if self.sequence_parallel and self.tp > 1 else ""))
 
 
@@ -147,6 +151,10 @@ def reasons(e: Estimate) -> tuple:
     out.append(f"{mem.total / 1e9:.1f} of {mem.capacity / 1e9:.0f} GB per GPU "
                f"({zero_name(lay)}, recompute={lay.recompute}, {lay.attention} attention"
                + (", sequence parallel" if lay.sequence_parallel and lay.tp > 1 else "") + ")")
+    if lay.offload_layers:
+        out.append(f"the first {lay.offload_layers} layers' activations wait in host memory "
+                   f"(over {c.gpu.host_link}): their copies add {t.offload / t.total:.1%} to the "
+                   "step")
     out.append(f"micro-batch {lay.micro_batch}: the fastest that fits; MFU {e.mfu:.0%}, "
                f"{t.total / t.ideal - 1:.0%} over the ideal {t.ideal:.2f} s")
     from .validate import validated_scale  # (validate imports this module)
@@ -175,6 +183,26 @@ def _ranked_on(e: Estimate) -> tuple:
     ZeRO-3 runs, not faster, and keeping it made a DP layout rank far below its ZeRO-1 self."""
     from .validate import error_band
     return e.step_time.total / error_band(e.layout)[1], e.memory_per_gpu.total
+
+
+# host links the search offloads activations over: NVLink-C2C, where NVIDIA's own GB200 recipes
+# do. Over PCIe the copies share the host's memory bandwidth and the network cards' PCIe
+# switches with the node's other GPUs, which the model does not price, so the search does not
+# offer it there (a Layout may still ask for it)
+OFFLOAD_LINKS = ("NVLink-C2C",)
+
+
+def _offloaded(model, cluster, lay: Layout, n_gpus, B, constants, e: Estimate) -> Estimate:
+    """``e`` (a layout without recomputation that does not fit) with the fewest layers'
+    activations offloaded to the host that makes it fit (``Layout.offload_layers``, pp 1), or
+    ``e`` itself if offloading all but one layer would not."""
+    one = _per_layer_activations(model, cluster, lay)
+    over = e.memory_per_gpu.total - e.memory_per_gpu.capacity
+    k = math.ceil(over / one) + 1 if one > 0 else model.n_layers  # the one in flight stays
+    if k >= model.n_layers:
+        return e
+    off = predict(model, cluster, replace(lay, offload_layers=k), n_gpus, B, constants)
+    return off if off.fits else e
 
 
 def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
@@ -225,6 +253,9 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
                         lay = replace(base, zero_stage=zero, fsdp_keep_unsharded=keep,
                                       recompute=rec, sequence_parallel=sp, v=v, micro_batch=b)
                         e = predict(model, cluster, lay, n_gpus, B, constants)
+                        if not e.fits and rec == "none" and pp == 1 and \
+                                cluster.gpu.host_link in OFFLOAD_LINKS:
+                            e = _offloaded(model, cluster, lay, n_gpus, B, constants, e)
                         if not e.fits:
                             if leanest is None or e.memory_per_gpu.total < leanest.memory_per_gpu.total:
                                 leanest = e

@@ -69,3 +69,30 @@ def test_the_published_rows_run_as_their_recipes():
         e = rows[name]["estimate"]
         assert e.fits and e.layout.offload_layers > 0 and e.layout.recompute == "none", name
         assert "offloaded" in rows[name]["note"]
+
+
+def test_plan_offloads_over_nvlink_c2c_only():
+    # on GB200s the search keeps every layer's activations and offloads the fewest layers that
+    # make the layout fit, as NVIDIA's recipe does; on PCIe hosts it does not offer offloading
+    gb = planner.plan("llama3-70B", 64, "GB200", 256, dtype="fp8", tps=(1,), pps=(1,), cps=(1,))
+    best = gb.best.estimate
+    assert best.layout.offload_layers > 0 and best.layout.recompute == "none" and best.fits
+    assert f"offload={best.layout.offload_layers}" in gb.best.label
+    assert any("host memory (over NVLink-C2C)" in r for r in gb.best.reasons)
+    # the fewest: one layer fewer does not fit
+    fewer = replace(best.layout, offload_layers=best.layout.offload_layers - 1)
+    assert not planner.predict(M70, best.cluster, fewer, 64, 256).fits
+    h = planner.plan("llama3-70B", 64, "H100", 256, dtype="fp8", tps=(1, 2), pps=(1,), cps=(1,))
+    assert h.ranked and not any(c.estimate.layout.offload_layers for c in h.ranked)
+    # planted: a GB200 whose host link were PCIe would get no offloading either
+    from parlab.planner import search
+    assert "PCIe5-x16" not in search.OFFLOAD_LINKS
+
+
+def test_mfu_is_against_the_datasheet_peak_whatever_the_clocks_sustain():
+    e = step(RECIPE)
+    assert e.peak_tflops == GPU_PRESETS["GB200"].peak_tflops["bf16"]
+    bare = planner.predict(M70, e.cluster, RECIPE, 64, 256,
+                           replace(planner.CONSTANTS, clock_shares=()))
+    assert bare.peak_tflops == e.peak_tflops
+    assert e.mfu < bare.mfu  # the same FLOPs, more slowly
