@@ -239,7 +239,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
                     executed / total / n_gpus / peak, tokens / total, peak / 1e12, constants)
 
 
-def _per_layer_activations(model, cluster, lay) -> float:
+def layer_activations(model, cluster, lay) -> float:
     """Bytes one layer keeps for its backward, one micro-batch (``cost.activation_memory``)."""
     dtype = lay.dtype_on(cluster.gpu)
     low = cost.bytes_per_element(dtype) if dtype in cost.LOW_PRECISION else None
@@ -260,7 +260,7 @@ def _offload_exposed(model, cluster, lay, layers, lt) -> float:
     if not k:
         return 0.0
     link = LINK_PRESETS[cluster.gpu.host_link]
-    one_way = k * _per_layer_activations(model, cluster, lay) / (
+    one_way = k * layer_activations(model, cluster, lay) / (
         link.gb_per_s_per_direction * 1e9 * link.achieved)
     return sum(max(0.0, one_way - (layers - 1) * lt[d]) for d in ("forward", "backward"))
 
@@ -276,7 +276,7 @@ def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     dtype = lay.dtype_on(cluster.gpu)
     low = cost.bytes_per_element(dtype) if dtype in cost.LOW_PRECISION else None
     states = cost.zero_memory(round(dense + experts), dp * lay.cp, lay.zero_stage)
-    per_layer = _per_layer_activations(model, cluster, lay)
+    per_layer = layer_activations(model, cluster, lay)
     # offloaded layers leave the GPU; the one being copied is still here
     resident = layers - lay.offload_layers + (1 if lay.offload_layers else 0)
     act = per_layer * resident * cost.interleaved_peak_activations(lay.pp, m, lay.v)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from .. import cost
 from ..validate import check_bool, check_int
 from .constants import CONSTANTS, Constants
-from .estimate import Estimate, _per_layer_activations, divisors, predict
+from .estimate import Estimate, divisors, layer_activations, predict
 from .presets import cluster_for, resolve_model
 from .spec import Layout, LayoutError
 from .stacks import DEFAULT_STACK
@@ -196,7 +196,7 @@ def _offloaded(model, cluster, lay: Layout, n_gpus, B, constants, e: Estimate) -
     """``e`` (a layout without recomputation that does not fit) with the fewest layers'
     activations offloaded to the host that makes it fit (``Layout.offload_layers``, pp 1), or
     ``e`` itself if offloading all but one layer would not."""
-    one = _per_layer_activations(model, cluster, lay)
+    one = layer_activations(model, cluster, lay)
     over = e.memory_per_gpu.total - e.memory_per_gpu.capacity
     k = math.ceil(over / one) + 1 if one > 0 else model.n_layers  # the one in flight stays
     if k >= model.n_layers:

@@ -8,7 +8,7 @@ import pytest
 from parlab import cost, planner
 from parlab.hardware import GPU_PRESETS, LINK_PRESETS
 from parlab.planner import Layout, LayoutError
-from parlab.planner.estimate import _per_layer_activations
+from parlab.planner.estimate import layer_activations
 
 M70 = planner.MODELS["llama3-70B"]
 # NVIDIA's GB200 recipe for Llama 3 70B in FP8 (Megatron-Bridge perf_recipes/llama/gb200/llama3.py
@@ -23,7 +23,7 @@ def step(layout, gpu="GB200", n=64, batch=256):
 def test_the_recipe_fits_only_with_its_offload():
     without, with_ = step(replace(RECIPE, offload_layers=0)), step(RECIPE)
     assert not without.fits and with_.fits  # as the recipe needed it
-    one = _per_layer_activations(M70, with_.cluster, with_.layout)
+    one = layer_activations(M70, with_.cluster, with_.layout)
     # the 40 layers leave but the one being copied: 39 layers' activations fewer
     assert without.memory_per_gpu.activations - with_.memory_per_gpu.activations == \
         pytest.approx(39 * one)
@@ -38,7 +38,7 @@ def test_the_copies_hide_behind_compute_on_nvlink_c2c_not_on_pcie():
     b = step(RECIPE, "B200")
     b0 = step(replace(RECIPE, offload_layers=0), "B200")
     link = LINK_PRESETS["PCIe5-x16"]
-    one_way = 40 * _per_layer_activations(M70, b.cluster, b.layout) / (
+    one_way = 40 * layer_activations(M70, b.cluster, b.layout) / (
         link.gb_per_s_per_direction * 1e9 * link.achieved)
     assert b.step_time.total > b0.step_time.total
     assert b.step_time.total - b0.step_time.total <= b.n_micro_batches * 2 * one_way
