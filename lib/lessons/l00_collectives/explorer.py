@@ -17,10 +17,13 @@ def link_reach(name: str) -> int | None:
     """The most GPUs one ``LINK_PRESETS`` link can join, or None for a network (no limit).
     A GPU's own link (NVLink, PCIe) joins only the GPUs of its node or NVLink domain: the
     largest domain among the preset nodes whose GPUs use it (NVLink4: a DGX H100's 8;
-    NVLink5: a GB200 NVL72 rack's 72)."""
+    NVLink5: a GB200 NVL72 rack's 72). A link that is only some GPU's way to its host's
+    memory (NVLink-C2C, ``GPUSpec.host_link``) joins no two GPUs: 1."""
     if name not in LINK_PRESETS:
         raise ValueError(f"name={name!r} must be one of {', '.join(LINK_PRESETS)}")
     reach = [node_for(g).nvlink_domain for g in GPU_PRESETS.values() if g.link == name]
+    if not reach and any(g.host_link == name for g in GPU_PRESETS.values()):
+        return 1
     return max(reach) if reach else None
 
 
@@ -35,6 +38,8 @@ def link_choices(n: int, measured: tuple[float, float] | None = None) -> dict:
     left_out: dict[int, list[str]] = {}
     for name, spec in LINK_PRESETS.items():
         reach = link_reach(name)
+        if reach == 1:  # a GPU's link to its host: no ring of GPUs runs over it
+            continue
         if reach is not None and n > reach:
             left_out.setdefault(reach, []).append(name)
             continue

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .presets import MODELS, gpt, llama
-from .published_more import MORE_ROWS  # other stacks' runs: PyTorch FSDP, torch.compile, float8
+from .published_more import MORE_ROWS as _OTHER_STACKS  # PyTorch FSDP, torch.compile, float8
+from .published_nvidia import NVIDIA_ROWS  # Megatron + Transformer Engine, NVIDIA's tables
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,8 @@ def _qwen3():
                             "recomputation (cheap) left out; dropless, balance assumed")
 
 
+# the rows published_more and published_nvidia give as keyword arguments
+MORE_ROWS = (*_OTHER_STACKS, *NVIDIA_ROWS)
 RUNS = (*_table1(), *_table2(), *_korthikanti(), *_mt_nlg(), *_bloom(), *_megatron_h100(),
         *_llama3(), *_qwen3(), *(PublishedRun(**r) for r in MORE_ROWS))
 IN_SAMPLE = tuple(r for r in RUNS if r.in_sample)

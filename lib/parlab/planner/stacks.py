@@ -42,7 +42,7 @@ torch 2.11 runs square bf16 GEMMs at 0.70-0.79 of the peak. It is fitted on MPT-
 H100s; the seven other H100 rows (1b to 70b, 8 to 512 GPUs) are out of sample for it.
 
 The default stack in fp8 (Transformer Engine, the same 0.70 share at the fp8 peak) is checked
-on NVIDIA's Megatron-Bridge H100 tables of releases 25.11 and 26.04.01 (published_more):
+on NVIDIA's Megatron-Bridge H100 tables of releases 25.11 and 26.04.01 (published_nvidia):
 -1.5..-10.1%; at a fixed layout the releases differ by under 3%, so no profile per release.
 Its B200 and GB200 tables (17 rows) were checked blind, nothing fitted on them: FP8 within
 -8.6..+12.1%; MXFP8 and NVFP4 5 of 10 within 15%, all optimistic (+0.4..+39.9%) -- at one

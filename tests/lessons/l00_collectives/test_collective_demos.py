@@ -108,9 +108,12 @@ def test_slower_than_larger_finds_sizes_that_never_had_a_quiet_moment():
 def test_cost_explorer_offers_only_links_that_reach_that_many_ranks():
     assert explorer.link_reach("NVLink2") == 8 and explorer.link_reach("NVLink5") == 72
     assert explorer.link_reach("PCIe4-x16") == 8 and explorer.link_reach("IB-HDR") is None
+    assert explorer.link_reach("NVLink-C2C") == 1  # GB200 to its Grace host, not to a GPU
     at_8, at_256 = explorer.link_choices(8, (1e-5, 1e9)), explorer.link_choices(256)
     assert any(k.startswith("NVLink2") for k in at_8["links"]) and at_8["note"] == ""
     assert "this machine, measured" in at_8["links"]
+    assert not any("C2C" in k for k in (*at_8["links"], *at_256["links"])) and "C2C" not in \
+        at_256["note"]
     assert not any(k.startswith(("NVLink", "PCIe")) for k in at_256["links"])
     assert any(k.startswith("IB-HDR") for k in at_256["links"])
     assert "NVLink2/3/4" in at_256["note"] and "at most 72 GPUs" in at_256["note"]

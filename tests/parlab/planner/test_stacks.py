@@ -2,14 +2,16 @@
 today's numbers; an unknown stack names the field; every profile says where it comes from
 and which published rows it was fitted on, those rows are in sample for it and no other row
 is; each fitted number is re-derived here from its source; the rows from other stacks
-(published_more) come from three sources with full layouts, FSDP and float8 among them."""
+(published_more, published_nvidia) come from three sources with full layouts, FSDP and float8
+among them."""
 
 from dataclasses import replace
 
 import pytest
 
 from parlab import cost, planner
-from parlab.planner import STACKS, Layout, estimate, published_more, stacks
+from parlab.planner import (STACKS, Layout, estimate, published, published_more, published_nvidia,
+                            stacks)
 from parlab.planner.validate import predict_run
 
 SMALL = dict(n_layers=4, d_model=256, n_heads=8, seq_len=128, vocab_size=1000)
@@ -137,7 +139,7 @@ def test_the_float8_share_is_its_rows_fit():
 
 
 def test_the_rows_from_other_stacks(rows):
-    names = {r["name"] for r in published_more.MORE_ROWS}
+    names = {r["name"] for r in published.MORE_ROWS}
     more = [r for r in planner.RUNS if r.name in names]
     assert len(more) == len(names) >= 25
     # publishers beyond Megatron's papers and Meta's: MosaicML, the PyTorch team, Trainy on
@@ -161,8 +163,8 @@ def test_the_rows_from_other_stacks(rows):
 def test_the_blackwell_rows_blind(rows):
     # every Llama layout of Megatron-Bridge's archive on B200 and GB200 (no constant was fitted
     # on these rows): FP8 within 15% from 25.11 on, each miss says why
-    bw = [r for r in published_more.MORE_ROWS if r["group"] == "Megatron-Bridge B200/GB200"]
-    assert len(bw) == len(published_more._BLACKWELL_ROWS) >= 15
+    bw = [r for r in published_nvidia.NVIDIA_ROWS if r["group"] == "Megatron-Bridge B200/GB200"]
+    assert len(bw) == len(published_nvidia._BLACKWELL_ROWS) >= 15
     assert {r["gpu"] for r in bw} == {"B200", "GB200"}
     assert {r["layout"]["dtype"] for r in bw} == {"fp8", "mxfp8", "nvfp4"}
     assert not any(r["in_sample"] for r in bw) and all("067f987df" in r["source"] for r in bw)
@@ -177,9 +179,9 @@ def test_the_blackwell_rows_blind(rows):
             assert abs(got["error"]) <= planner.TOLERANCE, r["name"]
         assert (abs(got["error"]) > planner.TOLERANCE) == bool(r["known_miss"]), r["name"]
         if r["name"].split()[1] == "25.09" and r["known_miss"]:  # the earliest GB200 release
-            assert published_more._EARLY_GB200 in r["known_miss"], r["name"]
+            assert published_nvidia._EARLY_GB200 in r["known_miss"], r["name"]
     # the archive's pairs at one layout: the published MXFP8 run is 4-6% slower than FP8
-    by = {(r[0], r[1], r[2], r[4]): r[-1] for r in published_more._BLACKWELL_ROWS}
+    by = {(r[0], r[1], r[2], r[4]): r[-1] for r in published_nvidia._BLACKWELL_ROWS}
     for key in (("25.11", "GB200", "8B"), ("25.11", "B200", "8B"), ("25.11", "B200", "405B")):
         assert 0.94 < by[(*key, "MXFP8")] / by[(*key, "FP8")] < 0.965, key
     # planted: the same rows at the bf16 peak (the dtype dropped) are far too slow, and NVFP4
@@ -223,7 +225,7 @@ def test_mxfp8_share_is_its_pairs_fit(rows):
 def test_nemo_2407_rows_blind(rows):
     # NeMo 24.07's H100 FP8 table, every row the zoo or NeMo's configs can build: out of
     # sample, 7 of 9 within 15%; the two misses are the small GPT layers, and say so
-    nemo = [r for r in published_more.MORE_ROWS if r["group"] == "NeMo 24.07 H100 FP8"]
+    nemo = [r for r in published_nvidia.NVIDIA_ROWS if r["group"] == "NeMo 24.07 H100 FP8"]
     assert len(nemo) == 9 and not any(r["in_sample"] for r in nemo)
     assert all("070a0bb" in r["source"] and r["layout"]["dtype"] == "fp8" for r in nemo)
     missed = {r["name"] for r in nemo if abs(rows[r["name"]]["error"]) > planner.TOLERANCE}
@@ -389,7 +391,7 @@ def test_a_clock_share_is_a_gpu_and_a_share(bad):
 def test_nemo_blackwell_rows_blind(rows):
     # NeMo 25.02's B200 table, 25.04's and 25.07's GB200 tables: layouts no later scored release
     # lists, models the zoo has or NeMo's configs give; every miss says why
-    nb = [r for r in published_more.MORE_ROWS if r["group"] == "NeMo 25.02-25.07 B200/GB200"]
+    nb = [r for r in published_nvidia.NVIDIA_ROWS if r["group"] == "NeMo 25.02-25.07 B200/GB200"]
     assert len(nb) == 10 and not any(r["in_sample"] for r in nb)
     assert {r["gpu"] for r in nb} == {"B200", "GB200"}
     assert all("container NeMo 25.0" in r["source"] and "8cfedd7" in r["source"] for r in nb)

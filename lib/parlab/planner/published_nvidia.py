@@ -1,0 +1,262 @@
+"""NVIDIA's own published runs: Megatron-Core with Transformer Engine in FP8, MXFP8 and NVFP4
+on H100, B200 and GB200 -- Megatron-Bridge's performance archive (H100 by release; every Llama 3
+layout on B200 and GB200), NeMo 24.07's H100 FP8 table, and NeMo 25.02-25.07's first B200 and
+GB200 tables. All are predicted with the default stack and out of sample; each row names its
+source (a repository file at a commit, or the NeMo page, container and the configuration's
+commit), and where the table's layout cannot hold its activations, how its recipe ran it.
+Throughputs become seconds per step, as in ``published_more``.
+"""
+
+from __future__ import annotations
+
+from .. import cost
+from .presets import MODELS, gpt, llama
+from .published_more import _row
+from .spec import ModelSpec
+
+
+_BRIDGE = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md at 4ab94dfad "
+           "(2026-08-11), '{}', DGX-H100 (Megatron-Core + Transformer Engine, FP8 current "
+           "scaling)")
+_L405 = llama("llama3.1-405B", 126, 16384, 128, 8, 53248, 8192, 128256,
+              "Llama 3.1 405B: Dubey et al. 2024, Table 3")
+
+
+def _bridge_layout(degrees, micro_batch, dtype, size):
+    """Megatron + Transformer Engine as NVIDIA's tables run it: the distributed optimizer
+    unless FSDP is named, sequence parallelism and TP overlap wherever tp > 1, 405B's 126
+    layers on uneven stages."""
+    tp = degrees.get("tp", 1)
+    return dict(**{"zero_stage": 1, **degrees}, micro_batch=micro_batch, sequence_parallel=tp > 1,
+                tp_comm_overlap=tp > 1, dtype=dtype, uneven_stages=size == "405B")
+
+
+def _bridge():
+    """Megatron + Transformer Engine in FP8 on H100, by release: the default stack's fp8
+    (its GEMMs at the fp8 peak, the same 0.70 share), out of sample."""
+    m8, m70 = MODELS["llama3-8B"], MODELS["llama3-70B"]
+    rows = (("25.11 NeMo Container", "8B", m8, 8, 128, dict(zero_stage=3), 14451),
+            ("25.11 NeMo Container", "70B", m70, 64, 128, dict(tp=4, pp=8, v=5), 1602),
+            ("25.11 NeMo Container", "405B", _L405, 1024, 512, dict(tp=8, pp=8, cp=2, v=8), 292),
+            ("26.04.01 NeMo Container", "70B", m70, 64, 256, dict(tp=4, pp=8, v=5), 1664),
+            ("26.04.01 NeMo Container", "405B", _L405, 1024, 1536, dict(tp=8, pp=8, cp=2, v=8),
+             328))
+    for release, size, model, n, B, degrees, tps in rows:
+        yield _row(
+            f"Megatron-Bridge {release.split()[0]} {size} {n} H100 FP8",
+            "Megatron-Bridge H100 FP8", _BRIDGE.format(release), model, "H100-SXM5-80GB",
+            "DGX-H100", n, B, _bridge_layout(degrees, 1, "fp8", size),
+            "step_s", B * 8192 / (tps * n), search=("recompute",),
+            note=f"{tps} tokens/s/GPU; micro-batch 1, sequence 8192; TP overlap with "
+                 "userbuffers where tp > 1 (perf_recipes/llama/h100/llama3.py at 4ab94dfad); "
+                 "8B: FSDP over 8; recomputation not in the table, searched (the recipe at "
+                 "4ab94dfad recomputes 5 of the 8B's 32 layers)")
+
+
+_BLACKWELL = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md at 067f987df "
+              "(2026-08-22), '{} NeMo Container', DGX-{} (Megatron-Core + Transformer Engine; "
+              "FP8 = FP8-CS, per-tensor current scaling; MXFP8 = FP8-MX, 32-value blocks)")
+# Every Llama 3 pre-training layout the archive gives on the two Blackwell systems with a
+# preset (B200, GB200; not B300, GB300), each at the latest release that lists it; 25.09's
+# table gives MXFP8 in parentheses, its micro-batch from its GA column
+_BLACKWELL_ROWS = (  # release, gpu, size, GPUs, precision, batch, micro-batch, degrees, tokens/s/GPU
+    ("26.04.01", "GB200", "70B", 64, "FP8", 256, 2, dict(zero_stage=3, offload_layers=40), 4224),
+    ("26.04.01", "GB200", "70B", 64, "MXFP8", 256, 1, dict(tp=2, pp=4, v=5), 3712),
+    ("26.04.01", "GB200", "70B", 64, "NVFP4", 256, 1, dict(tp=2, pp=4, v=5), 4864),
+    ("26.06", "GB200", "405B", 256, "FP8", 1536, 1, dict(tp=4, pp=16, v=4, recompute="none"),
+     843),
+    ("26.06", "GB200", "405B", 256, "MXFP8", 1536, 1, dict(tp=4, pp=16, v=8), 783),
+    ("26.06", "GB200", "405B", 256, "NVFP4", 1536, 1, dict(tp=4, pp=16, v=8), 1166),
+    ("26.02.01", "GB200", "405B", 256, "NVFP4", 1536, 1, dict(tp=4, pp=16, v=4), 1083),
+    ("25.11", "GB200", "8B", 8, "FP8", 128, 2, {}, 31508),
+    ("25.11", "GB200", "8B", 8, "MXFP8", 128, 2, {}, 29789),
+    ("25.09", "GB200", "70B", 64, "FP8", 128, 2, dict(zero_stage=3, offload_layers=40), 3986),
+    ("25.09", "GB200", "70B", 64, "MXFP8", 128, 1, dict(tp=2, pp=4, v=5), 3546),
+    ("25.09", "GB200", "405B", 128, "FP8", 64, 1, dict(zero_stage=3, tp=2, offload_layers=95),
+     729),
+    ("25.09", "GB200", "405B", 128, "MXFP8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 578),
+    ("25.11", "B200", "8B", 8, "FP8", 128, 2, {}, 30624),
+    ("25.11", "B200", "8B", 8, "MXFP8", 128, 2, {}, 29521),
+    ("25.11", "B200", "405B", 128, "FP8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 661),
+    ("25.11", "B200", "405B", 128, "MXFP8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 624),
+)
+
+
+# MXFP8 runs at constants.MXFP8_SHARE of FP8's GEMM rate, fitted on NeMo 25.07's pair (not a
+# row here); the archive's own pairs at one layout test it (25.11: 8B on 8 GB200s 29,789 against
+# 31,508 tokens/s/GPU, 8B on 8 B200s 29,521 / 30,624, 405B on 128 B200s 624 / 661). NVFP4 has
+# no such pair: it runs at its own peak with FP8's share
+_EARLY_GB200 = ("25.09 is the archive's earliest GB200 release: three of its four rows are "
+                "15-22% optimistic (its 70B MXFP8 is within 4%), the later releases' GB200 rows "
+                "within -12..+12%")
+_BLACKWELL_MISS = {
+    ("25.09", "GB200", "70B", "FP8"):
+        "run as its recipe runs it (no recomputation; 40 layers' activations offloaded over "
+        "NVLink-C2C, hidden behind the compute): 26.04.01's same layout at batch 256 is within "
+        "9%, this one at batch 128 not; " + _EARLY_GB200,
+    ("25.09", "GB200", "405B", "FP8"):
+        "TP 2 with FSDP, 95 of 126 layers' activations offloaded, no recomputation (NeMo's "
+        "recommended configuration); " + _EARLY_GB200,
+    ("25.09", "GB200", "405B", "MXFP8"):
+        "25.09's B200 table ran the same layout faster (622 tokens/s/GPU against 578): what "
+        "held this GB200 run back is not in the table; " + _EARLY_GB200,
+}
+
+
+# where the layout in the table cannot hold its activations without recomputation, the recipe
+# says how it ran: activation offloading over NVLink-C2C, no recomputation
+_OFFLOAD = {"70B": "Megatron-Bridge perf_recipes/llama/gb200/llama3.py at 067f987df, "
+                   "llama3_70b_pretrain_64gpu_gb200_fp8cs_config: cpu_offloading_num_layers 40",
+            "405B": "NVIDIA/NeMo scripts/performance/recommended_model_configs/"
+                    "model_configs_gb200.csv at 8cfedd7, llama31 405b fp8 on 128 GB200s, TP 2 "
+                    "with FSDP: activation_offload_layers 95, recompute_layers 0"}
+
+
+# a layout whose recipe is known to recompute nothing (the degrees say recompute="none": not
+# searched), and that the planner's memory does not fit
+_BLACKWELL_MEMORY = {
+    ("26.06", "GB200", "405B", "FP8"):
+        "its recipe recomputes nothing (Megatron-Bridge perf_recipes/llama/gb200/llama31.py at "
+        "067f987df, llama31_405b_pretrain_256gpu_gb200_fp8cs_config), and the planner counts "
+        "about 1% more than the GB200's 186 GB for it: the interleaved schedule's 4 x 8 layers "
+        "of in-flight activations are within the inventory's precision of the capacity",
+}
+
+
+def _bridge_blackwell():
+    """The same stack on B200 and GB200 in FP8, MXFP8 and NVFP4, every row out of sample:
+    checked blind, then with MXFP8's share (fitted on NeMo 25.07's pair, not on these rows)."""
+    models = {"8B": MODELS["llama3-8B"], "70B": MODELS["llama3-70B"], "405B": _L405}
+    for release, gpu, size, n, precision, B, b, degrees, tps in _BLACKWELL_ROWS:
+        yield _row(
+            f"Megatron-Bridge {release} {size} {n} {gpu} {precision}",
+            "Megatron-Bridge B200/GB200", _BLACKWELL.format(release, gpu), models[size], gpu,
+            {"GB200": "GB200-NVL72", "B200": "DGX-B200"}[gpu], n, B,
+            _bridge_layout(degrees, b, precision.lower(), size),
+            "step_s", B * 8192 / (tps * n), search=() if "recompute" in degrees else ("recompute",),
+            known_miss=_BLACKWELL_MISS.get((release, gpu, size, precision), ""),
+            memory_note=_BLACKWELL_MEMORY.get((release, gpu, size, precision), ""),
+            note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence 8192"
+                 + (f"; FSDP over {n // degrees.get('tp', 1)}" if degrees.get("zero_stage") == 3
+                    else "")
+                 + (f"; no recomputation, the first {degrees['offload_layers']} layers' "
+                    "activations offloaded to the Grace host (" + _OFFLOAD[size] + ")"
+                    if "offload_layers" in degrees else "; no recomputation (its recipe)"
+                    if "recompute" in degrees else "; recomputation not in the table, searched"))
+
+
+_NEMO = ("NVIDIA/NeMo docs/source/performance/performance_summary.md at 070a0bb, 'Pretraining' "
+         "(container NeMo 24.07, DGX-H100, FP8); GPT-3 5B/20B/175B as NeMo's GPTConfig5B/20B/175B "
+         "(nemo/collections/llm/gpt/model/base.py: 175B without dropout, the others with "
+         "Megatron's 0.1)")
+_SMALL_GPT = ("GPT-style layers under 20B on H100: the planner is 17-22% optimistic here, as on "
+              "Megatron-LM's H100 1.7B and 7.1B (+31%, +23%), and within 11% on the Llama-style "
+              "layers of the same width in this table (Llama 2 7B, Llama 3 8B) and on GPT-3 175B; "
+              "what the small GPT layers lose is not in the model. A candidate it does not price: "
+              "their attention dropout (Megatron's 0.1), which FlashAttention-3 does not offer "
+              "(Dao-AILab/flash-attention#1377)")
+
+
+def _nemo_2407():
+    """NeMo 24.07's H100 FP8 pre-training table, every row whose model the zoo has or NeMo's
+    own config gives (not Nemotron's): the default stack's fp8 a year before Megatron-Bridge's
+    tables, on GPT-3 and Llama 2/3 from 5B to 175B, checked blind."""
+    gpt5 = gpt("gpt3-5B", 24, 4096, 32, 2048, 50257, _NEMO)
+    gpt20 = gpt("gpt3-20B", 44, 6144, 48, 2048, 50257, _NEMO)
+    gpt175 = gpt("gpt3-175B-nemo", 96, 12288, 96, 2048, 50257, _NEMO, dropout=False)
+    l2 = {n: llama(f"llama2-{n}", layers, d, heads, heads, ff, 4096, 32000,
+                   "Llama 2: Touvron et al. 2023, Table 1 and §2.2 (4k context)")
+          for n, layers, d, heads, ff in (("7B", 32, 4096, 32, 11008), ("13B", 40, 5120, 40, 13824))}
+    rows = (  # name, model, GPUs, batch, micro-batch, sequence, tp, pp, cp, vp, tokens/s/GPU
+        ("GPT3-5B", gpt5, 64, 2048, 4, 2048, 1, 1, 1, 1, 22521),
+        ("GPT3-20B", gpt20, 64, 256, 2, 2048, 2, 1, 1, 1, 5851),
+        ("GPT3-175B", gpt175, 128, 256, 1, 2048, 4, 8, 1, 6, 726),
+        ("GPT3-175B", gpt175, 512, 2048, 2, 2048, 4, 8, 1, 6, 782),
+        ("LLAMA2-7B", l2["7B"], 8, 128, 1, 4096, 1, 1, 1, 1, 16847),
+        ("LLAMA2-13B", l2["13B"], 16, 128, 1, 4096, 1, 4, 1, 10, 8646),
+        ("LLAMA2-70B", MODELS["70B"], 64, 128, 1, 4096, 4, 4, 1, 20, 1707),
+        ("LLAMA3-8B", MODELS["llama3-8B"], 8, 128, 1, 8192, 1, 1, 2, 1, 12036),
+        ("LLAMA3-70B", MODELS["llama3-70B"], 64, 128, 1, 8192, 4, 4, 2, 5, 1533))
+    for name, model, n, B, b, S, tp, pp, cp, vp, tps in rows:
+        yield _row(
+            f"NeMo 24.07 {name} {n} H100 FP8", "NeMo 24.07 H100 FP8", _NEMO, model,
+            "H100-SXM5-80GB", "DGX-H100", n, B,
+            _bridge_layout(dict(tp=tp, pp=pp, cp=cp, v=vp), b, "fp8", name),
+            "step_s", B * S / (tps * n), search=("recompute",),
+            known_miss=_SMALL_GPT if name in ("GPT3-5B", "GPT3-20B") else "",
+            note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {S}; the distributed optimizer; "
+                 "recomputation not in the table, searched")
+
+
+_NEMO_PAGE = ("NVIDIA NeMo Framework user guide, 'Performance Summary', container NeMo {}, "
+              "DGX-{}, pre-training, FP8 per-tensor current scaling (MXFP8 in parentheses), "
+              "https://docs.nvidia.com/nemo-framework/user-guide/latest/performance/{} (stored "
+              "copy); models as NVIDIA/NeMo's configs and performance scripts at 8cfedd7 give "
+              "them (GPT-3 175B: GPTConfig175B, vocabulary 51,200; Nemotron-4: "
+              "Nemotron4Config15B/340B, 256,000)")
+_PAGES = {"25.02": "performance_summary.html", "25.04": "archive/25.04-performance-summary.html",
+          "25.07": "performance-summary.html"}
+_FIRST_B200 = ("25.02 is NeMo's first release with B200 figures: at one layout 25.11 ran Llama 3 8B "
+               "18% faster (30,624 against 26,006 tokens/s/GPU) and 405B 6% faster (661 against "
+               "625), and the planner describes the later software")
+_NEMOTRON15 = ("Nemotron-4 15B is the most optimistic row on both Blackwell systems (+46% on B200 "
+               "in 25.02, +19% on GB200 in 25.04) where Nemotron-4 340B and GPT-3 175B of the same "
+               "tables are within 13%; its MLP's squared ReLU is priced as GeLU's one elementwise "
+               "pass, and what its layers lose is not in the tables")
+_NEMO_BLACKWELL_MISS = {
+    ("25.02", "70B"): _FIRST_B200,
+    ("25.02", "N15B"): _FIRST_B200 + "; and " + _NEMOTRON15,
+    ("25.04", "N15B"): _NEMOTRON15,
+    ("25.07", "70B", "mxfp8"): "25.09 ran this model in MXFP8 with CP 1 instead of 2 at 3,546 "
+                               "tokens/s/GPU against these 2,605, and the planner predicts the "
+                               "two layouts within a few percent of each other: what CP 2 cost "
+                               "MXFP8 in 25.07 is not in the model",
+}
+
+
+def _nemo_blackwell():
+    """NeMo 25.02's DGX-B200 table and 25.04's and 25.07's DGX-GB200 tables (each page's first
+    table, the part of each stored copy at hand), every dense row whose model the zoo has or
+    NeMo's config gives and whose layout no later scored release lists: checked blind, before
+    the GB200's clock share (``constants.GB200_PAIRS``) was fitted, at 2 of 10 within 15%."""
+    def nemotron(name, layers, d, heads, ff):  # squared-ReLU MLP: two matrices, as GeLU's
+        shape = cost.LayerShape(d, heads, 8, None, ff, "gelu", biases=False, dropout=False,
+                                rope=True)
+        return ModelSpec(name, layers, 4096, 256000, shape, tied_embeddings=False,
+                         learned_positions=False, source="NVIDIA/NeMo nemo/collections/llm/gpt/"
+                         "model/nemotron.py at 8cfedd7, " + name)
+    models = {"175B": gpt("gpt3-175B-nemo-perf", 96, 12288, 96, 2048, 51200, "NVIDIA/NeMo "
+                          "GPTConfig175B and scripts/performance/llm/pretrain_gpt3_175b.py at "
+                          "8cfedd7", dropout=False),
+              "70B": MODELS["llama3-70B"], "405B": _L405,
+              "N15B": nemotron("Nemotron4Config15B", 32, 6144, 48, 24576),
+              "N340B": nemotron("Nemotron4Config340B", 96, 18432, 96, 73728)}
+    names = {"175B": "GPT3-175B", "70B": "LLAMA3-70B", "405B": "LLAMA3-405B",
+             "N15B": "Nemotron-15B", "N340B": "Nemotron-340B"}
+    rows = (  # release, gpu, model, GPUs, precision, batch, micro-batch, degrees, tokens/s/GPU
+        ("25.02", "B200", "175B", 512, "fp8", 2048, 2, dict(tp=4, pp=4, v=6), 1600),
+        ("25.02", "B200", "70B", 64, "fp8", 128, 1, dict(tp=2, pp=4, cp=2, v=5), 3062),
+        ("25.02", "B200", "N15B", 64, "fp8", 256, 2, {}, 14760),
+        ("25.02", "B200", "N340B", 128, "fp8", 32, 1, dict(tp=8, pp=4, v=12), 602),
+        ("25.04", "GB200", "175B", 128, "fp8", 256, 2, dict(tp=4, pp=4, v=12), 1804),
+        ("25.04", "GB200", "405B", 128, "fp8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 665),
+        ("25.04", "GB200", "N15B", 64, "fp8", 256, 2, {}, 17809),
+        ("25.04", "GB200", "N340B", 128, "fp8", 32, 1, dict(tp=8, pp=4, v=12), 737),
+        ("25.07", "GB200", "70B", 64, "fp8", 128, 1, dict(zero_stage=3), 4066),
+        ("25.07", "GB200", "70B", 64, "mxfp8", 128, 1, dict(tp=2, pp=4, cp=2, v=5), 2605))
+    for release, gpu, size, n, dtype, B, b, degrees, tps in rows:
+        model = models[size]
+        yield _row(
+            f"NeMo {release} {names[size]} {n} {gpu} {dtype.upper()}",
+            "NeMo 25.02-25.07 B200/GB200", _NEMO_PAGE.format(release, gpu, _PAGES[release]),
+            model, gpu, {"GB200": "GB200-NVL72", "B200": "DGX-B200"}[gpu], n, B,
+            _bridge_layout(degrees, b, dtype, size), "step_s", B * model.seq_len / (tps * n),
+            search=("recompute",),
+            known_miss=_NEMO_BLACKWELL_MISS.get((release, size, dtype),
+                                                _NEMO_BLACKWELL_MISS.get((release, size), "")),
+            note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {model.seq_len}"
+                 + (f"; FSDP over {n}" if degrees.get("zero_stage") == 3 else "")
+                 + "; recomputation not in the table, searched")
+
+
+NVIDIA_ROWS = (*_bridge(), *_bridge_blackwell(), *_nemo_2407(), *_nemo_blackwell())
