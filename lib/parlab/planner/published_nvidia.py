@@ -145,22 +145,38 @@ def _bridge_blackwell():
                     if "recompute" in degrees else "; recomputation not in the table, searched"))
 
 
-_NEMO = ("NVIDIA/NeMo docs/source/performance/performance_summary.md at 070a0bb, 'Pretraining' "
-         "(container NeMo 24.07, DGX-H100, FP8); GPT-3 5B/20B/175B as NeMo's GPTConfig5B/20B/175B "
+_NEMO = ("NVIDIA/NeMo docs/source/performance/performance_summary.md at 8e3d65d (2024-09-09, "
+         "'24.07 perf numbers': the table's last version on main), 'Pretraining' (container NeMo "
+         "24.07, DGX-H100, FP8); GPT-3 5B/20B/175B as NeMo's GPTConfig5B/20B/175B "
          "(nemo/collections/llm/gpt/model/base.py: 175B without dropout, the others with "
-         "Megatron's 0.1)")
-_SMALL_GPT = ("GPT-style layers under 20B on H100: the planner is 17-22% optimistic here, as on "
-              "Megatron-LM's H100 1.7B and 7.1B (+31%, +23%), and within 11% on the Llama-style "
-              "layers of the same width in this table (Llama 2 7B, Llama 3 8B) and on GPT-3 175B; "
-              "what the small GPT layers lose is not in the model. A candidate it does not price: "
-              "their attention dropout (Megatron's 0.1), which FlashAttention-3 does not offer "
-              "(Dao-AILab/flash-attention#1377)")
+         "Megatron's 0.1); Nemotron as Nemotron3Config8B/22B and Nemotron4Config340B "
+         "(nemo/collections/llm/gpt/model/nemotron.py at 8cfedd7)")
+
+
+def _nemotron(name, layers, d, heads, groups, ff):
+    """A Nemotron layer as NeMo's config gives it: LayerNorm, a squared-ReLU MLP (two matrices,
+    priced as GeLU's), rotary embeddings, no biases or dropout, untied embeddings, the
+    performance scripts' 256,000-token vocabulary."""
+    shape = cost.LayerShape(d, heads, groups, None, ff, "gelu", biases=False, dropout=False,
+                            rope=True)
+    return ModelSpec(name, layers, 4096, 256000, shape, tied_embeddings=False,
+                     learned_positions=False, source="NVIDIA/NeMo nemo/collections/llm/gpt/model/"
+                     "nemotron.py at 8cfedd7, " + name)
+_SMALL_GPT = ("GPT-style layers (LayerNorm, a two-matrix MLP) of width 4096-6144 on H100: the "
+              "planner is 17-22% optimistic on GPT-3 5B and 20B and on Nemotron-3 8B here, as on "
+              "Megatron-LM's H100 1.7B and 7.1B (+31%, +23%), and within 9% on the Llama-style "
+              "layers of the same width in this table (Llama 2 7B, Llama 3 8B), on Nemotron-3 22B, "
+              "GPT-3 175B and Nemotron-4 340B; what the small GPT layers lose is not in the model. "
+              "Attention dropout (Megatron's 0.1 in GPT-3 5B and 20B, which FlashAttention-3 does "
+              "not offer: Dao-AILab/flash-attention#1377) cannot be all of it: Nemotron-3 8B has "
+              "none")
 
 
 def _nemo_2407():
     """NeMo 24.07's H100 FP8 pre-training table, every row whose model the zoo has or NeMo's
-    own config gives (not Nemotron's): the default stack's fp8 a year before Megatron-Bridge's
-    tables, on GPT-3 and Llama 2/3 from 5B to 175B, checked blind."""
+    own config gives: the default stack's fp8 a year before Megatron-Bridge's tables, on GPT-3,
+    Llama 2/3 and Nemotron from 5B to 340B, checked blind (Nemotron's three rows once its
+    configs were in, 2 of 3)."""
     gpt5 = gpt("gpt3-5B", 24, 4096, 32, 2048, 50257, _NEMO)
     gpt20 = gpt("gpt3-20B", 44, 6144, 48, 2048, 50257, _NEMO)
     gpt175 = gpt("gpt3-175B-nemo", 96, 12288, 96, 2048, 50257, _NEMO, dropout=False)
@@ -168,22 +184,28 @@ def _nemo_2407():
                    "Llama 2: Touvron et al. 2023, Table 1 and §2.2 (4k context)")
           for n, layers, d, heads, ff in (("7B", 32, 4096, 32, 11008), ("13B", 40, 5120, 40, 13824))}
     rows = (  # name, model, GPUs, batch, micro-batch, sequence, tp, pp, cp, vp, tokens/s/GPU
-        ("GPT3-5B", gpt5, 64, 2048, 4, 2048, 1, 1, 1, 1, 22521),
+        ("GPT3-5B", gpt5, 64, 2048, 4, 2048, 1, 1, 1, 1, 23406),
         ("GPT3-20B", gpt20, 64, 256, 2, 2048, 2, 1, 1, 1, 5851),
-        ("GPT3-175B", gpt175, 128, 256, 1, 2048, 4, 8, 1, 6, 726),
-        ("GPT3-175B", gpt175, 512, 2048, 2, 2048, 4, 8, 1, 6, 782),
-        ("LLAMA2-7B", l2["7B"], 8, 128, 1, 4096, 1, 1, 1, 1, 16847),
-        ("LLAMA2-13B", l2["13B"], 16, 128, 1, 4096, 1, 4, 1, 10, 8646),
-        ("LLAMA2-70B", MODELS["70B"], 64, 128, 1, 4096, 4, 4, 1, 20, 1707),
-        ("LLAMA3-8B", MODELS["llama3-8B"], 8, 128, 1, 8192, 1, 1, 2, 1, 12036),
-        ("LLAMA3-70B", MODELS["llama3-70B"], 64, 128, 1, 8192, 4, 4, 2, 5, 1533))
+        ("GPT3-175B", gpt175, 128, 256, 1, 2048, 4, 8, 1, 6, 716),
+        ("GPT3-175B", gpt175, 512, 2048, 2, 2048, 4, 8, 1, 6, 825),
+        ("LLAMA2-7B", l2["7B"], 8, 128, 1, 4096, 1, 1, 1, 1, 16934),
+        ("LLAMA2-13B", l2["13B"], 16, 128, 1, 4096, 1, 4, 1, 10, 8715),
+        ("LLAMA2-70B", MODELS["70B"], 64, 128, 1, 4096, 4, 4, 1, 20, 1728),
+        ("Nemotron-8B", _nemotron("Nemotron3Config8B", 32, 4096, 32, 32, 16384), 64, 256, 4,
+         4096, 2, 1, 1, 1, 12507),
+        ("Nemotron-22B", _nemotron("Nemotron3Config22B", 40, 6144, 48, 48, 24576), 64, 256, 2,
+         4096, 2, 4, 1, 10, 4312),
+        ("Nemotron-340B", _nemotron("Nemotron4Config340B", 96, 18432, 96, 8, 73728), 128, 32, 1,
+         4096, 8, 8, 1, 12, 326),
+        ("LLAMA3-8B", MODELS["llama3-8B"], 8, 128, 1, 8192, 1, 1, 2, 1, 12273),
+        ("LLAMA3-70B", MODELS["llama3-70B"], 64, 128, 1, 8192, 4, 4, 2, 5, 1524))
     for name, model, n, B, b, S, tp, pp, cp, vp, tps in rows:
         yield _row(
             f"NeMo 24.07 {name} {n} H100 FP8", "NeMo 24.07 H100 FP8", _NEMO, model,
             "H100-SXM5-80GB", "DGX-H100", n, B,
             _bridge_layout(dict(tp=tp, pp=pp, cp=cp, v=vp), b, "fp8", name),
             "step_s", B * S / (tps * n), search=("recompute",),
-            known_miss=_SMALL_GPT if name in ("GPT3-5B", "GPT3-20B") else "",
+            known_miss=_SMALL_GPT if name in ("GPT3-5B", "GPT3-20B", "Nemotron-8B") else "",
             note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {S}; the distributed optimizer; "
                  "recomputation not in the table, searched")
 
@@ -219,18 +241,12 @@ def _nemo_blackwell():
     table, the part of each stored copy at hand), every dense row whose model the zoo has or
     NeMo's config gives and whose layout no later scored release lists: checked blind, before
     the GB200's clock share (``constants.GB200_PAIRS``) was fitted, at 2 of 10 within 15%."""
-    def nemotron(name, layers, d, heads, ff):  # squared-ReLU MLP: two matrices, as GeLU's
-        shape = cost.LayerShape(d, heads, 8, None, ff, "gelu", biases=False, dropout=False,
-                                rope=True)
-        return ModelSpec(name, layers, 4096, 256000, shape, tied_embeddings=False,
-                         learned_positions=False, source="NVIDIA/NeMo nemo/collections/llm/gpt/"
-                         "model/nemotron.py at 8cfedd7, " + name)
     models = {"175B": gpt("gpt3-175B-nemo-perf", 96, 12288, 96, 2048, 51200, "NVIDIA/NeMo "
                           "GPTConfig175B and scripts/performance/llm/pretrain_gpt3_175b.py at "
                           "8cfedd7", dropout=False),
               "70B": MODELS["llama3-70B"], "405B": _L405,
-              "N15B": nemotron("Nemotron4Config15B", 32, 6144, 48, 24576),
-              "N340B": nemotron("Nemotron4Config340B", 96, 18432, 96, 73728)}
+              "N15B": _nemotron("Nemotron4Config15B", 32, 6144, 48, 8, 24576),
+              "N340B": _nemotron("Nemotron4Config340B", 96, 18432, 96, 8, 73728)}
     names = {"175B": "GPT3-175B", "70B": "LLAMA3-70B", "405B": "LLAMA3-405B",
              "N15B": "Nemotron-15B", "N340B": "Nemotron-340B"}
     rows = (  # release, gpu, model, GPUs, precision, batch, micro-batch, degrees, tokens/s/GPU

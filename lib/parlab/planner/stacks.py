@@ -49,9 +49,10 @@ Its B200 and GB200 tables (17 rows) were checked blind, nothing fitted on them: 
 layout MXFP8 ran 4-6% slower than FP8. MXFP8's GEMMs now run at 0.90 of FP8's
 (``constants.MXFP8_SHARE``, fitted on NeMo 25.07's Llama 3 8B pair on GB200s, outside the
 scored rows): the archive's three pairs at one layout come out within 2 points, and MXFP8 /
-NVFP4 7 of 10 within 15%. NeMo 24.07's H100 FP8 table (9 rows, GPT-3 and Llama 2/3, 5B to
-175B), also blind: 7 within 15%; the two misses are GPT-3 5B and 20B (+21.6%, +17.0%), small
-GPT layers on H100 as Megatron-LM's 1.7B and 7.1B. NeMo's 25.02 B200 and 25.04/25.07 GB200
+NVFP4 7 of 10 within 15%. NeMo 24.07's H100 FP8 table (12 rows, GPT-3, Llama 2/3 and
+Nemotron, 5B to 340B), also blind: 9 within 15%; the three misses are GPT-3 5B and 20B and
+Nemotron-3 8B (+17.0%, +17.0%, +21.5%), small GPT-style layers on H100 as Megatron-LM's 1.7B
+and 7.1B. NeMo's 25.02 B200 and 25.04/25.07 GB200
 tables (10 rows: GPT-3 175B, Llama 3, Nemotron-4), blind: 2 of 10 within 15%, every GB200 row
 optimistic. At one layout on one node the archive's GB200 runs at the B200's speed, not at its
 datasheet's 1/0.9 of it; with the GB200's compute at ``constants.GB200_CLOCK_SHARE`` of its
