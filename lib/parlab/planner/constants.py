@@ -18,8 +18,8 @@ They are the same for every GPU generation (one stack, PyTorch 2.1 eager, has it
 GEMM share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``). One GPU does not hold
 its datasheet's tensor peaks in training: the GB200, which NVIDIA's own tables run at the
 B200's speed where nothing else differs (``GB200_PAIRS``); its compute runs at
-``GB200_CLOCK_SHARE`` of its peaks (``clock_shares``), its HBM as the datasheet says. One number belongs to
-a format, not a kernel class: Transformer Engine's MXFP8 GEMMs run at ``MXFP8_SHARE`` of its
+``GB200_CLOCK_SHARE`` of its peaks (``clock_shares``), its HBM as the datasheet says. One
+number belongs to a format, not a kernel class: Transformer Engine's MXFP8 GEMMs run at ``MXFP8_SHARE`` of its
 FP8 ones (``mxfp8_share``, fitted on one published pair, ``MXFP8_PAIR``); ``CONSTANTS_NOTE``
 says how they were chosen and on which rows (``published.IN_SAMPLE``). They describe one
 software stack, Megatron-LM with Transformer Engine (fused kernels, fused attention): the
@@ -80,11 +80,16 @@ class Constants:
             return self.hopper_gemm_efficiency
         return self.gemm_efficiency
 
+    def clock_share(self, gpu: GPUSpec) -> float:
+        """The share of ``gpu``'s datasheet peaks its compute sustains (``clock_shares``; 1
+        for a GPU not named there)."""
+        return dict(self.clock_shares).get(gpu.name, 1.0)
+
     def device(self, gpu: GPUSpec, dtype: str) -> cost.Device:
         """A ``cost.Device`` for ``gpu`` computing in ``dtype`` ("bf16", "fp16"; "fp8",
         "mxfp8", "nvfp4": the linear layers at that dtype's peak, the rest 16-bit)."""
         gemm = self.gemm_share(gpu)
-        clock = dict(self.clock_shares).get(gpu.name, 1.0)
+        clock = self.clock_share(gpu)
         low = dtype in cost.LOW_PRECISION
         half = "bf16" if low or dtype not in gpu.peak_tflops else dtype
         if half not in gpu.peak_tflops:

@@ -226,7 +226,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     tokens = B * S
     # MFU and the ideal step against the datasheet's 16-bit peak, not the share of it a GPU's
     # clocks sustain (Constants.clock_shares)
-    peak = dev.peak_flops / dict(constants.clock_shares).get(cluster.gpu.name, 1.0)
+    peak = dev.peak_flops / constants.clock_share(cluster.gpu)
     model_flops = model.flops_per_token() * tokens
     step = StepTime(m * compute1 + opt + offload, comm, bubble, total, m * layers * tp1, m * layers * cp1,
                     pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak), offload)
