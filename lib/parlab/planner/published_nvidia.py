@@ -10,6 +10,7 @@ Throughputs become seconds per step, as in ``published_more``.
 from __future__ import annotations
 
 from .. import cost
+from ..hardware import GPU_PRESETS, node_for
 from .presets import MODELS, gpt, llama
 from .published_more import _row
 from .spec import ModelSpec
@@ -22,13 +23,21 @@ _L405 = llama("llama3.1-405B", 126, 16384, 128, 8, 53248, 8192, 128256,
               "Llama 3.1 405B: Dubey et al. 2024, Table 3")
 
 
-def _bridge_layout(degrees, micro_batch, dtype, size):
-    """Megatron + Transformer Engine as NVIDIA's tables run it: the distributed optimizer
-    unless FSDP is named, sequence parallelism and TP overlap wherever tp > 1, 405B's 126
-    layers on uneven stages."""
-    tp = degrees.get("tp", 1)
-    return dict(**{"zero_stage": 1, **degrees}, micro_batch=micro_batch, sequence_parallel=tp > 1,
-                tp_comm_overlap=tp > 1, dtype=dtype, uneven_stages=size == "405B")
+def _nvidia_row(name, group, source, model, gpu, n, B, degrees, b, dtype, tps, note="",
+                **kw) -> dict:
+    """One row of an NVIDIA table: Megatron + Transformer Engine as the tables run it -- the
+    distributed optimizer unless FSDP is named, sequence parallelism and TP overlap wherever
+    tp > 1, uneven stages where pp x v does not divide the layers -- on ``gpu``'s usual node,
+    its ``tps`` tokens/s/GPU as seconds per step; recomputation searched unless ``degrees``
+    names it. ``note`` follows the throughput and the micro-batch in the row's note."""
+    tp, pp, v = (degrees.get(k, 1) for k in ("tp", "pp", "v"))
+    layout = dict(**{"zero_stage": 1, **degrees}, micro_batch=b, sequence_parallel=tp > 1,
+                  tp_comm_overlap=tp > 1, dtype=dtype,
+                  uneven_stages=model.n_layers % (pp * v) != 0)
+    return _row(name, group, source, model, gpu, node_for(GPU_PRESETS[gpu]).name, n, B, layout,
+                "step_s", B * model.seq_len / (tps * n),
+                search=() if "recompute" in degrees else ("recompute",),
+                note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {model.seq_len}" + note, **kw)
 
 
 def _bridge():
@@ -42,15 +51,13 @@ def _bridge():
             ("26.04.01 NeMo Container", "405B", _L405, 1024, 1536, dict(tp=8, pp=8, cp=2, v=8),
              328))
     for release, size, model, n, B, degrees, tps in rows:
-        yield _row(
+        yield _nvidia_row(
             f"Megatron-Bridge {release.split()[0]} {size} {n} H100 FP8",
-            "Megatron-Bridge H100 FP8", _BRIDGE.format(release), model, "H100-SXM5-80GB",
-            "DGX-H100", n, B, _bridge_layout(degrees, 1, "fp8", size),
-            "step_s", B * 8192 / (tps * n), search=("recompute",),
-            note=f"{tps} tokens/s/GPU; micro-batch 1, sequence 8192; TP overlap with "
-                 "userbuffers where tp > 1 (perf_recipes/llama/h100/llama3.py at 4ab94dfad); "
-                 "8B: FSDP over 8; recomputation not in the table, searched (the recipe at "
-                 "4ab94dfad recomputes 5 of the 8B's 32 layers)")
+            "Megatron-Bridge H100 FP8", _BRIDGE.format(release), model, "H100-SXM5-80GB", n, B,
+            degrees, 1, "fp8", tps,
+            "; TP overlap with userbuffers where tp > 1 (perf_recipes/llama/h100/llama3.py at "
+            "4ab94dfad); 8B: FSDP over 8; recomputation not in the table, searched (the recipe "
+            "at 4ab94dfad recomputes 5 of the 8B's 32 layers)")
 
 
 _BLACKWELL = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md at 067f987df "
@@ -128,21 +135,17 @@ def _bridge_blackwell():
     checked blind, then with MXFP8's share (fitted on NeMo 25.07's pair, not on these rows)."""
     models = {"8B": MODELS["llama3-8B"], "70B": MODELS["llama3-70B"], "405B": _L405}
     for release, gpu, size, n, precision, B, b, degrees, tps in _BLACKWELL_ROWS:
-        yield _row(
+        yield _nvidia_row(
             f"Megatron-Bridge {release} {size} {n} {gpu} {precision}",
-            "Megatron-Bridge B200/GB200", _BLACKWELL.format(release, gpu), models[size], gpu,
-            {"GB200": "GB200-NVL72", "B200": "DGX-B200"}[gpu], n, B,
-            _bridge_layout(degrees, b, precision.lower(), size),
-            "step_s", B * 8192 / (tps * n), search=() if "recompute" in degrees else ("recompute",),
+            "Megatron-Bridge B200/GB200", _BLACKWELL.format(release, gpu), models[size], gpu, n,
+            B, degrees, b, precision.lower(), tps,
+            (f"; FSDP over {n // degrees.get('tp', 1)}" if degrees.get("zero_stage") == 3 else "")
+            + (f"; no recomputation, the first {degrees['offload_layers']} layers' activations "
+               "offloaded to the Grace host (" + _OFFLOAD[size] + ")"
+               if "offload_layers" in degrees else "; no recomputation (its recipe)"
+               if "recompute" in degrees else "; recomputation not in the table, searched"),
             known_miss=_BLACKWELL_MISS.get((release, gpu, size, precision), ""),
-            memory_note=_BLACKWELL_MEMORY.get((release, gpu, size, precision), ""),
-            note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence 8192"
-                 + (f"; FSDP over {n // degrees.get('tp', 1)}" if degrees.get("zero_stage") == 3
-                    else "")
-                 + (f"; no recomputation, the first {degrees['offload_layers']} layers' "
-                    "activations offloaded to the Grace host (" + _OFFLOAD[size] + ")"
-                    if "offload_layers" in degrees else "; no recomputation (its recipe)"
-                    if "recompute" in degrees else "; recomputation not in the table, searched"))
+            memory_note=_BLACKWELL_MEMORY.get((release, gpu, size, precision), ""))
 
 
 _NEMO = ("NVIDIA/NeMo docs/source/performance/performance_summary.md at 8e3d65d (2024-09-09, "
@@ -183,31 +186,28 @@ def _nemo_2407():
     l2 = {n: llama(f"llama2-{n}", layers, d, heads, heads, ff, 4096, 32000,
                    "Llama 2: Touvron et al. 2023, Table 1 and §2.2 (4k context)")
           for n, layers, d, heads, ff in (("7B", 32, 4096, 32, 11008), ("13B", 40, 5120, 40, 13824))}
-    rows = (  # name, model, GPUs, batch, micro-batch, sequence, tp, pp, cp, vp, tokens/s/GPU
-        ("GPT3-5B", gpt5, 64, 2048, 4, 2048, 1, 1, 1, 1, 23406),
-        ("GPT3-20B", gpt20, 64, 256, 2, 2048, 2, 1, 1, 1, 5851),
-        ("GPT3-175B", gpt175, 128, 256, 1, 2048, 4, 8, 1, 6, 716),
-        ("GPT3-175B", gpt175, 512, 2048, 2, 2048, 4, 8, 1, 6, 825),
-        ("LLAMA2-7B", l2["7B"], 8, 128, 1, 4096, 1, 1, 1, 1, 16934),
-        ("LLAMA2-13B", l2["13B"], 16, 128, 1, 4096, 1, 4, 1, 10, 8715),
-        ("LLAMA2-70B", MODELS["70B"], 64, 128, 1, 4096, 4, 4, 1, 20, 1728),
+    rows = (  # name, model, GPUs, batch, micro-batch, tp, pp, cp, vp, tokens/s/GPU
+        ("GPT3-5B", gpt5, 64, 2048, 4, 1, 1, 1, 1, 23406),
+        ("GPT3-20B", gpt20, 64, 256, 2, 2, 1, 1, 1, 5851),
+        ("GPT3-175B", gpt175, 128, 256, 1, 4, 8, 1, 6, 716),
+        ("GPT3-175B", gpt175, 512, 2048, 2, 4, 8, 1, 6, 825),
+        ("LLAMA2-7B", l2["7B"], 8, 128, 1, 1, 1, 1, 1, 16934),
+        ("LLAMA2-13B", l2["13B"], 16, 128, 1, 1, 4, 1, 10, 8715),
+        ("LLAMA2-70B", MODELS["70B"], 64, 128, 1, 4, 4, 1, 20, 1728),
         ("Nemotron-8B", _nemotron("Nemotron3Config8B", 32, 4096, 32, 32, 16384), 64, 256, 4,
-         4096, 2, 1, 1, 1, 12507),
+         2, 1, 1, 1, 12507),
         ("Nemotron-22B", _nemotron("Nemotron3Config22B", 40, 6144, 48, 48, 24576), 64, 256, 2,
-         4096, 2, 4, 1, 10, 4312),
+         2, 4, 1, 10, 4312),
         ("Nemotron-340B", _nemotron("Nemotron4Config340B", 96, 18432, 96, 8, 73728), 128, 32, 1,
-         4096, 8, 8, 1, 12, 326),
-        ("LLAMA3-8B", MODELS["llama3-8B"], 8, 128, 1, 8192, 1, 1, 2, 1, 12273),
-        ("LLAMA3-70B", MODELS["llama3-70B"], 64, 128, 1, 8192, 4, 4, 2, 5, 1524))
-    for name, model, n, B, b, S, tp, pp, cp, vp, tps in rows:
-        yield _row(
+         8, 8, 1, 12, 326),
+        ("LLAMA3-8B", MODELS["llama3-8B"], 8, 128, 1, 1, 1, 2, 1, 12273),
+        ("LLAMA3-70B", MODELS["llama3-70B"], 64, 128, 1, 4, 4, 2, 5, 1524))
+    for name, model, n, B, b, tp, pp, cp, vp, tps in rows:
+        yield _nvidia_row(
             f"NeMo 24.07 {name} {n} H100 FP8", "NeMo 24.07 H100 FP8", _NEMO, model,
-            "H100-SXM5-80GB", "DGX-H100", n, B,
-            _bridge_layout(dict(tp=tp, pp=pp, cp=cp, v=vp), b, "fp8", name),
-            "step_s", B * S / (tps * n), search=("recompute",),
-            known_miss=_SMALL_GPT if name in ("GPT3-5B", "GPT3-20B", "Nemotron-8B") else "",
-            note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {S}; the distributed optimizer; "
-                 "recomputation not in the table, searched")
+            "H100-SXM5-80GB", n, B, dict(tp=tp, pp=pp, cp=cp, v=vp), b, "fp8", tps,
+            "; the distributed optimizer; recomputation not in the table, searched",
+            known_miss=_SMALL_GPT if name in ("GPT3-5B", "GPT3-20B", "Nemotron-8B") else "")
 
 
 _NEMO_PAGE = ("NVIDIA NeMo Framework user guide, 'Performance Summary', container NeMo {}, "
@@ -261,18 +261,14 @@ def _nemo_blackwell():
         ("25.07", "GB200", "70B", 64, "fp8", 128, 1, dict(zero_stage=3), 4066),
         ("25.07", "GB200", "70B", 64, "mxfp8", 128, 1, dict(tp=2, pp=4, cp=2, v=5), 2605))
     for release, gpu, size, n, dtype, B, b, degrees, tps in rows:
-        model = models[size]
-        yield _row(
+        yield _nvidia_row(
             f"NeMo {release} {names[size]} {n} {gpu} {dtype.upper()}",
             "NeMo 25.02-25.07 B200/GB200", _NEMO_PAGE.format(release, gpu, _PAGES[release]),
-            model, gpu, {"GB200": "GB200-NVL72", "B200": "DGX-B200"}[gpu], n, B,
-            _bridge_layout(degrees, b, dtype, size), "step_s", B * model.seq_len / (tps * n),
-            search=("recompute",),
+            models[size], gpu, n, B, degrees, b, dtype, tps,
+            (f"; FSDP over {n}" if degrees.get("zero_stage") == 3 else "")
+            + "; recomputation not in the table, searched",
             known_miss=_NEMO_BLACKWELL_MISS.get((release, size, dtype),
-                                                _NEMO_BLACKWELL_MISS.get((release, size), "")),
-            note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {model.seq_len}"
-                 + (f"; FSDP over {n}" if degrees.get("zero_stage") == 3 else "")
-                 + "; recomputation not in the table, searched")
+                                                _NEMO_BLACKWELL_MISS.get((release, size), "")))
 
 
 NVIDIA_ROWS = (*_bridge(), *_bridge_blackwell(), *_nemo_2407(), *_nemo_blackwell())
