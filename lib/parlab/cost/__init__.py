@@ -44,7 +44,8 @@ ValueError naming the argument (each module's docstring states its domains).
                  fine_grained_experts (DeepSeekMoE), expert_choice_coverage (Zhou et al.),
                  grouped_gemm_rows / grouped_gemm_flops (dropless, MegaBlocks)
   kernels       one GPU's kernels: gemm_quantization, gemm_time (tiles, waves, roofline),
-                 ELEMENTWISE bytes per operator, attention_flops, attention_time (fused or
+                 ELEMENTWISE bytes per operator, LOSS_KERNELS / loss_bytes (the
+                 cross-entropy by implementation), attention_flops, attention_time (fused or
                  materialized)
   transformer   LayerShape (GPT or Llama-style, GQA, SwiGLU, MoE), layer_params,
                  embedding_params, layer_gemms, layer_elementwise, logits_gemm, op_recomputed
@@ -86,8 +87,9 @@ from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank
 from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grained_experts,
                               grouped_gemm_flops, grouped_gemm_rows, moe_all_to_all_bytes,
                               moe_flops_per_token, moe_params, moe_remote_copies)
-from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, attention_flops, attention_time,
-                      elementwise_bytes, gemm_quantization, gemm_time)
+from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, LOSS_KERNELS, attention_flops,
+                      attention_time, elementwise_bytes, gemm_quantization, gemm_time,
+                      loss_bytes)
 from .transformer import (MLPS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
                           layer_params, logits_gemm, op_recomputed)
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
@@ -128,7 +130,7 @@ __all__ = [
     "moe_remote_copies", "fine_grained_experts", "expert_choice_coverage", "grouped_gemm_rows",
     "grouped_gemm_flops",
     "GEMM_TILES", "ELEMENTWISE", "ATTENTION", "gemm_quantization", "gemm_time",
-    "elementwise_bytes", "attention_flops", "attention_time",
+    "elementwise_bytes", "LOSS_KERNELS", "loss_bytes", "attention_flops", "attention_time",
     "MLPS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
     "layer_elementwise", "logits_gemm", "op_recomputed",
     "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",

@@ -18,6 +18,12 @@ the bytes they read and write over ``memory_efficiency`` of the HBM bandwidth. E
 lists the bytes per element of each operator of a Megatron-style layer, forward and
 backward, 16-bit values and 1-byte dropout masks, as its fused kernels move them.
 
+The loss. Softmax cross-entropy over the vocabulary touches every logit, b x s x V / tp of
+them, a few times: how many depends on the implementation a run used, from one Triton
+kernel that reads the 16-bit logits once each way to PyTorch ops run one at a time on an fp32
+copy. LOSS_KERNELS lists the bytes per logit of each, as the code at the commits named
+there moves them; ``loss_bytes`` reads it.
+
 Attention. Materialized (Megatron 2021-22: QK^T, scale-mask-softmax, dropout, AV): two
 batched GEMMs per head over the whole s_q x s_k square plus the softmax's elementwise
 traffic on it. Fused (FlashAttention, Dao et al. 2022; FlashAttention-2, Dao 2023, §3): the
@@ -50,9 +56,31 @@ ELEMENTWISE = {
     "rope": (4, 4),              # per element of q and k
     "softmax": (4, 6),           # per score (materialized only): fused scale-mask-softmax
     "attn_dropout": (5, 5),      # per score: read, write + mask | read dy, mask, write
-    "cross_entropy": (10, 6),    # per logit: read bf16, exp in fp32 (write, read) | read, write
     "moe_permute": (8, 8),       # per routed element: token permute + unpermute
     "fp8_cast": (3, 3),          # per element of an fp8 GEMM's input: read 2, write 1
+}
+
+# The loss: bytes per logit (forward, backward) by implementation. The output GEMM writes the
+# logits in 16 bits (2 B a value); an fp32 copy moves 4 B a value.
+LOSS_KERNELS = {
+    # one Triton kernel each way: Transformer Engine's parallel_cross_entropy (triton/
+    # cross_entropy.py at 02965d2: an online softmax reads the logits once forward; backward
+    # reads them again and writes the gradient over them), flash-attn's CrossEntropyLoss
+    # (llm-foundry's MPT default) and torch.compile's fusion of F.cross_entropy alike
+    "triton": (2, 4),
+    # Megatron-Core's native fusion (fusions/fused_cross_entropy.py, jit_fuser, at f2e5db4):
+    # the fp32 copy with its max (read 2, write 4), subtract-exp-sum in place (4, 4), the
+    # divide (4, 4) | the gradient's multiply and cast back to 16 bits (4, 2)
+    "megatron-jit": (22, 6),
+    # Megatron's vocab_parallel_cross_entropy on output.float() one PyTorch op at a time, its
+    # default without --cross-entropy-loss-fusion (2021 to 2024): cast (2, 4), max (4),
+    # subtract (4, 4), exp (4, 4), sum (4), divide (4, 4) | multiply (4, 4), cast back (4, 2)
+    "megatron": (38, 14),
+    # PyTorch eager F.cross_entropy on fp32 logits: cast (2, 4), log_softmax over a row too
+    # long for one block (max, sum of exp, then read and write: 16) | nll_loss's zeroed
+    # gradient (4), log_softmax's backward (a sum over dy, then dy and y read, dx written:
+    # 16), cast back (4, 2)
+    "torch": (22, 26),
 }
 
 
@@ -100,6 +128,14 @@ def elementwise_bytes(op: str, elements: float, backward: bool = False) -> float
     op = check_choice("op", op, tuple(ELEMENTWISE))
     elements = check_float("elements", elements, 0.0, strict=False)
     return ELEMENTWISE[op][1 if check_bool("backward", backward) else 0] * elements
+
+
+def loss_bytes(kind: str, logits: float, backward: bool = False) -> float:
+    """Bytes the loss implementation ``kind`` of LOSS_KERNELS moves over ``logits`` logits,
+    forward (or backward)."""
+    kind = check_choice("kind", kind, tuple(LOSS_KERNELS))
+    logits = check_float("logits", logits, 0.0, strict=False)
+    return LOSS_KERNELS[kind][1 if check_bool("backward", backward) else 0] * logits
 
 
 def attention_flops(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_dim: int,

@@ -27,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
-from .kernels import ATTENTION, attention_time, elementwise_bytes, gemm_time
+from .kernels import (ATTENTION, LOSS_KERNELS, attention_time, elementwise_bytes, gemm_time,
+                      loss_bytes)
 from .memory import RECOMPUTE_KINDS
 from .transformer import (LayerShape, check_shape, layer_elementwise, layer_gemms, logits_gemm,
                           op_recomputed)
@@ -135,14 +136,15 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
                       + (cheap if recompute == "selective" and attention == "fused" else 0.0)}}
 
 
-def logits_time(tokens: int, d_model: int, vocab_size: int, device: Device, tp: int = 1) -> float:
+def logits_time(tokens: int, d_model: int, vocab_size: int, device: Device, tp: int = 1,
+                loss: str = "triton") -> float:
     """Seconds of the output layer and the vocabulary-parallel cross-entropy for ``tokens``
-    rows on one GPU of the TP group: its GEMM forward and twice backward, and the loss's
-    traffic over tokens x V / tp logits (``cross_entropy``)."""
+    rows on one GPU of the TP group: its GEMM forward and twice backward, and the loss
+    implementation ``loss``'s traffic over tokens x V / tp logits (``kernels.LOSS_KERNELS``)."""
+    loss = check_choice("loss", loss, tuple(LOSS_KERNELS))
     _, m, n, k, _ = logits_gemm(tokens, d_model, vocab_size, tp)
     gemm = Device.check(device).gemm(m, n, k)
-    ce = (elementwise_bytes("cross_entropy", m * n)
-          + elementwise_bytes("cross_entropy", m * n, True)) / device.memory_rate
+    ce = (loss_bytes(loss, m * n) + loss_bytes(loss, m * n, True)) / device.memory_rate
     return 3 * gemm + ce
 
 

@@ -32,10 +32,12 @@ def calibrate(gpu_report, constants: Constants = CONSTANTS) -> Constants:
     gemm_efficiency (and fp8_gemm_efficiency): the largest measured square GEMM's TFLOP/s
     / the preset's peak / its tile-and-wave quantization (``_gemm_share``). attention_efficiency:
     the value that makes the planner's one-GPU estimate of the report's model run (its
-    shape, batch, fused attention, no recomputation) take the measured time, with the GEMM
-    share just measured -- bisection on (0.05, 1]. memory_efficiency stays (the report has
-    no bandwidth test). The measured GPU's entry in ``clock_shares`` goes: its measured share
-    already holds it. Sections that did not run leave their constant as it was."""
+    shape, batch, fused attention, no recomputation, the loss as that run computed it:
+    Inductor's fused kernel compiled, PyTorch's ops eager -- ``cost.LOSS_KERNELS``) take the
+    measured time, with the GEMM share just measured -- bisection on (0.05, 1].
+    memory_efficiency stays (the report has no bandwidth test). The measured GPU's entry in
+    ``clock_shares`` goes: its measured share already holds it. Sections that did not run
+    leave their constant as it was."""
     report = gpu_report
     if isinstance(report, str):
         with open(report) as f:
@@ -57,13 +59,17 @@ def calibrate(gpu_report, constants: Constants = CONSTANTS) -> Constants:
     if fp8:
         out = replace(out, fp8_gemm_efficiency=fp8)
     model = report.get("model", {})
-    run = model.get("runs", {}).get(model.get("best") or "", {})
+    best = model.get("best") or ""
+    run = model.get("runs", {}).get(best, {})
     if model.get("status") == "ok" and run.get("status") == "ok":
-        out = replace(out, attention_efficiency=_attention_share(model["config"], run, spec, out))
+        loss = "triton" if best == "compiled" else "torch"
+        out = replace(out, attention_efficiency=_attention_share(model["config"], run, spec, out,
+                                                                 loss))
     return out
 
 
-def _attention_share(config: dict, run: dict, spec: GPUSpec, constants: Constants) -> float:
+def _attention_share(config: dict, run: dict, spec: GPUSpec, constants: Constants,
+                     loss: str) -> float:
     b = run["batch_size"]
     want = b * config["seq_len"] / run["tokens_per_s"]
     shape = cost.LayerShape(config["d_model"], config["n_heads"], dropout=False)
@@ -72,7 +78,7 @@ def _attention_share(config: dict, run: dict, spec: GPUSpec, constants: Constant
         c = replace(constants, attention_efficiency=eff)
         return estimate(config["n_layers"], config["d_model"], config["n_heads"],
                         config["seq_len"], config["vocab_size"], 1, 1, 1, b, b, spec,
-                        shape=shape, constants=c).step_time.total
+                        shape=shape, constants=c, loss_kernel=loss).step_time.total
 
     lo = 0.05
     hi = 1.0

@@ -79,7 +79,9 @@ _T1_ROWS = (  # name, heads, hidden, layers, tp, pp, gpus, batch, TFLOP/s, micro
     ("1T", 160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1, "local"),
 )
 # Megatron 2021-22 on A100: fp16 with loss scaling, materialized attention (fused softmax)
-_MEGATRON_2021 = dict(dtype="fp16", attention="materialized")
+# Megatron of 2021-22 (and Megatron-DeepSpeed, its fork): the loss on output.float() one op
+# at a time (megatron/model/gpt_model.py at aed2f75, 2021-04, and 35a3fa8, 2022-05)
+_MEGATRON_2021 = dict(dtype="fp16", attention="materialized", loss_kernel="megatron")
 
 
 def _table1():
@@ -97,17 +99,19 @@ _GPT530 = MODELS["megatron-530B"]
 _ZERO3 = ("DeepSpeed's ZeRO-3 of 2021 (fsdp_impl='deepspeed2021'): a gather per weight matrix "
           "(4 a layer), waited for, each paying NCCL's ring latency over the whole DP group "
           "(it grows with the ranks) and the bandwidth of 8 HDR cards. The mechanism gives the "
-          "trend (175B: 182 -> 162 -> 122 TFLOP/s, was ~200 flat) but not its size: the paper's "
-          "144 -> 88 -> 44 leaves 22 -> 37 -> 52 s a step beyond the modelled compute, where the "
-          "model finds 4.9 -> 6.2 -> 8.8 s of exposed gathers. The paper's slope, +14.7 s per "
-          "doubling for 175B and +46.6 s from 1120 to 2240 GPUs for 530B, is 25-50 us per "
-          "added rank per gathered matrix, several times NCCL's own hop latencies: a cost of "
-          "DeepSpeed's code of the "
-          "time (partition_parameters.py builds N views per parameter in a Python loop, and "
-          "PyTorch's list all_gather copies the result into N tensors), which neither the "
-          "paper nor any measurement we have gives (no DeepSpeed or NCCL version, no "
-          "prefetch or bucket settings in §5.2). A per-rank term of that size would be a factor "
-          "fitted to these rows, so the planner leaves it out and shows the miss")
+          "trend (175B: 184 -> 164 -> 123 TFLOP/s, was ~200 flat) but not its size: the paper's "
+          "144 -> 88 -> 44 leaves 23 -> 37 -> 52 s a step beyond the modelled compute, where the "
+          "model finds 4.9 -> 6.2 -> 8.8 s of exposed gathers. From 768 GPUs (175B) and 1120 "
+          "(530B) the paper's step stops shrinking as the GPUs double (66.7 s both; 180 s, "
+          "184 s): a fixed time per GPU, as if ZeRO-3's three passes over the weights ran at "
+          "16-18 GB/s a GPU, two thirds of one HDR card's 25 GB/s, where NCCL's ring over a "
+          "node's 8 cards reaches about 185. What held it there is a cost of DeepSpeed's code of "
+          "the "
+          "time (partition_parameters.py at v0.3.13 gathers each parameter into N views and "
+          "copies it out again, fetch_sub_module waits for every gather), which neither the "
+          "paper nor any measurement we have gives (no DeepSpeed or NCCL version, no prefetch "
+          "or bucket settings in §5.2). A rate fitted to these rows would explain nothing, so "
+          "the planner leaves it out and shows the miss")
 _MTNLG_MISS = ("the same layout on the same cluster ran at 159 TFLOP/s under Megatron (Table 2, "
                "PTD-P 530B on 2240 GPUs, predicted within 3%); MT-NLG's 126 is DeepSpeed's "
                "pipeline engine and its overheads, which the model does not know")
@@ -172,7 +176,7 @@ def _bloom():
                        "Jean-Zay-A100", 384, 2048,
                        dict(tp=4, pp=12, micro_batch=2, recompute="full", zero_stage=1,
                             dp_overlap=False, dtype="bf16", attention="materialized",
-                            uneven_stages=True),
+                            uneven_stages=True, loss_kernel="megatron"),
                        "step_s", 104.70,
                        note="Megatron-DeepSpeed: 1F1B (no interleaving), ZeRO-1, gradients "
                             "after the flush; 70 layers on 12 stages (6 on the slowest); 4 "
@@ -187,13 +191,13 @@ _MLM_ROWS = (  # size, heads, hidden, layers, tp, pp, gpus, batch, TFLOP/s, MFU 
     ("462B", 144, 18432, 112, 8, 16, 6144, 3072, 459.9, 47))
 
 
-_SMALL_H100 = ("the error grows as the model shrinks on H100 (+23% at 7.1B, +31% at 1.7B, "
-               "within 12% from 16B up): at d_model 2048-4096 an H100 runs a layer's GEMMs in "
-               "about a millisecond, and the costs of many short kernels (launch gaps, tails "
-               "that do not fill the GPU) that the model does not count become visible. "
-               "On torchtitan's H100s the 8B rows (d_model 4096) lean the same way against the "
-               "70B's under the same FSDP x TP 8 layout (+14% against -4% in bf16, +11% against "
-               "-9% in float8); no A100 row does")
+_SMALL_H100 = ("the two smallest models are the table's only rows beyond 15%, both optimistic, "
+               "with the loss priced as Megatron ran it (unfused, fp32), which took nearly half "
+               "of the 1.7B's miss: at d_model 2048-4096 an H100 runs a layer's GEMMs in about a "
+               "millisecond, and the costs of many short kernels (launch gaps, tails that do not "
+               "fill the GPU) that the model does not count become visible. On torchtitan's "
+               "H100s the 8B rows (d_model 4096) lean the same way against the 70B's under the "
+               "same FSDP x TP 8 layout; no A100 row does")
 
 
 def _megatron_h100():
@@ -202,13 +206,16 @@ def _megatron_h100():
         yield PublishedRun(f"Megatron-LM H100 {name}", "Megatron-LM H100 weak scaling", _MLM,
                            model, "H100-SXM5-80GB", "DGX-H100", n, B,
                            dict(tp=tp, pp=pp, micro_batch=1, zero_stage=1, sequence_parallel=tp > 1,
-                                tp_comm_overlap=tp > 1, dtype="bf16", attention="fused"),
+                                tp_comm_overlap=tp > 1, dtype="bf16", attention="fused",
+                                loss_kernel="megatron"),
                            "model_tflops", tf, search=("v", "recompute"),
                            known_miss=_SMALL_H100 if h <= 4096 else "",
                            note="--overlap-grad-reduce, --overlap-param-gather, --tp-comm-"
                                 "overlap (README); distributed optimizer; micro-batch 1 as in "
                                 "the same commit's examples/gpt3/train_gpt3_175b_distributed."
-                                "sh; interleaving and recomputation not given")
+                                "sh; interleaving and recomputation not given; the loss "
+                                "Megatron-Core's default at f2e5db4, unfused (no --cross-"
+                                "entropy-loss-fusion among the README's flags)")
 
 
 def _llama3():
@@ -216,10 +223,11 @@ def _llama3():
             (16384, 16, 8, 131072, 16, 0.38,
              "Table 4 prints DP = 4, but 8 x 16 x 16 x 4 = 8,192 GPUs and 4 x 16 sequences of "
              "131,072 = 8.4M tokens, not the 16,384 GPUs and 16M tokens of the same row: DP = 8"))
-    miss = ("at 128k tokens attention is most of the FLOPs PaLM's formula counts (the whole "
-            "s x s square; a causal kernel does half): Table 4 does not say which count its "
-            "MFU uses, and the two counts put the prediction on either side of the published "
-            "figure -- 'error' counts the square full, as PaLM does, 'error_causal' causally")
+    counts = ("; at 128k tokens attention is most of the FLOPs PaLM's formula counts (the whole "
+              "s x s square; a causal kernel does half): Table 4 does not say which count its "
+              "MFU uses, and the two counts put the prediction about 30 points apart -- "
+              "'error' counts the square full, as PaLM does, 'error_causal' causally; the loss "
+              "kernel is not given (Meta's own stack): the planner's default")
     for n, cp, dp, S, per_dp, mfu, note in rows:
         model = llama("llama3-405B-%d" % S, 126, 16384, 128, 8, 53248, S, 128256, _LLAMA)
         yield PublishedRun(f"Llama 3 405B {n} GPUs{' CP16 128k' if cp > 1 else ''}",
@@ -229,11 +237,12 @@ def _llama3():
                                 fsdp_keep_unsharded=True, sequence_parallel=True,
                                 cp_kind="allgather", dtype="bf16", attention="fused",
                                 uneven_stages=True),
-                           "mfu", mfu, search=("v", "recompute"), known_miss=miss if cp > 1 else "",
+                           "mfu", mfu, search=("v", "recompute"),
                            note="FSDP across DP as §3.3.2 describes it: optimizer states and "
                                 "gradients sharded, the weights not resharded after the "
                                 "forward (ZeRO-3 keeping the stage unsharded across the "
-                                "micro-batches); 126 layers on 16 stages, uneven; " + note)
+                                "micro-batches); 126 layers on 16 stages, uneven; " + note
+                                + (counts if cp > 1 else ""))
 
 
 def _qwen3():
@@ -245,7 +254,9 @@ def _qwen3():
                        "step_s", 19.7,
                        note="EP 32 over TP x DP, expert TP 1, DeepEP dispatcher; 94 layers "
                             "and the embedding and loss on 32 chunks; the 'norm, act' "
-                            "recomputation (cheap) left out; dropless, balance assumed")
+                            "recomputation (cheap) left out; dropless, balance assumed; the "
+                            "loss in Transformer Engine's kernel (model_configs/benchmarking/"
+                            "Qwen3-235B-A22B.yaml: --cross-entropy-fusion-impl te)")
 
 
 # the rows published_more and published_nvidia give as keyword arguments

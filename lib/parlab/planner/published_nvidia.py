@@ -24,15 +24,19 @@ _L405 = llama("llama3.1-405B", 126, 16384, 128, 8, 53248, 8192, 128256,
 
 
 def _nvidia_row(name, group, source, model, gpu, n, B, degrees, b, dtype, tps, note="",
-                **kw) -> dict:
+                loss_kernel="triton", **kw) -> dict:
     """One row of an NVIDIA table: Megatron + Transformer Engine as the tables run it -- the
     distributed optimizer unless FSDP is named, sequence parallelism and TP overlap wherever
-    tp > 1, uneven stages where pp x v does not divide the layers -- on ``gpu``'s usual node,
-    its ``tps`` tokens/s/GPU as seconds per step; recomputation searched unless ``degrees``
-    names it. ``note`` follows the throughput and the micro-batch in the row's note."""
+    tp > 1, uneven stages where pp x v does not divide the layers, the loss in Transformer
+    Engine's Triton kernel unless ``loss_kernel`` says otherwise (the performance scripts set
+    cross_entropy_fusion_impl = "te": Megatron-Bridge's scripts/performance/utils/overrides.py
+    at 067f987df, NeMo's scripts/performance from 96578928a, 2025-04-07) -- on ``gpu``'s usual
+    node, its ``tps`` tokens/s/GPU as seconds per step; recomputation searched unless
+    ``degrees`` names it. ``note`` follows the throughput and the micro-batch in the row's
+    note."""
     tp, pp, v = (degrees.get(k, 1) for k in ("tp", "pp", "v"))
     layout = dict(**{"zero_stage": 1, **degrees}, micro_batch=b, sequence_parallel=tp > 1,
-                  tp_comm_overlap=tp > 1, dtype=dtype,
+                  tp_comm_overlap=tp > 1, dtype=dtype, loss_kernel=loss_kernel,
                   uneven_stages=model.n_layers % (pp * v) != 0)
     return _row(name, group, source, model, gpu, node_for(GPU_PRESETS[gpu]).name, n, B, layout,
                 "step_s", B * model.seq_len / (tps * n),
@@ -93,14 +97,10 @@ _BLACKWELL_ROWS = (  # release, gpu, size, GPUs, precision, batch, micro-batch, 
 # row here); the archive's own pairs at one layout test it (25.11: 8B on 8 GB200s 29,789 against
 # 31,508 tokens/s/GPU, 8B on 8 B200s 29,521 / 30,624, 405B on 128 B200s 624 / 661). NVFP4 has
 # no such pair: it runs at its own peak with FP8's share
-_EARLY_GB200 = ("25.09 is the archive's earliest GB200 release: three of its four rows are "
-                "15-22% optimistic (its 70B MXFP8 is within 4%), the later releases' GB200 rows "
-                "within -12..+12%")
+_EARLY_GB200 = ("25.09 is the archive's earliest GB200 release: its two 405B rows are the only "
+                "GB200 rows of the archive beyond 15%, both optimistic, where its 70B rows and "
+                "every later release's GB200 rows are within")
 _BLACKWELL_MISS = {
-    ("25.09", "GB200", "70B", "FP8"):
-        "run as its recipe runs it (no recomputation; 40 layers' activations offloaded over "
-        "NVLink-C2C, hidden behind the compute): 26.04.01's same layout at batch 256 is within "
-        "9%, this one at batch 128 not; " + _EARLY_GB200,
     ("25.09", "GB200", "405B", "FP8"):
         "TP 2 with FSDP, 95 of 126 layers' activations offloaded, no recomputation (NeMo's "
         "recommended configuration); " + _EARLY_GB200,
@@ -165,14 +165,23 @@ def _nemotron(name, layers, d, heads, groups, ff):
     return ModelSpec(name, layers, 4096, 256000, shape, tied_embeddings=False,
                      learned_positions=False, source="NVIDIA/NeMo nemo/collections/llm/gpt/model/"
                      "nemotron.py at 8cfedd7, " + name)
-_SMALL_GPT = ("GPT-style layers (LayerNorm, a two-matrix MLP) of width 4096-6144 on H100: the "
-              "planner is 17-22% optimistic on GPT-3 5B and 20B and on Nemotron-3 8B here, as on "
-              "Megatron-LM's H100 1.7B and 7.1B (+31%, +23%), and within 9% on the Llama-style "
-              "layers of the same width in this table (Llama 2 7B, Llama 3 8B), on Nemotron-3 22B, "
-              "GPT-3 175B and Nemotron-4 340B; what the small GPT layers lose is not in the model. "
-              "Attention dropout (Megatron's 0.1 in GPT-3 5B and 20B, which FlashAttention-3 does "
-              "not offer: Dao-AILab/flash-attention#1377) cannot be all of it: Nemotron-3 8B has "
-              "none")
+_SMALL_GPT = ("GPT-3 20B (GPT-style layers of width 6144: LayerNorm, a two-matrix MLP, TP 2) is "
+              "the one row of this table beyond 15%. GPT-3 5B and Nemotron-3 8B, 17-22% "
+              "optimistic while the loss was priced as one fused kernel for every row, are within "
+              "once it is priced as the launcher's configs ran it (unfused, fp32); like "
+              "Megatron-LM's H100 1.7B and 7.1B they still lean optimistic. Attention dropout "
+              "(Megatron's 0.1 in GPT-3 5B and 20B, which FlashAttention-3 does not offer: "
+              "Dao-AILab/flash-attention#1377) is not in the model")
+
+
+# NeMo 24.07 ran its tables from NeMo-Framework-Launcher's configs: the Llama ones set
+# cross_entropy_loss_fusion (launcher_scripts/conf/training/llama/*.yaml, from 43844fe4 and
+# 9352b045, 2024-06); the GPT-3 and Nemotron ones never do (none at 24c3d6bb, 2024-09-06),
+# which leaves Megatron-Core's default, the unfused fp32 loss
+_NEMO_LOSS = {True: "the loss in Megatron-Core's native fusion (the launcher's Llama configs "
+                    "set cross_entropy_loss_fusion)",
+              False: "the loss unfused on fp32 logits (the launcher's GPT-3 and Nemotron configs "
+                     "leave cross_entropy_loss_fusion at Megatron-Core's default, off)"}
 
 
 def _nemo_2407():
@@ -203,11 +212,13 @@ def _nemo_2407():
         ("LLAMA3-8B", MODELS["llama3-8B"], 8, 128, 1, 1, 1, 2, 1, 12273),
         ("LLAMA3-70B", MODELS["llama3-70B"], 64, 128, 1, 4, 4, 2, 5, 1524))
     for name, model, n, B, b, tp, pp, cp, vp, tps in rows:
+        llama_ = name.startswith("LLAMA")
         yield _nvidia_row(
             f"NeMo 24.07 {name} {n} H100 FP8", "NeMo 24.07 H100 FP8", _NEMO, model,
             "H100-SXM5-80GB", n, B, dict(tp=tp, pp=pp, cp=cp, v=vp), b, "fp8", tps,
-            "; the distributed optimizer; recomputation not in the table, searched",
-            known_miss=_SMALL_GPT if name in ("GPT3-5B", "GPT3-20B", "Nemotron-8B") else "")
+            "; the distributed optimizer; recomputation not in the table, searched; "
+            + _NEMO_LOSS[llama_], loss_kernel="megatron-jit" if llama_ else "megatron",
+            known_miss=_SMALL_GPT if name == "GPT3-20B" else "")
 
 
 _NEMO_PAGE = ("NVIDIA NeMo Framework user guide, 'Performance Summary', container NeMo {}, "
@@ -216,15 +227,19 @@ _NEMO_PAGE = ("NVIDIA NeMo Framework user guide, 'Performance Summary', containe
               "copy); models as NVIDIA/NeMo's configs and performance scripts at 8cfedd7 give "
               "them (GPT-3 175B: GPTConfig175B, vocabulary 51,200; Nemotron-4: "
               "Nemotron4Config15B/340B, 256,000)")
+# before NeMo's performance scripts chose Transformer Engine's kernel (96578928a, 2025-04-07)
+# NeMo 2.0's GPTConfig and NemotronConfig turned cross_entropy_loss_fusion on (base.py and
+# nemotron.py at fbbbd2393c, 2025-02-20): Megatron-Core's native fusion
+_NEMO_2502_LOSS = "the loss in Megatron-Core's native fusion (NeMo 2.0's default before 25.04)"
 _PAGES = {"25.02": "performance_summary.html", "25.04": "archive/25.04-performance-summary.html",
           "25.07": "performance-summary.html"}
 _FIRST_B200 = ("25.02 is NeMo's first release with B200 figures: at one layout 25.11 ran Llama 3 8B "
                "18% faster (30,624 against 26,006 tokens/s/GPU) and 405B 6% faster (661 against "
                "625), and the planner describes the later software")
-_NEMOTRON15 = ("Nemotron-4 15B is the most optimistic row on both Blackwell systems (+46% on B200 "
-               "in 25.02, +19% on GB200 in 25.04) where Nemotron-4 340B and GPT-3 175B of the same "
-               "tables are within 13%; its MLP's squared ReLU is priced as GeLU's one elementwise "
-               "pass, and what its layers lose is not in the tables")
+_NEMOTRON15 = ("Nemotron-4 15B is the most optimistic row on both Blackwell systems (B200 in "
+               "25.02, GB200 in 25.04) where Nemotron-4 340B and GPT-3 175B of the same tables "
+               "are within 15%; its MLP's squared ReLU is priced as GeLU's one elementwise pass, "
+               "and what its layers lose is not in the tables")
 _NEMO_BLACKWELL_MISS = {
     ("25.02", "70B"): _FIRST_B200,
     ("25.02", "N15B"): _FIRST_B200 + "; and " + _NEMOTRON15,
@@ -266,7 +281,9 @@ def _nemo_blackwell():
             "NeMo 25.02-25.07 B200/GB200", _NEMO_PAGE.format(release, gpu, _PAGES[release]),
             models[size], gpu, n, B, degrees, b, dtype, tps,
             (f"; FSDP over {n}" if degrees.get("zero_stage") == 3 else "")
-            + "; recomputation not in the table, searched",
+            + "; recomputation not in the table, searched"
+            + ("; " + _NEMO_2502_LOSS if release == "25.02" else ""),
+            loss_kernel="megatron-jit" if release == "25.02" else "triton",
             known_miss=_NEMO_BLACKWELL_MISS.get((release, size, dtype),
                                                 _NEMO_BLACKWELL_MISS.get((release, size), "")))
 

@@ -174,6 +174,11 @@ class Layout:
     # "fused": a FlashAttention-style kernel, no s x s scores kept, in time and in memory;
     # cost.memory_plan (notebook 01's calculator) counts them ("materialized")
     attention: str = "fused"
+    # the cross-entropy's implementation (cost.LOSS_KERNELS): "triton" one fused kernel each
+    # way (Transformer Engine's, flash-attn's, torch.compile's), "megatron-jit" Megatron-Core's
+    # native fusion, "megatron" its op-by-op fp32 default before --cross-entropy-loss-fusion,
+    # "torch" eager F.cross_entropy on fp32 logits
+    loss_kernel: str = "triton"
     dtype: str | None = None        # None: the GPU's 16-bit type (bf16, or fp16 on V100/T4)
     stack: str = DEFAULT_STACK      # the software stack's efficiencies (stacks.STACKS)
     tp_comm_overlap: bool = False   # TP collectives overlapped with their GEMMs (TE userbuffers)
@@ -202,6 +207,7 @@ class Layout:
         check_choice("recompute", self.recompute, cost.RECOMPUTE_KINDS)
         check_choice("cp_kind", self.cp_kind, CP_KINDS)
         check_choice("attention", self.attention, cost.ATTENTION)
+        check_choice("loss_kernel", self.loss_kernel, tuple(cost.LOSS_KERNELS))
         check_choice("ep_dispatch", self.ep_dispatch, EP_DISPATCH)
         check_choice("fsdp_impl", self.fsdp_impl, cost.FSDP_IMPLS)
         if self.fsdp_keep_unsharded is not None:

@@ -167,6 +167,26 @@ def test_layer_time_parts_add_up():
     assert 1.8 < (two["forward"] + two["backward"]) / (lt["forward"] + lt["backward"]) < 2.2
 
 
+def test_the_loss_by_implementation():
+    # bytes per logit as each implementation's code moves them (cost.kernels.LOSS_KERNELS):
+    # one Triton kernel each way reads the 16-bit logits once forward, reads them and writes
+    # the gradient backward; Megatron's unfused loss makes an fp32 copy and six passes
+    k = cost.LOSS_KERNELS
+    assert k["triton"] == (2, 4) and sum(k["megatron"]) == 52 and sum(k["torch"]) == 48
+    assert sum(k["triton"]) < sum(k["megatron-jit"]) < sum(k["torch"]) < sum(k["megatron"])
+    assert cost.loss_bytes("megatron", 10) == 380 and cost.loss_bytes("megatron", 10, True) == 140
+    # the output layer's time grows by exactly the loss's extra bytes over the memory rate
+    tokens, d, V, tp = 4096, 4096, 128256, 1
+    fused, unfused = (cost.logits_time(tokens, d, V, H100, tp, loss)
+                      for loss in ("triton", "megatron"))
+    logits = tokens * V
+    assert unfused - fused == pytest.approx((52 - 6) * logits / H100.memory_rate)
+    # planted: a 128k-vocabulary loss unfused is a real share of a Llama 3 8B layer stack's step
+    assert (unfused - fused) / unfused > 0.25
+    with pytest.raises(ValueError, match="loss="):
+        cost.logits_time(tokens, d, V, H100, tp, "fused")
+
+
 def test_logits_and_optimizer():
     t = cost.logits_time(4096, 8192, 128256, H100, 8)
     gemm = H100.gemm(4096, 128256 // 8 + 1, 8192)

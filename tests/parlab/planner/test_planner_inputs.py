@@ -189,6 +189,7 @@ def test_predict_and_best_micro_batch_name_their_arguments():
     (dict(dp_overlap=0), "dp_overlap=0"), (dict(tp_comm_overlap=1), "tp_comm_overlap=1"),
     (dict(uneven_stages="no"), "uneven_stages="), (dict(cp_kind="tree"), "cp_kind="),
     (dict(attention="flash"), "attention="), (dict(dtype="fp32"), "dtype="),
+    (dict(loss_kernel="liger"), "loss_kernel="),
     (dict(tps=()), r"tps=\(\) must list at least one"), (dict(pps=[]), r"pps=\[\] must list"),
     (dict(cps=()), r"cps=\(\) must list"), (dict(eps=()), r"eps=\(\) must list"),
     (dict(tps=8), r"tps=8 must be a sequence of integers >= 1, e.g. tps=\(8,\)"),

@@ -140,9 +140,11 @@ def test_every_estimate_states_its_flop_convention_and_converts(rows):
 
 
 def test_two_counts_of_one_run_disagree_only_by_convention(rows):
-    # Llama 3's 128k row: the same predicted step lands on either side of the published MFU
+    # Llama 3's 128k row: the same predicted step, about 30 points apart in the two counts --
+    # within 15% counting the square full, as PaLM does, far below it counted causally
     r = next(r for r in rows if "128k" in r["name"])
-    assert r["error"] > planner.TOLERANCE and r["error_causal"] < -planner.TOLERANCE
+    assert abs(r["error"]) <= planner.TOLERANCE and r["error_causal"] < -planner.TOLERANCE
+    assert 0.25 < r["error"] - r["error_causal"] < 0.35 and "30 points" in r["note"]
     e = r["estimate"]
     full, causal = e.flops_as("model", "full")["mfu"], e.flops_as("model", "causal")["mfu"]
     assert full / causal > 1.3 and r["convention"] == "model FLOPs, attention square full"

@@ -114,7 +114,8 @@ def test_each_profile_is_fitted_only_on_the_rows_it_names(rows):
 
 def test_the_eager_share_is_the_labs_eager_run():
     # memory_efficiency that makes the one-GPU estimate of the gpu-report's eager run take
-    # its measured time, GEMM and attention shares as compiled (docs/measurements.md)
+    # its measured time, GEMM and attention shares as compiled (docs/measurements.md), the
+    # loss as eager PyTorch runs it
     rep = planner.H200_REPORT["model"]
     cfg, run = rep["config"], rep["runs"]["eager"]
     want = run["batch_size"] * cfg["seq_len"] / run["tokens_per_s"]
@@ -124,7 +125,7 @@ def test_the_eager_share_is_the_labs_eager_run():
         c = replace(planner.CONSTANTS, memory_efficiency=eff)
         return estimate(cfg["n_layers"], None, None, cfg["seq_len"], cfg["vocab_size"], 1, 1, 1,
                         run["batch_size"], run["batch_size"], "H200", shape=shape,
-                        constants=c).step_time.total
+                        constants=c, loss_kernel="torch").step_time.total
     eager = STACKS["pytorch-eager"].constants
     assert eager.memory_efficiency == pytest.approx(fit(step, want, 0.05, 1.0), abs=0.005)
     assert step(0.60) < want  # the compiled shares are too fast for eager: a real difference
@@ -180,6 +181,12 @@ def test_the_blackwell_rows_blind(rows):
         assert (abs(got["error"]) > planner.TOLERANCE) == bool(r["known_miss"]), r["name"]
         if r["name"].split()[1] == "25.09" and r["known_miss"]:  # the earliest GB200 release
             assert published_nvidia._EARLY_GB200 in r["known_miss"], r["name"]
+    # what that note says: of the archive's GB200 rows only 25.09's two 405B rows miss, both
+    # optimistic
+    gb = {r["name"]: rows[r["name"]]["error"] for r in bw if r["gpu"] == "GB200"}
+    assert {n for n, e in gb.items() if abs(e) > planner.TOLERANCE} == {
+        f"Megatron-Bridge 25.09 405B 128 GB200 {d}" for d in ("FP8", "MXFP8")}
+    assert all(e > 0 for n, e in gb.items() if abs(e) > planner.TOLERANCE)
     # the archive's pairs at one layout: the published MXFP8 run is 4-6% slower than FP8
     by = {(r[0], r[1], r[2], r[4]): r[-1] for r in published_nvidia._BLACKWELL_ROWS}
     for key in (("25.11", "GB200", "8B"), ("25.11", "B200", "8B"), ("25.11", "B200", "405B")):
@@ -224,14 +231,25 @@ def test_mxfp8_share_is_its_pairs_fit(rows):
 
 def test_nemo_2407_rows_blind(rows):
     # NeMo 24.07's H100 FP8 table (its last version on main), every row the zoo or NeMo's
-    # configs can build: out of sample, 9 of 12 within 15%; the three misses are the small
-    # GPT-style layers, and say so
+    # configs can build: out of sample, 11 of 12 within 15% with the loss as the launcher's
+    # configs ran it; the miss, GPT-3 20B, says so
     nemo = [r for r in published_nvidia.NVIDIA_ROWS if r["group"] == "NeMo 24.07 H100 FP8"]
     assert len(nemo) == 12 and not any(r["in_sample"] for r in nemo)
     assert all("8e3d65d" in r["source"] and r["layout"]["dtype"] == "fp8" for r in nemo)
     missed = {r["name"] for r in nemo if abs(rows[r["name"]]["error"]) > planner.TOLERANCE}
-    assert missed == {f"NeMo 24.07 {m} 64 H100 FP8" for m in ("GPT3-5B", "GPT3-20B", "Nemotron-8B")}
+    assert missed == {"NeMo 24.07 GPT3-20B 64 H100 FP8"}
     assert {r["name"] for r in nemo if r["known_miss"]} == missed
+    # the loss as NeMo-Framework-Launcher's configs set it: fused (Megatron-Core's native
+    # kernel) for Llama, Megatron's unfused fp32 default for GPT-3 and Nemotron
+    for r in nemo:
+        want = "megatron-jit" if "LLAMA" in r["name"] else "megatron"
+        assert r["layout"]["loss_kernel"] == want and "loss" in r["note"], r["name"]
+    # planted: priced as one fused kernel, GPT-3 5B and Nemotron-3 8B miss again (+17%, +22%
+    # before the loss was priced by implementation)
+    for m in ("GPT3-5B", "Nemotron-8B"):
+        run = next(r for r in planner.RUNS if r.name == f"NeMo 24.07 {m} 64 H100 FP8")
+        fused = predict_run(replace(run, layout={**run.layout, "loss_kernel": "triton"}))
+        assert run.value / fused.step_time.total - 1 > rows[run.name]["error"] + 0.01, m
     # Nemotron: NeMo's configs (8 KV groups for Nemotron-4 only), squared ReLU as two matrices
     n340 = next(r["model"] for r in nemo if "Nemotron-340B" in r["name"])
     n8 = next(r["model"] for r in nemo if "Nemotron-8B" in r["name"])
@@ -245,10 +263,39 @@ def test_nemo_2407_rows_blind(rows):
     assert by["NeMo 24.07 LLAMA2-7B 8 H100 FP8"].seq_len == 4096
 
 
+def test_the_torchtitan_notes_quote_the_planner_as_it_stands(rows):
+    # the figures the notes give for the planner's own predictions, recomputed
+    import re
+    note = published_more._ASYNC_TP
+    def ratio(size, dtype, key):
+        tp, asy = (rows[f"torchtitan 2025 {size} H100 {t} {dtype}"][key] for t in ("TP", "AsyncTP"))
+        return tp / asy  # step_s: async TP's speed-up
+    want = [ratio("8B 64", "bf16", "predicted"), ratio("70B 256", "bf16", "predicted"),
+            ratio("8B 64", "bf16", "published"), ratio("70B 256", "bf16", "published"),
+            ratio("8B 64", "fp8", "predicted"), ratio("8B 64", "fp8", "published"),
+            ratio("70B 256", "fp8", "predicted"), ratio("70B 256", "fp8", "published")]
+    said = [float(x) for x in re.findall(r"(\d\.\d\d)x", note)]
+    assert said == [round(w, 2) for w in want], (said, want)
+    # the float8 note: the shares it names and how far the H200 rows are off
+    h200 = published_more._H200_FLOAT8
+    assert f"({STACKS['torchao-float8'].constants.fp8_gemm_efficiency:.2f})" in h200
+    assert f"({published_more.SUSTAINED_500W:.2f} of the midpoint peak)" in h200
+    errs = [rows[f"torchtitan 8B {n} H200 Float8 (Trainy)"]["error"] for n in (32, 64)]
+    assert f"{min(errs):.0%}-{max(errs):.0%}".replace("%-", "-") + " optimistic" in h200, errs
+    shares = []
+    for n in (32, 64):
+        run = next(r for r in planner.RUNS if r.name == f"torchtitan 8B {n} H200 Float8 (Trainy)")
+        s = STACKS["torchao-float8"].constants
+        def step(e):
+            return predict_run(run, replace(s, fp8_gemm_efficiency=e)).step_time.total
+        shares.append(fit(step, run.value, 0.05, 1.0))
+    assert f"{min(shares):.2f}-{max(shares):.2f}" in h200, shares
+
+
 def test_the_profiles_out_of_sample(rows):
     # the fitted rows reproduce; out of sample, the rows beyond 15% are few and each says why
-    # (test_planner checks a known miss really misses): for float8, the two H200 rows (the
-    # share comes from the 500 W H100s); for compile, the 8B async-TP row
+    # (test_planner checks a known miss really misses): for float8, the 64-GPU H200 row (the
+    # share comes from the 500 W H100s); for compile, the 8B's two bf16 TP 8 rows
     for s in STACKS.values():
         mine = [r for r in rows.values() if r["estimate"].constants.stack == s.name]
         for r in mine:
@@ -258,15 +305,19 @@ def test_the_profiles_out_of_sample(rows):
         bad = {r["name"] for r in out if abs(r["error"]) > planner.TOLERANCE}
         assert all(rows[n]["known_miss"] for n in bad), s.name
         if s.name == "torchao-float8":
-            assert len(out) >= 8 and bad == {"torchtitan 8B 32 H200 Float8 (Trainy)",
-                                             "torchtitan 8B 64 H200 Float8 (Trainy)"}
+            assert len(out) >= 8 and bad == {"torchtitan 8B 64 H200 Float8 (Trainy)"}
         if s.name == "torch-compile":
-            assert len(out) >= 5 and bad == {"torchtitan 2025 8B 64 H100 AsyncTP bf16"}
-    # the eager profile moves the prediction toward the run, beyond what the default gives
+            assert len(out) >= 5 and bad == {f"torchtitan 2025 8B 64 H100 {t} bf16"
+                                             for t in ("TP", "AsyncTP")}
+    # the eager profile moves the prediction toward the run, beyond what the default gives; with
+    # the loss priced as eager PyTorch runs it most of the eager gap is the loss's, and the
+    # profile's own share adds a little
     run = next(r for r in planner.RUNS if r.name == "torchtitan 8B 8 H100 FSDP")
     default = predict_run(replace(run, layout={**run.layout, "stack": "megatron-te"}))
     before = run.value / default.step_time.total - 1
-    assert before > rows[run.name]["error"] + 0.05 > 0.05
+    assert before > rows[run.name]["error"] + 0.015 > 0.015
+    fused = predict_run(replace(run, layout={**run.layout, "loss_kernel": "triton"}))
+    assert run.value / fused.step_time.total - 1 > rows[run.name]["error"] + 0.02
 
 
 def test_the_500w_h100s_sustained_rate_is_its_rows_fit(rows):
@@ -287,11 +338,13 @@ def test_the_500w_h100s_sustained_rate_is_its_rows_fit(rows):
     # a sustained rate, below even the NVL's peak (835.5): not a peak the source could mean
     assert spec.peak_tflops["bf16"] < 835.5 < mid["bf16"]
     # out of sample on that machine (bf16 and fp8, 8B and 70B, 8 to 256 GPUs): all within 15%
-    # but the one async-TP row the overlap model overrates
+    # but three 8B rows: the eager one on 128 GPUs and the two bf16 ones under TP 8
     mine = [r for r in rows.values() if r["estimate"].cluster.gpu.name == spec.name
             and not r["in_sample"]]
     bad = [r["name"] for r in mine if abs(r["error"]) > planner.TOLERANCE]
-    assert len(mine) >= 14 and bad == ["torchtitan 2025 8B 64 H100 AsyncTP bf16"]
+    assert len(mine) >= 14 and sorted(bad) == ["torchtitan 2025 8B 64 H100 AsyncTP bf16",
+                                               "torchtitan 2025 8B 64 H100 TP bf16",
+                                               "torchtitan 8B 128 H100 FSDP"]
     # planted: at the midpoint peak (no sustained rate) the bf16 rows run too fast again
     bf16 = [r for r in planner.RUNS if r.gpu is spec and r.layout["dtype"] == "bf16"]
     nominal = [r.value / predict_run(replace(r, gpu=replace(spec, peak_tflops={
@@ -307,6 +360,11 @@ def test_plan_takes_a_stack():
     assert eager.best.step_time > default.best.step_time
     with pytest.raises(ValueError, match="stack="):
         planner.plan(small, 8, "H100", global_batch=64, stack="eager")
+    # the loss's implementation is a knob of its own: Megatron's unfused loss is slower
+    unfused = planner.plan(small, 8, "H100", global_batch=64, tps=(1, 2), loss_kernel="megatron")
+    assert all(c.estimate.layout.loss_kernel == "megatron" for c in unfused.ranked)
+    assert default.best.estimate.layout.loss_kernel == "triton"
+    assert unfused.best.step_time > default.best.step_time
 
 
 def test_the_2023_eager_stack_has_its_own_hopper_share(rows):
@@ -319,18 +377,21 @@ def test_the_2023_eager_stack_has_its_own_hopper_share(rows):
     from parlab.hardware import GPU_PRESETS
     for gpu in GPU_PRESETS.values():
         hopper = gpu.name.startswith(planner.constants.HOPPER)
-        assert s.constants.gemm_share(gpu) == (0.53 if hopper else eager.gemm_efficiency), gpu.name
+        assert s.constants.gemm_share(gpu) == (0.51 if hopper else eager.gemm_efficiency), gpu.name
         assert eager.gemm_share(gpu) == eager.gemm_efficiency
     a100 = [r for r in planner.RUNS if r.layout.get("stack") == s.name and r.gpu.startswith("A100")]
     h100 = [r for r in planner.RUNS if r.layout.get("stack") == s.name and r.gpu.startswith("H100")
             and not r.in_sample]
     assert len(a100) == 5 and len(h100) == 7
-    # out of sample: the other H100 rows (1b to 70b, 8 to 512 GPUs) within 15%, the A100 rows too
+    # out of sample: the other H100 rows (1b to 70b, 8 to 512 GPUs) within 15% but the 70b on
+    # 128 GPUs (pessimistic: its GEMMs are four times the fitted row's), the A100 rows too
     for r in a100 + h100:
-        assert abs(rows[r.name]["error"]) <= planner.TOLERANCE, r.name
+        miss = r.name == "llm-foundry MPT-70b 128 H100"
+        assert (abs(rows[r.name]["error"]) > planner.TOLERANCE) == miss, r.name
+    assert rows["llm-foundry MPT-70b 128 H100"]["error"] < 0
     # planted: the same share on every GPU puts most A100 rows out of the band -- the loss is
     # Hopper's, not the stack's everywhere
-    everywhere = replace(s.constants, gemm_efficiency=0.53, hopper_gemm_efficiency=None)
+    everywhere = replace(s.constants, gemm_efficiency=0.51, hopper_gemm_efficiency=None)
     off = [r.name for r in a100
            if abs(r.value / predict_run(r, everywhere).step_time.total - 1) > planner.TOLERANCE]
     assert len(off) >= 3, off
