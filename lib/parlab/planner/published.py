@@ -256,7 +256,7 @@ def _qwen3():
                             "and the embedding and loss on 32 chunks; the 'norm, act' "
                             "recomputation (cheap) left out; dropless, balance assumed; the "
                             "loss in Transformer Engine's kernel (model_configs/benchmarking/"
-                            "Qwen3-235B-A22B.yaml: --cross-entropy-fusion-impl te)")
+                            "Qwen3-235B-A22B.yaml at 798dfb5: --cross-entropy-fusion-impl te)")
 
 
 # the rows published_more and published_nvidia give as keyword arguments
