@@ -199,7 +199,7 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     cp1 = cp_comm(model, cluster, lay, lt, b)
     ep1 = ep_comm(model, cluster, lay, b)
     comm_layer = tp1 + cp1 + ep1
-    logits = cost.logits_time(b * S // cp, s.d_model, V, dev, tp, lay.loss_kernel)
+    logits = cost.logits_time(b * S // cp, s.d_model, V, dev, tp, lay.loss)
     compute1 = layers * (lt["forward"] + lt["backward"]) + logits  # the last stage's loss too
     t_stage = compute1 + layers * comm_layer
     bubble = cost.bubble_ratio(pp, m, v) * m * t_stage if pp > 1 else 0.0
@@ -314,7 +314,7 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
     of ``spec.Layout`` -- cp, cp_kind ("ring" | "ulysses" | "allgather"), ep,
     capacity_factor, v, zero_stage, recompute, sequence_parallel, attention ("fused" |
     "materialized"), loss_kernel (the cross-entropy's implementation, cost.LOSS_KERNELS:
-    "triton" by default, "megatron-jit", "megatron", "torch"), dtype ("bf16" | "fp16" |
+    "triton", "megatron-jit", "megatron", "torch"; default the stack's), dtype ("bf16" | "fp16" |
     "fp8" | "mxfp8" | "nvfp4"; default the
     GPU's 16-bit type; one the GPU has no peak for is a ValueError naming both),
     tp_comm_overlap, dp_overlap, uneven_stages, offload_layers (activation offloading to

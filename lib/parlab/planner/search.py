@@ -311,7 +311,7 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
          cp_kind: str = "ring", attention: str = "fused", dtype: str | None = None,
          tp_comm_overlap: bool = False, uneven_stages: bool = False,
          constants: Constants = CONSTANTS, stack: str = "megatron-te",
-         zero3_with_pp: bool = False, loss_kernel: str = "triton") -> Plan:
+         zero3_with_pp: bool = False, loss_kernel: str | None = None) -> Plan:
     """Layouts of ``n_gpus`` for ``model`` ranked by predicted step time.
 
     ``model``: a key of ``presets.MODELS`` ("llama3-70B", "mixtral-8x7B", "175B", ...), a
@@ -330,7 +330,7 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     the fastest variant that fits is kept (ties: the leaner).
     The cluster, attention, dtype, overlaps, ``uneven_stages`` (pp not dividing the
     layers: the slowest stage timed), ``stack`` and ``loss_kernel`` (the cross-entropy's
-    implementation, "triton" by default) are as for ``estimate``. ``attention``: "fused" by
+    implementation; default the stack's) are as for ``estimate``. ``attention``: "fused" by
     default (a FlashAttention-style kernel: no s x s scores kept, in time and memory),
     where ``cost.memory_plan`` counts materialized scores; each candidate's reasons say
     which. ``tps``, ``pps``, ``cps``,

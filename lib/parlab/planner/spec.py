@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from .. import cost
 from ..hardware import GPUSpec, LinkSpec, default_dtype
 from ..validate import check_bool, check_choice, check_float, check_int
-from .stacks import DEFAULT_STACK, STACK_NAMES
+from .stacks import DEFAULT_STACK, STACK_NAMES, STACKS
 
 CP_KINDS = ("ring", "ulysses", "allgather")
 DTYPES = tuple(cost.TRAINING_DTYPES)  # bf16, fp16, fp8, mxfp8, nvfp4 (cost.precision)
@@ -177,8 +177,8 @@ class Layout:
     # the cross-entropy's implementation (cost.LOSS_KERNELS): "triton" one fused kernel each
     # way (Transformer Engine's, flash-attn's, torch.compile's), "megatron-jit" Megatron-Core's
     # native fusion, "megatron" its op-by-op fp32 default before --cross-entropy-loss-fusion,
-    # "torch" eager F.cross_entropy on fp32 logits
-    loss_kernel: str = "triton"
+    # "torch" eager F.cross_entropy on fp32 logits; None: the stack's own (``loss``)
+    loss_kernel: str | None = None
     dtype: str | None = None        # None: the GPU's 16-bit type (bf16, or fp16 on V100/T4)
     stack: str = DEFAULT_STACK      # the software stack's efficiencies (stacks.STACKS)
     tp_comm_overlap: bool = False   # TP collectives overlapped with their GEMMs (TE userbuffers)
@@ -207,7 +207,8 @@ class Layout:
         check_choice("recompute", self.recompute, cost.RECOMPUTE_KINDS)
         check_choice("cp_kind", self.cp_kind, CP_KINDS)
         check_choice("attention", self.attention, cost.ATTENTION)
-        check_choice("loss_kernel", self.loss_kernel, tuple(cost.LOSS_KERNELS))
+        if self.loss_kernel is not None:
+            check_choice("loss_kernel", self.loss_kernel, tuple(cost.LOSS_KERNELS))
         check_choice("ep_dispatch", self.ep_dispatch, EP_DISPATCH)
         check_choice("fsdp_impl", self.fsdp_impl, cost.FSDP_IMPLS)
         if self.fsdp_keep_unsharded is not None:
@@ -219,6 +220,12 @@ class Layout:
             check_bool(f, getattr(self, f))
         if self.capacity_factor is not None:
             check_float("capacity_factor", self.capacity_factor, 0.0)
+
+    @property
+    def loss(self) -> str:
+        """The loss's implementation: ``loss_kernel``, or (None) the stack's (``Stack.loss_kernel``:
+        eager PyTorch's on "pytorch-eager", one fused kernel on the others)."""
+        return STACKS[self.stack].loss_kernel if self.loss_kernel is None else self.loss_kernel
 
     @property
     def keeps_unsharded(self) -> bool:

@@ -60,6 +60,9 @@ class Stack:
     source: str
     fitted_on: tuple = ()  # names of published rows (``published.RUNS``) the profile was fitted on
     note: str = ""
+    # the loss a run on this stack computes unless its layout says otherwise (cost.LOSS_KERNELS):
+    # one fused kernel, but eager PyTorch's F.cross_entropy on fp32 logits for "pytorch-eager"
+    loss_kernel: str = "triton"
 
 
 _LAB = ("the lab's GPU report on one H200 (docs/measurements.md, 2026-11-30: ~1B GPT, "
@@ -91,7 +94,7 @@ STACKS = {s.name: s for s in (
           "one-GPU estimate of the lab's eager run, the loss as eager PyTorch computes it "
           "(cost.LOSS_KERNELS['torch']), take its measured 201.6 ms (compiled: 185.2 ms); "
           + _LAB,
-          (), "fitted on no published row: the lab's own run is the source"),
+          (), "fitted on no published row: the lab's own run is the source", "torch"),
     Stack("pytorch-eager-2023",
           replace(_EAGER, hopper_gemm_efficiency=0.51, stack="pytorch-eager-2023",
                   source="PyTorch 2.1 eager: the eager profile; on Hopper, " + _FOUNDRY),

@@ -362,9 +362,14 @@ def test_plan_takes_a_stack():
         planner.plan(small, 8, "H100", global_batch=64, stack="eager")
     # the loss's implementation is a knob of its own: Megatron's unfused loss is slower
     unfused = planner.plan(small, 8, "H100", global_batch=64, tps=(1, 2), loss_kernel="megatron")
-    assert all(c.estimate.layout.loss_kernel == "megatron" for c in unfused.ranked)
-    assert default.best.estimate.layout.loss_kernel == "triton"
+    assert all(c.estimate.layout.loss == "megatron" for c in unfused.ranked)
     assert unfused.best.step_time > default.best.step_time
+    # left out, the loss is the stack's own: eager PyTorch's on the eager stack, else fused
+    assert default.best.estimate.layout.loss == "triton"
+    assert all(c.estimate.layout.loss == "torch" for c in eager.ranked)
+    assert {s.name: s.loss_kernel for s in STACKS.values() if s.loss_kernel != "triton"} == {
+        "pytorch-eager": "torch"}
+    assert all(s.loss_kernel in cost.LOSS_KERNELS for s in STACKS.values())
 
 
 def test_the_2023_eager_stack_has_its_own_hopper_share(rows):
