@@ -53,8 +53,9 @@ ValueError naming the argument (each module's docstring states its domains).
                  traffic over NVLink or the node's network cards (rails; all-to-all);
                  moe_dispatch_time; network_scaling (bus bandwidth as rings span more nodes)
   step          Device, layer_time, logits_time, optimizer_time: a GPU's computation
-  planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped),
-                 interleaved_peak_activations, data_parallel_degree -- for parlab.planner
+  planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped), offload_exposed
+                 (activation offloading's copies), interleaved_peak_activations,
+                 data_parallel_degree -- for parlab.planner
   precision     FORMATS (bits), unit_roundoff, ulp, vanishing_update, summation_error_bound
                  (Higham), RECIPES, training_bytes_per_param, training_bytes (ZeRO's 16 B);
                  TRAINING_DTYPES (bf16 .. mxfp8, nvfp4 with their block scales),
@@ -96,7 +97,7 @@ from .network import (group_bandwidth, group_collective_time, members_per_domain
                       moe_dispatch_time, network_scaling)
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
 from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
-                       pipeline_p2p_time)
+                       offload_exposed, pipeline_p2p_time)
 from .precision import (FORMATS, LOW_PRECISION, RECIPES, TRAINING_DTYPES, bytes_per_element,
                         mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
@@ -137,7 +138,7 @@ __all__ = [
     "network_scaling",
     "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",
     "pipeline_p2p_time", "dp_grad_sync",
-    "interleaved_peak_activations", "data_parallel_degree",
+    "offload_exposed", "interleaved_peak_activations", "data_parallel_degree",
     "FORMATS", "RECIPES", "TRAINING_DTYPES", "LOW_PRECISION",
     "bytes_per_element", "mantissa_bits", "unit_roundoff", "ulp", "vanishing_update",
     "summation_error_bound", "training_bytes_per_param", "training_bytes",

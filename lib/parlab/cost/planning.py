@@ -79,6 +79,28 @@ def dp_grad_sync(n_params: float, dp: int, alpha: float, bandwidth: float, stage
     return {"bytes": sent, "time_s": time_s, "exposed_s": max(0.0, exposed)}
 
 
+def offload_exposed(layer_bytes: float, offloaded: int, layers: int, bandwidth: float,
+                    forward_s: float, backward_s: float) -> float:
+    """Seconds one micro-batch waits for activation offloading (Megatron-Core's
+    cpu_offloading_num_layers, its double-buffered handler): the first ``offloaded`` of a
+    stage's ``layers`` layers send their ``layer_bytes`` of saved activations to the host
+    over ``bandwidth`` (B/s, one direction) during the forward and fetch them back during
+    the backward, each way behind the other layers' compute (``forward_s`` / ``backward_s``
+    a layer); what does not fit behind it is exposed. The copies' share of HBM bandwidth is
+    not counted."""
+    layer_bytes = check_float("layer_bytes", layer_bytes, 0.0, strict=False)
+    offloaded = check_int("offloaded", offloaded, 0)
+    layers = check_int("layers", layers)
+    bandwidth = check_float("bandwidth", bandwidth, 0.0)
+    forward_s = check_float("forward_s", forward_s, 0.0, strict=False)
+    backward_s = check_float("backward_s", backward_s, 0.0, strict=False)
+    if offloaded >= layers and offloaded:
+        raise ValueError(f"offloaded={offloaded} must be fewer than layers={layers}: the layer "
+                         "being copied stays")
+    one_way = offloaded * layer_bytes / bandwidth
+    return sum(max(0.0, one_way - (layers - 1) * t) for t in (forward_s, backward_s))
+
+
 def interleaved_peak_activations(p: int, m: int, v: int = 1) -> float:
     """Micro-batches' worth of a whole stage's activations that the first pipeline rank
     holds at its peak: 1F1B (v = 1) min(m, p) (``pipeline_peak_activations``); the

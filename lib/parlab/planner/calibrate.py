@@ -14,6 +14,7 @@ from .. import cost
 from ..hardware import GPUSpec, match_gpu
 from .constants import CONSTANTS, Constants
 from .estimate import estimate
+from .stacks import STACKS
 
 
 def _gemm_share(rows, dtype: str, sms: int) -> float | None:
@@ -62,7 +63,8 @@ def calibrate(gpu_report, constants: Constants = CONSTANTS) -> Constants:
     best = model.get("best") or ""
     run = model.get("runs", {}).get(best, {})
     if model.get("status") == "ok" and run.get("status") == "ok":
-        loss = "triton" if best == "compiled" else "torch"
+        # the loss as that run computed it: the compiled or the eager stack's
+        loss = STACKS["torch-compile" if best == "compiled" else "pytorch-eager"].loss_kernel
         out = replace(out, attention_efficiency=_attention_share(model["config"], run, spec, out,
                                                                  loss))
     return out

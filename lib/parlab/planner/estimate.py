@@ -250,19 +250,14 @@ def layer_activations(model, cluster, lay) -> float:
 
 
 def _offload_exposed(model, cluster, lay, layers, lt) -> float:
-    """Seconds one micro-batch waits for activation offloading: the first ``offload_layers``
-    layers' activations cross the host link (its per-direction bandwidth x NCCL's achieved
-    share, ``LinkSpec``) to the host during the forward and back during the backward, each
-    way behind the compute of the other layers (Megatron-Core's double-buffered offload
-    handler); what does not fit behind it is exposed. The copies' share of HBM bandwidth is
-    not counted."""
-    k = lay.offload_layers
-    if not k:
+    """Seconds one micro-batch waits for activation offloading (``cost.offload_exposed``)
+    over the GPU's host link at its per-direction bandwidth x NCCL's achieved share."""
+    if not lay.offload_layers:
         return 0.0
     link = LINK_PRESETS[cluster.gpu.host_link]
-    one_way = k * layer_activations(model, cluster, lay) / (
-        link.gb_per_s_per_direction * 1e9 * link.achieved)
-    return sum(max(0.0, one_way - (layers - 1) * lt[d]) for d in ("forward", "backward"))
+    return cost.offload_exposed(layer_activations(model, cluster, lay), lay.offload_layers,
+                                layers, link.gb_per_s_per_direction * 1e9 * link.achieved,
+                                lt["forward"], lt["backward"])
 
 
 def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:

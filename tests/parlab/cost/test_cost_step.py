@@ -187,6 +187,17 @@ def test_the_loss_by_implementation():
         cost.logits_time(tokens, d, V, H100, tp, "fused")
 
 
+def test_offloaded_copies_hide_behind_the_other_layers():
+    # 40 of 80 layers' 2 GB each over 350 GB/s: 0.229 s each way, behind 79 layers' 10 ms
+    # forward (0.79 s) and 20 ms backward: nothing shows; over 35 GB/s 2.29 s each way shows
+    assert cost.offload_exposed(2e9, 40, 80, 350e9, 0.01, 0.02) == 0.0
+    slow = cost.offload_exposed(2e9, 40, 80, 35e9, 0.01, 0.02)
+    assert slow == pytest.approx((80e9 / 35e9 - 0.79) + (80e9 / 35e9 - 1.58))
+    assert cost.offload_exposed(2e9, 0, 80, 35e9, 0.01, 0.02) == 0.0
+    with pytest.raises(ValueError, match="offloaded=80"):
+        cost.offload_exposed(2e9, 80, 80, 350e9, 0.01, 0.02)
+
+
 def test_logits_and_optimizer():
     t = cost.logits_time(4096, 8192, 128256, H100, 8)
     gemm = H100.gemm(4096, 128256 // 8 + 1, 8192)
