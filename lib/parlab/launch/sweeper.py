@@ -83,7 +83,21 @@ def main(caller: int) -> None:
     end = time.monotonic() + GONE_WAIT
     while alive(caller) and time.monotonic() < end:
         time.sleep(0.02)
-    sweep_stale_dirs()
+    sweep_until_settled(sweep_stale_dirs)
+
+
+def sweep_until_settled(sweep, settle: float = GONE_WAIT) -> None:
+    """Sweep, and sweep again while a directory just swept is still there.
+
+    The caller is gone, but its ranks die a moment later (with the fork server), and
+    one waiting at its rendezvous re-creates the store file as it polls: created
+    between rmtree's unlinks and its rmdir, it keeps the directory. Once the ranks are
+    gone a sweep removes it; ``settle`` seconds bound the wait."""
+    end = time.monotonic() + settle
+    removed = sweep()
+    while any(os.path.lexists(p) for p in removed) and time.monotonic() < end:
+        time.sleep(0.05)
+        removed = sweep()
 
 
 if __name__ == "__main__":
