@@ -53,7 +53,8 @@ ValueError naming the argument (each module's docstring states its domains).
                  traffic over NVLink or the node's network cards (rails; all-to-all);
                  moe_dispatch_time; network_scaling (bus bandwidth as rings span more nodes)
   step          Device, layer_time, logits_time, optimizer_time: a GPU's computation
-  planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped), offload_exposed
+  planning      pipeline_p2p_time, dp_grad_sync (exposed vs overlapped), chunked_sync_exposed
+                 (the same sync, chunk by chunk under interleaving), offload_exposed
                  (activation offloading's copies), interleaved_peak_activations,
                  data_parallel_degree -- for parlab.planner
   precision     FORMATS (bits), unit_roundoff, ulp, vanishing_update, summation_error_bound
@@ -96,8 +97,8 @@ from .transformer import (MLPS, LayerShape, embedding_params, layer_elementwise,
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
                       moe_dispatch_time, network_scaling)
 from .step import ADAM_BYTES_PER_PARAM, Device, layer_time, logits_time, optimizer_time
-from .planning import (data_parallel_degree, dp_grad_sync, interleaved_peak_activations,
-                       offload_exposed, pipeline_p2p_time)
+from .planning import (chunked_sync_exposed, data_parallel_degree, dp_grad_sync,
+                       interleaved_peak_activations, offload_exposed, pipeline_p2p_time)
 from .precision import (FORMATS, LOW_PRECISION, RECIPES, TRAINING_DTYPES, bytes_per_element,
                         mantissa_bits, summation_error_bound, training_bytes,
                         training_bytes_per_param, ulp, unit_roundoff, vanishing_update)
@@ -137,7 +138,7 @@ __all__ = [
     "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",
     "network_scaling",
     "Device", "ADAM_BYTES_PER_PARAM", "layer_time", "logits_time", "optimizer_time",
-    "pipeline_p2p_time", "dp_grad_sync",
+    "pipeline_p2p_time", "dp_grad_sync", "chunked_sync_exposed",
     "offload_exposed", "interleaved_peak_activations", "data_parallel_degree",
     "FORMATS", "RECIPES", "TRAINING_DTYPES", "LOW_PRECISION",
     "bytes_per_element", "mantissa_bits", "unit_roundoff", "ulp", "vanishing_update",

@@ -79,6 +79,32 @@ def dp_grad_sync(n_params: float, dp: int, alpha: float, bandwidth: float, stage
     return {"bytes": sent, "time_s": time_s, "exposed_s": max(0.0, exposed)}
 
 
+def chunked_sync_exposed(sync_s: float, stage_s: float, v: int = 1, p: int = 1) -> float:
+    """Seconds of a data-parallel sync (``sync_s`` for the stage's whole share) that show
+    beside one micro-batch's pass over the stage (``stage_s``: its backward for the
+    gradients' reduce, its forward for the weights' gather) when each of the stage's ``v``
+    model chunks syncs its own share.
+
+    Megatron's interleaved schedule enables a chunk's gradient reduce at that chunk's last
+    micro-batch (``is_last_microbatch_for_model_chunk`` in megatron/core/pipeline_parallel/
+    schedules.py, since d2de701, 2023-05; at f2e5db4 as at today's head), so the
+    reduce-scatters of a chunk run while the stage is still busy with the chunks after it.
+    On the first stage the chunk k from the end finishes its last backward k p chunk-slots
+    before the stage's last (p micro-batches of the other chunks pass between them); each
+    share, sync_s / v, starts as its chunk's backward starts (its buckets fill during it)
+    and after the share before it (one network). What shows is
+    max over k of ((k + 1) sync_s / v - (k p + 1) stage_s / v), at least 0; the weights'
+    gathers are the mirror image in the first micro-batch's forward. v = 1 (and any pipeline
+    without interleaving) gives max(0, sync_s - stage_s): the last micro-batch's backward
+    hides it, as in PyTorch DDP (``dp_grad_sync``)."""
+    sync_s = check_float("sync_s", sync_s, 0.0, strict=False)
+    stage_s = check_float("stage_s", stage_s, 0.0, strict=False)
+    v = check_int("v", v)
+    p = check_int("p", p)
+    share, chunk = sync_s / v, stage_s / v
+    return max(0.0, max((k + 1) * share - (k * p + 1) * chunk for k in range(v)))
+
+
 def offload_exposed(layer_bytes: float, offloaded: int, layers: int, bandwidth: float,
                     forward_s: float, backward_s: float) -> float:
     """Seconds one micro-batch waits for activation offloading (Megatron-Core's

@@ -82,7 +82,8 @@ def dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
     parameters (``dense`` over dp x cp GPUs tp apart, ``experts`` over dp x cp x tp / ep):
     plain DP all-reduces the gradients; ZeRO-1/2 reduce-scatter them and all-gather the
     updated weights (Rajbhandari et al. 2020, §5; Megatron's distributed optimizer), hidden
-    behind the last micro-batch's backward / the first one's forward with ``dp_overlap``;
+    behind the last micro-batch's backward / the first one's forward with ``dp_overlap``
+    -- chunk by chunk under interleaving (``cost.chunked_sync_exposed``);
     ZeRO-3 gathers every layer's weights forward and backward and reduce-scatters its
     gradients, every micro-batch, each behind that layer's compute (§7.2.2)."""
     group = dp * lay.cp
@@ -105,7 +106,9 @@ def dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
         gather = coll("all_gather", 1.0)
     if not lay.dp_overlap:
         return reduce + gather
-    return max(0.0, reduce - layers * lt["backward"]) + max(0.0, gather - layers * lt["forward"])
+    # interleaved, each model chunk syncs its share once its last micro-batch is through
+    return (cost.chunked_sync_exposed(reduce, layers * lt["backward"], lay.v, lay.pp)
+            + cost.chunked_sync_exposed(gather, layers * lt["forward"], lay.v, lay.pp))
 
 
 def zero3_sync(lay, coll, layers, lt, m) -> float:

@@ -1,6 +1,6 @@
 """cost.planning (and Narayanan et al.'s FLOP count, cost.flops_per_token count="megatron"):
 pipeline p2p, the DP gradient sync
-(exposed vs overlapped), interleaved peak activations. (A layer's time: test_cost_step.py.)"""
+(exposed vs overlapped, and chunk by chunk under interleaving), interleaved peak activations. (A layer's time: test_cost_step.py.)"""
 
 import math
 
@@ -59,6 +59,30 @@ def test_dp_grad_sync_by_hand():
     r = cost.dp_grad_sync(10 ** 9, 4, 1e-3, 1e10, 0, 2, backward_s=0.1)
     assert r["bytes"] == 3e9 and r["time_s"] == pytest.approx(0.3 + 0.006)
     assert r["exposed_s"] == pytest.approx(0.206)
+
+
+def test_chunked_sync_by_hand():
+    # 12 s of sync over 4 chunks of a stage whose backward takes 4 s, p = 2: shares of 3 s,
+    # chunk slots of 1 s; the chunk k from the end ends its last backward 2k slots early,
+    # so shares start at -1, -3, -5, -7 (and 0 s is the stage's end): the queue of four
+    # 3 s shares from -7 ends at 5 -- k = 3: 4 x 3 - (3 x 2 + 1) x 1 = 5
+    assert cost.chunked_sync_exposed(12.0, 4.0, v=4, p=2) == pytest.approx(5.0)
+    # without interleaving the last backward hides 4 of the 12
+    assert cost.chunked_sync_exposed(12.0, 4.0) == pytest.approx(8.0)
+    # short shares: only the last chunk's share less its own backward shows
+    assert cost.chunked_sync_exposed(2.0, 4.0, v=4, p=8) == 0.0
+    assert cost.chunked_sync_exposed(8.0, 4.0, v=4, p=8) == pytest.approx(1.0)
+
+
+@FAST
+@given(st.floats(0, 100), st.floats(0, 100), st.integers(1, 16), st.integers(1, 64))
+def test_chunked_sync_never_shows_more_than_one_backward_hides(sync, stage, v, p):
+    """Interleaving only moves shares earlier: never more exposed than v = 1, which is
+    dp_grad_sync's rule; and never more than the whole sync, never below zero."""
+    x = cost.chunked_sync_exposed(sync, stage, v, p)
+    assert 0.0 <= x <= cost.chunked_sync_exposed(sync, stage, 1, p) + 1e-9 <= sync + 1e-9
+    assert cost.chunked_sync_exposed(sync, stage, 1, p) == pytest.approx(max(0.0, sync - stage))
+    assert cost.chunked_sync_exposed(sync, stage, v, 1) >= x - 1e-9  # fewer slots between
 
 
 @FAST
