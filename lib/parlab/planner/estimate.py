@@ -218,7 +218,10 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     experts = layers * p["experts"] / ep
     stage_params = dense + experts
     dp_s = dp_sync(cluster, lay, dp, dense, experts, layers, lt, m)
-    opt = cost.optimizer_time(round(stage_params / (dp * cp if lay.zero_stage else 1)), dev)
+    # ZeRO shards the experts over their own data-parallel group (dp x cp x tp / ep:
+    # Megatron's expert data parallelism, the group dp_sync reduces them over)
+    sharded = (dense / (dp * cp) + experts / _expert_dp(lay, dp)) if lay.zero_stage else stage_params
+    opt = cost.optimizer_time(round(sharded), dev)
 
     comm = m * layers * comm_layer + pp_s + dp_s
     offload = m * _offload_exposed(model, cluster, lay, layers, lt)
@@ -260,8 +263,14 @@ def _offload_exposed(model, cluster, lay, layers, lt) -> float:
                                 lt["forward"], lt["backward"])
 
 
+def _expert_dp(lay, dp: int) -> int:
+    """Ranks that hold the same experts: dp x cp x tp / ep (experts whole on a rank)."""
+    return max(1, dp * lay.cp * lay.tp // lay.ep)
+
+
 def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
-    """Bytes on a GPU of the first stage (``cost.zero_memory`` of its weights over dp x cp;
+    """Bytes on a GPU of the first stage (``cost.zero_memory`` of its weights over dp x cp,
+    of its experts over their own data-parallel group;
     ``cost.activation_memory`` x the micro-batches 1F1B or the interleaved schedule keeps)."""
     s = model.shape
     S = model.seq_len
@@ -270,7 +279,10 @@ def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     sp = lay.sequence_parallel and tp > 1
     dtype = lay.dtype_on(cluster.gpu)
     low = cost.bytes_per_element(dtype) if dtype in cost.LOW_PRECISION else None
-    states = cost.zero_memory(round(dense + experts), dp * lay.cp, lay.zero_stage)
+    states = cost.zero_memory(round(dense), dp * lay.cp, lay.zero_stage)
+    if experts:  # sharded over the experts' own data-parallel group, not dp x cp
+        more = cost.zero_memory(round(experts), _expert_dp(lay, dp), lay.zero_stage)
+        states = {k: states[k] + more[k] for k in states}
     per_layer = layer_activations(model, cluster, lay)
     # offloaded layers leave the GPU; the one being copied is still here
     resident = layers - lay.offload_layers + (1 if lay.offload_layers else 0)

@@ -187,6 +187,32 @@ def test_todays_inputs():
     assert one_card.step_time.tp_comm > 4 * eight.step_time.tp_comm  # rails, not one port
 
 
+@pytest.mark.parametrize("zero_stage", [0, 1, 3])  # (ZeRO-2 refuses a pipeline)
+def test_experts_are_sharded_over_their_own_data_parallel_group(zero_stage):
+    """Experts whole on a rank (EP 32, TP 2, PP 2, DP 128 on 512 GPUs): the ranks holding
+    the same experts are dp x tp / ep = 8, not dp = 128, and ZeRO shards their states over
+    those 8 (Megatron's expert data parallelism; dp_sync reduces them over the same group).
+    Sharding them over dp, as the planner once did, put Qwen3-235B's 256-H100 row 10 GB
+    under what its experts hold."""
+    lay = planner.Layout(tp=2, pp=2, ep=32, micro_batch=1, zero_stage=zero_stage,
+                         sequence_parallel=True)
+    model = planner.MODELS["qwen3-235B-A22B"]
+    e = planner.predict(model, planner.cluster_for("H100"), lay, 512, 1024)
+    p = cost.layer_params(model.shape)
+    layers = model.n_layers // 2
+    dense = (layers * p["dense"] + model.embedding_params()) / 2
+    experts = layers * p["experts"] / 32
+    want = {k: cost.zero_memory(round(dense), 128, zero_stage)[k]
+            + cost.zero_memory(round(experts), 8, zero_stage)[k]
+            for k in ("params", "grads", "optimizer")}
+    got = e.memory_per_gpu
+    assert (got.params, got.grads, got.optimizer) == pytest.approx(
+        (want["params"], want["grads"], want["optimizer"]), rel=1e-9)
+    if zero_stage:  # over dp it would have been a sixteenth of the experts' states
+        assert got.optimizer > 1.5 * cost.zero_memory(round(dense + experts), 128,
+                                                      zero_stage)["optimizer"]
+
+
 @pytest.mark.parametrize("gpu", sorted(planner.GPU_ALIASES) + ["T4", "L4", "A10", "B200", "GB200"])
 def test_every_gpu_preset_plans_in_a_type_it_has(gpu):
     e = estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=16, gpu=gpu)

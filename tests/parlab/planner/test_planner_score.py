@@ -106,13 +106,15 @@ def test_a_gb200_mxfp8_run_that_ran_fits_the_memory_model():
     assert e.memory_per_gpu.params == bf16.params  # model states do not change
 
 
-def test_a_gb200_mxfp8_moe_run_that_needed_offloading_sits_at_the_limit():
+def test_a_gb200_mxfp8_moe_run_that_needed_offloading_overflows_a_little():
     # Qwen3-235B-A22B on 256 GB200s in MXFP8: TP 1, PP 4, VPP 6, EP 64, micro-batch 3, batch
     # 3072, selective recomputation (moe_act, layernorm) -- "activation offloading required"
     # (expert_fc1, moe_act to host memory; yanring/Megatron-MoE-ModelZoo best_practice/qwen3/
     # readme.md at 020b813, GB200 table). Counted 16-bit its activations overflowed the GPU
-    # by a quarter; at MXFP8's bytes the layout sits at the capacity, as a run that fits only
-    # once some activations leave the GPU should (offloading is not modelled)
+    # by a quarter; at MXFP8's bytes, with the experts' states on their own data-parallel
+    # group (EP 64 of DP 64: one rank, so unsharded), it overflows by a few percent, as a
+    # run that fits only once some activations leave the GPU should (offloading beside a
+    # pipeline is not modelled)
     def mem(dtype):
         lay = Layout(tp=1, pp=4, v=6, ep=64, micro_batch=3, zero_stage=1, dtype=dtype,
                      recompute="selective", uneven_stages=True, ep_dispatch="dedup")
@@ -120,7 +122,7 @@ def test_a_gb200_mxfp8_moe_run_that_needed_offloading_sits_at_the_limit():
                                lay, 256, 3072).memory_per_gpu
     bf16, mx = mem("bf16"), mem("mxfp8")
     assert bf16.total > 1.2 * bf16.capacity
-    assert mx.total == pytest.approx(mx.capacity, rel=0.05)
+    assert mx.capacity < mx.total < 1.1 * mx.capacity
 
 
 def test_every_estimate_states_its_flop_convention_and_converts(rows):
