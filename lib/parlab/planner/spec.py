@@ -308,10 +308,13 @@ class Layout:
                               "engine runs ZeRO-1 only; FSDP with a pipeline is fsdp_impl="
                               "'fsdp2'")
         k = self.offload_layers
-        if k and (pp > 1 or self.recompute != "none" or k >= L):
-            raise LayoutError(f"offload_layers={k} needs pp=1 (got {pp}), recompute='none' (got "
-                              f"{self.recompute!r}) and fewer than n_layers={L} layers, as "
-                              "Megatron-Core's activation offloading does")
+        unmet = [why for bad, why in ((pp > 1, f"pp=1 (got {pp})"),
+                                      (self.recompute != "none",
+                                       f"recompute='none' (got {self.recompute!r})"),
+                                      (k >= L, f"fewer layers than n_layers={L}")) if bad]
+        if k and unmet:  # (its later per-module offloading beside a pipeline is not modelled)
+            raise LayoutError(f"offload_layers={k} needs {' and '.join(unmet)}, as "
+                              "Megatron-Core's whole-layer activation offloading does")
         if global_batch % dp:
             raise LayoutError(f"global_batch={global_batch} must be divisible by dp={dp}")
         per = global_batch // dp
