@@ -89,10 +89,10 @@ from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank
 from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grained_experts,
                               grouped_gemm_flops, grouped_gemm_rows, moe_all_to_all_bytes,
                               moe_flops_per_token, moe_params, moe_remote_copies)
-from .kernels import (ATTENTION, ELEMENTWISE, GEMM_TILES, LOSS_KERNELS, attention_flops,
+from .kernels import (ATTENTION, EAGER_OPS, ELEMENTWISE, GEMM_TILES, LOSS_KERNELS, attention_flops,
                       attention_time, elementwise_bytes, gemm_quantization, gemm_time,
                       loss_bytes)
-from .transformer import (MLPS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
+from .transformer import (MLPS, NORMS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
                           layer_params, logits_gemm, op_recomputed)
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
                       moe_dispatch_time, network_scaling)
@@ -131,9 +131,9 @@ __all__ = [
     "expert_capacity", "moe_all_to_all_bytes", "moe_flops_per_token", "moe_params",
     "moe_remote_copies", "fine_grained_experts", "expert_choice_coverage", "grouped_gemm_rows",
     "grouped_gemm_flops",
-    "GEMM_TILES", "ELEMENTWISE", "ATTENTION", "gemm_quantization", "gemm_time",
+    "GEMM_TILES", "ELEMENTWISE", "EAGER_OPS", "ATTENTION", "gemm_quantization", "gemm_time",
     "elementwise_bytes", "LOSS_KERNELS", "loss_bytes", "attention_flops", "attention_time",
-    "MLPS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
+    "MLPS", "NORMS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
     "layer_elementwise", "logits_gemm", "op_recomputed",
     "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",
     "network_scaling",

@@ -16,7 +16,9 @@ Williams et al., CACM 2009), which is what makes attention's QK^T with k = d_hea
 Elementwise operators do a few FLOPs per byte, so they run at memory speed: their time is
 the bytes they read and write over ``memory_efficiency`` of the HBM bandwidth. ELEMENTWISE
 lists the bytes per element of each operator of a Megatron-style layer, forward and
-backward, 16-bit values and 1-byte dropout masks, as its fused kernels move them.
+backward, 16-bit values and 1-byte dropout masks, as its fused kernels move them; and the
+chains eager PyTorch runs for a Llama layer's RMSNorm, RoPE and SwiGLU, one kernel per op
+(EAGER_OPS), which fused kernels and torch.compile make one.
 
 The loss. Softmax cross-entropy over the vocabulary touches every logit, b x s x V / tp of
 them, a few times: how many depends on the implementation a run used, from one Triton
@@ -58,7 +60,23 @@ ELEMENTWISE = {
     "attn_dropout": (5, 5),      # per score: read, write + mask | read dy, mask, write
     "moe_permute": (8, 8),       # per routed element: token permute + unpermute
     "fp8_cast": (3, 3),          # per element of an fp8 GEMM's input: read 2, write 1
+    # Llama's chains as eager PyTorch runs them, one kernel per op (torchtitan 9dec370,
+    # models/norms.py and models/llama/model.py; Hugging Face's LlamaRMSNorm is the same
+    # chain): RMSNorm on an fp32 copy -- x.float() (2, 4), pow (4, 4), mean (4), x * rsqrt
+    # (4, 4), cast back (4, 2), * weight (2, 2) | * weight and its gradient's product and sum
+    # (12), cast (2, 4), the multiply's two gradients (8 + 16), the mean's expanded gradient
+    # (4), pow's (12), their sum (12), cast back (4, 2), + the residual gradient (6)
+    "rmsnorm_eager": (36, 82),
+    # RoPE through complex numbers: float (2, 4), complex multiply (4, 4), cast back (4, 2);
+    # backward the same three (per element of q and k)
+    "rope_eager": (20, 20),
+    # silu(w1 x) * w3 x: silu (2, 2), multiply (4, 2) | the multiply's two gradients (12),
+    # silu's (4, 2) (per element of d_ff)
+    "swiglu_eager": (10, 18),
 }
+# what each fused operator becomes in eager PyTorch (``layer_elementwise(..., eager=True)``);
+# LayerNorm is one kernel (F.layer_norm) either way, a GPT's GeLU one op
+EAGER_OPS = {"rmsnorm": "rmsnorm_eager", "rope": "rope_eager", "swiglu": "swiglu_eager"}
 
 # The loss: bytes per logit (forward, backward) by implementation. The output GEMM writes the
 # logits in 16 bits (2 B a value); an fp32 copy moves 4 B a value.

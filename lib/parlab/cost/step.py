@@ -79,12 +79,13 @@ class Device:
 def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device, tp: int = 1,
                cp: int = 1, ep: int = 1, sequence_parallel: bool = False,
                recompute: str = "none", attention: str = "fused", fp8: bool = False,
-               capacity_factor: float = 1.0) -> dict:
+               capacity_factor: float = 1.0, eager: bool = False) -> dict:
     """Seconds one GPU spends on one layer for one micro-batch of ``micro_batch`` sequences
     of ``seq_len`` tokens, of which it holds seq_len / cp (its TP share, tp; its experts,
     ep). Returns {"forward", "backward" (recomputation included), "gemm_forward" (what TP
     communication can overlap with), "attention_forward", "recompute", "parts": {"gemm",
-    "attention", "elementwise"} over the whole step}."""
+    "attention", "elementwise"} over the whole step}. ``eager``: the elementwise chains as
+    eager PyTorch runs them (``layer_elementwise``)."""
     b = check_int("micro_batch", micro_batch)
     s = check_int("seq_len", seq_len)
     t = check_int("tp", tp)
@@ -115,12 +116,13 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
                        shape.head_dim, device.peak_flops, device.hbm_bandwidth, device.sms,
                        device.gemm_efficiency, device.memory_efficiency,
                        device.attention_efficiency, attention, shape.dropout)
-    ops = layer_elementwise(shape, tokens, t, sp)
+    ops = layer_elementwise(shape, tokens, t, sp, eager)
     ew_f = (sum(elementwise_bytes(o, n) for o, n in ops) + cast) / device.memory_rate
     ew_b = (sum(elementwise_bytes(o, n, True) for o, n in ops) + cast) / device.memory_rate
     forward = gemm_f + a["forward"] + ew_f
     cheap = sum(elementwise_bytes(o, n) for o, n in ops
-                if o in ("norm", "bias_gelu", "swiglu")) / device.memory_rate
+                if o in ("norm", "bias_gelu", "swiglu", "rmsnorm_eager", "swiglu_eager")
+                ) / device.memory_rate
     selective = a["forward"] if attention == "materialized" else cheap
     redo = {"none": 0.0, "selective": selective, "op": gemm_redo + ew_f,
             "full": forward}[recompute]

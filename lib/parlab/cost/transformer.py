@@ -24,8 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..validate import check_bool, check_choice, check_int
+from .kernels import EAGER_OPS
 
 MLPS = ("gelu", "swiglu")
+NORMS = ("layernorm", "rmsnorm")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class LayerShape:
     biases: bool = True             # GPT's linear and LayerNorm biases (Llama has none)
     dropout: bool = True            # GPT-3 / Megatron's dropout (Llama and most 2023+ runs: none)
     rope: bool = False              # rotary embeddings on q and k (Llama; GPT learns positions)
+    norm: str = "layernorm"         # GPT's LayerNorm or Llama's RMSNorm (NORMS)
 
     def __post_init__(self):
         h = check_int("d_model", self.d_model)
@@ -54,6 +57,7 @@ class LayerShape:
             raise ValueError(f"n_heads={a} must divide d_model={h} (or give head_dim)")
         d = h // a if self.head_dim is None else check_int("head_dim", self.head_dim)
         mlp = check_choice("mlp", self.mlp, MLPS)
+        check_choice("norm", self.norm, NORMS)
         f = 4 * h if self.d_ff is None else check_int("d_ff", self.d_ff)
         e = check_int("n_experts", self.n_experts, 0)
         k = check_int("top_k", self.top_k, 1, max(e, 1))
@@ -174,23 +178,29 @@ def op_recomputed(shape: LayerShape) -> dict:
 
 
 def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
-                      sequence_parallel: bool = False) -> list[tuple]:
+                      sequence_parallel: bool = False, eager: bool = False) -> list[tuple]:
     """The memory-bound operators of one layer's forward on one GPU as (ELEMENTWISE op,
     elements): the h-wide ones (norms, residual adds) on every TP rank's full tokens unless
     ``sequence_parallel`` shards them (Korthikanti et al. §4.2.2), the rest split over tp;
-    rotary embeddings on q and k where the shape has them. Attention's scores are not here
-    (``kernels.attention_time``)."""
+    rotary embeddings on q and k where the shape has them. ``eager``: RMSNorm, RoPE and
+    SwiGLU as eager PyTorch runs them, an op at a time (``kernels.EAGER_OPS``). Attention's
+    scores are not here (``kernels.attention_time``)."""
     s = check_shape(shape)
     T = check_int("tokens", tokens)
     t = check_int("tp", tp)
     hw = T * s.d_model / (t if check_bool("sequence_parallel", sequence_parallel) else 1)
+    eager = check_bool("eager", eager)
+
+    def op(fused, kind=None):
+        return EAGER_OPS.get(kind or fused, fused) if eager else fused
     residual = "bias_dropout_add" if s.dropout else "residual_add"
-    act = ("swiglu", "bias_gelu")[s.mlp == "gelu"]
+    act = op("swiglu") if s.mlp == "swiglu" else "bias_gelu"
+    norm = op("norm", s.norm)
     f_tokens = T * s.d_ff / t if not s.moe else \
         T / t * (s.top_k * s.expert_d_ff + s.n_shared_experts * s.expert_d_ff)
-    out = [("norm", hw), (residual, hw), ("norm", hw), (residual, hw), (act, f_tokens)]
+    out = [(norm, hw), (residual, hw), (norm, hw), (residual, hw), (act, f_tokens)]
     if s.rope:
-        out.append(("rope", T * (s.q + s.kv) / t))
+        out.append((op("rope"), T * (s.q + s.kv) / t))
     if s.moe:
         out.append(("moe_permute", T / t * s.top_k * s.d_model))
     return out

@@ -43,7 +43,7 @@ from ..cost.memory import MEMORY_COUNTER
 from .conventions import FLOP_CONVENTION, flops_as
 from .presets import cluster_for
 from .spec import Cluster, Layout, LayoutError, ModelSpec
-from .stacks import DEFAULT_STACK, stack_constants
+from .stacks import DEFAULT_STACK, STACKS, stack_constants
 from .communication import cp_comm, dp_sync, ep_comm, tp_comm
 
 
@@ -194,7 +194,8 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     m = B // (dp * b)
     layers = math.ceil(L / pp)  # the slowest stage
     lt = _layer_time(s, b, S, dev, tp, cp, ep, sp, lay.recompute, lay.attention,
-                     dtype in cost.LOW_PRECISION, lay.capacity_factor or 1.0)
+                     dtype in cost.LOW_PRECISION, lay.capacity_factor or 1.0,
+                     STACKS[lay.stack].eager_ops)
     tp1 = tp_comm(model, cluster, lay, lt, b, sp)
     cp1 = cp_comm(model, cluster, lay, lt, b)
     ep1 = ep_comm(model, cluster, lay, b)
@@ -302,7 +303,7 @@ def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
 
 
 _SHAPE = dict(n_kv_heads=None, head_dim=None, d_ff=None, mlp="gelu", n_experts=0, top_k=1,
-              expert_d_ff=None, n_shared_experts=0)
+              expert_d_ff=None, n_shared_experts=0, norm="layernorm")
 
 
 def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size: int,
@@ -316,7 +317,7 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
     on n_gpus = dp x tp x pp x cp GPUs with ``global_batch`` sequences per step.
 
     The layer: a GPT layer by default; Llama-style or MoE with ``n_kv_heads``, ``head_dim``,
-    ``mlp="swiglu"`` and ``d_ff``, ``n_experts``, ``top_k``, ``expert_d_ff``,
+    ``mlp="swiglu"`` and ``d_ff``, ``norm="rmsnorm"``, ``n_experts``, ``top_k``, ``expert_d_ff``,
     ``n_shared_experts`` (or a whole ``shape=cost.LayerShape(...)``). The layout: any field
     of ``spec.Layout`` -- cp, cp_kind ("ring" | "ulysses" | "allgather"), ep,
     capacity_factor, v, zero_stage, recompute, sequence_parallel, attention ("fused" |

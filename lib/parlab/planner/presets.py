@@ -91,7 +91,8 @@ def llama(name, n_layers, d_model, n_heads, n_kv_heads, d_ff, seq_len, vocab_siz
     """A Llama-style model: SwiGLU, RMSNorm, RoPE, grouped-query attention, no biases or
     dropout, untied embeddings (Touvron et al. 2023; Dubey et al. 2024); ``kw``: MoE fields."""
     shape = cost.LayerShape(d_model, n_heads, n_kv_heads, kw.pop("head_dim", None), d_ff,
-                            "swiglu", biases=False, dropout=False, rope=True, **kw)
+                            "swiglu", biases=False, dropout=False, rope=True, norm="rmsnorm",
+                            **kw)
     return ModelSpec(name, n_layers, seq_len, vocab_size, shape, tied_embeddings=False,
                      learned_positions=False, source=source)
 

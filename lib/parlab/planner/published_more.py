@@ -125,13 +125,11 @@ _MPT70_H100 = ("the 2023 stack's one Hopper GEMM share is fitted on MPT-7b's 8-G
                "quantization")
 
 
-_EAGER = ("the eager profile is the lab's eager/compiled gap (1.09x on a 1B GPT, GeLU, "
-          "LayerNorm); torchtitan's own pair is 1.16x (Tables 1 and 3): Llama's SwiGLU, RMSNorm "
-          "and RoPE chains run as more separate kernels in eager than a GPT layer's, which the "
-          "profile, one share of HBM bandwidth for every layer, does not know (at 9dec370 "
-          "RMSNorm is x.float(), pow, mean, rsqrt, two multiplies and a cast back: norms.py)")
-_EAGER_128 = (_EAGER + "; optimistic on 8 GPUs already, beyond 15% on 128, where FSDP's "
-              "gathers and reduce-scatters cross 16 nodes")
+_EAGER = ("the eager profile is the lab's eager/compiled gap on a 1B GPT, whose LayerNorm and "
+          "GeLU are one kernel each either way; a Llama layer's RMSNorm, RoPE and SwiGLU run "
+          "an op at a time in eager (at 9dec370 RMSNorm is x.float(), pow, mean, rsqrt, two "
+          "multiplies and a cast back: norms.py), priced as such (cost.EAGER_OPS); the fp32 "
+          "copies those ops save for the backward are not in the memory estimate")
 _H200_FLOAT8 = ("the float8 share (0.64) is fitted on the 500 W H100s' Float8 row once their "
                 "sustained rate is fitted on a bf16 row (0.83 of the midpoint peak); on Trainy's "
                 "700 W H200s, another torchao (0afa4c1 against eab345c) and torch (2.8 against a "
@@ -181,8 +179,7 @@ def _titan():
                 note=f"{tps} tokens/s/GPU; Llama 3.1 8B, sequence 8192 (train_configs/"
                      "llama3_8b.toml at 9dec370), local batch 2, selective (op) "
                      "checkpointing; " + _TITAN_LOSS
-                     + ("; " + _EAGER if stack == "pytorch-eager" and n == 8 else ""),
-                known_miss=_EAGER_128 if stack == "pytorch-eager" and n == 128 else "")
+                     + ("; " + _EAGER if stack == "pytorch-eager" else ""))
     for label, overlap, tps, gib in (("2D", False, 829, 71.9), ("2D + AsyncTP", True, 876, 67.6)):
         yield _row(
             f"torchtitan 70B 256 H100 {label} Float8", "torchtitan 2024-12 (H100 500 W)",

@@ -63,6 +63,9 @@ class Stack:
     # the loss a run on this stack computes unless its layout says otherwise (cost.LOSS_KERNELS):
     # one fused kernel, but eager PyTorch's F.cross_entropy on fp32 logits for "pytorch-eager"
     loss_kernel: str = "triton"
+    # whether a Llama layer's RMSNorm, RoPE and SwiGLU run an op at a time (eager PyTorch:
+    # cost.EAGER_OPS) rather than as fused kernels (Transformer Engine, torch.compile)
+    eager_ops: bool = False
 
 
 _LAB = ("the lab's GPU report on one H200 (docs/measurements.md, 2026-11-30: ~1B GPT, "
@@ -94,7 +97,8 @@ STACKS = {s.name: s for s in (
           "one-GPU estimate of the lab's eager run, the loss as eager PyTorch computes it "
           "(cost.LOSS_KERNELS['torch']), take its measured 201.6 ms (compiled: 185.2 ms); "
           + _LAB,
-          (), "fitted on no published row: the lab's own run is the source", "torch"),
+          (), "fitted on no published row: the lab's own run is the source", "torch",
+          eager_ops=True),
     Stack("pytorch-eager-2023",
           replace(_EAGER, hopper_gemm_efficiency=0.51, stack="pytorch-eager-2023",
                   source="PyTorch 2.1 eager: the eager profile; on Hopper, " + _FOUNDRY),
@@ -102,7 +106,7 @@ STACKS = {s.name: s for s in (
           "llm-foundry's Triton attention): the eager profile's shares (its A100 rows are "
           "within -10..+7% at them); hopper_gemm_efficiency fitted on " + _FOUNDRY + " (MPT-7b, "
           "8 GPUs, 10,643 tokens/s/GPU)",
-          ("llm-foundry MPT-7b 8 H100",)),
+          ("llm-foundry MPT-7b 8 H100",), eager_ops=True),
     Stack("torchao-float8",
           replace(_COMPILE, fp8_gemm_efficiency=0.64, stack="torchao-float8",
                   source="torchao float8 (tensorwise): " + _TITAN_2412),

@@ -204,3 +204,30 @@ def test_logits_and_optimizer():
     assert t > 3 * gemm
     assert cost.optimizer_time(1e9, H100) == pytest.approx(30e9 / (3.35e12 * 0.6))
     assert math.isfinite(t)
+
+
+LLAMA = cost.LayerShape(4096, 32, 8, d_ff=14336, mlp="swiglu", biases=False, dropout=False,
+                        rope=True, norm="rmsnorm")
+
+
+def test_eager_pytorch_runs_llamas_chains_an_op_at_a_time():
+    eager = cost.layer_elementwise(LLAMA, 1000, eager=True)
+    fused = cost.layer_elementwise(LLAMA, 1000)
+    assert [o for o, _ in eager] == ["rmsnorm_eager", "residual_add", "rmsnorm_eager",
+                                     "residual_add", "swiglu_eager", "rope_eager"]
+    assert [n for _, n in eager] == [n for _, n in fused]  # the same elements, more passes
+    # a GPT layer's LayerNorm and GeLU are one kernel each either way
+    assert cost.layer_elementwise(GPT3, 1000, eager=True) == cost.layer_elementwise(GPT3, 1000)
+    # RMSNorm at torchtitan 9dec370 (norms.py): x.float(), pow, mean, x * rsqrt, cast back,
+    # * weight -- each reads and writes the whole tensor
+    assert cost.ELEMENTWISE["rmsnorm_eager"][0] == (2 + 4) + (4 + 4) + 4 + (4 + 4) + (4 + 2) + (2 + 2)
+    assert cost.ELEMENTWISE["rmsnorm_eager"][1] == 12 + 6 + 24 + 4 + 12 + 12 + 6 + 6
+    # layer_time: the difference is those bytes over the memory rate, forward and backward
+    t = {e: cost.layer_time(LLAMA, 1, 2048, H100, eager=e) for e in (False, True)}
+    extra = {d: sum(cost.elementwise_bytes(o, n, d == "backward") for o, n in
+                    cost.layer_elementwise(LLAMA, 2048, eager=True))
+             - sum(cost.elementwise_bytes(o, n, d == "backward") for o, n in
+                   cost.layer_elementwise(LLAMA, 2048)) for d in ("forward", "backward")}
+    for d in ("forward", "backward"):
+        assert t[True][d] - t[False][d] == pytest.approx(extra[d] / H100.memory_rate)
+    assert extra["forward"] > 0 and extra["backward"] > 0

@@ -332,15 +332,22 @@ def test_the_profiles_out_of_sample(rows):
         if s.name == "torch-compile":
             assert len(out) >= 5 and bad == {f"torchtitan 2025 8B 64 H100 {t} bf16"
                                              for t in ("TP", "AsyncTP")}
-    # the eager profile moves the prediction toward the run, beyond what the default gives; with
-    # the loss priced as eager PyTorch runs it most of the eager gap is the loss's, and the
-    # profile's own share adds a little
+    # the eager profile brings the prediction nearer the run than the default does, from the
+    # other side: the loss as eager PyTorch computes it and Llama's chains an op at a time
+    # (cost.EAGER_OPS) each slow it, and at the share fitted on the lab's GPT (whose autocast
+    # casts that share absorbs) the two overshoot a little
     run = next(r for r in planner.RUNS if r.name == "torchtitan 8B 8 H100 FSDP")
-    default = predict_run(replace(run, layout={**run.layout, "stack": "megatron-te"}))
-    before = run.value / default.step_time.total - 1
-    assert before > rows[run.name]["error"] + 0.015 > 0.015
-    fused = predict_run(replace(run, layout={**run.layout, "loss_kernel": "triton"}))
-    assert run.value / fused.step_time.total - 1 > rows[run.name]["error"] + 0.02
+    err = rows[run.name]["error"]
+
+    def error(**layout):
+        return run.value / predict_run(replace(run, layout={**run.layout, **layout})
+                                       ).step_time.total - 1
+    before = error(stack="megatron-te")
+    assert before > planner.TOLERANCE > -err > 0 and abs(err) < abs(before)
+    assert error(loss_kernel="triton") > err + 0.015
+    fused_ops = predict_run(replace(run, model=replace(run.model, shape=replace(
+        run.model.shape, norm="layernorm", rope=False))))  # (GPT-like ops: the chains fused)
+    assert run.value / fused_ops.step_time.total - 1 > err + 0.1
 
 
 def test_the_500w_h100s_sustained_rate_is_its_rows_fit(rows):
@@ -361,15 +368,14 @@ def test_the_500w_h100s_sustained_rate_is_its_rows_fit(rows):
     # a sustained rate, below even the NVL's peak (835.5): not a peak the source could mean
     assert spec.peak_tflops["bf16"] < 835.5 < mid["bf16"]
     # out of sample on that machine (bf16 and fp8, 8B to 405B, 8 to 512 GPUs, sequences to
-    # 256k): all within 15% but five rows: the eager 8B on 128 GPUs, the two bf16 8B ones
-    # under TP 8, and one context-parallel row of each of Tables 2 and 6
+    # 256k): all within 15% but four rows: the two bf16 8B ones under TP 8, and one
+    # context-parallel row of each of Tables 2 and 6
     mine = [r for r in rows.values() if r["estimate"].cluster.gpu.name == spec.name
             and not r["in_sample"]]
     bad = [r["name"] for r in mine if abs(r["error"]) > planner.TOLERANCE]
     assert len(mine) >= 24 and sorted(bad) == ["torchtitan 2025 8B 64 H100 AsyncTP bf16",
                                                "torchtitan 2025 8B 64 H100 TP bf16",
                                                "torchtitan 405B 512 H100 4D CP 8 256k",
-                                               "torchtitan 8B 128 H100 FSDP",
                                                "torchtitan 8B 8 H100 FSDP 4 CP 2 64k"]
     # planted: at the midpoint peak (no sustained rate) the bf16 rows run too fast again
     bf16 = [r for r in planner.RUNS if r.gpu is spec and r.layout["dtype"] == "bf16"]
