@@ -211,19 +211,6 @@ def _titan():
                        "rate is not measured here), and the CP group spans 8 nodes"}
     titan = dict(zero_stage=3, recompute="full", dtype="fp8", stack="torchao-float8",
                  loss_kernel="torch", attention="fused")
-    for fsdp, cp, S, tps, gib in ((8, 1, 32768, 3890, 83.9), (4, 2, 65536, 2540, 84.2),
-                                  (2, 4, 131072, 1071, 84.0), (1, 8, 262144, 548, 84.5)):
-        yield _row(
-            f"torchtitan 8B 8 H100 FSDP {fsdp} CP {cp} {S // 1024}k",
-            "torchtitan 2024-12 (H100 500 W)", t.format("Table 2"),
-            replace(m8, name=f"llama3-8B-{S // 1024}k", seq_len=S), H100_96_500W,
-            "Grand-Teton-H100", 8, fsdp,
-            dict(**titan, cp=cp, cp_kind="allgather", micro_batch=1),
-            "step_s", fsdp * S / (tps * 8),
-            extra={"memory_gib": gib, "memory_counter": _RESERVED},
-            note=f"{tps} tokens/s/GPU; FSDP {fsdp} x CP {cp}, local batch 1, full "
-                 "checkpointing, torch.compile + Float8; " + _TITAN_LOSS,
-            known_miss=cp_miss.get((8, S), ""))
     for schedule, v, tps, gib in (("1F1B", 1, 100, 82.5), ("Interleaved 1F1B", 2, 128, 72.7)):
         yield _row(
             f"torchtitan 405B 512 H100 3D {schedule}", "torchtitan 2024-12 (H100 500 W)",
@@ -235,21 +222,29 @@ def _titan():
             note=f"{tps} tokens/s/GPU; FSDP 8 x TP 8 x PP 8, local batch 32 in 8 "
                  "micro-batches of 4, full checkpointing, torch.compile + Float8 + AsyncTP; "
                  + _TITAN_LOSS)
-    for fsdp, cp, S, tps, gib in ((8, 1, 32768, 76, 75.3), (4, 2, 65536, 47, 75.9),
-                                  (2, 4, 131072, 31, 77.1), (1, 8, 262144, 16, 84.9)):
-        yield _row(
-            f"torchtitan 405B 512 H100 4D CP {cp} {S // 1024}k",
-            "torchtitan 2024-12 (H100 500 W)", t.format("Table 6"),
-            replace(m405, name=f"llama3-405B-{S // 1024}k", seq_len=S), H100_96_500W,
-            "Grand-Teton-H100", 512, 8 * fsdp,
-            dict(**titan, tp=8, pp=8, cp=cp, cp_kind="allgather", micro_batch=1,
-                 sequence_parallel=True, tp_comm_overlap=True, uneven_stages=True),
-            "step_s", 8 * fsdp * S / (tps * 512),
-            extra={"memory_gib": gib, "memory_counter": _RESERVED},
-            note=f"{tps} tokens/s/GPU; FSDP {fsdp} x CP {cp} x TP 8 x PP 8 (1F1B), local "
-                 "batch 8 in 8 micro-batches of 1, full checkpointing, torch.compile + "
-                 "Float8 + AsyncTP; " + _TITAN_LOSS,
-            known_miss=cp_miss.get((512, S), ""))
+    # Tables 2 and 6: each GPU keeps 32k tokens as the sequence and CP grow together
+    pp8 = dict(tp=8, pp=8, sequence_parallel=True, tp_comm_overlap=True, uneven_stages=True)
+    for table, model, n, local, degrees, label, how, rows in (
+            ("Table 2", m8, 8, 1, {}, "8B 8 H100 FSDP {} CP {}",
+             "FSDP {} x CP {}, local batch 1, full checkpointing, torch.compile + Float8",
+             ((8, 1, 32768, 3890, 83.9), (4, 2, 65536, 2540, 84.2),
+              (2, 4, 131072, 1071, 84.0), (1, 8, 262144, 548, 84.5))),
+            ("Table 6", m405, 512, 8, pp8, "405B 512 H100 4D FSDP {} CP {}",
+             "FSDP {} x CP {} x TP 8 x PP 8 (1F1B), local batch 8 in 8 micro-batches of 1, "
+             "full checkpointing, torch.compile + Float8 + AsyncTP",
+             ((8, 1, 32768, 76, 75.3), (4, 2, 65536, 47, 75.9),
+              (2, 4, 131072, 31, 77.1), (1, 8, 262144, 16, 84.9)))):
+        for fsdp, cp, S, tps, gib in rows:
+            yield _row(
+                f"torchtitan {label.format(fsdp, cp)} {S // 1024}k",
+                "torchtitan 2024-12 (H100 500 W)", t.format(table),
+                replace(model, name=f"{model.name}-{S // 1024}k", seq_len=S), H100_96_500W,
+                "Grand-Teton-H100", n, local * fsdp,
+                dict(**titan, **degrees, cp=cp, cp_kind="allgather", micro_batch=1),
+                "step_s", local * fsdp * S / (tps * n),
+                extra={"memory_gib": gib, "memory_counter": _RESERVED},
+                note=f"{tps} tokens/s/GPU; {how.format(fsdp, cp)}; " + _TITAN_LOSS,
+                known_miss=cp_miss.get((n, S), ""))
     t = _TITAN_2506
     for model, n, b, rc, tag, rows in (
             (m70, 256, 16, "full", "Llama3 70b on 256 H100s",

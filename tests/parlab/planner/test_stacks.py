@@ -308,7 +308,7 @@ def test_the_torchtitan_context_parallel_notes_quote_the_steps_as_they_stand(row
     assert said("torchtitan 8B 8 H100 FSDP 4 CP 2 64k") == (
         growth("8B", "predicted") + growth("8B", "published"))
     # 128k -> 256k: the published, then the planner's
-    assert said("torchtitan 405B 512 H100 4D CP 8 256k") == [
+    assert said("torchtitan 405B 512 H100 4D FSDP 1 CP 8 256k") == [
         growth("405B", "published")[-1], growth("405B", "predicted")[-1]]
 
 
@@ -328,7 +328,7 @@ def test_the_profiles_out_of_sample(rows):
         if s.name == "torchao-float8":
             assert len(out) >= 18 and bad == {"torchtitan 8B 64 H200 Float8 (Trainy)",
                                               "torchtitan 8B 8 H100 FSDP 4 CP 2 64k",
-                                              "torchtitan 405B 512 H100 4D CP 8 256k"}
+                                              "torchtitan 405B 512 H100 4D FSDP 1 CP 8 256k"}
         if s.name == "torch-compile":
             assert len(out) >= 5 and bad == {f"torchtitan 2025 8B 64 H100 {t} bf16"
                                              for t in ("TP", "AsyncTP")}
@@ -375,7 +375,7 @@ def test_the_500w_h100s_sustained_rate_is_its_rows_fit(rows):
     bad = [r["name"] for r in mine if abs(r["error"]) > planner.TOLERANCE]
     assert len(mine) >= 24 and sorted(bad) == ["torchtitan 2025 8B 64 H100 AsyncTP bf16",
                                                "torchtitan 2025 8B 64 H100 TP bf16",
-                                               "torchtitan 405B 512 H100 4D CP 8 256k",
+                                               "torchtitan 405B 512 H100 4D FSDP 1 CP 8 256k",
                                                "torchtitan 8B 8 H100 FSDP 4 CP 2 64k"]
     # planted: at the midpoint peak (no sustained rate) the bf16 rows run too fast again
     bf16 = [r for r in planner.RUNS if r.gpu is spec and r.layout["dtype"] == "bf16"]
