@@ -191,8 +191,8 @@ def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
     hw = T * s.d_model / (t if check_bool("sequence_parallel", sequence_parallel) else 1)
     eager = check_bool("eager", eager)
 
-    def op(fused, kind=None):
-        return EAGER_OPS.get(kind or fused, fused) if eager else fused
+    def op(fused, kind=None):  # what eager runs in place of a fused operator of this kind
+        return EAGER_OPS.get(kind or fused, fused) if eager else fused  # (LayerNorm: itself)
     residual = "bias_dropout_add" if s.dropout else "residual_add"
     act = op("swiglu") if s.mlp == "swiglu" else "bias_gelu"
     norm = op("norm", s.norm)
