@@ -359,3 +359,22 @@ def test_the_plan_benchmark_runs():
 def test_an_unknown_argument_is_named():
     with pytest.raises(ValueError, match="zero_stgae"):
         estimate(**SMALL, n_gpus=8, tp=2, pp=1, global_batch=16, zero_stgae=1)
+
+
+def test_interleaving_syncs_each_chunk_once_its_last_micro_batch_is_through():
+    # Nemotron-4 340B's NeMo 25.02 layout on 128 B200s (DP 4 over TP 8 x PP 4): its sync
+    # shows once per step; with 12 chunks a rank, all but the last chunk's share run while
+    # the later chunks still compute (Megatron's schedules.py), so less of it shows
+    run = next(r for r in planner.RUNS if r.name == "NeMo 25.02 Nemotron-340B 128 B200 FP8")
+    model, cluster = planner.resolve_model(run.model), planner.cluster_for(run.gpu)
+
+    def dp(v):
+        lay = Layout(**{**run.layout, "v": v, "uneven_stages": True})
+        return planner.predict(model, cluster, lay, run.n_gpus, run.global_batch).step_time.dp_comm
+    one, twelve = dp(1), dp(12)
+    assert one > 0.1 and twelve < 0.5 * one
+    # no dp_overlap: the whole sync shows, whatever v
+    flat = {v: planner.predict(model, cluster, Layout(**{**run.layout, "v": v, "uneven_stages": True,
+                                                         "dp_overlap": False}),
+                               run.n_gpus, run.global_batch).step_time.dp_comm for v in (1, 12)}
+    assert flat[1] == pytest.approx(flat[12]) and flat[1] > one
