@@ -88,7 +88,7 @@ def dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
     gradients, every micro-batch, each behind that layer's compute (§7.2.2)."""
     group = dp * lay.cp
     stride = lay.tp
-    egroup = max(1, dp * lay.cp * lay.tp // lay.ep)
+    egroup = expert_dp(lay, dp)
     if group == 1 and egroup == 1:
         return 0.0
 
@@ -109,6 +109,13 @@ def dp_sync(cluster, lay, dp, dense, experts, layers, lt, m) -> float:
     # interleaved, each model chunk syncs its share once its last micro-batch is through
     return (cost.chunked_sync_exposed(reduce, layers * lt["backward"], lay.v, lay.pp)
             + cost.chunked_sync_exposed(gather, layers * lt["forward"], lay.v, lay.pp))
+
+
+def expert_dp(lay, dp: int) -> int:
+    """Ranks that hold the same experts, over which their gradients are reduced and ZeRO
+    shards their states: dp x cp x tp / ep (experts whole on a rank; Megatron's expert data
+    parallelism)."""
+    return max(1, dp * lay.cp * lay.tp // lay.ep)
 
 
 def zero3_sync(lay, coll, layers, lt, m) -> float:

@@ -44,7 +44,7 @@ from .conventions import FLOP_CONVENTION, flops_as
 from .presets import cluster_for
 from .spec import Cluster, Layout, LayoutError, ModelSpec
 from .stacks import DEFAULT_STACK, STACKS, stack_constants
-from .communication import cp_comm, dp_sync, ep_comm, tp_comm
+from .communication import cp_comm, dp_sync, ep_comm, expert_dp, tp_comm
 
 
 @dataclass(frozen=True)
@@ -219,9 +219,8 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     experts = layers * p["experts"] / ep
     stage_params = dense + experts
     dp_s = dp_sync(cluster, lay, dp, dense, experts, layers, lt, m)
-    # ZeRO shards the experts over their own data-parallel group (dp x cp x tp / ep:
-    # Megatron's expert data parallelism, the group dp_sync reduces them over)
-    sharded = (dense / (dp * cp) + experts / _expert_dp(lay, dp)) if lay.zero_stage else stage_params
+    # ZeRO shards the experts over their own data-parallel group (expert_dp)
+    sharded = (dense / (dp * cp) + experts / expert_dp(lay, dp)) if lay.zero_stage else stage_params
     opt = cost.optimizer_time(round(sharded), dev)
 
     comm = m * layers * comm_layer + pp_s + dp_s
@@ -264,11 +263,6 @@ def _offload_exposed(model, cluster, lay, layers, lt) -> float:
                                 lt["forward"], lt["backward"])
 
 
-def _expert_dp(lay, dp: int) -> int:
-    """Ranks that hold the same experts: dp x cp x tp / ep (experts whole on a rank)."""
-    return max(1, dp * lay.cp * lay.tp // lay.ep)
-
-
 def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     """Bytes on a GPU of the first stage (``cost.zero_memory`` of its weights over dp x cp,
     of its experts over their own data-parallel group;
@@ -282,7 +276,7 @@ def _memory(model, cluster, lay, dp, m, layers, dense, experts) -> MemoryPerGPU:
     low = cost.bytes_per_element(dtype) if dtype in cost.LOW_PRECISION else None
     states = cost.zero_memory(round(dense), dp * lay.cp, lay.zero_stage)
     if experts:  # sharded over the experts' own data-parallel group, not dp x cp
-        more = cost.zero_memory(round(experts), _expert_dp(lay, dp), lay.zero_stage)
+        more = cost.zero_memory(round(experts), expert_dp(lay, dp), lay.zero_stage)
         states = {k: states[k] + more[k] for k in states}
     per_layer = layer_activations(model, cluster, lay)
     # offloaded layers leave the GPU; the one being copied is still here
