@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..validate import check_bool, check_choice, check_float, check_int, check_whole
-from .kernels import (ATTENTION, LOSS_KERNELS, attention_time, elementwise_bytes, gemm_time,
-                      loss_bytes)
+from .kernels import (ATTENTION, EAGER_OPS, LOSS_KERNELS, attention_time, elementwise_bytes,
+                      gemm_time, loss_bytes)
 from .memory import RECOMPUTE_KINDS
 from .transformer import (LayerShape, check_shape, layer_elementwise, layer_gemms, logits_gemm,
                           op_recomputed)
@@ -76,6 +76,11 @@ class Device:
                          self.memory_efficiency, count, 1 if fp8 else 2)
 
 
+# what selective recomputation runs again with fused attention: the norms and the MLP's
+# activation, fused or as eager PyTorch runs them
+SELECTIVE_OPS = ("norm", "bias_gelu", "swiglu", EAGER_OPS["rmsnorm"], EAGER_OPS["swiglu"])
+
+
 def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device, tp: int = 1,
                cp: int = 1, ep: int = 1, sequence_parallel: bool = False,
                recompute: str = "none", attention: str = "fused", fp8: bool = False,
@@ -120,9 +125,7 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
     ew_f = (sum(elementwise_bytes(o, n) for o, n in ops) + cast) / device.memory_rate
     ew_b = (sum(elementwise_bytes(o, n, True) for o, n in ops) + cast) / device.memory_rate
     forward = gemm_f + a["forward"] + ew_f
-    cheap = sum(elementwise_bytes(o, n) for o, n in ops
-                if o in ("norm", "bias_gelu", "swiglu", "rmsnorm_eager", "swiglu_eager")
-                ) / device.memory_rate
+    cheap = sum(elementwise_bytes(o, n) for o, n in ops if o in SELECTIVE_OPS) / device.memory_rate
     selective = a["forward"] if attention == "materialized" else cheap
     redo = {"none": 0.0, "selective": selective, "op": gemm_redo + ew_f,
             "full": forward}[recompute]

@@ -189,18 +189,15 @@ def layer_elementwise(shape: LayerShape, tokens: int, tp: int = 1,
     T = check_int("tokens", tokens)
     t = check_int("tp", tp)
     hw = T * s.d_model / (t if check_bool("sequence_parallel", sequence_parallel) else 1)
-    eager = check_bool("eager", eager)
-
-    def op(fused, kind=None):  # what eager runs in place of a fused operator of this kind
-        return EAGER_OPS.get(kind or fused, fused) if eager else fused  # (LayerNorm: itself)
+    swap = EAGER_OPS if check_bool("eager", eager) else {}  # (LayerNorm: one kernel either way)
     residual = "bias_dropout_add" if s.dropout else "residual_add"
-    act = op("swiglu") if s.mlp == "swiglu" else "bias_gelu"
-    norm = op("norm", s.norm)
+    act = swap.get("swiglu", "swiglu") if s.mlp == "swiglu" else "bias_gelu"
+    norm = swap.get(s.norm, "norm")
     f_tokens = T * s.d_ff / t if not s.moe else \
         T / t * (s.top_k * s.expert_d_ff + s.n_shared_experts * s.expert_d_ff)
     out = [(norm, hw), (residual, hw), (norm, hw), (residual, hw), (act, f_tokens)]
     if s.rope:
-        out.append((op("rope"), T * (s.q + s.kv) / t))
+        out.append((swap.get("rope", "rope"), T * (s.q + s.kv) / t))
     if s.moe:
         out.append(("moe_permute", T / t * s.top_k * s.d_model))
     return out
