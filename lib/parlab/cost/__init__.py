@@ -46,7 +46,7 @@ ValueError naming the argument (each module's docstring states its domains).
   kernels       one GPU's kernels: gemm_quantization, gemm_time (tiles, waves, roofline),
                  ELEMENTWISE bytes per operator, LOSS_KERNELS / loss_bytes (the
                  cross-entropy by implementation), attention_flops, attention_time (fused or
-                 materialized)
+                 materialized), softmax_exp_factor (matmul against the exponentials' units)
   transformer   LayerShape (GPT or Llama-style, GQA, SwiGLU, MoE), layer_params,
                  embedding_params, layer_gemms, layer_elementwise, logits_gemm, op_recomputed
   network       members_per_domain, group_bandwidth, group_collective_time: a group's
@@ -89,9 +89,9 @@ from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank
 from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grained_experts,
                               grouped_gemm_flops, grouped_gemm_rows, moe_all_to_all_bytes,
                               moe_flops_per_token, moe_params, moe_remote_copies)
-from .kernels import (ATTENTION, EAGER_OPS, ELEMENTWISE, GEMM_TILES, LOSS_KERNELS, attention_flops,
-                      attention_time, elementwise_bytes, gemm_quantization, gemm_time,
-                      loss_bytes)
+from .kernels import (ATTENTION, EAGER_OPS, ELEMENTWISE, GEMM_TILES, LOSS_KERNELS,
+                      SOFTMAX_FLOPS_PER_EXP, attention_flops, attention_time, elementwise_bytes,
+                      gemm_quantization, gemm_time, loss_bytes, softmax_exp_factor)
 from .transformer import (MLPS, NORMS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
                           layer_params, logits_gemm, op_recomputed)
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
@@ -133,6 +133,7 @@ __all__ = [
     "grouped_gemm_flops",
     "GEMM_TILES", "ELEMENTWISE", "EAGER_OPS", "ATTENTION", "gemm_quantization", "gemm_time",
     "elementwise_bytes", "LOSS_KERNELS", "loss_bytes", "attention_flops", "attention_time",
+    "SOFTMAX_FLOPS_PER_EXP", "softmax_exp_factor",
     "MLPS", "NORMS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
     "layer_elementwise", "logits_gemm", "op_recomputed",
     "members_per_domain", "group_bandwidth", "group_collective_time", "moe_dispatch_time",

@@ -167,15 +167,52 @@ def attention_flops(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head
     return 4.0 * b * sq * sk * a * d * (0.5 if check_bool("causal", causal) else 1.0)
 
 
+# matmul FLOPs a fused attention kernel runs per exponential, a score each: forward QK^T and
+# PV (2 d each); backward recomputes the scores' exponentials once beside its five matmuls
+# (S = QK^T again, dV, dP, dQ, dK: 10 d)
+SOFTMAX_FLOPS_PER_EXP = {"forward": 4, "backward": 10}
+
+
+def softmax_exp_factor(head_dim: int, flops_per_exp: float | None,
+                       reference_flops_per_exp: float | None, backward: bool = False) -> float:
+    """How much longer (>1) or shorter (<1) a fused attention kernel runs on a GPU than the
+    attention share measured on the reference GPU says, from the two GPUs' balance of matmul
+    and exponentials: ``flops_per_exp`` = the 16-bit matmul peak over the special-function
+    units' exponential rate (FA3, Shah et al. 2024, §3.1: 989 / 3.9 = 254 on an H100; a
+    B200 450, a GB300 234). A kernel spends (SOFTMAX_FLOPS_PER_EXP x head_dim) matmul FLOPs
+    per exponential, so its exponentials take rho = flops_per_exp / (4 d) of its matmuls'
+    time forward (0.50 on an H100 at d = 128, FA3's "50% of the cycle"), / (10 d) backward.
+    The factor is (1 + rho) / (1 + rho_reference): the exponentials added to the matmuls, none
+    hidden -- FA3's ping-pong schedule and FA4 hide part of them, so this is the largest
+    effect the SFU can have. 1 when either rate is unknown."""
+    d = check_int("head_dim", head_dim)
+    per = SOFTMAX_FLOPS_PER_EXP["backward" if check_bool("backward", backward) else "forward"] * d
+    ratios = _exp_ratios(flops_per_exp, reference_flops_per_exp)
+    if None in ratios:
+        return 1.0
+    return (1.0 + ratios[0] / per) / (1.0 + ratios[1] / per)
+
+
+def _exp_ratios(flops_per_exp, reference_flops_per_exp) -> tuple:
+    """The two balances, each a positive number or None (unknown)."""
+    return tuple(None if v is None else check_float(name, v, 0.0)
+                 for name, v in (("flops_per_exp", flops_per_exp),
+                                 ("reference_flops_per_exp", reference_flops_per_exp)))
+
+
 def attention_time(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_dim: int,
                    peak_flops: float, hbm_bandwidth: float, sms: int, gemm_efficiency: float,
                    memory_efficiency: float, attention_efficiency: float,
-                   kind: str = "fused", dropout: bool = False) -> dict:
+                   kind: str = "fused", dropout: bool = False,
+                   flops_per_exp: float | None = None,
+                   reference_flops_per_exp: float | None = None) -> dict:
     """Seconds of one attention core (n_heads heads on this GPU, queries seq_q, keys seq_k),
     {"forward", "backward"}. fused: ``attention_flops`` (causal) at attention_efficiency
-    of peak, backward 2.5 x forward. materialized: QK^T and AV as ``count`` = b x heads
-    batched GEMMs by ``gemm_time``, the scores' softmax (and dropout) by ELEMENTWISE;
-    backward runs each GEMM twice (gradients of both operands)."""
+    of peak, backward 2.5 x forward, each times ``softmax_exp_factor`` (this GPU's balance
+    of matmul and exponentials against the reference GPU's, where attention_efficiency was
+    measured). materialized: QK^T and AV as ``count`` = b x heads batched GEMMs by
+    ``gemm_time``, the scores' softmax (and dropout) by ELEMENTWISE; backward runs each GEMM
+    twice (gradients of both operands)."""
     kind = check_choice("kind", kind, ATTENTION)
     b, sq, sk = check_int("micro_batch", micro_batch), check_int("seq_q", seq_q), \
         check_int("seq_k", seq_k)
@@ -187,9 +224,11 @@ def attention_time(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_
     g, a = _eff("gemm_efficiency", gemm_efficiency), _eff("attention_efficiency",
                                                            attention_efficiency)
     dropout = check_bool("dropout", dropout)
+    ratios = _exp_ratios(flops_per_exp, reference_flops_per_exp)
     if kind == "fused":
         fwd = attention_flops(b, sq, sk, heads, d) / (peak * a)
-        return {"forward": fwd, "backward": 2.5 * fwd}
+        return {"forward": fwd * softmax_exp_factor(d, *ratios),
+                "backward": 2.5 * fwd * softmax_exp_factor(d, *ratios, backward=True)}
     count = b * heads
     args = (peak, hbm_bandwidth, sms, g, memory_efficiency, count)
     gemms = gemm_time(sq, sk, d, *args) + gemm_time(sq, d, sk, *args)

@@ -42,7 +42,9 @@ class Device:
     """One GPU as the step model sees it: peaks (FLOP/s; ``fp8_flops`` None where it has
     no fp8), HBM bandwidth (B/s), SM count, and the three efficiencies: the share of peak
     a large GEMM sustains, the share of peak a fused attention kernel sustains, the share
-    of HBM bandwidth memory-bound kernels reach."""
+    of HBM bandwidth memory-bound kernels reach. ``flops_per_exp``: its 16-bit matmul peak
+    over its exponential rate, and ``reference_flops_per_exp`` the same for the GPU the
+    attention share was measured on (``kernels.softmax_exp_factor``; None: not known)."""
     peak_flops: float
     hbm_bandwidth: float
     sms: int
@@ -50,6 +52,8 @@ class Device:
     attention_efficiency: float
     memory_efficiency: float
     fp8_flops: float | None = None
+    flops_per_exp: float | None = None
+    reference_flops_per_exp: float | None = None
 
     def __post_init__(self):
         check_float("peak_flops", self.peak_flops, 0.0)
@@ -57,8 +61,9 @@ class Device:
         check_int("sms", self.sms)
         for name in ("gemm_efficiency", "attention_efficiency", "memory_efficiency"):
             check_float(name, getattr(self, name), 0.0, high=1.0)
-        if self.fp8_flops is not None:
-            check_float("fp8_flops", self.fp8_flops, 0.0)
+        for name in ("fp8_flops", "flops_per_exp", "reference_flops_per_exp"):
+            if getattr(self, name) is not None:
+                check_float(name, getattr(self, name), 0.0)
 
     @property
     def memory_rate(self) -> float:
@@ -120,7 +125,8 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
     a = attention_time(b, s // cp, s, shape.n_heads // t,
                        shape.head_dim, device.peak_flops, device.hbm_bandwidth, device.sms,
                        device.gemm_efficiency, device.memory_efficiency,
-                       device.attention_efficiency, attention, shape.dropout)
+                       device.attention_efficiency, attention, shape.dropout,
+                       device.flops_per_exp, device.reference_flops_per_exp)
     ops = layer_elementwise(shape, tokens, t, sp, eager)
     ew_f = (sum(elementwise_bytes(o, n) for o, n in ops) + cast) / device.memory_rate
     ew_b = (sum(elementwise_bytes(o, n, True) for o, n in ops) + cast) / device.memory_rate

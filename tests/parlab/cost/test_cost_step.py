@@ -51,6 +51,45 @@ def test_attention_fused_vs_materialized():
     assert mat["forward"] > fused["forward"]  # at 4096 tokens materializing costs more
 
 
+def test_softmax_exponentials_against_the_matmuls():
+    # FA3 (§3.1): an H100's 989 TFLOP/s of matmul against 3.9 T exponentials/s, 512 matmul
+    # FLOPs an exponential forward at d = 128 -> the exponentials take about half the matmuls'
+    # time ("50% of the cycle"); backward spends 10 d FLOPs an exponential
+    hopper = 989.5 / 3.87
+    assert hopper == pytest.approx(256, rel=0.01)
+    same = cost.softmax_exp_factor(128, 256.0, 256.0)
+    assert same == 1.0 and cost.softmax_exp_factor(128, None, 256.0) == 1.0
+    assert cost.softmax_exp_factor(128, 512.0, None, backward=True) == 1.0
+    # Blackwell: twice the matmul a clock per SM, the same 16 exponentials -> slower than the
+    # H200 the share was measured on, forward (1 + 1) / (1 + 0.5) and backward (1.4 / 1.2)
+    assert cost.softmax_exp_factor(128, 512.0, 256.0) == pytest.approx(2 / 1.5)
+    assert cost.softmax_exp_factor(128, 512.0, 256.0, backward=True) == pytest.approx(1.4 / 1.2)
+    # a wider head spends more matmul per exponential: the SFU matters less
+    assert 1 < cost.softmax_exp_factor(256, 512.0, 256.0) < cost.softmax_exp_factor(64, 512.0,
+                                                                                   256.0)
+    # Ampere's 128 against Hopper's 256: faster than the share says (the direction matters:
+    # planted, the ratios swapped give the Blackwell answer for an A100)
+    assert cost.softmax_exp_factor(128, 128.0, 256.0) == pytest.approx(1.25 / 1.5)
+    assert cost.softmax_exp_factor(128, 256.0, 128.0) > 1
+    fused = cost.attention_time(1, 4096, 4096, 32, 128, 2250e12, 8e12, 148, 0.7, 0.6, 0.3,
+                                flops_per_exp=512.0, reference_flops_per_exp=256.0)
+    flops = 4 * 4096 * 4096 * 32 * 128 / 2
+    assert fused["forward"] == pytest.approx(flops / (2250e12 * 0.3) * 2 / 1.5)
+    assert fused["backward"] == pytest.approx(2.5 * flops / (2250e12 * 0.3) * 1.4 / 1.2)
+    # a materialized softmax runs on the HBM's time, not the fused kernel's SFU balance
+    mat = [cost.attention_time(1, 4096, 4096, 32, 128, 2250e12, 8e12, 148, 0.7, 0.6, 0.3,
+                               "materialized", flops_per_exp=r, reference_flops_per_exp=256.0)
+           for r in (512.0, 256.0)]
+    assert mat[0] == mat[1]
+    # a Device carries both balances into a layer's time
+    dev = cost.Device(2250e12, 8e12, 148, 0.7, 0.3, 0.6, 4500e12, 512.0, 256.0)
+    bare = cost.Device(2250e12, 8e12, 148, 0.7, 0.3, 0.6, 4500e12)
+    t, t0 = (cost.layer_time(LLAMA70, 1, 8192, d, tp=8)["attention_forward"] for d in (dev, bare))
+    assert t == pytest.approx(t0 * cost.softmax_exp_factor(128, 512.0, 256.0))
+    with pytest.raises(ValueError, match="flops_per_exp="):
+        cost.Device(2250e12, 8e12, 148, 0.7, 0.3, 0.6, 4500e12, -1.0)
+
+
 # --- a layer, counted ---------------------------------------------------------------------
 
 def test_layer_params_gpt_and_released_models():
