@@ -36,6 +36,10 @@ class GPUSpec:
     sms: int = 108  # streaming multiprocessors: how many GEMM tiles run at once (one wave)
     # key of LINK_PRESETS: the link to the host's memory (activation offloading moves over it)
     host_link: str = "PCIe4-x16"
+    # 16-bit matmul FLOPs its tensor cores run in the time its special-function units run one
+    # exponential (MUFU.EX2, softmax's), a clock per SM: the balance a fused attention kernel
+    # meets; None where no source gives it (EXP_SOURCES)
+    flops_per_exp: float | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ _H800 = ("NVIDIA H800 Tensor Core GPU datasheet (an H100 SXM5 with NVLink cut to
 _NVLINK = "NVIDIA NVLink & NVSwitch page, https://www.nvidia.com/en-us/data-center/nvlink/"
 _PCIE = "PCI-SIG specifications (GT/s per lane, 128b/130b encoding), https://pcisig.com/specifications"
 _IB = "InfiniBand Trade Association roadmap, https://www.infinibandta.org/infiniband-roadmap/"
+_CX8 = "the DGX B300 and GB300 NVL72 pages (a ConnectX-8 card of 800 Gb/s per GPU)"
 _ETH = "IEEE 802.3 Ethernet standards (802.3ae 10G, 802.3by 25G, 802.3ba 100G, 802.3bs 400G), https://www.ieee802.org/3/"
 _OPA = "Intel Omni-Path Architecture 100 Series (100 Gb/s per port), https://www.intel.com/content/www/us/en/high-performance-computing-fabrics/omni-path-driving-exascale-computing.html"
 # measured: one A100 node's all-reduce bus bandwidth 232.5 GB/s of NVLink3's 300 (nccl-tests#175);
@@ -82,6 +87,7 @@ LINK_PRESETS = {l.name: l for l in [
     LinkSpec("IB-EDR", 12.5, 25.0, 1.0, _IB, 0.96, _NET_ACH),  # 100 Gb/s 4x port, RDMA
     LinkSpec("IB-HDR", 25.0, 50.0, 1.0, _IB, 0.96, _NET_ACH),  # 200 Gb/s
     LinkSpec("IB-NDR", 50.0, 100.0, 1.0, _IB, 0.96, _NET_ACH),  # 400 Gb/s
+    LinkSpec("IB-XDR", 100.0, 200.0, 1.0, _IB + "; " + _CX8, 0.96, _NET_ACH),  # 800 Gb/s
     LinkSpec("RoCE-400", 50.0, 100.0, 1.0, _ETH, 0.96, _NET_ACH),  # 400 GbE with RDMA
     LinkSpec("OPA-100", 12.5, 25.0, 1.0, _OPA, 0.96, _NET_ACH),  # Omni-Path 100 Gb/s, RDMA
     LinkSpec("10GbE", 1.25, 2.5, 20.0, _ETH, 0.78, _ASSUMED),  # latency: kernel TCP stack
@@ -97,6 +103,32 @@ _H100 = "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/dat
 _H200 = "NVIDIA H200 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h200/"
 _B200 = "NVIDIA DGX B200 datasheet (per GPU: 1/8 of the system), https://www.nvidia.com/en-us/data-center/dgx-b200/"
 _GB200 = "NVIDIA GB200 NVL72 page (per GPU: 1/72 of the rack), https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
+_B300 = ("NVIDIA DGX B300 page (per GPU: 1/8 of the system: 72 PFLOPS FP8 training, 2.3 TB of "
+         "HBM3e), https://www.nvidia.com/en-us/data-center/dgx-b300/")
+_GB300 = ("NVIDIA GB300 NVL72 page (per GPU: 1/72 of the rack), "
+          "https://www.nvidia.com/en-us/data-center/gb300-nvl72/; 160 SMs and 8 TB/s from NVIDIA's "
+          "technical blog 'Inside NVIDIA Blackwell Ultra' (2025-08), https://developer.nvidia.com/"
+          "blog/inside-nvidia-blackwell-ultra-the-chip-powering-the-ai-factory-era/")
+# A clock per SM, 16 exponentials (the CUDA programming guide, as FA3 counts them: Shah et
+# al. 2024, 'FlashAttention-3', §3.1 'Pingpong scheduling' and its footnote 5) against 2,048
+# 16-bit matmul FLOPs on Ampere (312 TFLOP/s = 108 SMs x 1,410 MHz x 2,048) and 4,096 on Hopper
+# (989 = 132 x 1,830 x 4,096: FA3's "256x lower throughput", 3.9 T exponentials/s). Blackwell
+# doubled the tensor cores a clock per SM and kept the 16 (FlashAttention-4's authors: from H100
+# to B200 the bf16 tensor rate goes from 1 to 2.25 PFLOP/s, the SFU count unchanged), and
+# Blackwell Ultra doubled the exponentials ('Making Softmax More Efficient with NVIDIA
+# Blackwell Ultra', NVIDIA technical blog 2026-02: exp2 at 4,943 G/s on a GB200, 10,024 on a
+# GB300, whose 16-bit peaks are the same 2,500 TFLOP/s)
+_FA3_EXP = ("Shah et al. 2024, FlashAttention-3, §3.1 'Pingpong scheduling', footnote 5: 16 "
+            "exponentials a clock per SM")
+_FA4_EXP = ("Zadouri, Hoehnerbach, Shah, Liu, Thakkar and Dao, 'FlashAttention-4' (Together AI "
+            "blog, https://www.together.ai/blog/flashattention-4): H100 to B200, bf16 tensor "
+            "throughput 1 to 2.25 PFLOP/s with the SFU count unchanged")
+_BWU_EXP = ("NVIDIA technical blog 'Making Softmax More Efficient with NVIDIA Blackwell Ultra' "
+            "(2026-02): the SFU's exponentials doubled, exp2 measured at 4,943 G/s on a GB200 "
+            "and 10,024 on a GB300")
+EXP_SOURCES = {"A100-SXM4-40GB": _FA3_EXP, "A100-SXM4-80GB": _FA3_EXP, "A100-PCIe-80GB": _FA3_EXP,
+               "H100-SXM5-80GB": _FA3_EXP, "H800-SXM5-80GB": _FA3_EXP, "H200-SXM-141GB": _FA3_EXP,
+               "B200": _FA4_EXP, "GB200": _FA4_EXP, "B300": _BWU_EXP, "GB300": _BWU_EXP}
 _L4 = "NVIDIA L4 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/l4/"
 _T4 = "NVIDIA T4 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/tesla-t4/"
 _A10 = "NVIDIA A10 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/products/a10-gpu/"
@@ -117,22 +149,43 @@ _B200_PEAK = {"fp64": 40.0, "tf32": 1125.0, "fp16": 2250.0, "bf16": 2250.0, "fp8
 # for 72 GPUs
 _GB200_PEAK = {"fp64": 45.0, "tf32": 1250.0, "fp16": 2500.0, "bf16": 2500.0, "fp8": 5000.0,
                "mxfp8": 5000.0, "nvfp4": 10000.0}
+# Blackwell Ultra. GB300 NVL72: 1,080 PFLOPS dense fp4 (1,440 sparse), 720 fp8/fp6, 360 bf16,
+# 180 tf32 (sparse) for 72 GPUs: the GB200's 16- and 8-bit rates, fp4 1.5x (FP64, cut on
+# Blackwell Ultra, is left out). DGX B300: 72 PFLOPS fp8 training for 8 GPUs (sparse, as
+# DGX B200's) -> 4.5 dense fp8 and 2.25 bf16 per GPU. Its page gives FP4 as inference (sparse) only, which does not say
+# the dense NVFP4 rate a B300 trains at: no nvfp4 here (the GB300's 15 is its own, at 1.4 kW)
+_B300_PEAK = {"tf32": 1125.0, "fp16": 2250.0, "bf16": 2250.0, "fp8": 4500.0, "mxfp8": 4500.0}
+_GB300_PEAK = {"tf32": 1250.0, "fp16": 2500.0, "bf16": 2500.0, "fp8": 5000.0,
+               "mxfp8": 5000.0, "nvfp4": 15000.0}
 
 GPU_PRESETS = {g.name: g for g in [
     # V100: 32 GB HBM2 900 GB/s; fp64 7.8, fp32 15.7, tensor fp16 125 (Volta has no sparsity, no bf16/tf32)
     GPUSpec("V100-SXM2-32GB", 32, 900, {"fp64": 7.8, "fp32": 15.7, "fp16": 125.0}, "NVLink2", _V100, 80,
             "PCIe3-x16"),
-    GPUSpec("A100-SXM4-40GB", 40, 1555, dict(_A100_PEAK), "NVLink3", _A100WP, 108),  # HBM2 1555 GB/s
-    GPUSpec("A100-SXM4-80GB", 80, 2039, dict(_A100_PEAK), "NVLink3", _A100, 108),  # HBM2e 2039 GB/s
-    GPUSpec("A100-PCIe-80GB", 80, 1935, dict(_A100_PEAK), "PCIe4-x16", _A100, 108),  # HBM2e 1935 GB/s
-    GPUSpec("H100-SXM5-80GB", 80, 3350, dict(_H100_SXM_PEAK), "NVLink4", _H100, 132, "PCIe5-x16"),  # HBM3 3.35 TB/s
+    GPUSpec("A100-SXM4-40GB", 40, 1555, dict(_A100_PEAK), "NVLink3", _A100WP, 108,  # HBM2 1555 GB/s
+            flops_per_exp=128),
+    GPUSpec("A100-SXM4-80GB", 80, 2039, dict(_A100_PEAK), "NVLink3", _A100, 108,  # HBM2e 2039 GB/s
+            flops_per_exp=128),
+    GPUSpec("A100-PCIe-80GB", 80, 1935, dict(_A100_PEAK), "PCIe4-x16", _A100, 108,  # HBM2e 1935 GB/s
+            flops_per_exp=128),
+    GPUSpec("H100-SXM5-80GB", 80, 3350, dict(_H100_SXM_PEAK), "NVLink4", _H100, 132, "PCIe5-x16",
+            flops_per_exp=256),  # HBM3 3.35 TB/s
     # H100 PCIe: 2 TB/s; fp64 TC 51, fp32 51; tf32 756, bf16/fp16 1513, fp8 3026 sparse -> halved
     GPUSpec("H100-PCIe-80GB", 80, 2000, {"fp64": 51.0, "fp32": 51.0, "tf32": 378.0, "fp16": 756.5,
                                          "bf16": 756.5, "fp8": 1513.0}, "PCIe5-x16", _H100, 114, "PCIe5-x16"),
-    GPUSpec("H800-SXM5-80GB", 80, 3350, dict(_H800_PEAK), "NVLink4-H800", _H800, 132, "PCIe5-x16"),
-    GPUSpec("H200-SXM-141GB", 141, 4800, dict(_H100_SXM_PEAK), "NVLink4", _H200, 132, "PCIe5-x16"),  # HBM3e 4.8 TB/s
-    GPUSpec("B200", 180, 8000, dict(_B200_PEAK), "NVLink5", _B200, 148, "PCIe5-x16"),  # HBM3e 64 TB/s / 8
-    GPUSpec("GB200", 186, 8000, dict(_GB200_PEAK), "NVLink5", _GB200, 148, "NVLink-C2C"),  # 13.5 TB, 576 TB/s / 72
+    GPUSpec("H800-SXM5-80GB", 80, 3350, dict(_H800_PEAK), "NVLink4-H800", _H800, 132, "PCIe5-x16",
+            flops_per_exp=256),
+    GPUSpec("H200-SXM-141GB", 141, 4800, dict(_H100_SXM_PEAK), "NVLink4", _H200, 132, "PCIe5-x16",
+            flops_per_exp=256),  # HBM3e 4.8 TB/s
+    GPUSpec("B200", 180, 8000, dict(_B200_PEAK), "NVLink5", _B200, 148, "PCIe5-x16",
+            flops_per_exp=512),  # HBM3e 64 TB/s / 8
+    GPUSpec("GB200", 186, 8000, dict(_GB200_PEAK), "NVLink5", _GB200, 148, "NVLink-C2C",
+            flops_per_exp=512),  # 13.5 TB, 576 TB/s / 72
+    # B300: 2.3 TB / 8 = 288 GB; the host's Xeon 6 runs PCIe 5.0. GB300: 20 TB, 576 TB/s / 72
+    GPUSpec("B300", 288, 8000, dict(_B300_PEAK), "NVLink5", _B300, 160, "PCIe5-x16",
+            flops_per_exp=256),
+    GPUSpec("GB300", 278, 8000, dict(_GB300_PEAK), "NVLink5", _GB300, 160, "NVLink-C2C",
+            flops_per_exp=256),
     # L4: 24 GB GDDR6 300 GB/s; fp32 30.3; tf32 120, bf16/fp16 242, fp8 485 sparse -> halved
     GPUSpec("L4", 24, 300, {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "fp8": 242.5},
             "PCIe4-x16", _L4, 58),
@@ -151,6 +204,10 @@ NODE_PRESETS = {n.name: n for n in [
     NodeSpec("DGX-B200", 8, 8, "IB-NDR", 8, _DGX.format("B200", 8, 8, "400 Gb/s NDR")),
     NodeSpec("GB200-NVL72", 4, 4, "IB-NDR", 72, "NVIDIA GB200 NVL72: 18 trays of 4 GPUs on one "
              "NVLink fabric, a 400 Gb/s card per GPU, https://www.nvidia.com/en-us/data-center/gb200-nvl72/"),
+    NodeSpec("DGX-B300", 8, 8, "IB-XDR", 8, _DGX.format("B300", 8, 8, "800 Gb/s ConnectX-8")),
+    NodeSpec("GB300-NVL72", 4, 4, "IB-XDR", 72, "NVIDIA GB300 NVL72: 18 trays of 4 GPUs on one "
+             "NVLink fabric, an 800 Gb/s ConnectX-8 card per GPU, "
+             "https://www.nvidia.com/en-us/data-center/gb300-nvl72/"),
     NodeSpec("PCIe-server", 8, 1, "100GbE", 8, "a typical PCIe server: 8 cards, one 100 GbE "
              "port (no standard layout; set nics_per_node and inter_link for yours)"),
     # the clusters of two published runs (parlab.planner.published)
@@ -163,7 +220,7 @@ NODE_PRESETS = {n.name: n for n in [
 DEFAULT_NODE = {"V100-SXM2-32GB": "DGX-1V", "A100-SXM4-40GB": "DGX-A100", "A100-SXM4-80GB": "DGX-A100",
                 "H100-SXM5-80GB": "DGX-H100", "H200-SXM-141GB": "DGX-H100",
                 "H800-SXM5-80GB": "DGX-H100", "B200": "DGX-B200",
-                "GB200": "GB200-NVL72"}
+                "GB200": "GB200-NVL72", "B300": "DGX-B300", "GB300": "GB300-NVL72"}
 
 
 def node_for(spec: GPUSpec) -> NodeSpec:
@@ -175,8 +232,8 @@ def match_gpu(name: str) -> GPUSpec | None:
     """Map a torch.cuda.get_device_name() string (or a preset key) to a preset; None if unknown."""
     t = set(re.split(r"[\s\-_/]+", str(name).upper()))  # whole tokens: "A100" never matches "A10"
     mem = "80GB" if "80GB" in t else "40GB" if "40GB" in t else None
-    if "GB200" in t or "B200" in t:
-        key = "GB200" if "GB200" in t else "B200"
+    if t & {"GB200", "B200", "GB300", "B300"}:
+        key = next(k for k in ("GB300", "B300", "GB200", "B200") if k in t)
     elif "H800" in t:  # "NVIDIA H800" (the SXM part; the PCIe H800 has no preset)
         key = None if "PCIE" in t else "H800-SXM5-80GB"
     elif "H200" in t:

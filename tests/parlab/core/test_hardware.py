@@ -276,10 +276,46 @@ def test_links_say_what_nccl_achieves_and_where_that_was_measured():
     assert LINK_PRESETS["NVLink5"].gb_per_s_per_direction == 2 * LINK_PRESETS["NVLink4"].gb_per_s_per_direction
 
 
-@pytest.mark.parametrize("device_name, preset", [("NVIDIA B200", "B200"), ("NVIDIA GB200", "GB200")])
+@pytest.mark.parametrize("device_name, preset", [("NVIDIA B200", "B200"), ("NVIDIA GB200", "GB200"),
+                                                 ("NVIDIA B300 SXM6 AC", "B300"),
+                                                 ("NVIDIA GB300", "GB300")])
 def test_match_blackwell(device_name, preset):
     assert match_gpu(device_name) is GPU_PRESETS[preset]
     assert GPU_PRESETS[preset].peak_tflops["bf16"] < GPU_PRESETS[preset].peak_tflops["fp8"]
+
+
+def test_blackwell_ultra():
+    b300, gb300, gb200 = (GPU_PRESETS[k] for k in ("B300", "GB300", "GB200"))
+    # the GB200's 16- and 8-bit rates, fp4 1.5x (1,080 dense PFLOPS for a rack of 72)
+    for dtype in ("bf16", "fp8", "mxfp8"):
+        assert gb300.peak_tflops[dtype] == gb200.peak_tflops[dtype]
+    assert gb300.peak_tflops["nvfp4"] * 72 == pytest.approx(1080e3)
+    # the B300's page gives fp4 for inference, sparse only: no training rate, said by leaving it out
+    assert "nvfp4" not in b300.peak_tflops and b300.peak_tflops["fp8"] * 8 * 2 == 72e3
+    assert (b300.memory_gb, gb300.memory_gb) == (288, 278)  # 2.3 TB / 8, 20 TB / 72
+    for gpu, node in ((b300, "DGX-B300"), (gb300, "GB300-NVL72")):
+        n = hw.node_for(gpu)
+        assert n.name == node and n.inter_link == "IB-XDR"
+    assert LINK_PRESETS["IB-XDR"].gb_per_s_per_direction == 100.0  # 800 Gb/s
+    assert hw.node_for(gb300).nvlink_domain == 72
+
+
+def test_matmul_per_exponential_is_sourced_and_per_architecture():
+    # every balance has its source, and every GPU with one is a preset
+    from parlab.hardware_presets import EXP_SOURCES
+    have = {k for k, g in GPU_PRESETS.items() if g.flops_per_exp is not None}
+    assert have == set(EXP_SOURCES)
+    # FA3's rule: 16 exponentials a clock per SM; the 16-bit peak over SMs x the peak's clock
+    for key, clock, want in (("H100-SXM5-80GB", 1.83e9, 256), ("A100-SXM4-80GB", 1.41e9, 128)):
+        g = GPU_PRESETS[key]
+        assert g.peak_tflops["bf16"] * 1e12 / (g.sms * clock) / 16 == pytest.approx(want, rel=0.01)
+        assert g.flops_per_exp == want
+    # Blackwell 512 and Blackwell Ultra 256, against NVIDIA's exp2 measured on a GB200 and a
+    # GB300 (4,943 and 10,024 G/s) at their 2,500 TFLOP/s
+    assert 2500 / 4.943 == pytest.approx(GPU_PRESETS["GB200"].flops_per_exp, rel=0.02)
+    assert 2500 / 10.024 == pytest.approx(GPU_PRESETS["GB300"].flops_per_exp, rel=0.03)
+    assert GPU_PRESETS["B200"].flops_per_exp == GPU_PRESETS["GB200"].flops_per_exp == 512
+    assert GPU_PRESETS["B300"].flops_per_exp == GPU_PRESETS["H200-SXM-141GB"].flops_per_exp
 
 
 def test_describe_names_what_launch_picks_for_several_ranks_on_one_gpu(monkeypatch):

@@ -301,7 +301,7 @@ def test_zero3_is_ranked_with_its_error_bar():
 
 @pytest.mark.parametrize("kw, field", [
     (dict(tp=3), "tp=3"), (dict(n_gpus=7), "n_gpus=7"), (dict(ep=2), "ep=2"),
-    (dict(gpu="B300"), "gpu="), (dict(recompute="some"), "recompute="),
+    (dict(gpu="X300"), "gpu="), (dict(recompute="some"), "recompute="),
     (dict(pp=2, zero_stage=2), "zero_stage=2"), (dict(global_batch=6), "global_batch=6"),
     (dict(micro_batch=3), "micro_batch=3"), (dict(cp=3), "cp=3"),
     (dict(pp=3, n_gpus=12), "pp=3 must divide n_layers=4"), (dict(v=2), "v=2"),
