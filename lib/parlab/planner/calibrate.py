@@ -66,7 +66,7 @@ def calibrate(gpu_report, constants: Constants = CONSTANTS) -> Constants:
         # the loss as that run computed it: the compiled or the eager stack's
         loss = STACKS["torch-compile" if best == "compiled" else "pytorch-eager"].loss_kernel
         out = replace(out, attention_efficiency=_attention_share(model["config"], run, spec, out,
-                                                                 loss))
+                                                                 loss), attention_gpu=spec.name)
     return out
 
 
@@ -77,7 +77,7 @@ def _attention_share(config: dict, run: dict, spec: GPUSpec, constants: Constant
     shape = cost.LayerShape(config["d_model"], config["n_heads"], dropout=False)
 
     def step(eff):
-        c = replace(constants, attention_efficiency=eff)
+        c = replace(constants, attention_efficiency=eff, attention_gpu=spec.name)
         return estimate(config["n_layers"], config["d_model"], config["n_heads"],
                         config["seq_len"], config["vocab_size"], 1, 1, 1, b, b, spec,
                         shape=shape, constants=c, loss_kernel=loss).step_time.total

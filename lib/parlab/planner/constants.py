@@ -15,11 +15,15 @@ gives and that ``cost.step.Device`` carries:
   memory_efficiency     share of the HBM bandwidth memory-bound kernels reach
 
 They are the same for every GPU generation (one stack, PyTorch 2.1 eager, has its own
-GEMM share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``). One GPU does not hold
-its datasheet's tensor peaks in training: the GB200, which NVIDIA's own tables run at the
-B200's speed where nothing else differs (``GB200_PAIRS``); its compute runs at
-``GB200_CLOCK_SHARE`` of its peaks (``clock_shares``), its HBM as the datasheet says. One
-number belongs to a format, not a kernel class: Transformer Engine's MXFP8 GEMMs run at ``MXFP8_SHARE`` of its
+GEMM share on Hopper GPUs: ``hopper_gemm_efficiency``, ``stacks.py``), except that a fused
+attention kernel also waits on the special-function units' exponentials, whose balance
+against the tensor cores differs by architecture (``hardware.GPUSpec.flops_per_exp``): the
+attention share holds on the GPU it was measured on (``attention_gpu``) and scales by
+``cost.softmax_exp_factor`` elsewhere. Two GPUs do not hold their datasheet's tensor peaks
+in training: the GB200, which NVIDIA's own tables run at the B200's speed where nothing
+else differs (``GB200_PAIRS``), and the GB300 against the B300 (``GB300_PAIRS``); their
+compute runs at ``GB200_CLOCK_SHARE`` and ``GB300_CLOCK_SHARE`` of their peaks
+(``clock_shares``), their HBM as the datasheet says. One number belongs to a format, not a kernel class: Transformer Engine's MXFP8 GEMMs run at ``MXFP8_SHARE`` of its
 FP8 ones (``mxfp8_share``, fitted on one published pair, ``MXFP8_PAIR``); ``CONSTANTS_NOTE``
 says how they were chosen and on which rows (``published.IN_SAMPLE``). They describe one
 software stack, Megatron-LM with Transformer Engine (fused kernels, fused attention): the
@@ -34,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import cost
-from ..hardware import GPUSpec
+from ..hardware import GPU_PRESETS, GPUSpec
 from ..validate import check_float
 
 
@@ -58,6 +62,9 @@ class Constants:
     clock_shares: tuple = ()
     source: str = "default"
     stack: str = "megatron-te"  # the software stack these shares were measured on (STACKS)
+    # the GPU preset the attention share was measured on: another GPU's fused attention runs
+    # longer or shorter by its balance of matmul and exponentials (cost.softmax_exp_factor)
+    attention_gpu: str = "H200-SXM-141GB"
 
     def __post_init__(self):
         for f in ("gemm_efficiency", "attention_efficiency", "memory_efficiency"):
@@ -72,6 +79,9 @@ class Constants:
             check_float("clock_shares", pair[1], 0.0, high=1.0)
         if not isinstance(self.stack, str):
             raise ValueError(f"stack={self.stack!r} must be a stack's name (a string)")
+        if self.attention_gpu not in GPU_PRESETS:
+            raise ValueError(f"attention_gpu={self.attention_gpu!r} must be one of "
+                             f"{sorted(GPU_PRESETS)}")
 
     def gemm_share(self, gpu: GPUSpec) -> float:
         """The 16-bit GEMMs' share of ``gpu``'s dense peak: ``hopper_gemm_efficiency`` on a
@@ -101,7 +111,15 @@ class Constants:
             fp8 *= self.mxfp8_share
         return cost.Device(gpu.peak_tflops[half] * clock * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,
                            gemm, self.attention_efficiency,
-                           self.memory_efficiency, None if fp8 is None else fp8 * clock * 1e12)
+                           self.memory_efficiency, None if fp8 is None else fp8 * clock * 1e12,
+                           flops_per_exp(gpu), flops_per_exp(GPU_PRESETS[self.attention_gpu]))
+
+
+def flops_per_exp(gpu: GPUSpec) -> float | None:
+    """``gpu``'s 16-bit matmul FLOPs per exponential, a clock per SM (``GPUSpec.flops_per_exp``:
+    the balance ``cost.softmax_exp_factor`` compares, alike at any clock); None where not
+    known."""
+    return gpu.flops_per_exp
 
 
 # The one published pair of one layout in FP8 (per-tensor current scaling) and in MXFP8 that
@@ -116,7 +134,7 @@ class Constants:
 MXFP8_PAIR = dict(source="NVIDIA NeMo Framework user guide, 'Performance Summary', NeMo 25.07, "
                          "DGX-GB200, LLAMA3-8B", model="llama3-8B", gpu="GB200", n_gpus=8,
                   global_batch=128, micro_batch=2, tokens_per_s={"fp8": 31737, "mxfp8": 30341})
-MXFP8_SHARE = 0.90
+MXFP8_SHARE = 0.89
 
 # GB200 against B200: every pre-training pair of NVIDIA's Megatron-Bridge archive
 # (docs/performance-summary-archive.md at 067f987df) at one layout, one release and one node of 8
@@ -132,7 +150,21 @@ GB200_PAIRS = (("26.04.01", "Qwen3_30B_a3B", "MXFP8", 27136, 26112),
                ("26.02.01", "Qwen3_30B_a3B", "MXFP8", 26695, 26373),
                ("26.04.01", "Nemotron_3_Nano", "MXFP8", 32768, 32768))
 GB200_CLOCK_SHARE = 0.88
-CONSTANTS = Constants(mxfp8_share=MXFP8_SHARE, clock_shares=(("GB200", GB200_CLOCK_SHARE),),
+# GB300 against B300, the same rule (the archive at 067f987df; every such pair is MXFP8 on one
+# node of 8, models no scored row comes from): the GB300's dense peaks are 1/0.9 of the B300's
+# (5,000 against 4,500 fp8), and at one layout it ran 1.03-1.11 times the B300's speed
+GB300_PAIRS = (("26.06", "Qwen3_30B_a3B", "MXFP8", 40769, 45275),
+               ("26.06", "Nemotron_3_Nano", "MXFP8", 37316, 39749),
+               ("26.04.01", "Qwen3_30B_a3B", "MXFP8", 30720, 31744),
+               ("26.04.01", "Nemotron_3_Nano", "MXFP8", 35840, 37888),
+               ("26.04", "Qwen3_30B_a3B", "MXFP8", 30553, 31470),
+               ("26.04", "Nemotron_3_Nano", "MXFP8", 35282, 38102),
+               ("26.02.01", "Qwen3_30B_a3B", "MXFP8", 29454, 30411),
+               ("26.02.01", "Nemotron_3_Nano", "MXFP8", 35861, 37664),
+               ("26.02", "Qwen3_30B_a3B", "MXFP8", 29521, 30376))
+GB300_CLOCK_SHARE = 0.95
+CONSTANTS = Constants(mxfp8_share=MXFP8_SHARE, clock_shares=(("GB200", GB200_CLOCK_SHARE),
+                                                             ("GB300", GB300_CLOCK_SHARE)),
                       source="chosen on Narayanan et al. 2021 Table 1 (see CONSTANTS_NOTE)")
 CONSTANTS_NOTE = (
     "One set of three constants for every plan and every run of the default stack: GEMMs sustain "
@@ -150,7 +182,10 @@ CONSTANTS_NOTE = (
     "published FP8 / MXFP8 pair, NeMo 25.07's Llama 3 8B on GB200s, not a scored row). A "
     f"GB200's compute runs at {GB200_CLOCK_SHARE:.2f} of its datasheet peaks, the B200's "
     "speed (four published GB200 / B200 pairs at one layout on one node, models no scored row "
-    "comes from). A row "
+    f"comes from), a GB300's at {GB300_CLOCK_SHARE:.2f} (nine GB300 / B300 pairs, the same "
+    "rule). Fused attention runs at its share on the H200 it was measured on, and longer or "
+    "shorter on a GPU whose tensor cores run more or fewer matmul FLOPs per exponential "
+    "(Blackwell twice Hopper's, Blackwell Ultra Hopper's: cost.softmax_exp_factor). A row "
     "from another stack (torch.compile, PyTorch eager of 2023 and of today, "
     "torchao's float8) uses that stack's profile (stacks.STACKS), each with its source and "
     "the rows it was fitted on. Every other published row is out of sample.")

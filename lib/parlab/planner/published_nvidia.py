@@ -1,7 +1,7 @@
 """NVIDIA's own published runs: Megatron-Core with Transformer Engine in FP8, MXFP8 and NVFP4
-on H100, B200 and GB200 -- Megatron-Bridge's performance archive (H100 by release; every Llama 3
-layout on B200 and GB200), NeMo 24.07's H100 FP8 table, and NeMo 25.02-25.07's first B200 and
-GB200 tables. All are predicted with the default stack and out of sample; each row names its
+on H100, B200, GB200 and GB300 -- Megatron-Bridge's performance archive (H100 by release; every
+Llama 3 layout on B200, GB200 and GB300), NeMo 24.07's H100 FP8 table, and NeMo 25.02-25.07's
+first B200 and GB200 tables. All are predicted with the default stack and out of sample; each row names its
 source (a repository file at a commit, or the NeMo page, container and the configuration's
 commit), and where the table's layout cannot hold its activations, how its recipe ran it.
 Throughputs become seconds per step, as in ``published_more``.
@@ -91,32 +91,66 @@ _BLACKWELL_ROWS = (  # release, gpu, size, GPUs, precision, batch, micro-batch, 
     ("25.11", "B200", "405B", 128, "FP8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 661),
     ("25.11", "B200", "405B", 128, "MXFP8", 64, 1, dict(tp=4, pp=8, cp=2, v=8), 624),
 )
+# The same for Blackwell Ultra (GB300; the archive's B300 rows are all MoE models). 26.02.01's
+# two other 70B rows are left out: they give layouts its own recipes do not have (MXFP8 at MBS 2
+# without VP; NVFP4 without TP, PP or FSDP, where 70B's weights, gradients and optimizer states
+# cannot fit one GPU), where the recipes of the time (scripts/performance/configs/llama/
+# llama3_workload_base_configs.py at 8ce2b2d73) run both at PP 4, VP 5: 26.04.01's layout, here
+_GB300_ROWS = (
+    ("25.11", "GB300", "8B", 8, "FP8", 128, 2, {}, 37556),
+    ("25.11", "GB300", "8B", 8, "MXFP8", 128, 2, {}, 36108),
+    ("26.04.01", "GB300", "70B", 64, "FP8", 256, 2, dict(zero_stage=3, offload_layers=20), 5248),
+    ("26.04.01", "GB300", "70B", 64, "MXFP8", 256, 1, dict(pp=4, v=5), 4864),
+    ("26.04.01", "GB300", "70B", 64, "NVFP4", 256, 1, dict(pp=4, v=5), 7296),
+    ("26.06", "GB300", "405B", 256, "FP8", 1536, 1, dict(tp=4, pp=8, v=4), 1048),
+    ("26.06", "GB300", "405B", 256, "MXFP8", 1536, 1, dict(tp=2, pp=8, cp=2, v=4), 952),
+    ("26.06", "GB300", "405B", 256, "NVFP4", 1536, 1, dict(tp=4, pp=8, v=4), 1413),
+    ("26.02.01", "GB300", "405B", 256, "FP8", 1536, 1, dict(tp=2, pp=8, cp=2, v=4), 1024),
+)
 
 
 # MXFP8 runs at constants.MXFP8_SHARE of FP8's GEMM rate, fitted on NeMo 25.07's pair (not a
 # row here); the archive's own pairs at one layout test it (25.11: 8B on 8 GB200s 29,789 against
 # 31,508 tokens/s/GPU, 8B on 8 B200s 29,521 / 30,624, 405B on 128 B200s 624 / 661). NVFP4 has
 # no such pair: it runs at its own peak with FP8's share
-_EARLY_GB200 = ("25.09 is the archive's earliest GB200 release: its two 405B rows are the only "
-                "GB200 rows of the archive beyond 15%, both optimistic, where its 70B rows and "
-                "every later release's GB200 rows are within")
+_EARLY_GB200 = ("25.09 is the archive's earliest GB200 release, and this its most optimistic "
+                "GB200 row: 25.09's B200 table ran the same model's MXFP8 layout faster than its "
+                "GB200 table did (622 tokens/s/GPU against 578), and what held that release's "
+                "GB200 runs back is not in the tables")
+_LATE_405B = ("26.06's three 405B rows on 256 GB200s lean pessimistic alike, FP8 the one beyond "
+              "15% (its recipe recomputes nothing, a layout the memory model counts 1% over the "
+              "capacity): 26.06 ran NVFP4 at the same layout 8% faster than 26.02 had "
+              "(1,166 against 1,076 tokens/s/GPU), a release's own gain that the default "
+              "profile's constants do not follow")
+_GB300_MISS = ("Blackwell Ultra's rows lean pessimistic: its clock share comes from MoE pairs "
+               "against the B300 (constants.GB300_PAIRS: 1.03-1.11 times the B300's speed at one "
+               "layout), yet at one layout and release it ran Llama 3 8B 1.19 times as fast as a "
+               "GB200 with the same fp8 peak (25.11: 37,556 against 31,508 tokens/s/GPU); its "
+               "doubled exponential rate and its clocks explain part of that, and what else "
+               "Blackwell Ultra or its 2026 releases changed is not in the tables")
 _BLACKWELL_MISS = {
     ("25.09", "GB200", "405B", "FP8"):
         "TP 2 with FSDP, 95 of 126 layers' activations offloaded, no recomputation (NeMo's "
         "recommended configuration); " + _EARLY_GB200,
-    ("25.09", "GB200", "405B", "MXFP8"):
-        "25.09's B200 table ran the same layout faster (622 tokens/s/GPU against 578): what "
-        "held this GB200 run back is not in the table; " + _EARLY_GB200,
+    ("26.06", "GB200", "405B", "FP8"): _LATE_405B,
+    **{(release, "GB300", size, precision): _GB300_MISS
+       for release, size, precision in (("26.04.01", "70B", "MXFP8"), ("26.06", "405B", "FP8"),
+                                        ("26.06", "405B", "MXFP8"), ("26.02.01", "405B", "FP8"))},
 }
 
 
 # where the layout in the table cannot hold its activations without recomputation, the recipe
 # says how it ran: activation offloading over NVLink-C2C, no recomputation
-_OFFLOAD = {"70B": "Megatron-Bridge perf_recipes/llama/gb200/llama3.py at 067f987df, "
-                   "llama3_70b_pretrain_64gpu_gb200_fp8cs_config: cpu_offloading_num_layers 40",
-            "405B": "NVIDIA/NeMo scripts/performance/recommended_model_configs/"
-                    "model_configs_gb200.csv at 8cfedd7, llama31 405b fp8 on 128 GB200s, TP 2 "
-                    "with FSDP: activation_offload_layers 95, recompute_layers 0"}
+_OFFLOAD = {("GB200", "70B"): "Megatron-Bridge perf_recipes/llama/gb200/llama3.py at 067f987df, "
+                              "llama3_70b_pretrain_64gpu_gb200_fp8cs_config: "
+                              "cpu_offloading_num_layers 40",
+            ("GB200", "405B"): "NVIDIA/NeMo scripts/performance/recommended_model_configs/"
+                               "model_configs_gb200.csv at 8cfedd7, llama31 405b fp8 on 128 "
+                               "GB200s, TP 2 with FSDP: activation_offload_layers 95, "
+                               "recompute_layers 0",
+            ("GB300", "70B"): "Megatron-Bridge perf_recipes/llama/gb300/llama3.py at 067f987df, "
+                              "llama3_70b_pretrain_64gpu_gb300_fp8cs_config: "
+                              "cpu_offloading_num_layers 20 (20 also at 8ce2b2d73)"}
 
 
 # a layout whose recipe is known to recompute nothing (the degrees say recompute="none": not
@@ -132,16 +166,20 @@ _BLACKWELL_MEMORY = {
 
 def _bridge_blackwell():
     """The same stack on B200 and GB200 in FP8, MXFP8 and NVFP4, every row out of sample:
-    checked blind, then with MXFP8's share (fitted on NeMo 25.07's pair, not on these rows)."""
+    checked blind, then with MXFP8's share (fitted on NeMo 25.07's pair, not on these rows);
+    and on GB300, checked once its preset, its clock share (``constants.GB300_PAIRS``) and the
+    exponential rates (``hardware.EXP_SOURCES``) were in."""
     models = {"8B": MODELS["llama3-8B"], "70B": MODELS["llama3-70B"], "405B": _L405}
-    for release, gpu, size, n, precision, B, b, degrees, tps in _BLACKWELL_ROWS:
+    groups = {"B200": "Megatron-Bridge B200/GB200", "GB200": "Megatron-Bridge B200/GB200",
+              "GB300": "Megatron-Bridge GB300"}
+    for release, gpu, size, n, precision, B, b, degrees, tps in _BLACKWELL_ROWS + _GB300_ROWS:
         yield _nvidia_row(
             f"Megatron-Bridge {release} {size} {n} {gpu} {precision}",
-            "Megatron-Bridge B200/GB200", _BLACKWELL.format(release, gpu), models[size], gpu, n,
+            groups[gpu], _BLACKWELL.format(release, gpu), models[size], gpu, n,
             B, degrees, b, precision.lower(), tps,
             (f"; FSDP over {n // degrees.get('tp', 1)}" if degrees.get("zero_stage") == 3 else "")
             + (f"; no recomputation, the first {degrees['offload_layers']} layers' activations "
-               "offloaded to the Grace host (" + _OFFLOAD[size] + ")"
+               "offloaded to the Grace host (" + _OFFLOAD[gpu, size] + ")"
                if "offload_layers" in degrees else "; no recomputation (its recipe)"
                if "recompute" in degrees else "; recomputation not in the table, searched"),
             known_miss=_BLACKWELL_MISS.get((release, gpu, size, precision), ""),
@@ -241,9 +279,7 @@ _NEMOTRON15 = ("Nemotron-4 15B is the most optimistic row on both Blackwell syst
                "are within 15%; its MLP's squared ReLU is priced as GeLU's one elementwise pass, "
                "and what its layers lose is not in the tables")
 _NEMO_BLACKWELL_MISS = {
-    ("25.02", "70B"): _FIRST_B200,
     ("25.02", "N15B"): _FIRST_B200 + "; and " + _NEMOTRON15,
-    ("25.04", "N15B"): _NEMOTRON15,
     ("25.07", "70B", "mxfp8"): "25.09 ran this model in MXFP8 with CP 1 instead of 2 at 3,546 "
                                "tokens/s/GPU against these 2,605, and the planner predicts the "
                                "two layouts within a few percent of each other: what CP 2 cost "

@@ -13,7 +13,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def layout_pipeline_first(n_params, n_layers, n_heads, n_gpus, gpus_per_node, gpu_memory_gb):
-    pp = 16 if n_layers % 16 == 0 and n_gpus >= 16 else 1  # slower beyond the error bar at 175B
+    pp = 32 if n_layers % 32 == 0 and n_gpus >= 32 else 1  # slower beyond the error bar at 175B
     return {"tp": 1, "pp": pp, "dp": n_gpus // pp}
 
 
