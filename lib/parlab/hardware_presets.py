@@ -11,7 +11,7 @@ network cards (NICs, one "rail" each) it has."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ class GPUSpec:
     # exponential (MUFU.EX2, softmax's), a clock per SM: the balance a fused attention kernel
     # meets; None where no source gives it (EXP_SOURCES)
     flops_per_exp: float | None = None
+    # dtypes the chip runs whose training peak its sources do not give: dtype -> why (so a
+    # plan in that dtype is refused with the reason, not "no tensor cores")
+    unknown_peaks: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,9 @@ GPU_PRESETS = {g.name: g for g in [
             flops_per_exp=512),  # 13.5 TB, 576 TB/s / 72
     # B300: 2.3 TB / 8 = 288 GB; the host's Xeon 6 runs PCIe 5.0. GB300: 20 TB, 576 TB/s / 72
     GPUSpec("B300", 288, 8000, dict(_B300_PEAK), "NVLink5", _B300, 160, "PCIe5-x16",
-            flops_per_exp=256),
+            flops_per_exp=256,
+            unknown_peaks={"nvfp4": "the DGX B300 page gives FP4 for inference, sparse, not the "
+                                    "dense rate a B300 trains at"}),
     GPUSpec("GB300", 278, 8000, dict(_GB300_PEAK), "NVLink5", _GB300, 160, "NVLink-C2C",
             flops_per_exp=256),
     # L4: 24 GB GDDR6 300 GB/s; fp32 30.3; tf32 120, bf16/fp16 242, fp8 485 sparse -> halved

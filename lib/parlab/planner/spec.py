@@ -236,8 +236,11 @@ class Layout:
         """The numerics on ``gpu``; a dtype it has no peak for is a ValueError."""
         d = default_dtype(gpu) if self.dtype is None else self.dtype
         if d not in gpu.peak_tflops:
-            raise ValueError(f"dtype={d!r}: {gpu.name} has no {d} tensor cores; it has "
-                             f"{sorted(k for k in gpu.peak_tflops if k in DTYPES)}")
+            has = sorted(k for k in gpu.peak_tflops if k in DTYPES)
+            if d in gpu.unknown_peaks:
+                raise ValueError(f"dtype={d!r}: {gpu.name} runs {d}, but its preset has no {d} "
+                                 f"peak ({gpu.unknown_peaks[d]}); it has {has}")
+            raise ValueError(f"dtype={d!r}: {gpu.name} has no {d} tensor cores; it has {has}")
         return d
 
     def check(self, model: ModelSpec, n_gpus: int, global_batch: int) -> int:

@@ -292,6 +292,12 @@ def test_blackwell_ultra():
     assert gb300.peak_tflops["nvfp4"] * 72 == pytest.approx(1080e3)
     # the B300's page gives fp4 for inference, sparse only: no training rate, said by leaving it out
     assert "nvfp4" not in b300.peak_tflops and b300.peak_tflops["fp8"] * 8 * 2 == 72e3
+    assert "inference" in b300.unknown_peaks["nvfp4"] and not gb300.unknown_peaks
+    from parlab import planner
+    with pytest.raises(ValueError, match="dtype='nvfp4': B300 runs nvfp4, but its preset"):
+        planner.estimate(4, 256, 8, 128, 1000, 8, 1, 1, 8, gpu="B300", dtype="nvfp4")
+    with pytest.raises(ValueError, match="dtype='bf16': V100-SXM2-32GB has no bf16 tensor cores"):
+        planner.estimate(4, 256, 8, 128, 1000, 8, 1, 1, 8, gpu="V100", dtype="bf16")
     assert (b300.memory_gb, gb300.memory_gb) == (288, 278)  # 2.3 TB / 8, 20 TB / 72
     for gpu, node in ((b300, "DGX-B300"), (gb300, "GB300-NVL72")):
         n = hw.node_for(gpu)
