@@ -33,7 +33,7 @@ Domains: sizes, strides and domains integers >= 1; bandwidths > 0; alphas >= 0;
 
 from __future__ import annotations
 
-from ..validate import check_choice, check_float, check_int
+from ..validate import check_bool, check_choice, check_float, check_int
 import math
 
 from .collectives import (COLLECTIVES, NCCL_HOP_US, collective_steps, collective_time,
@@ -133,23 +133,39 @@ def moe_dispatch_time(tokens: float, d_model: int, n_experts: int, top_k: int, e
     """Seconds of one MoE dispatch (or combine) on each of ``ep`` consecutive GPUs, each
     with ``tokens`` tokens of ``d_model`` values: the copies leaving the NVLink domain
     (``expert_parallel.moe_remote_copies``) over the GPU's share of the network cards, and
-    the ones staying inside it over NVLink (with ``dedup``, also the forwarding of what
-    arrives), at the same time -- the slower of the two -- plus (ep - 1) alphas."""
+    the ones staying inside it over NVLink, at the same time -- the slower of the two --
+    plus (ep - 1) alphas.
+
+    Plain all-to-all sends a copy per assignment: top_k (m - 1) / ep of a token's copies stay
+    in its own domain of m GPUs. A deduplicating dispatcher (DeepEP: its dispatch layout
+    marks whether a token goes to a rank, ``is_token_in_rank``) sends a token to each rank
+    holding any of its experts once: (m - 1) x p copies in its own domain, p = 1 - C(E -
+    E/ep, k) / C(E, k) the chance a rank holds one of them; across domains one copy a domain
+    over the network, then one over NVLink to each other rank hit there, (D - 1)(m - 1) p in
+    all -- D (m - 1) p over NVLink."""
     from .expert_parallel import moe_remote_copies
     T = check_float("tokens", tokens, 0.0, strict=False)
     h = check_int("d_model", d_model)
     k = check_int("top_k", top_k)
     ep = check_int("ep", ep)
+    dedup = check_bool("dedup", dedup)
     row = h * check_float("bytes_per_value", bytes_per_value, 0.0)
     m = members_per_domain(ep, 1, domain)
+    # copies a rank in a domain of m receives per token, with dedup (moe_remote_copies over
+    # domains of one rank: the other ranks holding any of the token's experts)
+    ranks_hit = moe_remote_copies(n_experts, k, ep, 1, True) / (ep - 1) if ep > 1 else 0.0
     if m == ep:
-        return group_collective_time("all_to_all", T * k * row, ep, 1, domain, intra_bandwidth,
-                                     intra_alpha, nic_bandwidth, nic_alpha, nics_per_gpu)
+        # an all-to-all whose buffer holds, per token, a copy per rank it reaches (of which
+        # (ep - 1) / ep leave the GPU): top_k copies, or with dedup one per rank hit
+        per_token = ranks_hit * ep if dedup else k
+        return group_collective_time("all_to_all", T * per_token * row, ep, 1, domain,
+                                     intra_bandwidth, intra_alpha, nic_bandwidth, nic_alpha,
+                                     nics_per_gpu)
     remote = moe_remote_copies(n_experts, k, ep, m, dedup)
     off = T * remote * row / (check_float("nics_per_gpu", nics_per_gpu, 0.0)
                               * check_float("nic_bandwidth", nic_bandwidth, 0.0))
-    on = T * (k * (m - 1) / ep + (remote if dedup else 0.0)) * row / check_float(
-        "intra_bandwidth", intra_bandwidth, 0.0)
+    inside = (ep // m) * (m - 1) * ranks_hit if dedup else k * (m - 1) / ep
+    on = T * inside * row / check_float("intra_bandwidth", intra_bandwidth, 0.0)
     alpha = max(check_float("intra_alpha", intra_alpha, 0.0, strict=False),
                 check_float("nic_alpha", nic_alpha, 0.0, strict=False))
     return (ep - 1) * alpha + max(off, on)

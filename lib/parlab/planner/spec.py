@@ -185,7 +185,7 @@ class Layout:
     dp_overlap: bool = True         # gradient reduce / parameter gather behind backward / forward
     uneven_stages: bool = False     # allow pp x v not dividing the layers (slowest stage timed)
     capacity_factor: float | None = None  # MoE: experts computed on capacity-padded buffers
-    ep_dispatch: str = "alltoall"   # "dedup": a token crosses to a node once (DeepEP)
+    ep_dispatch: str = "alltoall"   # "dedup": a token goes to a node, and a rank, once (DeepEP)
     # ZeRO-3 only (cost.fsdp): "fsdp2" -- one flat gather per block, the next prefetched,
     # the reduce-scatter beside the backward; "deepspeed2021" -- DeepSpeed's ZeRO-3 of
     # Narayanan et al. 2021: a gather per weight matrix, waited for

@@ -187,6 +187,28 @@ def test_moe_dispatch_dedup_sends_a_token_once_per_node():
     assert cost.moe_dispatch_time(*args, dedup=True) < cost.moe_dispatch_time(*args)
 
 
+def test_moe_dispatch_dedup_sends_a_token_once_per_rank():
+    # DeepEP marks whether a token goes to a rank (is_token_in_rank): inside one NVLink domain
+    # a token reaches each rank holding any of its experts once. Qwen3-30B-A3B on 8 GPUs
+    # (128 experts, top 8): 4.67 other ranks, against 7 copies for a plain all-to-all
+    p = 1 - math.comb(112, 8) / math.comb(128, 8)  # a rank holds 16 of the 128 experts
+    assert cost.moe_remote_copies(128, 8, 8, 1, dedup=True) == pytest.approx(7 * p)
+    assert 7 * p == pytest.approx(4.67, abs=0.01)
+    T, h, nv = 4096.0, 2048, 351e9
+    one = (T, h, 128, 8, 8, 8, nv, 0.0, 48e9, 0.0)
+    plain, dedup = cost.moe_dispatch_time(*one), cost.moe_dispatch_time(*one, dedup=True)
+    assert plain == pytest.approx(T * 7 * h * 2 / nv)  # 7 of 8 copies leave the GPU
+    assert dedup == pytest.approx(T * 7 * p * h * 2 / nv)
+    # across domains: one network copy a domain, then NVLink to each other rank hit there and
+    # in the token's own domain: D (m - 1) p over NVLink (slow NVLink here, so it is the limit)
+    p32 = 1 - math.comb(124, 8) / math.comb(128, 8)  # 4 experts a rank, EP 32
+    slow_nv = (T, h, 128, 8, 32, 8, 1e9, 0.0, 1e12, 0.0)
+    assert cost.moe_dispatch_time(*slow_nv, dedup=True) == pytest.approx(
+        T * 4 * 7 * p32 * h * 2 / 1e9)
+    assert cost.moe_dispatch_time(*slow_nv) == pytest.approx(T * 8 * 7 / 32 * h * 2 / 1e9)
+    assert cost.moe_dispatch_time(T, h, 128, 8, 1, 8, nv, 0.0, 48e9, 0.0, dedup=True) == 0.0
+
+
 # --- a layer's time ------------------------------------------------------------------------
 
 def test_layer_time_parts_add_up():
