@@ -4,6 +4,9 @@ scoring rule (first tries count) in the terminal quiz and the widget (drills.ses
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from lessons.common import drills
@@ -160,6 +163,11 @@ def test_the_quiz_says_did_you_mean_and_gives_another_go():
 
 
 def test_the_widget_and_the_quiz_score_the_same_way():
+    # the drill widget's helpers live beside its own tests (tests/lessons/common), which a
+    # run of this file alone has not put on the path
+    common = str(Path(__file__).resolve().parents[2] / "lessons" / "common")
+    if common not in sys.path:
+        sys.path.insert(0, common)
     from test_drills import _parts, _shown
     from lessons.common.drills.widgets import drill_widget
     q1, q2 = quiz_questions("pp", 2, 0)   # the quiz's questions are the widget's seeds
