@@ -155,8 +155,8 @@ _GB200_PEAK = {"fp64": 45.0, "tf32": 1250.0, "fp16": 2500.0, "bf16": 2500.0, "fp
 # Blackwell Ultra. GB300 NVL72: 1,080 PFLOPS dense fp4 (1,440 sparse), 720 fp8/fp6, 360 bf16,
 # 180 tf32 (sparse) for 72 GPUs: the GB200's 16- and 8-bit rates, fp4 1.5x (FP64, cut on
 # Blackwell Ultra, is left out). DGX B300: 72 PFLOPS fp8 training for 8 GPUs (sparse, as
-# DGX B200's) -> 4.5 dense fp8 and 2.25 bf16 per GPU. Its page gives FP4 as inference (sparse) only, which does not say
-# the dense NVFP4 rate a B300 trains at: no nvfp4 here (the GB300's 15 is its own, at 1.4 kW)
+# DGX B200's) -> 4.5 dense fp8 and 2.25 bf16 per GPU; no nvfp4 (its ``unknown_peaks`` says
+# why; the GB300's 15 is its own, at 1.4 kW)
 _B300_PEAK = {"tf32": 1125.0, "fp16": 2250.0, "bf16": 2250.0, "fp8": 4500.0, "mxfp8": 4500.0}
 _GB300_PEAK = {"tf32": 1250.0, "fp16": 2500.0, "bf16": 2500.0, "fp8": 5000.0,
                "mxfp8": 5000.0, "nvfp4": 15000.0}

@@ -178,8 +178,8 @@ def softmax_exp_factor(head_dim: int, flops_per_exp: float | None,
     """How much longer (>1) or shorter (<1) a fused attention kernel runs on a GPU than the
     attention share measured on the reference GPU says, from the two GPUs' balance of matmul
     and exponentials: ``flops_per_exp`` = the 16-bit matmul peak over the special-function
-    units' exponential rate (FA3, Shah et al. 2024, §3.1: 989 / 3.9 = 254 on an H100; a
-    B200 450, a GB300 234). A kernel spends (SOFTMAX_FLOPS_PER_EXP x head_dim) matmul FLOPs
+    units' exponential rate (FA3, Shah et al. 2024, §3.1: 989 / 3.9 = 254 on an H100; 512 on
+    Blackwell, 256 on Blackwell Ultra: ``hardware.GPUSpec.flops_per_exp``). A kernel spends (SOFTMAX_FLOPS_PER_EXP x head_dim) matmul FLOPs
     per exponential, so its exponentials take rho = flops_per_exp / (4 d) of its matmuls'
     time forward (0.50 on an H100 at d = 128, FA3's "50% of the cycle"), / (10 d) backward.
     The factor is (1 + rho) / (1 + rho_reference): the exponentials added to the matmuls, none

@@ -151,20 +151,20 @@ def moe_dispatch_time(tokens: float, d_model: int, n_experts: int, top_k: int, e
     dedup = check_bool("dedup", dedup)
     row = h * check_float("bytes_per_value", bytes_per_value, 0.0)
     m = members_per_domain(ep, 1, domain)
-    # copies a rank in a domain of m receives per token, with dedup (moe_remote_copies over
-    # domains of one rank: the other ranks holding any of the token's experts)
-    ranks_hit = moe_remote_copies(n_experts, k, ep, 1, True) / (ep - 1) if ep > 1 else 0.0
+    # p: the chance another rank holds any of a token's experts (moe_remote_copies over
+    # domains of one rank counts those ranks, ep - 1 of them at most)
+    p = moe_remote_copies(n_experts, k, ep, 1, True) / (ep - 1) if ep > 1 else 0.0
     if m == ep:
         # an all-to-all whose buffer holds, per token, a copy per rank it reaches (of which
         # (ep - 1) / ep leave the GPU): top_k copies, or with dedup one per rank hit
-        per_token = ranks_hit * ep if dedup else k
+        per_token = p * ep if dedup else k
         return group_collective_time("all_to_all", T * per_token * row, ep, 1, domain,
                                      intra_bandwidth, intra_alpha, nic_bandwidth, nic_alpha,
                                      nics_per_gpu)
     remote = moe_remote_copies(n_experts, k, ep, m, dedup)
     off = T * remote * row / (check_float("nics_per_gpu", nics_per_gpu, 0.0)
                               * check_float("nic_bandwidth", nic_bandwidth, 0.0))
-    inside = (ep // m) * (m - 1) * ranks_hit if dedup else k * (m - 1) / ep
+    inside = (ep // m) * (m - 1) * p if dedup else k * (m - 1) / ep
     on = T * inside * row / check_float("intra_bandwidth", intra_bandwidth, 0.0)
     alpha = max(check_float("intra_alpha", intra_alpha, 0.0, strict=False),
                 check_float("nic_alpha", nic_alpha, 0.0, strict=False))

@@ -23,8 +23,8 @@ attention share holds on the GPU it was measured on (``attention_gpu``) and scal
 in training: the GB200, which NVIDIA's own tables run at the B200's speed where nothing
 else differs (``GB200_PAIRS``), and the GB300 against the B300 (``GB300_PAIRS``); their
 compute runs at ``GB200_CLOCK_SHARE`` and ``GB300_CLOCK_SHARE`` of their peaks
-(``clock_shares``), their HBM as the datasheet says. One number belongs to a format, not a kernel class: Transformer Engine's MXFP8 GEMMs run at ``MXFP8_SHARE`` of its
-FP8 ones (``mxfp8_share``, fitted on one published pair, ``MXFP8_PAIR``); ``CONSTANTS_NOTE``
+(``clock_shares``), their HBM as the datasheet says. One number belongs to a format, not a
+kernel class: Transformer Engine's MXFP8 GEMMs run at ``MXFP8_SHARE`` of its FP8 ones (``mxfp8_share``, fitted on one published pair, ``MXFP8_PAIR``); ``CONSTANTS_NOTE``
 says how they were chosen and on which rows (``published.IN_SAMPLE``). They describe one
 software stack, Megatron-LM with Transformer Engine (fused kernels, fused attention): the
 default. Other stacks reach other shares of the same hardware; ``STACKS`` holds one
@@ -112,14 +112,7 @@ class Constants:
         return cost.Device(gpu.peak_tflops[half] * clock * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,
                            gemm, self.attention_efficiency,
                            self.memory_efficiency, None if fp8 is None else fp8 * clock * 1e12,
-                           flops_per_exp(gpu), flops_per_exp(GPU_PRESETS[self.attention_gpu]))
-
-
-def flops_per_exp(gpu: GPUSpec) -> float | None:
-    """``gpu``'s 16-bit matmul FLOPs per exponential, a clock per SM (``GPUSpec.flops_per_exp``:
-    the balance ``cost.softmax_exp_factor`` compares, alike at any clock); None where not
-    known."""
-    return gpu.flops_per_exp
+                           gpu.flops_per_exp, GPU_PRESETS[self.attention_gpu].flops_per_exp)
 
 
 # The one published pair of one layout in FP8 (per-tensor current scaling) and in MXFP8 that
