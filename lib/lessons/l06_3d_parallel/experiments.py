@@ -364,8 +364,8 @@ def four_d_example() -> dict:
     e = planner.predict_run(run)
     model = planner.resolve_model(run.model)
     p = planner.plan(model, run.n_gpus, run.gpu, run.global_batch, tps=(4, 8, 16),
-                     cps=(4, 8, 16, 32), pps=(8, 16), cp_kind="allgather", uneven_stages=True,
-                     nics_per_node=8, inter_link="RoCE-400")
+                     cps=(4, 8, 16, 32), pps=(8, 16), cp_kind="allgather",
+                     ends_as_layers=True, nics_per_node=8, inter_link="RoCE-400")
     same = next((k + 1 for k, c in enumerate(p.ranked)
                  if (c.tp, c.cp, c.pp) == (e.tp, e.cp, e.pp)), None)
     return dict(run=run, estimate=e, published=run.value, plan=p, rank_of_published=same)

@@ -192,7 +192,12 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     b = lay.micro_batch
     sp = lay.sequence_parallel and tp > 1
     m = B // (dp * b)
-    layers = math.ceil(L / pp)  # the slowest stage
+    layers = math.ceil(L / pp)  # a rank's layers: the slowest stage's
+    # the embedding and the loss counted as a layer each: a middle rank builds v chunks of
+    # (L + 2) / (pp v) layers, the first and the last rank one fewer (spec.Layout)
+    ends = lay.ends_as_layers and pp > 1
+    if ends:
+        layers = (L + 2) // pp
     lt = _layer_time(s, b, S, dev, tp, cp, ep, sp, lay.recompute, lay.attention,
                      dtype in cost.LOW_PRECISION, lay.capacity_factor or 1.0,
                      STACKS[lay.stack].eager_ops)
@@ -201,8 +206,16 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     ep1 = ep_comm(model, cluster, lay, b)
     comm_layer = tp1 + cp1 + ep1
     logits = cost.logits_time(b * S // cp, s.d_model, V, dev, tp, lay.loss)
-    compute1 = layers * (lt["forward"] + lt["backward"]) + logits  # the last stage's loss too
-    t_stage = compute1 + layers * comm_layer
+    # the slowest rank: without ends_as_layers the last, its `layers` and the loss; with
+    # them the last (a layer fewer, and the loss) or a middle rank (`layers`, no loss)
+    timed, loss_here = layers, 1
+    if ends:
+        if logits > lt["forward"] + lt["backward"] + comm_layer:
+            timed = layers - 1
+        else:
+            loss_here = 0
+    compute1 = timed * (lt["forward"] + lt["backward"]) + loss_here * logits
+    t_stage = compute1 + timed * comm_layer
     bubble = cost.bubble_ratio(pp, m, v) * m * t_stage if pp > 1 else 0.0
 
     # stage boundaries: every micro-batch's activations and gradients, scatter/gather over tp
@@ -213,17 +226,19 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     p2p_alpha = cluster.link("inter" if cluster.crosses(2, stride_pp) else "intra")[1]
     pp_s = cost.pipeline_p2p_time(b, S // cp, s.d_model, pp, m, p2p_alpha, p2p_bw, v, tp)
 
-    # gradients and weights: the first stage's layers and the embedding; experts over ep
+    # gradients and weights: the first stage's layers (with ends_as_layers, one fewer) and
+    # the embedding; experts over ep
+    first = layers - ends
     p = cost.layer_params(s)
-    dense = (layers * p["dense"] + model.embedding_params()) / tp
-    experts = layers * p["experts"] / ep
+    dense = (first * p["dense"] + model.embedding_params()) / tp
+    experts = first * p["experts"] / ep
     stage_params = dense + experts
-    dp_s = dp_sync(cluster, lay, dp, dense, experts, layers, lt, m)
+    dp_s = dp_sync(cluster, lay, dp, dense, experts, first, lt, m)
     # ZeRO shards the experts over their own data-parallel group (expert_dp)
     sharded = (dense / (dp * cp) + experts / expert_dp(lay, dp)) if lay.zero_stage else stage_params
     opt = cost.optimizer_time(round(sharded), dev)
 
-    comm = m * layers * comm_layer + pp_s + dp_s
+    comm = m * timed * comm_layer + pp_s + dp_s
     offload = m * _offload_exposed(model, cluster, lay, layers, lt)
     total = m * compute1 + opt + comm + bubble + offload
     tokens = B * S
@@ -231,9 +246,10 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     # clocks sustain (Constants.clock_shares)
     peak = dev.peak_flops / constants.clock_share(cluster.gpu)
     model_flops = model.flops_per_token() * tokens
-    step = StepTime(m * compute1 + opt + offload, comm, bubble, total, m * layers * tp1, m * layers * cp1,
-                    pp_s, dp_s, m * layers * ep1, opt, model_flops / (n_gpus * peak), offload)
-    memory = _memory(model, cluster, lay, dp, m, layers, dense, experts)
+    step = StepTime(m * compute1 + opt + offload, comm, bubble, total, m * timed * tp1,
+                    m * timed * cp1, pp_s, dp_s, m * timed * ep1, opt,
+                    model_flops / (n_gpus * peak), offload)
+    memory = _memory(model, cluster, lay, dp, m, first, dense, experts)
     executed = cost.flops_per_token(s, L, S, vocab_size=V, count="megatron",
                                     recompute=lay.recompute, attention=lay.attention) * tokens
     return Estimate(model, cluster, lay, n_gpus, dp, B, m, dtype, step, memory,
@@ -319,7 +335,8 @@ def estimate(n_layers: int, d_model: int, n_heads: int, seq_len: int, vocab_size
     "triton", "megatron-jit", "megatron", "torch"; default the stack's), dtype ("bf16" | "fp16" |
     "fp8" | "mxfp8" | "nvfp4"; default the
     GPU's 16-bit type; one the GPU has no peak for is a ValueError naming both),
-    tp_comm_overlap, dp_overlap, uneven_stages, offload_layers (activation offloading to
+    tp_comm_overlap, dp_overlap, uneven_stages, ends_as_layers (the embedding and the loss a
+    layer each in the pipeline split), offload_layers (activation offloading to
     the host over ``GPUSpec.host_link``: pp 1, no recomputation); ``stack``, the software stack whose
     efficiencies apply (``stacks.STACKS``; default "megatron-te"). The cluster: ``gpu`` (a preset or alias) in
     its usual node (``hardware.node_for``), any of gpus_per_node, nics_per_node,

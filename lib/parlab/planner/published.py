@@ -233,16 +233,19 @@ def _llama3():
         yield PublishedRun(f"Llama 3 405B {n} GPUs{' CP16 128k' if cp > 1 else ''}",
                            "Llama 3 405B", _LLAMA, model, "H100-SXM5-80GB", "Grand-Teton-H100",
                            n, per_dp * dp,
-                           dict(tp=8, cp=cp, pp=16, micro_batch=1, zero_stage=3,
+                           dict(tp=8, cp=cp, pp=16, v=8, micro_batch=1, zero_stage=3,
                                 fsdp_keep_unsharded=True, sequence_parallel=True,
                                 cp_kind="allgather", dtype="bf16", attention="fused",
-                                uneven_stages=True),
-                           "mfu", mfu, search=("v", "recompute"),
+                                ends_as_layers=True),
+                           "mfu", mfu, search=("recompute",),
                            note="FSDP across DP as §3.3.2 describes it: optimizer states and "
                                 "gradients sharded, the weights not resharded after the "
                                 "forward (ZeRO-3 keeping the stage unsharded across the "
-                                "micro-batches); 126 layers on 16 stages, uneven; " + note
-                                + (counts if cp > 1 else ""))
+                                "micro-batches); §3.3.2 'Pipeline parallelism improvements': "
+                                "the first and the last stage each hold one layer fewer, the "
+                                "first model chunk only the embedding and the last only the "
+                                "output layer and the loss, so 126 layers + 2 fill 16 x 8 "
+                                "chunks of one (v = 8); " + note + (counts if cp > 1 else ""))
 
 
 def _qwen3():
@@ -250,10 +253,12 @@ def _qwen3():
                        "qwen3-235B-A22B", "H100-SXM5-80GB", "DGX-H100", 256, 2048,
                        dict(tp=2, pp=8, v=4, ep=32, micro_batch=1, zero_stage=1,
                             sequence_parallel=True, dtype="bf16", attention="fused",
-                            uneven_stages=True, ep_dispatch="dedup"),
+                            uneven_stages=True, ep_dispatch="dedup", ends_as_layers=True),
                        "step_s", 19.7,
                        note="EP 32 over TP x DP, expert TP 1, DeepEP dispatcher; 94 layers "
-                            "and the embedding and loss on 32 chunks; the 'norm, act' "
+                            "and the embedding and loss on 32 chunks of 3 (the YAML's "
+                            "--account-for-embedding-in-pipeline-split and --account-for-loss-"
+                            "in-pipeline-split); the 'norm, act' "
                             "recomputation (cheap) left out; dropless, balance assumed; the "
                             "loss in Transformer Engine's kernel (model_configs/benchmarking/"
                             "Qwen3-235B-A22B.yaml at 798dfb5: --cross-entropy-fusion-impl te)")

@@ -35,13 +35,29 @@ def _nvidia_row(name, group, source, model, gpu, n, B, degrees, b, dtype, tps, n
     ``degrees`` names it. ``note`` follows the throughput and the micro-batch in the row's
     note."""
     tp, pp, v = (degrees.get(k, 1) for k in ("tp", "pp", "v"))
+    ends = pp > 1 and model.name in _ENDS_AS_LAYERS
     layout = dict(**{"zero_stage": 1, **degrees}, micro_batch=b, sequence_parallel=tp > 1,
                   tp_comm_overlap=tp > 1, dtype=dtype, loss_kernel=loss_kernel,
-                  uneven_stages=model.n_layers % (pp * v) != 0)
+                  uneven_stages=model.n_layers % (pp * v) != 0, ends_as_layers=ends)
     return _row(name, group, source, model, gpu, node_for(GPU_PRESETS[gpu]).name, n, B, layout,
                 "step_s", B * model.seq_len / (tps * n),
                 search=() if "recompute" in degrees else ("recompute",),
-                note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {model.seq_len}" + note, **kw)
+                note=f"{tps} tokens/s/GPU; micro-batch {b}, sequence {model.seq_len}" + note
+                + ("; " + _ENDS_AS_LAYERS[model.name] if ends else ""), **kw)
+
+
+# the models whose recipes count the embedding and the loss as a layer each in the pipeline
+# split (spec.Layout.ends_as_layers): the first and the last rank build one layer fewer
+_ENDS_AS_LAYERS = {
+    "llama3.1-405B":
+        "the embedding and the loss each take a layer's place in the pipeline split, as Llama "
+        "3.1 405B's recipes set account_for_embedding_in_pipeline_split and account_for_loss_"
+        "in_pipeline_split (Megatron-Bridge src/megatron/bridge/recipes/llama/llama31_405b.py "
+        "at 183aad1d3, 2025-09, and recipes/llama/llama3.py at e59a57360, 2025-11, and "
+        "8ce2b2d73, 2026-03, the base of the performance scripts and of perf_recipes at "
+        "067f987df; NeMo nemo/collections/llm/recipes/llama31_405b.py from d3f25b1210, "
+        "2025-03-08, 'asymmetric PP for 405b', to 8cfedd7)",
+}
 
 
 def _bridge():
@@ -113,15 +129,10 @@ _GB300_ROWS = (
 # row here); the archive's own pairs at one layout test it (25.11: 8B on 8 GB200s 29,789 against
 # 31,508 tokens/s/GPU, 8B on 8 B200s 29,521 / 30,624, 405B on 128 B200s 624 / 661). NVFP4 has
 # no such pair: it runs at its own peak with FP8's share
-_EARLY_GB200 = ("25.09 is the archive's earliest GB200 release, and this its most optimistic "
-                "GB200 row: 25.09's B200 table ran the same model's MXFP8 layout faster than its "
-                "GB200 table did (622 tokens/s/GPU against 578), and what held that release's "
-                "GB200 runs back is not in the tables")
-_LATE_405B = ("26.06's three 405B rows on 256 GB200s lean pessimistic alike, FP8 the one beyond "
-              "15% (its recipe recomputes nothing, a layout the memory model counts 1% over the "
-              "capacity): 26.06 ran NVFP4 at the same layout 8% faster than 26.02 had "
-              "(1,166 against 1,076 tokens/s/GPU), a release's own gain that the default "
-              "profile's constants do not follow")
+_EARLY_GB200 = ("25.09 is the archive's earliest GB200 release, and its two 405B rows the most "
+                "optimistic GB200 rows: 25.09's B200 table ran the same model's MXFP8 layout "
+                "faster than its GB200 table did (622 tokens/s/GPU against 578), and what held "
+                "that release's GB200 runs back is not in the tables")
 _GB300_MISS = ("Blackwell Ultra's rows lean pessimistic: its clock share comes from MoE pairs "
                "against the B300 (constants.GB300_PAIRS: 1.03-1.11 times the B300's speed at one "
                "layout), yet at one layout and release it ran Llama 3 8B 1.19 times as fast as a "
@@ -132,7 +143,8 @@ _BLACKWELL_MISS = {
     ("25.09", "GB200", "405B", "FP8"):
         "TP 2 with FSDP, 95 of 126 layers' activations offloaded, no recomputation (NeMo's "
         "recommended configuration); " + _EARLY_GB200,
-    ("26.06", "GB200", "405B", "FP8"): _LATE_405B,
+    ("25.09", "GB200", "405B", "MXFP8"):
+        "the layout of 25.11's B200 row, which is within 6%; " + _EARLY_GB200,
     **{(release, "GB300", size, precision): _GB300_MISS
        for release, size, precision in (("26.04.01", "70B", "MXFP8"), ("26.06", "405B", "FP8"),
                                         ("26.06", "405B", "MXFP8"), ("26.02.01", "405B", "FP8"))},
@@ -153,17 +165,6 @@ _OFFLOAD = {("GB200", "70B"): "Megatron-Bridge perf_recipes/llama/gb200/llama3.p
                               "cpu_offloading_num_layers 20 (20 also at 8ce2b2d73)"}
 
 
-# a layout whose recipe is known to recompute nothing (the degrees say recompute="none": not
-# searched), and that the planner's memory does not fit
-_BLACKWELL_MEMORY = {
-    ("26.06", "GB200", "405B", "FP8"):
-        "its recipe recomputes nothing (Megatron-Bridge perf_recipes/llama/gb200/llama31.py at "
-        "067f987df, llama31_405b_pretrain_256gpu_gb200_fp8cs_config), and the planner counts "
-        "about 1% more than the GB200's 186 GB for it: the interleaved schedule's 4 x 8 layers "
-        "of in-flight activations are within the inventory's precision of the capacity",
-}
-
-
 def _bridge_blackwell():
     """The same stack on B200 and GB200 in FP8, MXFP8 and NVFP4, every row out of sample:
     checked blind, then with MXFP8's share (fitted on NeMo 25.07's pair, not on these rows);
@@ -182,8 +183,7 @@ def _bridge_blackwell():
                "offloaded to the Grace host (" + _OFFLOAD[gpu, size] + ")"
                if "offload_layers" in degrees else "; no recomputation (its recipe)"
                if "recompute" in degrees else "; recomputation not in the table, searched"),
-            known_miss=_BLACKWELL_MISS.get((release, gpu, size, precision), ""),
-            memory_note=_BLACKWELL_MEMORY.get((release, gpu, size, precision), ""))
+            known_miss=_BLACKWELL_MISS.get((release, gpu, size, precision), ""))
 
 
 _NEMO = ("NVIDIA/NeMo docs/source/performance/performance_summary.md at 8e3d65d (2024-09-09, "

@@ -236,8 +236,11 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
                                           if zero3_with_pp else [])
     zero1_stops = {}  # (sp, v, recompute) -> the first micro-batch ZeRO-1 cannot fit
     # interleaving needs m = per / b to be a multiple of pp: b must divide per / pp
-    vs = [v for v in (1, 2, 4, 8) if v == 1 or (pp > 1 and (base.uneven_stages or L % (pp * v) == 0)
-                                              and pp * v <= L and per % pp == 0)]
+    # with ends_as_layers the chunks hold the layers and the two ends: pp x v divides L + 2
+    ends = base.ends_as_layers
+    vs = [v for v in (1, 2, 4, 8) if v == 1 or (
+        pp > 1 and per % pp == 0 and ((L + 2) % (pp * v) == 0 if ends else
+                                      (base.uneven_stages or L % (pp * v) == 0) and pp * v <= L))]
     for zero, keep in kinds:
         for sp in ((False, True) if tp > 1 else (False,)):
             for v in vs:
@@ -310,6 +313,7 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
          tps=None, pps=None, cps=None, eps=None, dp_overlap: bool = True,
          cp_kind: str = "ring", attention: str = "fused", dtype: str | None = None,
          tp_comm_overlap: bool = False, uneven_stages: bool = False,
+         ends_as_layers: bool = False,
          constants: Constants = CONSTANTS, stack: str = "megatron-te",
          zero3_with_pp: bool = False, loss_kernel: str | None = None) -> Plan:
     """Layouts of ``n_gpus`` for ``model`` ranked by predicted step time.
@@ -329,7 +333,9 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     parallelism (tp > 1), interleaving v in {1, 2, 4, 8} and micro-batch is estimated and
     the fastest variant that fits is kept (ties: the leaner).
     The cluster, attention, dtype, overlaps, ``uneven_stages`` (pp not dividing the
-    layers: the slowest stage timed), ``stack`` and ``loss_kernel`` (the cross-entropy's
+    layers: the slowest stage timed), ``ends_as_layers`` (the pipeline split counts the
+    embedding and the loss as a layer each: pp x v must divide n_layers + 2, as Llama 3.1
+    405B's 126 do at pp 16 or 8), ``stack`` and ``loss_kernel`` (the cross-entropy's
     implementation; default the stack's) are as for ``estimate``. ``attention``: "fused" by
     default (a FlashAttention-style kernel: no s x s scores kept, in time and memory),
     where ``cost.memory_plan`` counts materialized scores; each candidate's reasons say
@@ -373,8 +379,8 @@ def plan(model, n_gpus: int, gpu="A100-80GB", global_batch: int | None = None, *
     # the options every layout shares, checked here so that a bad one is raised, not
     # reported as every layout being infeasible
     base = Layout(dp_overlap=dp_overlap, cp_kind=cp_kind, attention=attention, dtype=dtype,
-                  tp_comm_overlap=tp_comm_overlap, uneven_stages=uneven_stages, stack=stack,
-                  loss_kernel=loss_kernel)
+                  tp_comm_overlap=tp_comm_overlap, uneven_stages=uneven_stages,
+                  ends_as_layers=ends_as_layers, stack=stack, loss_kernel=loss_kernel)
     base.dtype_on(cluster.gpu)
     ranked = []
     infeasible = []

@@ -184,6 +184,10 @@ class Layout:
     tp_comm_overlap: bool = False   # TP collectives overlapped with their GEMMs (TE userbuffers)
     dp_overlap: bool = True         # gradient reduce / parameter gather behind backward / forward
     uneven_stages: bool = False     # allow pp x v not dividing the layers (slowest stage timed)
+    # the pipeline split counts the embedding and the loss as a layer each, so the first and
+    # the last rank build one layer fewer (Megatron-Core's account_for_embedding_in_pipeline_
+    # split and account_for_loss_in_pipeline_split; Llama 3 405B, Dubey et al. 2024 §3.3.2)
+    ends_as_layers: bool = False
     capacity_factor: float | None = None  # MoE: experts computed on capacity-padded buffers
     ep_dispatch: str = "alltoall"   # "dedup": a token goes to a node, and a rank, once (DeepEP)
     # ZeRO-3 only (cost.fsdp): "fsdp2" -- one flat gather per block, the next prefetched,
@@ -216,7 +220,8 @@ class Layout:
         if self.dtype is not None:
             check_choice("dtype", self.dtype, DTYPES)
         check_choice("stack", self.stack, STACK_NAMES)
-        for f in ("sequence_parallel", "tp_comm_overlap", "dp_overlap", "uneven_stages"):
+        for f in ("sequence_parallel", "tp_comm_overlap", "dp_overlap", "uneven_stages",
+                  "ends_as_layers"):
             check_bool(f, getattr(self, f))
         if self.capacity_factor is not None:
             check_float("capacity_factor", self.capacity_factor, 0.0)
@@ -290,8 +295,14 @@ class Layout:
             raise LayoutError(f"pp={pp} must be <= n_layers={L} (a stage needs a layer)")
         if v > 1 and pp == 1:
             raise LayoutError(f"v={v}: interleaving needs pp > 1")
-        if L % (pp * v) and not self.uneven_stages:
-            what = f"pp={pp}" if v == 1 else f"pp*v={pp * v}"
+        what = f"pp={pp}" if v == 1 else f"pp*v={pp * v}"
+        if self.ends_as_layers and pp > 1:
+            # Megatron-Core asserts that the layers and the two ends fill the chunks evenly
+            if (L + 2) % (pp * v):
+                raise LayoutError(f"{what} must divide n_layers + 2 = {L + 2} with "
+                                  "ends_as_layers=True (the embedding and the loss a layer "
+                                  "each, every model chunk alike)")
+        elif L % (pp * v) and not self.uneven_stages:
             raise LayoutError(f"{what} must divide n_layers={L} (equal stages; "
                               "uneven_stages=True times the slowest one)")
         # only reachable with uneven stages. Megatron's uneven split may count the

@@ -378,3 +378,35 @@ def test_interleaving_syncs_each_chunk_once_its_last_micro_batch_is_through():
                                                          "dp_overlap": False}),
                                run.n_gpus, run.global_batch).step_time.dp_comm for v in (1, 12)}
     assert flat[1] == pytest.approx(flat[12]) and flat[1] > one
+
+
+@pytest.mark.parametrize("vocab, loss_rank_slowest", [(1_000, False), (400_000, True)])
+def test_the_ends_as_layers_split_times_the_slowest_rank(vocab, loss_rank_slowest):
+    # 6 layers + the embedding and the loss on 4 ranks: the middle ranks build 2 layers, the
+    # last 1 and the loss. Against even splits of 8 (2 layers + loss) and 4 (1 + loss) layers
+    # on the same first stage's weights: X = a micro-batch's layer, the loss what is left of 4
+    def stage(e):  # the slowest rank's compute over the micro-batches
+        return e.step_time.compute - e.step_time.optimizer
+    kw = dict(d_model=1024, n_heads=16, seq_len=512, vocab_size=vocab, n_gpus=4, tp=1, pp=4,
+              global_batch=8, micro_batch=1)
+    ends, even8, even4 = (estimate(n, **kw, ends_as_layers=x) for n, x in
+                          ((6, True), (8, False), (4, False)))
+    layer = stage(even8) - stage(even4)
+    loss = stage(even4) - layer
+    assert (loss > layer) == loss_rank_slowest
+    assert stage(ends) == pytest.approx(max(2 * layer, layer + loss))
+    # the first rank holds the embedding and one layer: as the even split of 4 does
+    assert ends.memory_per_gpu.params == pytest.approx(even4.memory_per_gpu.params)
+    # without the flag the same 6 layers time 2 layers and the loss on the last rank
+    plain = estimate(6, **kw, uneven_stages=True)
+    assert stage(plain) == pytest.approx(2 * layer + loss)
+
+
+def test_llama3_405b_rows_split_as_their_sources_say():
+    # Dubey et al. 2024 §3.3.2 and the 405B recipes: 126 layers + 2 on pp x v chunks
+    rows = [r for r in planner.RUNS if "405B" in r.name and r.layout.get("pp", 1) > 1
+            and not r.name.startswith("torchtitan")]
+    assert len(rows) >= 15 and all(r.layout["ends_as_layers"] for r in rows)
+    assert all(128 % (r.layout["pp"] * r.layout.get("v", 1)) == 0 for r in rows)
+    titan = [r for r in planner.RUNS if r.name.startswith("torchtitan 405B")]
+    assert titan and not any(r.layout.get("ends_as_layers") for r in titan)  # 15 or 16 a stage

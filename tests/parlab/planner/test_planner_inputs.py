@@ -99,6 +99,11 @@ def test_the_micro_batch_search_equals_trying_every_divisor():
     (dict(tied_embeddings=1), "tied_embeddings=1"), (dict(learned_positions="no"),
                                                       "learned_positions="),
     (dict(dp_overlap=0), "dp_overlap=0"), (dict(uneven_stages=None), "uneven_stages=None"),
+    (dict(ends_as_layers=1), "ends_as_layers=1"),
+    (dict(n_layers=7, tp=1, pp=4, ends_as_layers=True),
+     r"pp=4 must divide n_layers \+ 2 = 9 with ends_as_layers=True"),
+    (dict(n_layers=8, pp=2, v=2, ends_as_layers=True, global_batch=32),
+     r"pp\*v=4 must divide n_layers \+ 2 = 10"),
     (dict(ep_dispatch="fast"), "ep_dispatch="), (dict(zero_stage=True), "zero_stage=True"),
     (dict(n_experts=8, top_k=2, capacity_factor=float("inf")), "capacity_factor=inf"),
 ])
@@ -188,6 +193,7 @@ def test_predict_and_best_micro_batch_name_their_arguments():
 @pytest.mark.parametrize("kw, field", [
     (dict(dp_overlap=0), "dp_overlap=0"), (dict(tp_comm_overlap=1), "tp_comm_overlap=1"),
     (dict(uneven_stages="no"), "uneven_stages="), (dict(cp_kind="tree"), "cp_kind="),
+    (dict(ends_as_layers=0), "ends_as_layers=0"),
     (dict(attention="flash"), "attention="), (dict(dtype="fp32"), "dtype="),
     (dict(loss_kernel="liger"), "loss_kernel="),
     (dict(tps=()), r"tps=\(\) must list at least one"), (dict(pps=[]), r"pps=\[\] must list"),

@@ -12,7 +12,7 @@ import pytest
 from parlab import cost, planner
 from parlab.planner import (STACKS, Layout, estimate, published, published_more, published_nvidia,
                             stacks)
-from parlab.planner.validate import predict_run
+from parlab.planner.validate import error_of, metric_of, predict_run
 
 SMALL = dict(n_layers=4, d_model=256, n_heads=8, seq_len=128, vocab_size=1000)
 ARGS = (8, 2, 1, 64)  # n_gpus, tp, pp, global_batch
@@ -173,24 +173,26 @@ def test_the_blackwell_rows_blind(rows):
         got = rows[r["name"]]
         assert got["estimate"].dtype == r["layout"]["dtype"], r["name"]
         # what ran fits, or the row says why the model does not hold it (its recipe is known)
-        assert got["estimate"].fits != bool(r["memory_note"]), r["name"]
-        if r["memory_note"]:
-            assert r["layout"]["recompute"] == "none" and "recipe" in r["memory_note"]
+        assert got["estimate"].fits != bool(r.get("memory_note")), r["name"]
+        if r.get("memory_note"):
+            assert r["layout"]["recompute"] == "none" and "recipe" in r.get("memory_note")
         if r["layout"]["dtype"] == "fp8" and r["name"].split()[1] not in ("25.09", "26.06"):
             assert abs(got["error"]) <= planner.TOLERANCE, r["name"]
         assert (abs(got["error"]) > planner.TOLERANCE) == bool(r["known_miss"]), r["name"]
         if r["name"].split()[1] == "25.09" and r["known_miss"]:  # the earliest GB200 release
             assert published_nvidia._EARLY_GB200 in r["known_miss"], r["name"]
-    # what the notes say: of the archive's GB200 rows two miss, 25.09's 405B FP8 (the
-    # earliest release) optimistic and 26.06's pessimistic, with 26.06's other 405B rows
-    # leaning the same way; 26.06 ran NVFP4 8% faster than 26.02 at one layout
+    # what the notes say: of the archive's GB200 rows two miss, 25.09's two 405B rows (the
+    # earliest release), both optimistic; 26.06's 405B rows are within once the recipe's
+    # split (the embedding and the loss a layer each) is counted, and beyond 14% without it
     gb = {r["name"]: rows[r["name"]]["error"] for r in bw if r["gpu"] == "GB200"}
-    early, late = (f"Megatron-Bridge {v} GB200 FP8" for v in ("25.09 405B 128", "26.06 405B 256"))
-    assert {n for n, e in gb.items() if abs(e) > planner.TOLERANCE} == {early, late}
-    assert gb[early] > planner.TOLERANCE and gb[late] < -planner.TOLERANCE
-    assert all(gb[f"Megatron-Bridge 26.06 405B 256 GB200 {d}"] < -0.1 for d in ("MXFP8", "NVFP4"))
-    assert published_nvidia._LATE_405B in rows[late]["known_miss"]
-    assert "1,166 against 1,076" in published_nvidia._LATE_405B and round(1166 / 1076 - 1, 2) == 0.08
+    early = {f"Megatron-Bridge 25.09 405B 128 GB200 {d}" for d in ("FP8", "MXFP8")}
+    assert {n for n, e in gb.items() if abs(e) > planner.TOLERANCE} == early
+    assert all(gb[n] > planner.TOLERANCE for n in early)
+    late = [r for r in planner.RUNS if r.name.startswith("Megatron-Bridge 26.06 405B 256 GB200")]
+    assert len(late) == 3 and all(r.layout["ends_as_layers"] for r in late)
+    for r in late:
+        even = predict_run(replace(r, layout={**r.layout, "ends_as_layers": False}))
+        assert error_of(r, metric_of(even, r.metric)) < -0.14 < rows[r.name]["error"], r.name
     # the archive's pairs at one layout: the published MXFP8 run is 4-6% slower than FP8
     by = {(r[0], r[1], r[2], r[4]): r[-1] for r in published_nvidia._BLACKWELL_ROWS}
     for key in (("25.11", "GB200", "8B"), ("25.11", "B200", "8B"), ("25.11", "B200", "405B")):
@@ -510,7 +512,7 @@ def test_the_gb300_rows(rows):
     assert not any(r["name"].startswith("Megatron-Bridge 26.02.01 70B") for r in g3)
     for r in g3:
         got = rows[r["name"]]
-        assert got["estimate"].fits and not r["memory_note"], r["name"]
+        assert got["estimate"].fits and not r.get("memory_note"), r["name"]
         assert (abs(got["error"]) > planner.TOLERANCE) == bool(r["known_miss"]), r["name"]
         if r["known_miss"]:
             assert r["known_miss"] == published_nvidia._GB300_MISS and got["error"] < 0
