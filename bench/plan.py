@@ -1,6 +1,7 @@
 """How long ``planner.plan`` takes to rank every layout of a large cluster: Llama 3 405B on
 16,384 H100s (its own job: 2,048 sequences of 8,192 tokens), every tp, cp and pp the planner
-tries, uneven pipeline stages allowed -- and a MoE model over every ep. The target is under
+tries, uneven pipeline stages allowed or the embedding and the loss counted as a layer each
+(every power-of-two pipeline then divides its 126 + 2) -- and a MoE model over every ep. The target is under
 2 s on this lab's 2 cores; nothing here asserts it (a benchmark, not a test).
 
     python -m bench.plan                  # 3 repeats, medians
@@ -30,6 +31,8 @@ SEARCH = importlib.import_module("parlab.planner.search")
 CASES = {
     "llama3-405B on 16384 H100, every tp/cp/pp": dict(
         model="llama3-405B", n_gpus=16384, gpu="H100", global_batch=2048, uneven_stages=True),
+    "llama3-405B on 16384 H100, the ends counted as layers": dict(
+        model="llama3-405B", n_gpus=16384, gpu="H100", global_batch=2048, ends_as_layers=True),
     "llama3-405B at 128k tokens on 16384 H100": dict(
         model="llama3-405B", n_gpus=16384, gpu="H100", global_batch=128, seq_len=131072,
         uneven_stages=True, cp_kind="allgather"),
