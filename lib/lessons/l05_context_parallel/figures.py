@@ -243,7 +243,7 @@ def timing_table(timing: list[dict], cp: int = 4, seq_len: int = 2048):
             for t in timing]
     ranks = " · ".join(str(r) for r in range(len(timing[0]["compute_s"]))) if timing else ""
     return table(rows, caption=f"one causal ring-attention call, cp = {cp}, s = {seq_len} "
-                               f"(this machine, medians)",
+                               f"(this machine: CPU time the least of the rounds, the call their median)",
                  headers=dict(per_rank=f"CPU ms, ranks {ranks}", imbalance="max/mean, CPU time",
                               predicted="max/mean, counted work", call="whole call (ms)"),
                  formats=dict(imbalance=".2f", predicted=".2f", call=".0f"))
