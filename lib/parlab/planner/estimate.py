@@ -207,10 +207,11 @@ def predict(model: ModelSpec, cluster: Cluster, layout: Layout, n_gpus: int,
     comm_layer = tp1 + cp1 + ep1
     logits = cost.logits_time(b * S // cp, s.d_model, V, dev, tp, lay.loss)
     # the slowest rank: without ends_as_layers the last, its `layers` and the loss; with
-    # them the last (a layer fewer, and the loss) or a middle rank (`layers`, no loss)
+    # them the last (a layer fewer, and the loss) or a middle rank (`layers`, no loss) --
+    # with two ranks there is no middle one
     timed, loss_here = layers, 1
     if ends:
-        if logits > lt["forward"] + lt["backward"] + comm_layer:
+        if pp == 2 or logits > lt["forward"] + lt["backward"] + comm_layer:
             timed = layers - 1
         else:
             loss_here = 0

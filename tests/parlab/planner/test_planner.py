@@ -400,6 +400,12 @@ def test_the_ends_as_layers_split_times_the_slowest_rank(vocab, loss_rank_slowes
     # without the flag the same 6 layers time 2 layers and the loss on the last rank
     plain = estimate(6, **kw, uneven_stages=True)
     assert stage(plain) == pytest.approx(2 * layer + loss)
+    # two ranks have no middle one: 6 + 2 on 2 ranks is 3 layers and an end each, as the
+    # even split of 6 with the loss on the last rank, whichever is longer
+    two = {**kw, "n_gpus": 2, "pp": 2}
+    ends2, even6 = estimate(6, **two, ends_as_layers=True), estimate(6, **two)
+    assert stage(ends2) == pytest.approx(stage(even6))
+    assert ends2.memory_per_gpu.total == pytest.approx(even6.memory_per_gpu.total)
 
 
 def test_llama3_405b_rows_split_as_their_sources_say():
