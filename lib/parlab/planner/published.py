@@ -253,7 +253,7 @@ def _qwen3():
                        "qwen3-235B-A22B", "H100-SXM5-80GB", "DGX-H100", 256, 2048,
                        dict(tp=2, pp=8, v=4, ep=32, micro_batch=1, zero_stage=1,
                             sequence_parallel=True, dtype="bf16", attention="fused",
-                            uneven_stages=True, ep_dispatch="dedup", ends_as_layers=True),
+                            ep_dispatch="dedup", ends_as_layers=True),
                        "step_s", 19.7,
                        note="EP 32 over TP x DP, expert TP 1, DeepEP dispatcher; 94 layers "
                             "and the embedding and loss on 32 chunks of 3 (the YAML's "

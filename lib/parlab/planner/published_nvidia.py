@@ -35,10 +35,11 @@ def _nvidia_row(name, group, source, model, gpu, n, B, degrees, b, dtype, tps, n
     ``degrees`` names it. ``note`` follows the throughput and the micro-batch in the row's
     note."""
     tp, pp, v = (degrees.get(k, 1) for k in ("tp", "pp", "v"))
-    ends = pp > 1 and model.name in _ENDS_AS_LAYERS
+    ends = pp > 1 and model.name in _ENDS_AS_LAYERS  # its split fills every chunk evenly
     layout = dict(**{"zero_stage": 1, **degrees}, micro_batch=b, sequence_parallel=tp > 1,
                   tp_comm_overlap=tp > 1, dtype=dtype, loss_kernel=loss_kernel,
-                  uneven_stages=model.n_layers % (pp * v) != 0, ends_as_layers=ends)
+                  uneven_stages=not ends and model.n_layers % (pp * v) != 0,
+                  ends_as_layers=ends)
     return _row(name, group, source, model, gpu, node_for(GPU_PRESETS[gpu]).name, n, B, layout,
                 "step_s", B * model.seq_len / (tps * n),
                 search=() if "recompute" in degrees else ("recompute",),
