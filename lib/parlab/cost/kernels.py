@@ -205,12 +205,15 @@ def attention_time(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_
                    memory_efficiency: float, attention_efficiency: float,
                    kind: str = "fused", dropout: bool = False,
                    flops_per_exp: float | None = None,
-                   reference_flops_per_exp: float | None = None) -> dict:
+                   reference_flops_per_exp: float | None = None,
+                   dropout_factor: float = 1.0) -> dict:
     """Seconds of one attention core (n_heads heads on this GPU, queries seq_q, keys seq_k),
     {"forward", "backward"}. fused: ``attention_flops`` (causal) at attention_efficiency
     of peak, backward 2.5 x forward, each times ``softmax_exp_factor`` (this GPU's balance
     of matmul and exponentials against the reference GPU's, where attention_efficiency was
-    measured). materialized: QK^T and AV as ``count`` = b x heads batched GEMMs by
+    measured) and, with dropout, ``dropout_factor``: the kernel then draws a random number
+    per score inside it, and on Hopper FlashAttention-2 halves its key block (1 -- free --
+    unless measured: ``gpu-report``'s attention_dropout section). materialized: QK^T and AV as ``count`` = b x heads batched GEMMs by
     ``gemm_time``, the scores' softmax (and dropout) by ELEMENTWISE; backward runs each GEMM
     twice (gradients of both operands)."""
     kind = check_choice("kind", kind, ATTENTION)
@@ -224,9 +227,10 @@ def attention_time(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_
     g, a = _eff("gemm_efficiency", gemm_efficiency), _eff("attention_efficiency",
                                                            attention_efficiency)
     dropout = check_bool("dropout", dropout)
+    drop = check_float("dropout_factor", dropout_factor, 0.0) if dropout else 1.0
     ratios = _exp_ratios(flops_per_exp, reference_flops_per_exp)
     if kind == "fused":
-        fwd = attention_flops(b, sq, sk, heads, d) / (peak * a)
+        fwd = drop * attention_flops(b, sq, sk, heads, d) / (peak * a)
         return {"forward": fwd * softmax_exp_factor(d, *ratios),
                 "backward": 2.5 * fwd * softmax_exp_factor(d, *ratios, backward=True)}
     count = b * heads

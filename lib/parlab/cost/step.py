@@ -44,7 +44,9 @@ class Device:
     a large GEMM sustains, the share of peak a fused attention kernel sustains, the share
     of HBM bandwidth memory-bound kernels reach. ``flops_per_exp``: its 16-bit matmul peak
     over its exponential rate, and ``reference_flops_per_exp`` the same for the GPU the
-    attention share was measured on (``kernels.softmax_exp_factor``; None: not known)."""
+    attention share was measured on (``kernels.softmax_exp_factor``; None: not known).
+    ``attention_dropout_factor``: a fused attention kernel with dropout takes that many
+    times its time without (``kernels.attention_time``; 1: as if dropout were free)."""
     peak_flops: float
     hbm_bandwidth: float
     sms: int
@@ -54,6 +56,7 @@ class Device:
     fp8_flops: float | None = None
     flops_per_exp: float | None = None
     reference_flops_per_exp: float | None = None
+    attention_dropout_factor: float = 1.0
 
     def __post_init__(self):
         check_float("peak_flops", self.peak_flops, 0.0)
@@ -64,6 +67,7 @@ class Device:
         for name in ("fp8_flops", "flops_per_exp", "reference_flops_per_exp"):
             if getattr(self, name) is not None:
                 check_float(name, getattr(self, name), 0.0)
+        check_float("attention_dropout_factor", self.attention_dropout_factor, 0.0)
 
     @property
     def memory_rate(self) -> float:
@@ -126,7 +130,8 @@ def layer_time(shape: LayerShape, micro_batch: int, seq_len: int, device: Device
                        shape.head_dim, device.peak_flops, device.hbm_bandwidth, device.sms,
                        device.gemm_efficiency, device.memory_efficiency,
                        device.attention_efficiency, attention, shape.dropout,
-                       device.flops_per_exp, device.reference_flops_per_exp)
+                       device.flops_per_exp, device.reference_flops_per_exp,
+                       device.attention_dropout_factor)
     ops = layer_elementwise(shape, tokens, t, sp, eager)
     ew_f = (sum(elementwise_bytes(o, n) for o, n in ops) + cast) / device.memory_rate
     ew_b = (sum(elementwise_bytes(o, n, True) for o, n in ops) + cast) / device.memory_rate

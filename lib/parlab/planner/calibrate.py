@@ -36,9 +36,11 @@ def calibrate(gpu_report, constants: Constants = CONSTANTS) -> Constants:
     shape, batch, fused attention, no recomputation, the loss as that run computed it:
     Inductor's fused kernel compiled, PyTorch's ops eager -- ``cost.LOSS_KERNELS``) take the
     measured time, with the GEMM share just measured -- bisection on (0.05, 1].
-    memory_efficiency stays (the report has no bandwidth test). The measured GPU's entry in
-    ``clock_shares`` goes: its measured share already holds it. Sections that did not run
-    leave their constant as it was."""
+    attention_dropout_factor: the attention_dropout section's median ratio of SDPA's forward
+    and backward with dropout 0.1 to without (torch's kernel on this GPU, standing in for
+    Transformer Engine's). memory_efficiency stays (the report has no bandwidth test). The
+    measured GPU's entry in ``clock_shares`` goes: its measured share already holds it.
+    Sections that did not run leave their constant as it was."""
     report = gpu_report
     if isinstance(report, str):
         with open(report) as f:
@@ -59,6 +61,9 @@ def calibrate(gpu_report, constants: Constants = CONSTANTS) -> Constants:
     fp8 = _gemm_share(mm["rows"], "fp8", spec.sms)
     if fp8:
         out = replace(out, fp8_gemm_efficiency=fp8)
+    drop = report.get("attention_dropout", {})
+    if drop.get("status") == "ok" and drop.get("dropout_factor"):
+        out = replace(out, attention_dropout_factor=round(drop["dropout_factor"], 3))
     model = report.get("model", {})
     best = model.get("best") or ""
     run = model.get("runs", {}).get(best, {})

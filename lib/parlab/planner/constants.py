@@ -65,6 +65,10 @@ class Constants:
     # the GPU preset the attention share was measured on: another GPU's fused attention runs
     # longer or shorter by its balance of matmul and exponentials (cost.softmax_exp_factor)
     attention_gpu: str = "H200-SXM-141GB"
+    # fused attention with dropout (GPT-3's 0.1 on the probabilities) takes this many times
+    # its time without, as gpu-report's attention_dropout section measures it (calibrate);
+    # None: no measurement, dropout priced free in a fused kernel
+    attention_dropout_factor: float | None = None
 
     def __post_init__(self):
         for f in ("gemm_efficiency", "attention_efficiency", "memory_efficiency"):
@@ -77,6 +81,8 @@ class Constants:
                 raise ValueError(f"clock_shares={self.clock_shares!r} must hold (GPU name, share) "
                                  "pairs")
             check_float("clock_shares", pair[1], 0.0, high=1.0)
+        if self.attention_dropout_factor is not None:
+            check_float("attention_dropout_factor", self.attention_dropout_factor, 0.0)
         if not isinstance(self.stack, str):
             raise ValueError(f"stack={self.stack!r} must be a stack's name (a string)")
         if self.attention_gpu not in GPU_PRESETS:
@@ -112,7 +118,8 @@ class Constants:
         return cost.Device(gpu.peak_tflops[half] * clock * 1e12, gpu.hbm_gb_per_s * 1e9, gpu.sms,
                            gemm, self.attention_efficiency,
                            self.memory_efficiency, None if fp8 is None else fp8 * clock * 1e12,
-                           gpu.flops_per_exp, GPU_PRESETS[self.attention_gpu].flops_per_exp)
+                           gpu.flops_per_exp, GPU_PRESETS[self.attention_gpu].flops_per_exp,
+                           self.attention_dropout_factor or 1.0)
 
 
 # The one published pair of one layout in FP8 (per-tensor current scaling) and in MXFP8 that

@@ -51,6 +51,31 @@ def test_attention_fused_vs_materialized():
     assert mat["forward"] > fused["forward"]  # at 4096 tokens materializing costs more
 
 
+def test_dropout_in_a_fused_kernel_costs_its_measured_factor():
+    # a fused kernel with dropout: its time x dropout_factor, forward and backward; without
+    # dropout, or materialized (whose dropout is its own pass over the scores), no change
+    args = (1, 4096, 4096, 32, 128, 989.5e12, 3.35e12, 132, 0.7, 0.6, 0.3)
+    plain = cost.attention_time(*args)
+    drop = cost.attention_time(*args, dropout=True, dropout_factor=1.3)
+    assert cost.attention_time(*args, dropout=True) == plain  # unmeasured: priced free
+    for k in ("forward", "backward"):
+        assert drop[k] == pytest.approx(1.3 * plain[k])
+    assert cost.attention_time(*args, dropout_factor=1.3) == plain
+    mat = [cost.attention_time(*args, "materialized", True, dropout_factor=f) for f in (1.0, 1.3)]
+    assert mat[0] == mat[1]
+    # a Device carries it into a layer's time: GPT-3's layer (dropout) slows, Llama's does not
+    dev = cost.Device(989.5e12, 3.35e12, 132, 0.7, 0.3, 0.6, attention_dropout_factor=1.3)
+    bare = cost.Device(989.5e12, 3.35e12, 132, 0.7, 0.3, 0.6)
+    gpt3 = cost.LayerShape(4096, 32)
+    assert gpt3.dropout and not LLAMA70.dropout
+    t, t0 = (cost.layer_time(gpt3, 1, 4096, d)["attention_forward"] for d in (dev, bare))
+    assert t == pytest.approx(1.3 * t0)
+    t, t0 = (cost.layer_time(LLAMA70, 1, 8192, d, tp=8)["attention_forward"] for d in (dev, bare))
+    assert t == t0
+    with pytest.raises(ValueError, match="attention_dropout_factor="):
+        cost.Device(989.5e12, 3.35e12, 132, 0.7, 0.3, 0.6, attention_dropout_factor=0.0)
+
+
 def test_softmax_exponentials_against_the_matmuls():
     # FA3 (§3.1): an H100's 989 TFLOP/s of matmul against 3.9 T exponentials/s, 512 matmul
     # FLOPs an exponential forward at d = 128 -> the exponentials take about half the matmuls'

@@ -6,6 +6,7 @@ plan ranks, searches cp and ep, lists the infeasible with why, and ranks ZeRO-3 
 error bar; calibrate from a gpu-report; bad input names the field."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -112,6 +113,28 @@ def test_calibrate_from_a_gpu_report(tmp_path):
     assert planner.calibrate(str(path)) == c
     with pytest.raises(ValueError, match="matmul"):
         planner.calibrate({"matmul": {"status": "skipped"}})
+
+
+def test_calibrate_takes_the_measured_cost_of_attention_dropout():
+    # the report's attention_dropout section sets the factor; a model with dropout (GPT-3's)
+    # runs slower by it in its fused attention, a model without (Llama's) does not move
+    c0 = planner.calibrate(planner.H200_REPORT)
+    assert c0.attention_dropout_factor is None and planner.CONSTANTS.attention_dropout_factor is None
+    rec = {"status": "ok", "dropout_p": 0.1, "dropout_factor": 1.25, "rows": []}
+    c = planner.calibrate({**planner.H200_REPORT, "attention_dropout": rec})
+    assert c.attention_dropout_factor == 1.25 and c == replace(c0, attention_dropout_factor=1.25)
+    assert planner.calibrate({**planner.H200_REPORT, "attention_dropout": {
+        **rec, "status": "error"}}).attention_dropout_factor is None
+
+    def step(constants, dropout):
+        e = estimate(24, 4096, 32, 2048, 50257, 8, 1, 1, 32, 4, "H100", dropout=dropout,
+                     constants=constants)
+        return e.step_time.total, e.step_time.compute
+    (t0, c0_), (t1, c1_) = step(c0, True), step(c, True)
+    assert t1 > t0 and t1 - t0 == pytest.approx(c1_ - c0_)  # all of it in the compute
+    assert step(c, False) == step(c0, False)
+    with pytest.raises(ValueError, match="attention_dropout_factor="):
+        replace(planner.CONSTANTS, attention_dropout_factor=-1.0)
 
 
 def test_estimate_fields_and_splits_add_up():
