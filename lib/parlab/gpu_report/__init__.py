@@ -4,6 +4,7 @@ Read in this order:
   common.py       a section's record (ok / skipped / error + reason), skip reasons, timing
   attention.py    SDPA and checkpointed attention swapped into the reference GPT
   matmul.py       bf16 / fp8 GEMM TFLOP/s vs the preset's peak
+  attention_dropout.py  fused attention (SDPA) with dropout 0.1 against none: its cost
   training.py     our GPT at ~1B parameters: tokens/s, MFU (cost.mfu), peak memory vs
                   cost.memory_plan
   activations.py  one layer's activation bytes: CUDA allocator vs cost.activation_memory

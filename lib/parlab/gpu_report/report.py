@@ -2,8 +2,8 @@
 
     python -m parlab gpu-report [--quick] [--json PATH] [--only SECTION ...] [--no-compile]
 
-Sections (the JSON's top-level keys): device, matmul, model, activation_memory (one
-GPU), nccl, strategies (two or more). Each is {"status": "ok" | "skipped" | "error",
+Sections (the JSON's top-level keys): device, matmul, attention_dropout, model,
+activation_memory (one GPU), nccl, strategies (two or more). Each is {"status": "ok" | "skipped" | "error",
 "reason" (unless ok), "seconds", ...figures}. Without a GPU every GPU section is
 skipped with its reason and the exit status is 0; it is 1 when a section failed."""
 
@@ -17,10 +17,11 @@ import time
 import torch
 
 from .. import hardware
-from . import activations, matmul, multi_gpu, training
+from . import activations, attention_dropout, matmul, multi_gpu, training
 from .common import ERROR, OK, SKIPPED, cuda_reason, json_safe, nccl_available, nccl_reason, run_section, skipped
 
-SECTIONS = ("device", "matmul", "model", "activation_memory", "nccl", "strategies")
+SECTIONS = ("device", "matmul", "attention_dropout", "model", "activation_memory", "nccl",
+            "strategies")
 GPU_SECTIONS = SECTIONS[1:]
 
 
@@ -54,13 +55,15 @@ def plan(report_device: dict, only=None) -> dict:
 
 def _runners(quick: bool, compile_: bool, n_gpus: int) -> dict:
     return {"matmul": lambda: matmul.section(quick),
+            "attention_dropout": lambda: attention_dropout.section(quick),
             "model": lambda: training.section(quick, compile_),
             "activation_memory": lambda: activations.section(quick),
             "nccl": lambda: multi_gpu.nccl_section(quick, n_gpus),
             "strategies": lambda: multi_gpu.strategies_section(n_gpus)}
 
 
-LINES = {"matmul": matmul.lines, "model": training.lines, "activation_memory": activations.lines,
+LINES = {"matmul": matmul.lines, "attention_dropout": attention_dropout.lines,
+         "model": training.lines, "activation_memory": activations.lines,
          "nccl": multi_gpu.nccl_lines, "strategies": multi_gpu.strategies_lines}
 
 
@@ -93,6 +96,9 @@ def headline(report: dict) -> list[str]:
                 f"{d} {t:.0f} TFLOP/s" + (f" ({t / p:.0%} of {p:g})" if (p := (dev["preset"] or {})
                                                                        .get("peak_tflops", {}).get(d)) else "")
                 for d, t in rec["best_tflops"].items()))
+        elif name == "attention_dropout":
+            out.append(f"attention_dropout: SDPA with dropout {rec['dropout_p']} takes "
+                       f"x{rec['dropout_factor']:.2f} its time without")
         elif name == "model" and rec.get("best"):
             mfu = f", MFU {rec['mfu']:.1%}" if rec.get("mfu") is not None else ""
             out.append(f"model: GPT {rec['n_params'] / 1e9:.2f}B, {rec['best']}: "

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from parlab import cost
-from parlab.gpu_report import activations, common, matmul, multi_gpu, report, training
+from parlab.gpu_report import (activations, attention_dropout, common, matmul, multi_gpu,
+                               report, training)
 from parlab.gpu_report import GPU_SECTIONS, SECTIONS, main
 from parlab.model import Block, GPTConfig
 import paths
@@ -36,7 +37,7 @@ def test_cpu_report_skips_every_gpu_section_and_exits_0(tmp_path, capsys):
     out = capsys.readouterr().out
     for name in GPU_SECTIONS:
         assert f"{name}: skipped: no CUDA GPU" in out
-    assert "0 sections measured, 5 skipped, 0 failed" in out
+    assert "0 sections measured, 6 skipped, 0 failed" in out
     rep = json.loads(path.read_text())
     assert tuple(rep) == SECTIONS
     assert rep["device"]["status"] == "ok" and rep["device"]["quick"] is True
@@ -76,7 +77,8 @@ def test_bad_arguments_are_usage_errors(argv, capsys):
 def test_plan_skips_by_gpu_count_and_nccl():
     one = {"no_gpu_reason": None, "gpu_count": 1, "nccl_available": True}
     reasons = report.plan(one)
-    assert [n for n, why in reasons.items() if why is None] == ["matmul", "model", "activation_memory"]
+    assert [n for n, why in reasons.items() if why is None] == ["matmul", "attention_dropout", "model",
+                                                                "activation_memory"]
     assert reasons["nccl"] == reasons["strategies"] == "needs >= 2 GPUs with NCCL, one per rank (found 1)"
     assert report.plan({**one, "gpu_count": 8}) == dict.fromkeys(GPU_SECTIONS)
     assert "is_nccl_available() is False" in report.plan({**one, "gpu_count": 2, "nccl_available": False})["nccl"]
@@ -161,6 +163,29 @@ def test_memory_plan_for_the_measured_model():
     n = model.num_params()
     assert (plan["params"], plan["grads"], plan["optimizer"]) == (4 * n, 4 * n, 8 * n)
     assert plan["activations"] == cost.activation_memory(16, 4, 32, 4, 2, "selective")
+
+
+def test_attention_dropout_section_on_cpu(monkeypatch):
+    # the same code the GPU runs, at toy sizes: rows per sequence, their ratio, the median
+    monkeypatch.setattr(attention_dropout, "QUICK_SEQS", (8, 16))
+    monkeypatch.setattr(attention_dropout, "TOKENS", 32)
+    monkeypatch.setattr(attention_dropout, "HEADS", 2)
+    monkeypatch.setattr(attention_dropout, "HEAD_DIM", 8)
+    rec = common.run_section(attention_dropout.section, True, "cpu")
+    assert rec["status"] == "ok" and [r["seq"] for r in rec["rows"]] == [8, 16]
+    assert [r["batch"] for r in rec["rows"]] == [4, 2] and rec["dropout_p"] == 0.1
+    for r in rec["rows"]:
+        assert r["ratio"] == pytest.approx(r["seconds_dropout"] / r["seconds_plain"])
+        assert r["tflops_plain"] > 0 and r["dtype"] == "float32"
+    assert rec["dropout_factor"] == pytest.approx(sum(r["ratio"] for r in rec["rows"]) / 2)
+    assert len(attention_dropout.lines(rec)) == 4
+
+
+def test_attention_flops_and_shapes():
+    # 2 b s^2 h d forward (half the square of QK^T and PV), 2.5 times that backward
+    assert attention_dropout.causal_flops(2, 1024, 16, 128) == 3.5 * 2 * 2 * 1024 ** 2 * 16 * 128
+    with pytest.raises(ValueError, match="seq=3000 must divide tokens=16384"):
+        attention_dropout.measure(3000, "cpu")
 
 
 def test_matmul_section_on_cpu(monkeypatch):
@@ -263,7 +288,12 @@ def _full_report(monkeypatch) -> dict:
          "peer_tokens_per_s": 9e4, "ratio_vs_peer": 1.11},
         {"strategy": "tensor_parallel", "ours": "Megatron TP", "peer": "torch DTensor TP",
          "status": "skipped", "reason": "tp=3 must divide n_heads=8"}]}
+    monkeypatch.setattr(attention_dropout, "QUICK_SEQS", (16,))
+    monkeypatch.setattr(attention_dropout, "TOKENS", 32)
+    monkeypatch.setattr(attention_dropout, "HEADS", 2)
+    monkeypatch.setattr(attention_dropout, "HEAD_DIM", 8)
     return {"device": dev, "matmul": common.run_section(matmul.section, True, "cpu"),
+            "attention_dropout": common.run_section(attention_dropout.section, True, "cpu"),
             "model": {"status": "ok", "seconds": 1.0, **model},
             "activation_memory": {"status": "ok", "seconds": 1.0, **activations.section(True, "cpu")},
             "nccl": {"status": "ok", "seconds": 1.0, **nccl},
@@ -280,17 +310,18 @@ def test_text_and_headline_of_a_full_report(monkeypatch):
     head = report.headline(rep)
     assert head[0] == f"device: NVIDIA H200, torch {torch.__version__}"
     assert head[1].startswith("matmul: bf16 ") and "of 989.5)" in head[1]
-    assert head[2].startswith("model: GPT 0.00B, eager: ") and "MFU" in head[2]
-    assert head[3] == "activation_memory: allocator / Korthikanti not measured (no CUDA allocator)"
-    assert head[4] == "nccl: best busbw all_reduce 215 GB/s"
-    assert head[5] == "strategies: zero equal, tensor_parallel skipped"
+    assert head[2].startswith("attention_dropout: SDPA with dropout 0.1 takes x")
+    assert head[3].startswith("model: GPT 0.00B, eager: ") and "MFU" in head[3]
+    assert head[4] == "activation_memory: allocator / Korthikanti not measured (no CUDA allocator)"
+    assert head[5] == "nccl: best busbw all_reduce 215 GB/s"
+    assert head[6] == "strategies: zero equal, tensor_parallel skipped"
 
 
 def test_headline_of_allocator_ratios(monkeypatch):
     rep = _full_report(monkeypatch)
     for r, x in zip(rep["activation_memory"]["rows"], (1.031, 1.0, 1.0)):
         r["allocator_vs_korthikanti"], r["allocator_bytes"] = x, 1000
-    assert report.headline(rep)[3] == ("activation_memory: allocator / Korthikanti math x1.03, "
+    assert report.headline(rep)[4] == ("activation_memory: allocator / Korthikanti math x1.03, "
                                        "checkpointed x1.00, sdpa x1.00")
     assert "x1.031" in "\n".join(activations.lines(rep["activation_memory"]))
 
@@ -338,7 +369,7 @@ def test_a_failed_section_makes_the_exit_status_1(monkeypatch, capsys):
     assert e.value.code == 1
     out = capsys.readouterr().out
     assert "matmul: error: ZeroDivisionError: division by zero" in out
-    assert "0 sections measured, 4 skipped, 1 failed: matmul" in out
+    assert "0 sections measured, 5 skipped, 1 failed: matmul" in out
 
 
 def test_a_compiled_module_that_refuses_bool_is_still_measured(monkeypatch):
