@@ -197,7 +197,11 @@ _SMALL_H100 = ("the two smallest models are the table's only rows beyond 15%, bo
                "millisecond, and the costs of many short kernels (launch gaps, tails that do not "
                "fill the GPU) that the model does not count become visible. On torchtitan's "
                "H100s the 8B rows (d_model 4096) lean the same way against the 70B's under the "
-               "same FSDP x TP 8 layout; no A100 row does")
+               "same FSDP x TP 8 layout; no A100 row does. Both keep Megatron's attention "
+               "dropout of 0.1, which a fused kernel pays for (a random number per score) and "
+               "the planner prices free until a gpu-report measures it (Constants."
+               "attention_dropout_factor): at 1.2 they would be +11% and +14%, attention being "
+               "a larger share of a narrow model's step")
 
 
 def _megatron_h100():

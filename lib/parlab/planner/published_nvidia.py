@@ -202,7 +202,9 @@ _SMALL_GPT = ("GPT-3 20B (GPT-style layers of width 6144: LayerNorm, a two-matri
               "once it is priced as the launcher's configs ran it (unfused, fp32); like "
               "Megatron-LM's H100 1.7B and 7.1B they still lean optimistic. Attention dropout "
               "(Megatron's 0.1 in GPT-3 5B and 20B, which FlashAttention-3 does not offer: "
-              "Dao-AILab/flash-attention#1377) is not in the model")
+              "Dao-AILab/flash-attention#1377) is priced free in a fused kernel until a "
+              "gpu-report measures its factor (Constants.attention_dropout_factor); at 1.2 this "
+              "row would be +14.5%")
 
 
 # NeMo 24.07 ran its tables from NeMo-Framework-Launcher's configs: the Llama ones set
