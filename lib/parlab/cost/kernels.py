@@ -213,9 +213,9 @@ def attention_time(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_
     of matmul and exponentials against the reference GPU's, where attention_efficiency was
     measured) and, with dropout, ``dropout_factor``: the kernel then draws a random number
     per score inside it, and on Hopper FlashAttention-2 halves its key block (1 -- free --
-    unless measured: ``gpu-report``'s attention_dropout section). materialized: QK^T and AV as ``count`` = b x heads batched GEMMs by
-    ``gemm_time``, the scores' softmax (and dropout) by ELEMENTWISE; backward runs each GEMM
-    twice (gradients of both operands)."""
+    unless measured: ``gpu-report``'s attention_dropout section). materialized: QK^T and AV
+    as ``count`` = b x heads batched GEMMs by ``gemm_time``, the scores' softmax (and
+    dropout) by ELEMENTWISE; backward runs each GEMM twice (gradients of both operands)."""
     kind = check_choice("kind", kind, ATTENTION)
     b, sq, sk = check_int("micro_batch", micro_batch), check_int("seq_q", seq_q), \
         check_int("seq_k", seq_k)
