@@ -17,7 +17,7 @@ from ..validate import check_bool, check_int
 from .constants import CONSTANTS, Constants
 from .estimate import Estimate, divisors, layer_activations, predict
 from .presets import cluster_for, resolve_model
-from .spec import Layout, LayoutError
+from .spec import Layout, LayoutError, split_error
 from .stacks import DEFAULT_STACK
 
 _ZERO = cost.ZERO_STAGE_NAMES
@@ -235,12 +235,11 @@ def _best_variant(model, cluster, base: Layout, n_gpus, B, constants, pp, tp,
         kinds = [(0, None), (1, None)] + (([(3, False)] + ([] if prune else [(3, True)]))
                                           if zero3_with_pp else [])
     zero1_stops = {}  # (sp, v, recompute) -> the first micro-batch ZeRO-1 cannot fit
-    # interleaving needs m = per / b to be a multiple of pp: b must divide per / pp
-    # with ends_as_layers the chunks hold the layers and the two ends: pp x v divides L + 2
-    ends = base.ends_as_layers
+    # interleaving needs m = per / b to be a multiple of pp: b must divide per / pp; the
+    # chunks split as the layout allows (spec.split_error), uneven ones a layer or more each
     vs = [v for v in (1, 2, 4, 8) if v == 1 or (
-        pp > 1 and per % pp == 0 and ((L + 2) % (pp * v) == 0 if ends else
-                                      (base.uneven_stages or L % (pp * v) == 0) and pp * v <= L))]
+        pp > 1 and per % pp == 0 and (base.ends_as_layers or pp * v <= L)
+        and split_error(L, pp, v, base.uneven_stages, base.ends_as_layers) is None)]
     for zero, keep in kinds:
         for sp in ((False, True) if tp > 1 else (False,)):
             for v in vs:

@@ -157,6 +157,27 @@ class Cluster:
         return cost.members_per_domain(size, stride, self.nvlink_domain) < size
 
 
+def split_error(n_layers: int, pp: int, v: int, uneven_stages: bool,
+                ends_as_layers: bool) -> str | None:
+    """Why ``n_layers`` cannot be split over pp x v model chunks, or None. Even stages: pp x v
+    divides the layers; ``ends_as_layers``: it divides the layers and the two ends (the
+    embedding and the loss a layer each), as Megatron-Core asserts; ``uneven_stages``: any
+    split, as long as each chunk holds a layer, the embedding or the loss."""
+    L = n_layers
+    what = f"pp={pp}" if v == 1 else f"pp*v={pp * v}"
+    if ends_as_layers and pp > 1:
+        if (L + 2) % (pp * v):
+            return (f"{what} must divide n_layers + 2 = {L + 2} with ends_as_layers=True (the "
+                    "embedding and the loss a layer each, every model chunk alike)")
+    elif L % (pp * v) and not uneven_stages:
+        return (f"{what} must divide n_layers={L} (equal stages; uneven_stages=True times the "
+                "slowest one)")
+    if pp * v > L + 2:
+        return (f"pp*v={pp * v} must be <= n_layers + 2 = {L + 2} (each of the pp x v model "
+                "chunks holds a layer, the embedding or the loss)")
+    return None
+
+
 @dataclass(frozen=True)
 class Layout:
     """How one step runs: the degrees (dp is what the others leave of n_gpus), micro-batch
@@ -295,22 +316,9 @@ class Layout:
             raise LayoutError(f"pp={pp} must be <= n_layers={L} (a stage needs a layer)")
         if v > 1 and pp == 1:
             raise LayoutError(f"v={v}: interleaving needs pp > 1")
-        what = f"pp={pp}" if v == 1 else f"pp*v={pp * v}"
-        if self.ends_as_layers and pp > 1:
-            # Megatron-Core asserts that the layers and the two ends fill the chunks evenly
-            if (L + 2) % (pp * v):
-                raise LayoutError(f"{what} must divide n_layers + 2 = {L + 2} with "
-                                  "ends_as_layers=True (the embedding and the loss a layer "
-                                  "each, every model chunk alike)")
-        elif L % (pp * v) and not self.uneven_stages:
-            raise LayoutError(f"{what} must divide n_layers={L} (equal stages; "
-                              "uneven_stages=True times the slowest one)")
-        # only reachable with uneven stages. Megatron's uneven split may count the
-        # embedding and the loss as a layer each (Llama 3 405B: 126 layers + 2 on 16 x 8
-        # chunks); beyond that a model chunk would hold nothing
-        if pp * v > L + 2:
-            raise LayoutError(f"pp*v={pp * v} must be <= n_layers + 2 = {L + 2} (each of the "
-                              "pp x v model chunks holds a layer, the embedding or the loss)")
+        why = split_error(L, pp, v, self.uneven_stages, self.ends_as_layers)
+        if why:
+            raise LayoutError(why)
         if pp > 1 and self.zero_stage == 2:
             raise LayoutError(f"zero_stage={self.zero_stage} with pp={pp}: ZeRO-2 shards the "
                               "gradients every micro-batch of a pipeline adds to; use "
