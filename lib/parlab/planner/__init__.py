@@ -16,8 +16,7 @@ from .search import Candidate, Infeasible, Plan, plan, reasons
 from .spec import CP_KINDS, DTYPES, EP_DISPATCH, Cluster, Layout, LayoutError, ModelSpec
 from .stacks import DEFAULT_STACK, STACKS, Stack, stack_constants
 from .validate import (TOLERANCE, error_band, headline, metric_of, predict_run, summary,
-                       validated_scale,
-                       validate)
+                       validated_scale, validate, weak_scaling)
 
 __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "MemoryPerGPU",
            "CONSTANTS", "CONSTANTS_NOTE", "H200_REPORT", "Constants", "calibrate",
@@ -26,4 +25,5 @@ __all__ = ["estimate", "predict", "best_micro_batch", "Estimate", "StepTime", "M
            "RUNS", "IN_SAMPLE", "OUT_OF_SAMPLE", "PublishedRun", "plan", "Plan", "Candidate",
            "Infeasible", "reasons", "validate", "summary", "predict_run", "error_band", "metric_of",
            "TOLERANCE", "headline", "flops_as", "FLOP_CONVENTION", "narayanan_table1", "gpt3_seed_check",
-           "SEED_GPT3", "STACKS", "Stack", "DEFAULT_STACK", "stack_constants", "validated_scale"]
+           "SEED_GPT3", "STACKS", "Stack", "DEFAULT_STACK", "stack_constants", "validated_scale",
+           "weak_scaling"]

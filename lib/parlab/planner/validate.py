@@ -240,3 +240,24 @@ def error_band(layout: Layout) -> tuple:
     layout by all the other rows (explained misses included)."""
     r = _ratios()[_band_key(layout)]
     return (min(r), max(r)) if r else (1.0, 1.0)
+
+
+def weak_scaling(constants: Constants = CONSTANTS) -> list[dict]:
+    """The weak-scaling tables (``published_nvidia.dgxc_scaling``: the work per GPU fixed, the
+    GPUs and the batch doubling), each scale predicted: per table and precision {"table",
+    "dtype", "gpus", "published", "predicted" (seconds per step at each scale), "growth":
+    {"published", "predicted"}} -- how much longer a step takes at the largest scale than at
+    the smallest that runs the whole model (Llama 3.1 405B's smaller scales cut its layers)."""
+    from .published_nvidia import dgxc_scaling  # published imports it: loaded by now
+    out = []
+    for t in dgxc_scaling():
+        runs = [PublishedRun(**r) for r in t["rows"]]
+        steps = [predict_run(r, constants).step_time.total for r in runs]
+        whole = max(r.model.n_layers for r in runs)
+        first = next(i for i, r in enumerate(runs) if r.model.n_layers == whole)
+        out.append({"table": t["table"], "dtype": t["dtype"],
+                    "gpus": [r.n_gpus for r in runs], "published": [r.value for r in runs],
+                    "predicted": steps,
+                    "growth": {"published": runs[-1].value / runs[first].value - 1,
+                               "predicted": steps[-1] / steps[first] - 1}})
+    return out
