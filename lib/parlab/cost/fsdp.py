@@ -125,8 +125,12 @@ def zero_offload_traffic(n_params: float, param_bytes: float = 2,
 #       parameter tensor is gathered by its own all-gather when its module is about to run
 #       (partition_parameters.py, _allgather_param: one dist.all_gather per parameter; biases
 #       and norms below param_persistence_threshold stay whole), so a layer pays one
-#       collective's latency per weight matrix, and the compute waits for it; the gradients'
-#       reduce-scatter runs on a side stream beside the backward (overlap_comm).
+#       collective's latency per weight matrix, and the compute waits for it. The gradients'
+#       reduce-scatter is issued on a side stream (overlap_comm), but nothing overlaps it:
+#       at v0.3.13 (2021-03) _allgather_param calls torch.cuda.synchronize() before each
+#       parameter's gather, and stage3.py's _synchronize_communication synchronizes the
+#       device again after each module's fetch, so the next module's gather starts only once
+#       the reduce-scatter queued before it has finished.
 #   "fsdp2"  PyTorch FSDP2 (2024; Zhao et al. VLDB 2023 §3.3 for the prefetching): one flat
 #       all-gather per unit (a transformer block), the next unit's issued while this one
 #       computes (forward and backward prefetch), the reduce-scatter beside the backward.
@@ -151,7 +155,8 @@ def fsdp_unit_exposed(gather_s: float, reduce_s: float, forward_s: float, backwa
     ``reduce=False``: gradients accumulate unsharded, reduced after a later micro-batch.
     fsdp2 (prefetch): forward max(0, G - F), backward max(0, G + R - B) -- the gather of the
     next unit and the reduce-scatter of the last share the links while this unit computes.
-    deepspeed2021 (on demand): forward G, backward G + max(0, R - B)."""
+    deepspeed2021 (on demand, the device synchronized at every gather): forward G,
+    backward G + R."""
     check_choice("impl", impl, FSDP_IMPLS)
     g = check_float("gather_s", gather_s, 0.0, strict=False)
     r = check_float("reduce_s", reduce_s, 0.0, strict=False)
@@ -161,7 +166,7 @@ def fsdp_unit_exposed(gather_s: float, reduce_s: float, forward_s: float, backwa
     gb = g if check_bool("backward_gather", backward_gather) else 0.0
     if impl == "fsdp2":
         return {"forward": max(0.0, g - f), "backward": max(0.0, gb + r - b)}
-    return {"forward": g, "backward": gb + max(0.0, r - b)}
+    return {"forward": g, "backward": gb + r}
 
 
 def fsdp_accumulation(unit_bytes: float, layers: int, micro_batches: int,

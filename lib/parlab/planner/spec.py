@@ -213,7 +213,7 @@ class Layout:
     ep_dispatch: str = "alltoall"   # "dedup": a token goes to a node, and a rank, once (DeepEP)
     # ZeRO-3 only (cost.fsdp): "fsdp2" -- one flat gather per block, the next prefetched,
     # the reduce-scatter beside the backward; "deepspeed2021" -- DeepSpeed's ZeRO-3 of
-    # Narayanan et al. 2021: a gather per weight matrix, waited for
+    # Narayanan et al. 2021: a gather per weight matrix, waited for, the reduce-scatter too
     fsdp_impl: str = "fsdp2"
     # ZeRO-3 with several micro-batches: keep the gathered parameters and unsharded gradients
     # across them (gather and reduce once per step, the stage whole in memory) or reshard

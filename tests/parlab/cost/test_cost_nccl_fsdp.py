@@ -69,7 +69,10 @@ def test_fsdp2_hides_the_gather_behind_compute_deepspeed_2021_waits_for_it():
     fsdp2 = cost.fsdp_unit_exposed(g, r, f, b, "fsdp2")
     ds = cost.fsdp_unit_exposed(g, r, f, b, "deepspeed2021")
     assert fsdp2 == {"forward": 0.0, "backward": 0.0}
-    assert ds == {"forward": g, "backward": g}  # the reduce-scatter still beside the backward
+    # DeepSpeed 2021 synchronizes the device at every gather: the reduce-scatter it issued
+    # on a side stream finishes before the next gather, hidden behind nothing
+    assert ds == {"forward": g, "backward": g + r}
+    assert cost.fsdp_unit_exposed(g, r, f, b, "deepspeed2021", reduce=False)["backward"] == g
     # compute too short to hide it: only the excess shows under FSDP2
     short = cost.fsdp_unit_exposed(g, r, 0.05, 0.1, "fsdp2")
     assert short == pytest.approx({"forward": 0.15, "backward": 0.3})
