@@ -129,19 +129,21 @@ INTERVIEW = {
               "误差带：预测值的 {low:.2f}-{high:.2f} 倍。"},
     "b.6": {
         "en": "Narayanan et al.'s Table 2 measured DeepSpeed's ZeRO-3 of 2021, which gathers the "
-              "weights matrix by matrix, and the compute waits for each gather. The same layout "
+              "weights matrix by matrix, and the compute waits for each gather and for each "
+              "reduce-scatter (the device is synchronized before every gather). The same layout "
               "run that way is predicted at {ds_step:.1f} s a step, and the Table 2 rows ran at "
               "only {ds_low:.2f}-{ds_high:.2f} of what the planner predicts for them (their "
               "known-miss note, §4, says why): ranked at {ds_ranked:.1f} s, it would be "
               "#{ds_rank} of {of}. The same weights cross the same links; the difference is the "
               "implementation: flat units with the next one prefetched, against a gather per "
-              "parameter that the compute waits on.",
+              "parameter that the compute waits on, with nothing overlapped.",
         "zh": "Narayanan 等人在 Table 2 中实测的是 DeepSpeed 2021 年的 ZeRO-3：它逐个权重矩阵地收集"
-              "权重，计算要等每一次收集完成。同一布局如果这样运行，预测每步 {ds_step:.1f} s；而 "
+              "权重，计算要等每一次收集完成，也要等每一次 reduce-scatter 完成（每次收集前都会同步整个设备）。"
+              "同一布局如果这样运行，预测每步 {ds_step:.1f} s；而 "
               "Table 2 各行的实测速度只有规划器预测值的 {ds_low:.2f}-{ds_high:.2f} 倍（原因见 §4 中"
               "这些行的已知偏差说明）：按 {ds_ranked:.1f} s 排名，它会落到 {of} 个布局中的第 "
               "{ds_rank} 位。收集的是同样的权重，走的是同样的链路；差别在实现：扁平的层块、预取下一块，"
-              "对比逐个参数收集、计算原地等待。"},
+              "对比逐个参数收集、计算原地等待、什么都不重叠。"},
     "b.7": {
         "en": "The caveat to say out loud: FSDP2-style ZeRO-3 is checked against published runs "
               "only up to {fsdp_gpus} GPUs ({fsdp_rows}); at {n_gpus} GPUs its rank is the "
