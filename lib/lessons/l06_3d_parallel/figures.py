@@ -1,8 +1,8 @@
 """Figures of notebook 06 (3D parallelism): the mesh, Table 1 predicted vs paper, the
-planner against every published run (in sample beside out of sample), measured vs
-predicted step times, a plan's step time against the best plan's and as overhead over the
-ideal, memory per GPU; and the notebook's tables. Data comes from ``experiments``; the
-style from ``lessons.common.viz``."""
+planner against every published run (in sample beside out of sample), weak scaling
+published vs predicted, measured vs predicted step times, a plan's step time against the
+best plan's and as overhead over the ideal, memory per GPU; and the notebook's tables. Data
+comes from ``experiments``; the style from ``lessons.common.viz``."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from plotly.subplots import make_subplots
 from parlab.hardware_presets import GPU_PRESETS
 from lessons.common.viz.charts import memory_bars
 from lessons.common.viz.tables import note, table
-from lessons.common.viz.style import (INK, MEASURED_COLORS, MISS_COLOR, NODE_SHADES,
-                                      OVERHEAD_COLORS, VALIDATION_COLORS, WARNING_COLOR, WHITE,
-                                      base_layout, rank_color)
+from lessons.common.viz.style import (FALLBACK_COLORS, INK, MEASURED_COLORS, MISS_COLOR,
+                                      NODE_SHADES, OVERHEAD_COLORS, VALIDATION_COLORS,
+                                      WARNING_COLOR, WHITE, base_layout, rank_color)
 
 MAX_REPLICAS, MAX_STAGES, MAX_TP = 4, 8, 8  # larger meshes are drawn in part, and say so
 
@@ -172,6 +172,37 @@ def validation_figure(rows: list[dict], title: str = "", tolerance: float = 0.15
     fig.update_layout(margin=dict(t=140, l=int(6 * longest) + 20))
     fig.update_xaxes(range=[-62, 62], showticklabels=True)
     fig.update_xaxes(title_text="error, % (clipped at ±60; + = the planner is optimistic)", row=2, col=1)
+    return fig
+
+
+def weak_scaling_figure(sweeps: list[dict], title: str = "") -> go.Figure:
+    """Weak scaling (``planner.weak_scaling``): one panel per precision, each sweep's step at
+    every scale against its step at the first scale that runs the whole model, in % (0 =
+    perfect weak scaling), the published figures as solid lines, the planner's dashed, one
+    colour per model; the GPUs on a log axis."""
+    dtypes = sorted({s["dtype"] for s in sweeps}, key=lambda d: (d != "bf16", d))
+    models = list(dict.fromkeys(s["model"] for s in sweeps))
+    colour = {m: FALLBACK_COLORS[i % len(FALLBACK_COLORS)] for i, m in enumerate(models)}
+    fig = make_subplots(rows=1, cols=len(dtypes), shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=[d.upper() for d in dtypes])
+    for col, dtype in enumerate(dtypes, 1):
+        for s in (s for s in sweeps if s["dtype"] == dtype):
+            w = s["whole"]
+            for kind, dash in (("published", "solid"), ("predicted", "dash")):
+                steps = s[kind][w:]
+                fig.add_trace(go.Scatter(
+                    x=s["gpus"][w:], y=[100 * (x / steps[0] - 1) for x in steps],
+                    mode="lines+markers", line=dict(color=colour[s["model"]], dash=dash),
+                    marker=dict(size=6 if kind == "published" else 4),
+                    name=s["model"], legendgroup=s["model"],
+                    showlegend=col == 1 and kind == "published",
+                    hovertemplate=f"{s['model']} {dtype.upper()}, {kind}<br>%{{x}} GPUs: "
+                                  "%{y:+.1f}%<extra></extra>"), row=1, col=col)
+        fig.update_xaxes(type="log", title_text="GPUs (the batch grows with them)", row=1, col=col)
+    fig.update_yaxes(title_text="step vs the sweep's first scale, %", row=1, col=1)
+    base_layout(fig, title or "Weak scaling: published (solid) and predicted (dashed) step, "
+                "NVIDIA's DGX Cloud tables", height=430,
+                legend=dict(orientation="h", y=-0.25))
     return fig
 
 

@@ -338,6 +338,13 @@ _DGXC_405B = llama("llama3.1-405B-gpt2-vocab", 126, 16384, 128, 8, 53248, 8192, 
                    "at 35a9aec runs it: mock data through the GPT-2 BPE tokenizer (50,257 tokens)")
 
 
+def _weak(gpus: int, batch: int, steps: tuple) -> tuple:
+    """A weak-scaling sweep as the tables print it: the GPUs doubling from ``gpus``, the
+    batch with them from ``batch``, one step time each -- (GPUs, batch, layers, pp, step)
+    with the model's own layers and pipeline."""
+    return tuple((gpus * 2 ** i, batch * 2 ** i, None, None, t) for i, t in enumerate(steps))
+
+
 def _dgxc_tables():
     """The tables as (table, model, config file, recomputation, loss kernel, micro-batch,
     degrees, {dtype: ((GPUs, batch, layers, pp, step seconds), ...)}), every scale."""
@@ -347,16 +354,14 @@ def _dgxc_tables():
     g175 = gpt("gpt3-175B-nemo-launcher", 96, 12288, 96, 2048, 50257,
                "NeMo-Framework-Launcher gpt3/175b as nemo_megatron/gpt3_175b_hydra.yaml at "
                "35a9aec runs it: hidden and attention dropout 0.1")
-    weak = lambda first, per, steps: tuple(  # noqa: E731  (GPUs doubling, batch in proportion)
-        (first * 2 ** i, per * 2 ** i, None, None, t) for i, t in enumerate(steps))
     return (
         ("llama3.1/README_8b.md", l8, "llama3.1/llama3.1_8b.yaml", "none", "megatron-jit", 1,
-         dict(cp=2), {"bf16": weak(8, 128, (12.91, 13.00, 13.05, 13.08, 13.10)),
-                      "fp8": weak(8, 128, (9.67, 9.73, 9.75, 9.80, 9.82))}),
+         dict(cp=2), {"bf16": _weak(8, 128, (12.91, 13.00, 13.05, 13.08, 13.10)),
+                      "fp8": _weak(8, 128, (9.67, 9.73, 9.75, 9.80, 9.82))}),
         ("llama3.1/README_70b.md", l70, "llama3.1/llama3.1_70b.yaml", "none", "megatron-jit", 1,
          dict(tp=4, pp=4, cp=2, v=5),
-         {"bf16": weak(64, 128, (14.72, 14.73, 14.8, 14.89, 14.92, 14.98)),
-          "fp8": weak(64, 128, (11.01, 10.93, 11.16, 11.18, 11.28, 11.39))}),
+         {"bf16": _weak(64, 128, (14.72, 14.73, 14.8, 14.89, 14.92, 14.98)),
+          "fp8": _weak(64, 128, (11.01, 10.93, 11.16, 11.18, 11.28, 11.39))}),
         ("llama3.1/README_405b.md", _DGXC_405B, "llama3.1/llama3.1_405b.yaml and configure.sh",
          "none", "megatron-jit", 1, dict(tp=8, cp=2, v=7),
          {dtype: tuple((n, B, layers, pp, t) for (n, B, layers, pp), t in zip(
@@ -366,16 +371,16 @@ def _dgxc_tables():
                                ("fp8", (5.80, 5.71, 11.00, 11.24, 11.31, 12.35)))}),
         ("nemotron/README_15b.md", n15, "nemotron/nemotron4-15b-synth.yaml and configure.sh",
          "none", "megatron-jit", 4, dict(tp=4),
-         {"bf16": weak(16, 64, (2.83, 2.86, 2.86, 2.89, 2.88, 2.92, 2.92, 2.96)),
-          "fp8": weak(16, 64, (2.08, 2.07, 2.09, 2.08, 2.1, 2.12, 2.12, 2.18))}),
+         {"bf16": _weak(16, 64, (2.83, 2.86, 2.86, 2.89, 2.88, 2.92, 2.92, 2.96)),
+          "fp8": _weak(16, 64, (2.08, 2.07, 2.09, 2.08, 2.1, 2.12, 2.12, 2.18))}),
         ("nemotron/README_340b.md", n340, "nemotron/nemotron4-340b-synth.yaml and configure.sh",
          "selective", "megatron-jit", 1, dict(tp=8, pp=8, v=12),
-         {"bf16": weak(128, 32, (4.61, 4.67, 4.7, 4.73, 4.84)),
-          "fp8": weak(128, 32, (3.16, 3.21, 3.26, 3.34, 3.49))}),
+         {"bf16": _weak(128, 32, (4.61, 4.67, 4.7, 4.73, 4.84)),
+          "fp8": _weak(128, 32, (3.16, 3.21, 3.26, 3.34, 3.49))}),
         ("nemo_megatron/README_175b.md", g175, "nemo_megatron/gpt3_175b_hydra.yaml and "
          "launch.sh", "none", "megatron", 1, dict(tp=4, pp=8, v=12),
-         {"bf16": weak(128, 256, (8.91, 8.95, 9.09, 9.01, 9.02)),
-          "fp8": weak(128, 256, (5.92, 5.96, 6.44, 6.72, 6.24))}),
+         {"bf16": _weak(128, 256, (8.91, 8.95, 9.09, 9.01, 9.02)),
+          "fp8": _weak(128, 256, (5.92, 5.96, 6.44, 6.72, 6.24))}),
     )
 
 
@@ -408,13 +413,17 @@ def _same_run(row) -> tuple:
 
 
 def dgxc_scaling() -> list:
-    """Every row of every table taken (``_DGXC``), each scale in order: [{"table", "dtype",
-    "rows"}], the rows as ``published.RUNS`` holds them (the weak-scaling trend)."""
-    return [{"table": table, "dtype": dtype,
-             "rows": [_dgxc_row(table, model, config, rc, loss, b, degrees, dtype, *scale)
-                      for scale in scales]}
-            for table, model, config, rc, loss, b, degrees, by_dtype in _dgxc_tables()
-            for dtype, scales in by_dtype.items()]
+    """Every row of every table taken (``_DGXC``), each scale in order: [{"table", "model"
+    (its label), "dtype", "rows"}], the rows as ``published.RUNS`` holds them (the
+    weak-scaling trend)."""
+    out = []
+    for table, model, config, rc, loss, b, degrees, by_dtype in _dgxc_tables():
+        for dtype, scales in by_dtype.items():
+            rows = [_dgxc_row(table, model, config, rc, loss, b, degrees, dtype, *scale)
+                    for scale in scales]
+            label = rows[0]["name"].removeprefix("DGXC 24.11 ").rsplit(" ", 3)[0]
+            out.append({"table": table, "model": label, "dtype": dtype, "rows": rows})
+    return out
 
 
 def _dgxc():

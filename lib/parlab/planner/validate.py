@@ -245,9 +245,10 @@ def error_band(layout: Layout) -> tuple:
 def weak_scaling(constants: Constants = CONSTANTS) -> list[dict]:
     """The weak-scaling tables (``published_nvidia.dgxc_scaling``: the work per GPU fixed, the
     GPUs and the batch doubling), each scale predicted: per table and precision {"table",
-    "dtype", "gpus", "published", "predicted" (seconds per step at each scale), "growth":
-    {"published", "predicted"}} -- how much longer a step takes at the largest scale than at
-    the smallest that runs the whole model (Llama 3.1 405B's smaller scales cut its layers)."""
+    "model", "dtype", "gpus", "published", "predicted" (seconds per step at each scale),
+    "whole" (the index of the first scale that runs the whole model: Llama 3.1 405B's smaller
+    scales cut its layers), "growth": {"published", "predicted"}} -- how much longer a step
+    takes at the largest scale than at that first whole-model one."""
     from .published_nvidia import dgxc_scaling  # published imports it: loaded by now
     out = []
     for t in dgxc_scaling():
@@ -255,9 +256,9 @@ def weak_scaling(constants: Constants = CONSTANTS) -> list[dict]:
         steps = [predict_run(r, constants).step_time.total for r in runs]
         whole = max(r.model.n_layers for r in runs)
         first = next(i for i, r in enumerate(runs) if r.model.n_layers == whole)
-        out.append({"table": t["table"], "dtype": t["dtype"],
+        out.append({"table": t["table"], "model": t["model"], "dtype": t["dtype"],
                     "gpus": [r.n_gpus for r in runs], "published": [r.value for r in runs],
-                    "predicted": steps,
+                    "predicted": steps, "whole": first,
                     "growth": {"published": runs[-1].value / runs[first].value - 1,
                                "predicted": steps[-1] / steps[first] - 1}})
     return out

@@ -115,6 +115,15 @@ def test_figures_and_widget_build():
     assert sorted(named) == sorted(r["name"] for r in runs)
     assert f.layout.height >= 16 * len(runs)
     assert f.layout.margin.l >= 6 * max(len(r["name"]) for r in runs)
+    # weak scaling: a published and a predicted line per sweep, each from its first
+    # whole-model scale at 0% (the 405B's from 576 GPUs, not its cut 32-GPU run)
+    from parlab import planner
+    ws = planner.weak_scaling()
+    f = fg.weak_scaling_figure(ws)
+    assert len(f.data) == 2 * len(ws) and all(t.y[0] == 0 for t in f.data)
+    big = [t for t in f.data if t.name == "Llama 3.1 405B"]
+    assert big and all(t.x[0] == 576 for t in big)
+    assert {t.line.dash for t in f.data} == {"solid", "dash"}
     rows = [dict(dp=1, pp=2, tp=1, label="1×2×1", measured=0.1, median=0.11, predicted=0.09)]
     assert len(fg.sweep_figure(dict(rows=rows, ideal=0.05, spearman=1.0)).data) == 3
     v = ex.plan_view("7B", nodes=1, global_batch=256, top=3)

@@ -635,7 +635,8 @@ def test_weak_scaling_grows_from_the_whole_model():
     # GPUs (126 layers), not from its 7-layer 32-GPU run (planted: 12.35 / 5.80 - 1 = 1.13)
     got = {(t["table"], t["dtype"]): t for t in planner.weak_scaling()}
     t = got[("llama3.1/README_405b.md", "fp8")]
-    assert t["gpus"] == [32, 96, 192, 576, 1152, 2304]
+    assert t["gpus"] == [32, 96, 192, 576, 1152, 2304] and t["whole"] == 3
+    assert t["model"] == "Llama 3.1 405B"
     assert t["growth"]["published"] == pytest.approx(12.35 / 11.24 - 1)
     assert got[("nemotron/README_340b.md", "fp8")]["growth"]["published"] == pytest.approx(
         3.49 / 3.16 - 1)
