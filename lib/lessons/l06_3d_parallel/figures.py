@@ -198,8 +198,10 @@ def weak_scaling_figure(sweeps: list[dict], title: str = "") -> go.Figure:
                     showlegend=col == 1 and kind == "published",
                     hovertemplate=f"{s['model']} {dtype.upper()}, {kind}<br>%{{x}} GPUs: "
                                   "%{y:+.1f}%<extra></extra>"), row=1, col=col)
-        fig.update_xaxes(type="log", title_text="GPUs (the batch grows with them)", row=1, col=col)
-    fig.update_yaxes(title_text="step vs the sweep's first scale, %", row=1, col=1)
+        ticks = [8 * 4 ** k for k in range(6)]  # 8 ... 8,192: one label every two doublings
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{x:,}" for x in ticks],
+                         title_text="GPUs (the batch grows with them)", row=1, col=col)
+    fig.update_yaxes(title_text="step vs the sweep's first scale, % (0: perfect)", row=1, col=1)
     base_layout(fig, title or "Weak scaling: published (solid) and predicted (dashed) step, "
                 "NVIDIA's DGX Cloud tables", height=430,
                 legend=dict(orientation="h", y=-0.25))
