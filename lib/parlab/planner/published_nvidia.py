@@ -1,10 +1,11 @@
-"""NVIDIA's own published runs: Megatron-Core with Transformer Engine in FP8, MXFP8 and NVFP4
-on H100, B200, GB200 and GB300 -- Megatron-Bridge's performance archive (H100 by release; every
-Llama 3 layout on B200, GB200 and GB300), NeMo 24.07's H100 FP8 table, and NeMo 25.02-25.07's
-first B200 and GB200 tables. All are predicted with the default stack and out of sample; each row names its
-source (a repository file at a commit, or the NeMo page, container and the configuration's
-commit), and where the table's layout cannot hold its activations, how its recipe ran it.
-Throughputs become seconds per step, as in ``published_more``.
+"""NVIDIA's own published runs: Megatron-Core with Transformer Engine in BF16, FP8, MXFP8 and
+NVFP4 on H100, B200, GB200 and GB300 -- Megatron-Bridge's performance archive (H100 by release;
+every Llama 3 layout on B200, GB200 and GB300), NeMo 24.07's H100 FP8 table, NeMo 25.02-25.07's
+first B200 and GB200 tables, and DGX Cloud's H100 weak-scaling tables (release 24.11.1). All are
+predicted with the default stack and out of sample; each row names its source (a repository
+file at a commit, or the NeMo page, container and the configuration's commit), and where the
+table's layout cannot hold its activations, how its recipe ran it. Throughputs become seconds
+per step, as in ``published_more``.
 """
 
 from __future__ import annotations
@@ -327,15 +328,21 @@ def _nemo_blackwell():
 # release that runs NeMo (Llama 3.1 8B/70B/405B, Nemotron-4 15B/340B, GPT-3 175B; BF16 and
 # FP8), at its smallest and its largest scale. A weak-scaling table holds the work per GPU
 # fixed, so its middle rows repeat its ends at an intermediate data-parallel degree
-# (``dgxc_scaling`` keeps them for the trend, ``validate.weak_scaling`` predicts it). Not taken: Grok-1 (an MoE on a "dev" container,
-# its layers cut to fit), Mistral 7B and Llama 2 70B (Hugging Face trainers, samples/s, no
-# layout), MaxText and PaxML (JAX).
+# (``dgxc_scaling`` keeps them for the trend, ``validate.weak_scaling`` predicts it). Not
+# taken: Grok-1 (an MoE on a "dev" container, its layers cut to fit), Mistral 7B and Llama 2
+# 70B (Hugging Face trainers, samples/s, no layout), MaxText and PaxML (JAX).
 _DGXC = ("NVIDIA/dgxc-benchmarking at 35a9aec (release 24.11.1, container nvcr.io/nvidia/nemo:"
          "24.09, DGX-H100), {}: 'Training step time (seconds per step)'; layout, recomputation, "
          "TP overlap and the loss fusion from the same commit's {}")
 _DGXC_405B = llama("llama3.1-405B-gpt2-vocab", 126, 16384, 128, 8, 53248, 8192, 50257,
                    "Llama 3.1 405B (Dubey et al. 2024, Table 3) as llama3.1/llama3.1_405b.yaml "
                    "at 35a9aec runs it: mock data through the GPT-2 BPE tokenizer (50,257 tokens)")
+
+
+_DGXC_LABELS = {"llama3-8B": "Llama 3.1 8B", "llama3-70B": "Llama 3.1 70B",
+                _DGXC_405B.name: "Llama 3.1 405B", "Nemotron4Config15B": "Nemotron-4 15B",
+                "Nemotron4Config340B": "Nemotron-4 340B",
+                "gpt3-175B-nemo-launcher": "GPT-3 175B"}
 
 
 def _weak(gpus: int, batch: int, steps: tuple) -> tuple:
@@ -385,6 +392,9 @@ def _dgxc_tables():
 
 
 def _dgxc_row(table, model, config, rc, loss, b, degrees, dtype, n, B, layers, pp, step):
+    """One scale of one table as a row: ``layers`` and ``pp`` where the 405B's recipe cuts the
+    model to fit fewer GPUs (without a pipeline, no interleaving either), the table's own step
+    time as the value."""
     if layers is not None:
         model = replace(model, n_layers=layers)
         degrees = dict(degrees, pp=pp) if pp > 1 else {
@@ -392,9 +402,7 @@ def _dgxc_row(table, model, config, rc, loss, b, degrees, dtype, n, B, layers, p
     tp, cp = degrees.get("tp", 1), degrees.get("cp", 1)
     pp = degrees.get("pp", 1)
     tps = B * model.seq_len / (step * n)
-    label = {"llama3-8B": "Llama 3.1 8B", "llama3-70B": "Llama 3.1 70B",
-             _DGXC_405B.name: "Llama 3.1 405B", "Nemotron4Config15B": "Nemotron-4 15B",
-             "Nemotron4Config340B": "Nemotron-4 340B"}.get(model.name, "GPT-3 175B")
+    label = _DGXC_LABELS[model.name]
     row = _nvidia_row(
         f"DGXC 24.11 {label} {n} H100 {dtype.upper()}", "DGX Cloud 24.11.1 H100", _DGXC.format(
             table, config), model, "H100-SXM5-80GB", n, B, dict(degrees, recompute=rc), b, dtype,
@@ -421,8 +429,8 @@ def dgxc_scaling() -> list:
         for dtype, scales in by_dtype.items():
             rows = [_dgxc_row(table, model, config, rc, loss, b, degrees, dtype, *scale)
                     for scale in scales]
-            label = rows[0]["name"].removeprefix("DGXC 24.11 ").rsplit(" ", 3)[0]
-            out.append({"table": table, "model": label, "dtype": dtype, "rows": rows})
+            out.append({"table": table, "model": _DGXC_LABELS[model.name], "dtype": dtype,
+                        "rows": rows})
     return out
 
 
