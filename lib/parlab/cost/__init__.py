@@ -89,8 +89,8 @@ from .context_parallel import (CP_LAYOUTS, CP_METHODS, attention_memory_per_rank
 from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grained_experts,
                               grouped_gemm_flops, grouped_gemm_rows, moe_all_to_all_bytes,
                               moe_flops_per_token, moe_params, moe_remote_copies)
-from .kernels import (ATTENTION, EAGER_OPS, ELEMENTWISE, GEMM_TILES, LOSS_KERNELS,
-                      SOFTMAX_FLOPS_PER_EXP, attention_flops, attention_time, elementwise_bytes,
+from .kernels import (ATTENTION, EAGER_OPS, ELEMENTWISE, FUSED_BACKWARD, GEMM_TILES,
+                      LOSS_KERNELS, SOFTMAX_FLOPS_PER_EXP, attention_flops, attention_time, elementwise_bytes,
                       gemm_quantization, gemm_time, loss_bytes, softmax_exp_factor)
 from .transformer import (MLPS, NORMS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
                           layer_params, logits_gemm, op_recomputed)
@@ -132,7 +132,8 @@ __all__ = [
     "moe_remote_copies", "fine_grained_experts", "expert_choice_coverage", "grouped_gemm_rows",
     "grouped_gemm_flops",
     "GEMM_TILES", "ELEMENTWISE", "EAGER_OPS", "ATTENTION", "gemm_quantization", "gemm_time",
-    "elementwise_bytes", "LOSS_KERNELS", "loss_bytes", "attention_flops", "attention_time",
+    "elementwise_bytes", "LOSS_KERNELS", "loss_bytes", "FUSED_BACKWARD", "attention_flops",
+    "attention_time",
     "SOFTMAX_FLOPS_PER_EXP", "softmax_exp_factor",
     "MLPS", "NORMS", "LayerShape", "layer_params", "embedding_params", "layer_gemms",
     "layer_elementwise", "logits_gemm", "op_recomputed",

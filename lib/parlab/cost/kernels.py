@@ -45,6 +45,8 @@ from ..validate import check_bool, check_choice, check_float, check_int
 
 GEMM_TILES = ((128, 128), (128, 256), (256, 128))
 ATTENTION = ("fused", "materialized")
+# a fused kernel's backward against its forward: 5 matmuls (QK^T recomputed) against 2
+FUSED_BACKWARD = 2.5
 
 # bytes moved per element (forward, backward) by the operators of a transformer layer,
 # 16-bit values (2 B) and 1-byte masks; backward includes summing the residual stream's
@@ -232,7 +234,8 @@ def attention_time(micro_batch: int, seq_q: int, seq_k: int, n_heads: int, head_
     if kind == "fused":
         fwd = drop * attention_flops(b, sq, sk, heads, d) / (peak * a)
         return {"forward": fwd * softmax_exp_factor(d, *ratios),
-                "backward": 2.5 * fwd * softmax_exp_factor(d, *ratios, backward=True)}
+                "backward": FUSED_BACKWARD * fwd * softmax_exp_factor(d, *ratios,
+                                                                      backward=True)}
     count = b * heads
     args = (peak, hbm_bandwidth, sms, g, memory_efficiency, count)
     gemms = gemm_time(sq, sk, d, *args) + gemm_time(sq, d, sk, *args)

@@ -25,6 +25,7 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from .. import cost
 from .common import empty_cache, gpu_name, tflops, time_op
 
 P = 0.1
@@ -37,9 +38,9 @@ ROUNDS = 3
 
 
 def causal_flops(batch: int, seq: int, heads: int, head_dim: int) -> float:
-    """Forward and backward of causal attention: 4 b s^2 h d / 2 forward (QK^T and PV, half
-    the square), 2.5 times that backward (FlashAttention-2's count)."""
-    return 3.5 * 2 * batch * seq * seq * heads * head_dim
+    """Forward and backward of causal attention, as the planner counts them
+    (``cost.attention_flops``, the backward ``cost.FUSED_BACKWARD`` times the forward)."""
+    return (1 + cost.FUSED_BACKWARD) * cost.attention_flops(batch, seq, seq, heads, head_dim)
 
 
 def _step(batch: int, seq: int, heads: int, head_dim: int, p: float, device, dtype):
