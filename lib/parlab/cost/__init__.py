@@ -90,8 +90,9 @@ from .expert_parallel import (expert_capacity, expert_choice_coverage, fine_grai
                               grouped_gemm_flops, grouped_gemm_rows, moe_all_to_all_bytes,
                               moe_flops_per_token, moe_params, moe_remote_copies)
 from .kernels import (ATTENTION, EAGER_OPS, ELEMENTWISE, FUSED_BACKWARD, GEMM_TILES,
-                      LOSS_KERNELS, SOFTMAX_FLOPS_PER_EXP, attention_flops, attention_time, elementwise_bytes,
-                      gemm_quantization, gemm_time, loss_bytes, softmax_exp_factor)
+                      LOSS_KERNELS, SOFTMAX_FLOPS_PER_EXP, attention_flops, attention_time,
+                      elementwise_bytes, gemm_quantization, gemm_time, loss_bytes,
+                      softmax_exp_factor)
 from .transformer import (MLPS, NORMS, LayerShape, embedding_params, layer_elementwise, layer_gemms,
                           layer_params, logits_gemm, op_recomputed)
 from .network import (group_bandwidth, group_collective_time, members_per_domain,
