@@ -42,6 +42,7 @@ from .conventions import METRIC_CONVENTION, metric_as
 from .estimate import divisors, predict
 from .presets import cluster_for, resolve_model
 from .published import RUNS, PublishedRun
+from .published_nvidia import dgxc_scaling
 from .spec import Layout, LayoutError
 from ..validate import check_int
 
@@ -249,13 +250,12 @@ def weak_scaling(constants: Constants = CONSTANTS) -> list[dict]:
     "whole" (the index of the first scale that runs the whole model: Llama 3.1 405B's smaller
     scales cut its layers), "growth": {"published", "predicted"}} -- how much longer a step
     takes at the largest scale than at that first whole-model one."""
-    from .published_nvidia import dgxc_scaling  # published imports it: loaded by now
     out = []
     for t in dgxc_scaling():
         runs = [PublishedRun(**r) for r in t["rows"]]
         steps = [predict_run(r, constants).step_time.total for r in runs]
-        whole = max(r.model.n_layers for r in runs)
-        first = next(i for i, r in enumerate(runs) if r.model.n_layers == whole)
+        layers = max(r.model.n_layers for r in runs)
+        first = next(i for i, r in enumerate(runs) if r.model.n_layers == layers)
         out.append({"table": t["table"], "model": t["model"], "dtype": t["dtype"],
                     "gpus": [r.n_gpus for r in runs], "published": [r.value for r in runs],
                     "predicted": steps, "whole": first,
