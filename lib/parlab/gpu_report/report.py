@@ -3,8 +3,8 @@
     python -m parlab gpu-report [--quick] [--json PATH] [--only SECTION ...] [--no-compile]
 
 Sections (the JSON's top-level keys): device, matmul, attention_dropout, model,
-activation_memory (one GPU), nccl, strategies (two or more). Each is {"status": "ok" | "skipped" | "error",
-"reason" (unless ok), "seconds", ...figures}. Without a GPU every GPU section is
+activation_memory (one GPU), nccl, strategies (two or more). Each is {"status": "ok" |
+"skipped" | "error", "reason" (unless ok), "seconds", ...figures}. Without a GPU every GPU section is
 skipped with its reason and the exit status is 0; it is 1 when a section failed."""
 
 from __future__ import annotations

@@ -188,8 +188,8 @@ CONSTANTS_NOTE = (
     "comes from); a GB300's at its datasheet peaks (four GB300 / GB200 pairs inside one rack, "
     "the same rule, put it at 1.06 of them, beyond). Fused attention runs at its share on the "
     "H200 it was measured on, and longer or shorter on a GPU whose tensor cores run more or "
-    "fewer matmul FLOPs per exponential (Blackwell twice Hopper's, Blackwell Ultra Hopper's: cost.softmax_exp_factor). A row "
-    "from another stack (torch.compile, PyTorch eager of 2023 and of today, "
+    "fewer matmul FLOPs per exponential (Blackwell twice Hopper's, Blackwell Ultra Hopper's: "
+    "cost.softmax_exp_factor). A row from another stack (torch.compile, PyTorch eager of 2023 and of today, "
     "torchao's float8) uses that stack's profile (stacks.STACKS), each with its source and "
     "the rows it was fitted on. Every other published row is out of sample.")
 
