@@ -266,17 +266,6 @@ def validation_rows() -> list[dict]:
     return [dict({k: r[k] for k in keys}, fits=r["memory"]["fits"]) for r in planner.validate()]
 
 
-def weak_scaling_line(sweeps: list[dict]) -> str:
-    """One line over ``planner.weak_scaling()``'s sweeps: how far the step grows from each
-    sweep's first whole-model scale to its largest, as published and as predicted."""
-    grow = {k: [round(s["growth"][k], 3) + 0.0 for s in sweeps]  # + 0.0: no "-0.0%"
-            for k in ("published", "predicted")}
-    return (f"weak scaling, {len(sweeps)} sweeps of NVIDIA's DGX Cloud tables (the batch per "
-            f"GPU fixed, up to {max(max(s['gpus']) for s in sweeps):,} GPUs): the step grows "
-            f"{min(grow['published']):+.1%} to {max(grow['published']):+.1%} as published, "
-            f"{min(grow['predicted']):+.1%} to {max(grow['predicted']):+.1%} as predicted")
-
-
 def convention_example() -> dict:
     """Llama 3's 128k row (Dubey et al. 2024, Table 4), one predicted step counted two
     ways: its MFU with the attention square full (PaLM's count) and causal, against the

@@ -1,8 +1,8 @@
 """Figures of notebook 06 (3D parallelism): the mesh, Table 1 predicted vs paper, the
 planner against every published run (in sample beside out of sample), weak scaling
 published vs predicted, measured vs predicted step times, a plan's step time against the
-best plan's and as overhead over the ideal, memory per GPU; and the notebook's tables. Data
-comes from ``experiments``; the style from ``lessons.common.viz``."""
+best plan's and as overhead over the ideal, memory per GPU; the notebook's tables and
+lines. Data comes from ``experiments``; the style from ``lessons.common.viz``."""
 
 from __future__ import annotations
 
@@ -206,6 +206,17 @@ def weak_scaling_figure(sweeps: list[dict], title: str = "") -> go.Figure:
                 "NVIDIA's DGX Cloud tables", height=430,
                 legend=dict(orientation="h", y=-0.25))
     return fig
+
+
+def weak_scaling_line(sweeps: list[dict]) -> str:
+    """One line over ``planner.weak_scaling()``'s sweeps: how far the step grows from each
+    sweep's first whole-model scale to its largest, as published and as predicted."""
+    grow = {k: [round(s["growth"][k], 3) + 0.0 for s in sweeps]  # + 0.0: no "-0.0%"
+            for k in ("published", "predicted")}
+    return (f"weak scaling, {len(sweeps)} sweeps of NVIDIA's DGX Cloud tables (the batch per "
+            f"GPU fixed, up to {max(max(s['gpus']) for s in sweeps):,} GPUs): the step grows "
+            f"{min(grow['published']):+.1%} to {max(grow['published']):+.1%} as published, "
+            f"{min(grow['predicted']):+.1%} to {max(grow['predicted']):+.1%} as predicted")
 
 
 def breakdown_figure(rows: list[dict], title: str = "") -> go.Figure:

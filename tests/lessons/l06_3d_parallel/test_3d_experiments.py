@@ -124,10 +124,10 @@ def test_figures_and_widget_build():
     big = [t for t in f.data if t.name == "Llama 3.1 405B"]
     assert big and all(t.x[0] == 576 for t in big)
     assert {t.line.dash for t in f.data} == {"solid", "dash"}
-    line = ex.weak_scaling_line(ws)
+    line = fg.weak_scaling_line(ws)
     assert f"{len(ws)} sweeps" in line and "2,304 GPUs" in line and "-0.0%" not in line
     flat = [dict(s, growth={"published": 0.1, "predicted": -0.0001}) for s in ws]
-    assert "+10.0% to +10.0% as published, +0.0% to +0.0% as predicted" in ex.weak_scaling_line(flat)
+    assert "+10.0% to +10.0% as published, +0.0% to +0.0% as predicted" in fg.weak_scaling_line(flat)
     rows = [dict(dp=1, pp=2, tp=1, label="1×2×1", measured=0.1, median=0.11, predicted=0.09)]
     assert len(fg.sweep_figure(dict(rows=rows, ideal=0.05, spearman=1.0)).data) == 3
     v = ex.plan_view("7B", nodes=1, global_batch=256, top=3)
