@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from .presets import MODELS, gpt, llama
 from .published_more import MORE_ROWS as _OTHER_STACKS  # PyTorch FSDP, torch.compile, float8
 from .published_nvidia import NVIDIA_ROWS  # Megatron + Transformer Engine, NVIDIA's tables
+from .published_dgxc import DGXC_ROWS  # the same stack in DGX Cloud's weak-scaling tables
 
 
 @dataclass(frozen=True)
@@ -268,8 +269,8 @@ def _qwen3():
                             "Qwen3-235B-A22B.yaml at 798dfb5: --cross-entropy-fusion-impl te)")
 
 
-# the rows published_more and published_nvidia give as keyword arguments
-MORE_ROWS = (*_OTHER_STACKS, *NVIDIA_ROWS)
+# the rows published_more, published_nvidia and published_dgxc give as keyword arguments
+MORE_ROWS = (*_OTHER_STACKS, *NVIDIA_ROWS, *DGXC_ROWS)
 RUNS = (*_table1(), *_table2(), *_korthikanti(), *_mt_nlg(), *_bloom(), *_megatron_h100(),
         *_llama3(), *_qwen3(), *(PublishedRun(**r) for r in MORE_ROWS))
 IN_SAMPLE = tuple(r for r in RUNS if r.in_sample)

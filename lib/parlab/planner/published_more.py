@@ -1,10 +1,10 @@
 """Published runs from stacks other than Megatron: PyTorch FSDP trainers in eager mode
 (MosaicML's llm-foundry on torch 2.1), with ``torch.compile`` and torchao's float8
-(torchtitan, 2024 and 2025). NVIDIA's own tables (Megatron with Transformer Engine in FP8,
-MXFP8 and NVFP4 on H100, B200 and GB200) are ``published_nvidia``'s rows. Each row names
-its source (a repository file at a commit), its table, and the stack profile it is predicted
-with (``layout["stack"]``, ``stacks.STACKS``); a row a profile was fitted on says so
-(``in_sample``), and so does the one row the 500 W H100s' sustained rate was fitted on
+(torchtitan, 2024 and 2025). NVIDIA's own tables (Megatron with Transformer Engine in FP8, MXFP8
+and NVFP4 on H100, B200 and GB200) are ``published_nvidia``'s and ``published_dgxc``'s rows.
+Each row names its source (a repository file at a commit), its table, and the stack profile it
+is predicted with (``layout["stack"]``, ``stacks.STACKS``); a row a profile was fitted on says
+so (``in_sample``), and so does the one row the 500 W H100s' sustained rate was fitted on
 (``FITTED_MACHINE``); every other row is out of sample.
 
 Throughputs are converted to seconds per step, the one figure that needs no FLOP

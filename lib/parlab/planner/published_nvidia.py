@@ -1,7 +1,7 @@
 """NVIDIA's own published runs: Megatron-Core with Transformer Engine in BF16, FP8, MXFP8 and
 NVFP4 on H100, B200, GB200 and GB300 -- Megatron-Bridge's performance archive (H100 by release;
 every Llama 3 layout on B200, GB200 and GB300), NeMo 24.07's H100 FP8 table, NeMo 25.02-25.07's
-first B200 and GB200 tables, and DGX Cloud's H100 weak-scaling tables (release 24.11.1). All are
+first B200 and GB200 tables (DGX Cloud's weak-scaling tables: ``published_dgxc``). All are
 predicted with the default stack and out of sample; each row names its source (a repository
 file at a commit, or the NeMo page, container and the configuration's commit), and where the
 table's layout cannot hold its activations, how its recipe ran it. Throughputs become seconds
@@ -9,8 +9,6 @@ per step, as in ``published_more``.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 from .. import cost
 from ..hardware import GPU_PRESETS, node_for
@@ -322,128 +320,4 @@ def _nemo_blackwell():
                                                 _NEMO_BLACKWELL_MISS.get((release, size), "")))
 
 
-# NVIDIA's DGX Cloud Benchmarking recipes, release 24.11.1: weak-scaling tables of H100 step
-# times (NeMo 24.09 container, NeMo-Framework-Launcher configs in the same commit). Which rows
-# enter the score was fixed before any was predicted: every dense pre-training table of the
-# release that runs NeMo (Llama 3.1 8B/70B/405B, Nemotron-4 15B/340B, GPT-3 175B; BF16 and
-# FP8), at its smallest and its largest scale. A weak-scaling table holds the work per GPU
-# fixed, so its middle rows repeat its ends at an intermediate data-parallel degree
-# (``dgxc_scaling`` keeps them for the trend, ``validate.weak_scaling`` predicts it). Not
-# taken: Grok-1 (an MoE on a "dev" container, its layers cut to fit), Mistral 7B and Llama 2
-# 70B (Hugging Face trainers, samples/s, no layout), MaxText and PaxML (JAX).
-_DGXC = ("NVIDIA/dgxc-benchmarking at 35a9aec (release 24.11.1, container nvcr.io/nvidia/nemo:"
-         "24.09, DGX-H100), {}: 'Training step time (seconds per step)'; layout, recomputation, "
-         "TP overlap and the loss fusion from the same commit's {}")
-_DGXC_405B = llama("llama3.1-405B-gpt2-vocab", 126, 16384, 128, 8, 53248, 8192, 50257,
-                   "Llama 3.1 405B (Dubey et al. 2024, Table 3) as llama3.1/llama3.1_405b.yaml "
-                   "at 35a9aec runs it: mock data through the GPT-2 BPE tokenizer (50,257 tokens)")
-
-
-_DGXC_LABELS = {"llama3-8B": "Llama 3.1 8B", "llama3-70B": "Llama 3.1 70B",
-                _DGXC_405B.name: "Llama 3.1 405B", "Nemotron4Config15B": "Nemotron-4 15B",
-                "Nemotron4Config340B": "Nemotron-4 340B",
-                "gpt3-175B-nemo-launcher": "GPT-3 175B"}
-
-
-def _weak(gpus: int, batch: int, steps: tuple) -> tuple:
-    """A weak-scaling sweep as the tables print it: the GPUs doubling from ``gpus``, the
-    batch with them from ``batch``, one step time each -- (GPUs, batch, layers, pp, step)
-    with the model's own layers and pipeline."""
-    return tuple((gpus * 2 ** i, batch * 2 ** i, None, None, t) for i, t in enumerate(steps))
-
-
-def _dgxc_tables():
-    """The tables as (table, model, config file, recomputation, loss kernel, micro-batch,
-    degrees, {dtype: ((GPUs, batch, layers, pp, step seconds), ...)}), every scale."""
-    l8, l70 = MODELS["llama3-8B"], MODELS["llama3-70B"]
-    n15 = _nemotron("Nemotron4Config15B", 32, 6144, 48, 8, 24576)
-    n340 = _nemotron("Nemotron4Config340B", 96, 18432, 96, 8, 73728)
-    g175 = gpt("gpt3-175B-nemo-launcher", 96, 12288, 96, 2048, 50257,
-               "NeMo-Framework-Launcher gpt3/175b as nemo_megatron/gpt3_175b_hydra.yaml at "
-               "35a9aec runs it: hidden and attention dropout 0.1")
-    return (
-        ("llama3.1/README_8b.md", l8, "llama3.1/llama3.1_8b.yaml", "none", "megatron-jit", 1,
-         dict(cp=2), {"bf16": _weak(8, 128, (12.91, 13.00, 13.05, 13.08, 13.10)),
-                      "fp8": _weak(8, 128, (9.67, 9.73, 9.75, 9.80, 9.82))}),
-        ("llama3.1/README_70b.md", l70, "llama3.1/llama3.1_70b.yaml", "none", "megatron-jit", 1,
-         dict(tp=4, pp=4, cp=2, v=5),
-         {"bf16": _weak(64, 128, (14.72, 14.73, 14.8, 14.89, 14.92, 14.98)),
-          "fp8": _weak(64, 128, (11.01, 10.93, 11.16, 11.18, 11.28, 11.39))}),
-        ("llama3.1/README_405b.md", _DGXC_405B, "llama3.1/llama3.1_405b.yaml and configure.sh",
-         "none", "megatron-jit", 1, dict(tp=8, cp=2, v=7),
-         {dtype: tuple((n, B, layers, pp, t) for (n, B, layers, pp), t in zip(
-             ((32, 126, 7, 1), (96, 126, 21, 3), (192, 252, 42, 3), (576, 252, 126, 9),
-              (1152, 504, 126, 9), (2304, 1008, 126, 9)), steps))
-          for dtype, steps in (("bf16", (8.85, 8.75, 16.93, 17.20, 17.52, 17.62)),
-                               ("fp8", (5.80, 5.71, 11.00, 11.24, 11.31, 12.35)))}),
-        ("nemotron/README_15b.md", n15, "nemotron/nemotron4-15b-synth.yaml and configure.sh",
-         "none", "megatron-jit", 4, dict(tp=4),
-         {"bf16": _weak(16, 64, (2.83, 2.86, 2.86, 2.89, 2.88, 2.92, 2.92, 2.96)),
-          "fp8": _weak(16, 64, (2.08, 2.07, 2.09, 2.08, 2.1, 2.12, 2.12, 2.18))}),
-        ("nemotron/README_340b.md", n340, "nemotron/nemotron4-340b-synth.yaml and configure.sh",
-         "selective", "megatron-jit", 1, dict(tp=8, pp=8, v=12),
-         {"bf16": _weak(128, 32, (4.61, 4.67, 4.7, 4.73, 4.84)),
-          "fp8": _weak(128, 32, (3.16, 3.21, 3.26, 3.34, 3.49))}),
-        ("nemo_megatron/README_175b.md", g175, "nemo_megatron/gpt3_175b_hydra.yaml and "
-         "launch.sh", "none", "megatron", 1, dict(tp=4, pp=8, v=12),
-         {"bf16": _weak(128, 256, (8.91, 8.95, 9.09, 9.01, 9.02)),
-          "fp8": _weak(128, 256, (5.92, 5.96, 6.44, 6.72, 6.24))}),
-    )
-
-
-def _dgxc_row(table, model, config, rc, loss, b, degrees, dtype, n, B, layers, pp, step):
-    """One scale of one table as a row: ``layers`` and ``pp`` where the 405B's recipe cuts the
-    model to fit fewer GPUs (without a pipeline, no interleaving either), the table's own step
-    time as the value."""
-    if layers is not None:
-        model = replace(model, n_layers=layers)
-        degrees = dict(degrees, pp=pp) if pp > 1 else {
-            k: v for k, v in degrees.items() if k != "v"}
-    tp, cp = degrees.get("tp", 1), degrees.get("cp", 1)
-    pp = degrees.get("pp", 1)
-    tps = B * model.seq_len / (step * n)
-    label = _DGXC_LABELS[model.name]
-    row = _nvidia_row(
-        f"DGXC 24.11 {label} {n} H100 {dtype.upper()}", "DGX Cloud 24.11.1 H100", _DGXC.format(
-            table, config), model, "H100-SXM5-80GB", n, B, dict(degrees, recompute=rc), b, dtype,
-        round(tps, 1), f"; {step} s a step, batch {B}"
-        + (f", {model.n_layers} of 126 layers" if layers is not None and layers < 126 else "")
-        + f"; DP {n // (tp * pp * cp)}; the distributed optimizer"
-        + ("; selective recomputation" if rc == "selective" else "; no recomputation"),
-        loss_kernel=loss)
-    return {**row, "value": step}  # the table's own figure, not one back from the rounded rate
-
-
-def _same_run(row) -> tuple:
-    lay = row["layout"]
-    return (row["model"].name, row["gpu"], row["n_gpus"], row["global_batch"], lay["dtype"],
-            *(lay.get(k, 1) for k in ("tp", "pp", "cp", "v")))
-
-
-def dgxc_scaling() -> list:
-    """Every row of every table taken (``_DGXC``), each scale in order: [{"table", "model"
-    (its label), "dtype", "rows"}], the rows as ``published.RUNS`` holds them (the
-    weak-scaling trend)."""
-    out = []
-    for table, model, config, rc, loss, b, degrees, by_dtype in _dgxc_tables():
-        for dtype, scales in by_dtype.items():
-            rows = [_dgxc_row(table, model, config, rc, loss, b, degrees, dtype, *scale)
-                    for scale in scales]
-            out.append({"table": table, "model": _DGXC_LABELS[model.name], "dtype": dtype,
-                        "rows": rows})
-    return out
-
-
-def _dgxc():
-    """Each table's smallest and largest scale (see the comment above ``_DGXC``), less the
-    runs NeMo 24.07's table already scores (the same model, GPUs, batch, degrees and
-    precision two releases earlier: Llama 3 8B on 8, 70B on 64 and Nemotron-4 340B on 128,
-    FP8), so that no configuration counts twice."""
-    scored = {_same_run(r) for r in _nemo_2407()}
-    for t in dgxc_scaling():
-        for row in (t["rows"][0], t["rows"][-1]):
-            if _same_run(row) not in scored:
-                yield row
-
-
-NVIDIA_ROWS = (*_bridge(), *_bridge_blackwell(), *_nemo_2407(), *_nemo_blackwell(), *_dgxc())
+NVIDIA_ROWS = (*_bridge(), *_bridge_blackwell(), *_nemo_2407(), *_nemo_blackwell())

@@ -37,11 +37,12 @@ kernel of 2022 written for A100), not the GEMMs alone: the lab's H200 with torch
 square bf16 GEMMs at 0.70-0.79 of the peak.
 
 The default stack in fp8 (Transformer Engine, the same GEMM share at the fp8 peak) is checked
-out of sample on NVIDIA's tables (``published_nvidia``): Megatron-Bridge's H100, B200 and
-GB200 archive and NeMo's 24.07-25.07 tables, most of them checked blind before anything was
-fitted; MXFP8's cost over FP8 (``constants.MXFP8_SHARE``) and the GB200's clock share
-(``constants.GB200_CLOCK_SHARE``) are fitted on published pairs that no scored row comes from,
-and the same kind of pairs leave the GB300 at its datasheet peaks (``constants.GB300_PAIRS``).
+out of sample on NVIDIA's tables (``published_nvidia``, ``published_dgxc``): Megatron-Bridge's
+H100, B200 and GB200 archive, NeMo's 24.07-25.07 tables and DGX Cloud's H100 and GB200 scaling
+tables, most of them checked blind before anything was fitted; MXFP8's cost over FP8
+(``constants.MXFP8_SHARE``) and the GB200's clock share (``constants.GB200_CLOCK_SHARE``) are
+fitted on published pairs that no scored row comes from, and the same kind of pairs leave the
+GB300 at its datasheet peaks (``constants.GB300_PAIRS``).
 docs/measurements.md keeps each check's figures with its date.
 """
 

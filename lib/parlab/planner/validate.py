@@ -42,7 +42,7 @@ from .conventions import METRIC_CONVENTION, metric_as
 from .estimate import divisors, predict
 from .presets import cluster_for, resolve_model
 from .published import RUNS, PublishedRun
-from .published_nvidia import dgxc_scaling
+from .published_dgxc import dgxc_scaling
 from .spec import Layout, LayoutError
 from ..validate import check_int
 
@@ -244,19 +244,20 @@ def error_band(layout: Layout) -> tuple:
 
 
 def weak_scaling(constants: Constants = CONSTANTS) -> list[dict]:
-    """The weak-scaling tables (``published_nvidia.dgxc_scaling``: the work per GPU fixed, the
-    GPUs and the batch doubling), each scale predicted: per table and precision {"table",
-    "model", "dtype", "gpus", "published", "predicted" (seconds per step at each scale),
+    """The weak-scaling tables (``published_dgxc.dgxc_scaling``: the work per GPU fixed, the
+    GPUs and the batch doubling) that print more than one scale, each scale predicted: per
+    table and precision {"release", "gpu", "table", "model", "dtype", "gpus", "published", "predicted" (seconds per step at each scale),
     "whole" (the index of the first scale that runs the whole model: Llama 3.1 405B's smaller
     scales cut its layers), "growth": {"published", "predicted"}} -- how much longer a step
     takes at the largest scale than at that first whole-model one."""
     out = []
-    for t in dgxc_scaling():
+    for t in (t for t in dgxc_scaling() if len(t["rows"]) > 1):
         runs = [PublishedRun(**r) for r in t["rows"]]
         steps = [predict_run(r, constants).step_time.total for r in runs]
         layers = max(r.model.n_layers for r in runs)
         first = next(i for i, r in enumerate(runs) if r.model.n_layers == layers)
-        out.append({"table": t["table"], "model": t["model"], "dtype": t["dtype"],
+        out.append({"release": t["release"], "gpu": t["gpu"], "table": t["table"],
+                    "model": t["model"], "dtype": t["dtype"],
                     "gpus": [r.n_gpus for r in runs], "published": [r.value for r in runs],
                     "predicted": steps, "whole": first,
                     "growth": {"published": runs[-1].value / runs[first].value - 1,

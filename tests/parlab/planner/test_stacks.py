@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from parlab import cost, planner
-from parlab.planner import (STACKS, Layout, estimate, published, published_more, published_nvidia,
+from parlab.planner import (STACKS, Layout, estimate, published, published_dgxc, published_more,
+                            published_nvidia,
                             stacks)
 from parlab.planner.validate import error_of, metric_of, predict_run
 
@@ -602,8 +603,8 @@ def test_dgx_cloud_rows_blind(rows):
     # NVIDIA's DGX Cloud weak-scaling tables (release 24.11.1, NeMo 24.09, H100): each dense
     # NeMo table at its smallest and largest scale, less the three runs NeMo 24.07's table
     # already scores; predicted blind, 21 of 21 within 15%, every one fitting in memory
-    dg = [r for r in published_nvidia.NVIDIA_ROWS if r["group"] == "DGX Cloud 24.11.1 H100"]
-    tables = published_nvidia.dgxc_scaling()
+    dg = [r for r in published_dgxc.DGXC_ROWS if r["group"] == "DGX Cloud 24.11.1 H100"]
+    tables = [t for t in published_dgxc.dgxc_scaling() if t["release"] == "24.11.1"]
     assert len(tables) == 12 and sum(len(t["rows"]) for t in tables) == 70
     ends = {r["name"] for t in tables for r in (t["rows"][0], t["rows"][-1])}
     twice = {"DGXC 24.11 Llama 3.1 8B 8 H100 FP8", "DGXC 24.11 Llama 3.1 70B 64 H100 FP8",
@@ -630,10 +631,51 @@ def test_dgx_cloud_rows_blind(rows):
     assert by["DGXC 24.11 GPT-3 175B 2048 H100 FP8"]["layout"]["loss_kernel"] == "megatron"
 
 
+def test_later_dgx_cloud_releases_blind(rows):
+    # releases 25.02, 25.04.02 and 25.05.05 (NeMo 24.12, 25.02.01, 25.04; H100 and GB200),
+    # the same rule fixed before predicting: 27 rows once every configuration already scored
+    # (NeMo's and Megatron-Bridge's tables, 24.11.1, an earlier release) is left out; 22
+    # within 15%, the five others NeMo 25.04's Nemotron-4 340B on GB200, each with its note
+    new = [r for r in published_dgxc.DGXC_ROWS if r["group"] == "DGX Cloud 25.02-25.05 H100/GB200"]
+    assert len(new) == 27 and not any(r["in_sample"] for r in new)
+    keys = [published_dgxc._same_run(r) for r in published_dgxc.DGXC_ROWS]
+    assert len(set(keys)) == len(keys)  # no configuration twice
+    scored = {published_dgxc._same_run(r) for r in published_nvidia.NVIDIA_ROWS}
+    assert not scored & set(keys)
+    for r in new:
+        g = rows[r["name"]]
+        assert g["estimate"].fits
+        assert (abs(g["error"]) > planner.TOLERANCE) == bool(r.get("known_miss"))
+    missed = {r["name"] for r in new if not rows[r["name"]]["within"]}
+    assert len(missed) <= 5 and all("Nemotron-4 340B" in n and "GB200" in n for n in missed)
+    by = {r["name"]: r for r in new}
+    # 25.02 reprints 24.11.1's configurations (left out) but GPT-3's yaml interleaves 6 chunks
+    r = by["DGXC 25.02 GPT-3 175B 2048 H100 FP8"]
+    assert (r["value"], r["global_batch"], r["layout"]["v"]) == (5.96, 4096, 6)
+    assert "8f5cbb3" in r["source"] and r["layout"]["loss_kernel"] == "megatron"
+    assert not any(n.startswith("DGXC 25.02 Llama") for n in by)
+    # 25.04.02: NeMo 2.0's 405B with its own tokenizer, the embedding and loss as layers
+    r = by["DGXC 25.04 Llama 3.1 405B 2048 H100 FP8"]
+    assert (r["value"], r["global_batch"], r["layout"]["pp"], r["layout"]["v"]) == (
+        12.56, 1024, 8, 8)
+    assert r["model"].vocab_size == 128256 and r["layout"]["ends_as_layers"]
+    assert r["layout"]["loss_kernel"] == "megatron-jit"
+    r = by["DGXC 25.04 Llama 3.1 405B 32 H100 BF16"]
+    assert (r["value"], r["model"].n_layers, r["layout"].get("pp", 1)) == (5.4, 8, 1)
+    assert by["DGXC 25.04 Llama 3.1 70B 2048 H100 FP8"]["layout"]["pp"] == 8
+    assert "DGXC 25.04 Llama 3.1 70B 64 H100 FP8" not in by  # Megatron-Bridge 25.11 has it
+    # 25.05.05 on GB200, Transformer Engine's loss; the strong-scaling table keeps its batch
+    r = by["DGXC 25.05 Nemotron-4 340B 512 GB200 FP8 strong (batch 512)"]
+    assert (r["value"], r["global_batch"], r["gpu"]) == (5.668, 512, "GB200")
+    assert r["layout"]["loss_kernel"] == "triton"
+    assert "DGXC 25.05 Llama 3.1 405B 128 GB200 FP8" not in by  # NeMo 25.04's page has it
+
+
 def test_weak_scaling_grows_from_the_whole_model():
     # the step's growth from the smallest scale that runs the whole model: the 405B's from 576
     # GPUs (126 layers), not from its 7-layer 32-GPU run (planted: 12.35 / 5.80 - 1 = 1.13)
-    got = {(t["table"], t["dtype"]): t for t in planner.weak_scaling()}
+    got = {(t["table"], t["dtype"]): t for t in planner.weak_scaling()
+           if t["release"] == "24.11.1"}
     t = got[("llama3.1/README_405b.md", "fp8")]
     assert t["gpus"] == [32, 96, 192, 576, 1152, 2304] and t["whole"] == 3
     assert t["model"] == "Llama 3.1 405B"
@@ -645,3 +687,9 @@ def test_weak_scaling_grows_from_the_whole_model():
     assert all(t["growth"]["published"] > 0.01 for t in got.values())
     assert all(abs(t["growth"]["predicted"]) < 0.01 for t in got.values())
     assert all(len(t["predicted"]) == len(t["gpus"]) for t in got.values())
+    # every release: the single-scale tables have no trend; on H100 the same flat prediction
+    every = planner.weak_scaling()
+    assert len(every) == 36 and all(len(t["gpus"]) > 1 for t in every)
+    h100 = [t for t in every if t["gpu"] == "H100"]
+    assert len(h100) == 32 and all(t["growth"]["published"] >= 0 for t in h100)
+    assert all(abs(t["growth"]["predicted"]) < 0.01 for t in h100)
