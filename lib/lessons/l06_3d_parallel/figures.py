@@ -179,31 +179,36 @@ def weak_scaling_figure(sweeps: list[dict], title: str = "") -> go.Figure:
     """Weak scaling (``planner.weak_scaling``): one panel per precision, each sweep's step at
     every scale against its step at the first scale that runs the whole model, in % (0 =
     perfect weak scaling), the published figures as solid lines, the planner's dashed, one
-    colour per model; the GPUs on a log axis."""
+    colour per model (one legend entry each), circles on H100 and diamonds on other GPUs;
+    the GPUs on a log axis."""
     dtypes = sorted({s["dtype"] for s in sweeps}, key=lambda d: (d != "bf16", d))
     models = list(dict.fromkeys(s["model"] for s in sweeps))
     colour = {m: FALLBACK_COLORS[i % len(FALLBACK_COLORS)] for i, m in enumerate(models)}
     fig = make_subplots(rows=1, cols=len(dtypes), shared_yaxes=True, horizontal_spacing=0.06,
                         subplot_titles=[d.upper() for d in dtypes])
+    named = set()
     for col, dtype in enumerate(dtypes, 1):
         for s in (s for s in sweeps if s["dtype"] == dtype):
             w = s["whole"]
             for kind, dash in (("published", "solid"), ("predicted", "dash")):
                 steps = s[kind][w:]
+                first = kind == "published" and s["model"] not in named
+                named.add(s["model"])
                 fig.add_trace(go.Scatter(
                     x=s["gpus"][w:], y=[100 * (x / steps[0] - 1) for x in steps],
                     mode="lines+markers", line=dict(color=colour[s["model"]], dash=dash),
-                    marker=dict(size=6 if kind == "published" else 4),
-                    name=s["model"], legendgroup=s["model"],
-                    showlegend=col == 1 and kind == "published",
-                    hovertemplate=f"{s['model']} {dtype.upper()}, {kind}<br>%{{x}} GPUs: "
-                                  "%{y:+.1f}%<extra></extra>"), row=1, col=col)
+                    marker=dict(size=6 if kind == "published" else 4,
+                                symbol="circle" if s.get("gpu", "H100") == "H100" else "diamond"),
+                    name=s["model"], legendgroup=s["model"], showlegend=first,
+                    hovertemplate=f"{s['model']} {dtype.upper()} on {s['gpu']}, release "
+                                  f"{s['release']}, {kind}<br>%{{x}} GPUs: %{{y:+.1f}}%"
+                                  "<extra></extra>"), row=1, col=col)
         ticks = [8 * 4 ** k for k in range(6)]  # 8 ... 8,192: one label every two doublings
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{x:,}" for x in ticks],
                          title_text="GPUs (the batch grows with them)", row=1, col=col)
     fig.update_yaxes(title_text="step vs the sweep's first scale, % (0: perfect)", row=1, col=1)
     base_layout(fig, title or "Weak scaling: published (solid) and predicted (dashed) step, "
-                "NVIDIA's DGX Cloud tables", height=430,
+                "NVIDIA's DGX Cloud tables (diamonds: GB200)", height=430,
                 legend=dict(orientation="h", y=-0.25))
     return fig
 

@@ -122,8 +122,12 @@ def test_figures_and_widget_build():
     f = fg.weak_scaling_figure(ws)
     assert len(f.data) == 2 * len(ws) and all(t.y[0] == 0 for t in f.data)
     big = [t for t in f.data if t.name == "Llama 3.1 405B"]
-    assert big and all(t.x[0] == 576 for t in big)
+    assert big and all(t.x[0] in (576, 512, 128) for t in big)  # 128: GB200's NVL72 racks
+    assert sum(t.x[0] == 576 for t in big) == 8  # 24.11.1 and 25.02, two precisions, two lines
     assert {t.line.dash for t in f.data} == {"solid", "dash"}
+    shown = [t.name for t in f.data if t.showlegend]  # one legend entry a model
+    assert sorted(shown) == sorted({s["model"] for s in ws})
+    assert {t.marker.symbol for t in f.data} == {"circle", "diamond"}  # GB200's diamonds
     line = fg.weak_scaling_line(ws)
     assert f"{len(ws)} sweeps" in line and "2,304 GPUs" in line and "-0.0%" not in line
     flat = [dict(s, growth={"published": 0.1, "predicted": -0.0001}) for s in ws]
