@@ -212,6 +212,8 @@ def dgxc_scaling(kind: str | None = "weak") -> list:
     """Every table taken, each scale in order: [{"release", "table", "model" (its label),
     "gpu", "dtype", "kind", "rows"}], the rows as ``published.RUNS`` holds them; ``kind``
     "weak" (the default: the work per GPU fixed), "strong" (the batch fixed) or None (both)."""
+    if kind not in ("weak", "strong", None):
+        raise ValueError(f"kind={kind!r} must be 'weak', 'strong' or None")
     out = []
     for release, table, model, config, rc, loss, b, gpu, k, by_dtype in _tables():
         if kind not in (None, k):

@@ -669,6 +669,11 @@ def test_later_dgx_cloud_releases_blind(rows):
     assert (r["value"], r["global_batch"], r["gpu"]) == (5.668, 512, "GB200")
     assert r["layout"]["loss_kernel"] == "triton"
     assert "DGXC 25.05 Llama 3.1 405B 128 GB200 FP8" not in by  # NeMo 25.04's page has it
+    strong = published_dgxc.dgxc_scaling("strong")
+    assert [(t["dtype"], len(t["rows"])) for t in strong] == [("bf16", 3), ("fp8", 3)]
+    assert len(published_dgxc.dgxc_scaling(None)) == len(strong) + 42  # 6 print one scale
+    with pytest.raises(ValueError, match="kind="):
+        published_dgxc.dgxc_scaling("both")
 
 
 def test_weak_scaling_grows_from_the_whole_model():
