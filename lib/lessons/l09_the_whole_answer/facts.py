@@ -26,6 +26,12 @@ def facts() -> dict:
     S = 2 * cost.MODEL_PRESETS["7B"].n_params  # 7B's fp16 gradients, the all-reduce 00 and 01 count
     f["ring"] = {n: cost.collective_bytes("all_reduce", S, n) / S for n in (2, 8, 1024)}
     f["ring_steps"] = {n: cost.collective_steps("all_reduce", n) for n in (8, 1024)}
+    # what NVIDIA's weak-scaling tables measured (notebook 06 §4): the batch per GPU fixed,
+    # the GPUs doubling -- how much longer the largest scale's step is, at most
+    from parlab.planner import published_dgxc
+    sweeps = [t["rows"] for t in published_dgxc.dgxc_scaling() if len(t["rows"]) > 1]
+    f["weak"] = {"sweeps": len(sweeps), "gpus": max(r[-1]["n_gpus"] for r in sweeps),
+                 "max": max(published_dgxc.published_growth(r)[1] for r in sweeps)}
 
     f["bytes_per_param"] = cost.zero_memory(1, 1, 0)["total"]
     seven = cost.MODEL_PRESETS["7B"]

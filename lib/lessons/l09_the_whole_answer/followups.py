@@ -35,6 +35,7 @@ def fields(lang: str | None = None) -> dict:
         f1b_peak=b["peak"][m][1],
         # DP, ZeRO and the 7B (00, 01)
         ring8=f["ring"][8], ring1024=f["ring"][1024], ring_steps=f["ring_steps"][1024],
+        weak_n=f["weak"]["sweeps"], weak_gpus=f["weak"]["gpus"], weak_max=f["weak"]["max"],
         fp16_gb=f["7b_fp16_gb"], params_e9=f["7b_params"] / 1e9,
         bytes_per_param=f["bytes_per_param"], ddp_none_gb=f["7b_ddp_none"]["total"] / 1e9,
         ddp_full_gb=f["7b_ddp"]["total"] / 1e9, zero1_gb=f["7b_zero1"]["total"] / 1e9,

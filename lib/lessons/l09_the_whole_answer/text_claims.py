@@ -131,8 +131,12 @@ CLAIMS = {
                        "zh": "7B、4 张卡、不做重计算：普通 DDP 每卡 {ddp_none_gb:.1f} GB，ZeRO-1 每卡 "
                              "{zero1_gb:.1f} GB"},
     "dp_linear.why": {"en": "not with a ring", "zh": "用环形算法时不是这样"},
-    "dp_linear.figure": {"en": "{ring8:.2f}× the gradient at 8 GPUs, {ring1024:.3f}× at 1024",
-                         "zh": "每卡发送量：8 卡时是梯度的 {ring8:.2f} 倍，1024 卡时 {ring1024:.3f} 倍"},
+    "dp_linear.figure": {"en": "{ring8:.2f}× the gradient at 8 GPUs, {ring1024:.3f}× at 1024; in "
+                               "NVIDIA's {weak_n} weak-scaling sweeps (up to {weak_gpus:,} GPUs) a "
+                               "step grows {weak_max:.0%} at most",
+                         "zh": "每卡发送量：8 卡时是梯度的 {ring8:.2f} 倍，1024 卡时 {ring1024:.3f} 倍；"
+                               "NVIDIA 的 {weak_n} 组弱扩展实测（每卡批量不变，最多 {weak_gpus:,} 卡）中，"
+                               "每步耗时最多只增加 {weak_max:.0%}"},
     "ddp_ring.why": {"en": "DDP only calls the backend's all-reduce; NCCL picks ring or tree per "
                            "call",
                      "zh": "DDP 只是调用后端的 all-reduce；每次用环形还是树形算法由 NCCL 决定"},

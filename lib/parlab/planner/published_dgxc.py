@@ -202,6 +202,14 @@ def _dgxc_row(release, table, model, config, rc, loss, b, gpu, kind, degrees, dt
     return {**row, "value": step}  # the table's own figure, not one back from the rounded rate
 
 
+def published_growth(rows: list) -> tuple:
+    """(the index of a sweep's first scale that runs the whole model -- the 405B recipes cut
+    its layers below that --, how much longer its largest scale's step is than that one's)."""
+    layers = max(r["model"].n_layers for r in rows)
+    first = next(i for i, r in enumerate(rows) if r["model"].n_layers == layers)
+    return first, rows[-1]["value"] / rows[first]["value"] - 1
+
+
 def _same_run(row) -> tuple:
     lay = row["layout"]
     return (row["model"].name, row["gpu"], row["n_gpus"], row["global_batch"], lay["dtype"],

@@ -42,7 +42,7 @@ from .conventions import METRIC_CONVENTION, metric_as
 from .estimate import divisors, predict
 from .presets import cluster_for, resolve_model
 from .published import RUNS, PublishedRun
-from .published_dgxc import dgxc_scaling
+from .published_dgxc import dgxc_scaling, published_growth
 from .spec import Layout, LayoutError
 from ..validate import check_int
 
@@ -254,12 +254,10 @@ def weak_scaling(constants: Constants = CONSTANTS) -> list[dict]:
     for t in (t for t in dgxc_scaling() if len(t["rows"]) > 1):
         runs = [PublishedRun(**r) for r in t["rows"]]
         steps = [predict_run(r, constants).step_time.total for r in runs]
-        layers = max(r.model.n_layers for r in runs)
-        first = next(i for i, r in enumerate(runs) if r.model.n_layers == layers)
+        first, grew = published_growth(t["rows"])
         out.append({"release": t["release"], "gpu": t["gpu"], "table": t["table"],
                     "model": t["model"], "dtype": t["dtype"],
                     "gpus": [r.n_gpus for r in runs], "published": [r.value for r in runs],
                     "predicted": steps, "whole": first,
-                    "growth": {"published": runs[-1].value / runs[first].value - 1,
-                               "predicted": steps[-1] / steps[first] - 1}})
+                    "growth": {"published": grew, "predicted": steps[-1] / steps[first] - 1}})
     return out

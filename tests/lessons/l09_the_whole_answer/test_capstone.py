@@ -136,6 +136,11 @@ def test_every_claim_of_the_seed_checklist_is_judged_in_the_table():
         assert key in table
     rows = {r["id"]: r for r in followups.claims()}
     assert "3.6 GB" in rows["tp_layer_gb"]["figure"] and "300 GB/s" in rows["nvlink_600"]["figure"]
+    # "DP's communication grows linearly": the ring's bytes, and what the tables measured
+    weak = answers.facts()["weak"]
+    assert weak["sweeps"] == 36 and weak["gpus"] == 2304 and 0.09 < weak["max"] < 0.11
+    assert f"{weak['max']:.0%} at most" in rows["dp_linear"]["figure"]
+    assert "2,304 卡" in {r["id"]: r for r in followups.claims("zh")}["dp_linear"]["figure"]
     assert "2105.13120" in rows["ref_sp"]["why"] and "2205.05198" in rows["ref_sp"]["why"]
     assert rows["placement"]["verdict"] == "holds"
 
