@@ -198,7 +198,7 @@ def weak_scaling_figure(sweeps: list[dict], title: str = "") -> go.Figure:
                     x=s["gpus"][w:], y=[100 * (x / steps[0] - 1) for x in steps],
                     mode="lines+markers", line=dict(color=colour[s["model"]], dash=dash),
                     marker=dict(size=6 if kind == "published" else 4,
-                                symbol="circle" if s.get("gpu", "H100") == "H100" else "diamond"),
+                                symbol="circle" if s["gpu"] == "H100" else "diamond"),
                     name=s["model"], legendgroup=s["model"], showlegend=first,
                     hovertemplate=f"{s['model']} {dtype.upper()} on {s['gpu']}, release "
                                   f"{s['release']}, {kind}<br>%{{x}} GPUs: %{{y:+.1f}}%"

@@ -13,9 +13,9 @@ Nemotron-4 15B/340B, GPT-3 175B; BF16 and FP8), at its smallest and its largest 
 every run whose configuration (model, GPU, GPUs, batch, TP/PP/CP/VP, precision) a row already
 in the score holds -- NeMo's or Megatron-Bridge's tables (``published_nvidia``) or an
 earlier release here -- so that no configuration counts twice. ``dgxc_scaling`` keeps every
-scale of every table for the trend (``validate.weak_scaling`` predicts it). Not taken: Grok-1 (an MoE on a "dev"
-container, its layers cut to fit), the Hugging Face trainers' tables (samples/s, no layout),
-MaxText and PaxML (JAX).
+scale of every table for the trend (``validate.weak_scaling`` predicts it). Not taken:
+Grok-1 (an MoE on a "dev" container, its layers cut to fit), the Hugging Face trainers'
+tables (samples/s, no layout), MaxText and PaxML (JAX).
 """
 
 from __future__ import annotations
@@ -25,15 +25,17 @@ from dataclasses import replace
 from .presets import MODELS, gpt, llama
 from .published_nvidia import NVIDIA_ROWS, _L405, _nemotron, _nvidia_row
 
-# release: (short name, commit, container, where the knobs come from)
+# release: (short name, commit, container, where the knobs come from, the rows' group)
+_LATER = "DGX Cloud 25.02-25.05 H100/GB200"
 _RELEASES = {
-    "24.11.1": ("24.11", "35a9aec", "nemo:24.09", "the same commit's {}"),
-    "25.02": ("25.02", "8f5cbb3", "nemo:24.12", "the same commit's {}"),
+    "24.11.1": ("24.11", "35a9aec", "nemo:24.09", "the same commit's {}",
+                "DGX Cloud 24.11.1 H100"),
+    "25.02": ("25.02", "8f5cbb3", "nemo:24.12", "the same commit's {}", _LATER),
     "25.04.02": ("25.04", "0efdb23", "nemo:25.02.01", "{} and NVIDIA/NeMo scripts/performance "
-                 "at d2b2155 (the tag's setup.sh)"),
+                 "at d2b2155 (the tag's setup.sh)", _LATER),
     "25.05.05": ("25.05", "c5c765f", "nemo:25.04.01 (Llama) and 25.04.00 (Nemotron)",
                  "{} and NVIDIA/NeMo scripts/performance at 6f2c6fd (Llama) and b4148d2 "
-                 "(Nemotron), the tag's setup.sh"),
+                 "(Nemotron), the tag's setup.sh", _LATER),
 }
 _SOURCE = ("NVIDIA/dgxc-benchmarking at {} (release {}, container nvcr.io/nvidia/{}, DGX-{}), "
            "{}: 'Training step time (seconds per step)'; layout, recomputation, TP overlap and "
@@ -187,11 +189,9 @@ def _dgxc_row(release, table, model, config, rc, loss, b, gpu, kind, degrees, dt
         degrees = dict(degrees, pp=pp) if pp > 1 else {
             k: v for k, v in degrees.items() if k != "v"}
     tp, cp, pp = (degrees.get(k, 1) for k in ("tp", "cp", "pp"))
-    short, commit, container, knobs = _RELEASES[release]
+    short, commit, container, knobs, group = _RELEASES[release]
     name = (f"DGXC {short} {_label(model)} {n} {gpu} {dtype.upper()}"
             + (f" strong (batch {B})" if kind == "strong" else ""))
-    group = ("DGX Cloud 24.11.1 H100" if release == "24.11.1"
-             else "DGX Cloud 25.02-25.05 H100/GB200")
     row = _nvidia_row(
         name, group, _SOURCE.format(commit, release, container, gpu, table, knobs.format(config)),
         model, _GPUS[gpu], n, B, dict(degrees, recompute=rc), b, dtype, round(

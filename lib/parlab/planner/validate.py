@@ -246,10 +246,11 @@ def error_band(layout: Layout) -> tuple:
 def weak_scaling(constants: Constants = CONSTANTS) -> list[dict]:
     """The weak-scaling tables (``published_dgxc.dgxc_scaling``: the work per GPU fixed, the
     GPUs and the batch doubling) that print more than one scale, each scale predicted: per
-    table and precision {"release", "gpu", "table", "model", "dtype", "gpus", "published", "predicted" (seconds per step at each scale),
-    "whole" (the index of the first scale that runs the whole model: Llama 3.1 405B's smaller
-    scales cut its layers), "growth": {"published", "predicted"}} -- how much longer a step
-    takes at the largest scale than at that first whole-model one."""
+    table and precision {"release", "gpu", "table", "model", "dtype", "gpus", "published",
+    "predicted" (seconds per step at each scale), "whole" (the index of the first scale that
+    runs the whole model: Llama 3.1 405B's smaller scales cut its layers), "growth":
+    {"published", "predicted"}} -- how much longer a step takes at the largest scale than at
+    that first whole-model one."""
     out = []
     for t in (t for t in dgxc_scaling() if len(t["rows"]) > 1):
         runs = [PublishedRun(**r) for r in t["rows"]]
