@@ -224,6 +224,20 @@ def weak_scaling_line(sweeps: list[dict]) -> str:
             f"{min(grow['predicted']):+.1%} to {max(grow['predicted']):+.1%} as predicted")
 
 
+def release_spread_line(configs: list[dict], median_error: float) -> str:
+    """One line over ``planner.release_spread()``: how far one configuration's published step
+    moves between NVIDIA's releases (median, widest), beside the planner's ``median_error``
+    (its median |error| out of sample)."""
+    spreads = sorted(c["spread"] for c in configs)
+    mid = len(spreads) // 2
+    median = spreads[mid] if len(spreads) % 2 else (spreads[mid - 1] + spreads[mid]) / 2
+    wide = max(configs, key=lambda c: c["spread"])
+    return (f"one configuration in several of NVIDIA's releases ({len(configs)} such): its step "
+            f"moves {median:.1%} (median), {wide['spread']:.1%} at most ({wide['model']}, "
+            f"{wide['n_gpus']:,} GPUs, {wide['dtype'].upper()}); the planner's median |error| "
+            f"out of sample is {median_error:.1%}")
+
+
 def breakdown_figure(rows: list[dict], title: str = "") -> go.Figure:
     """Ranked candidates (``experiments.candidate_row``, best first) in two panels sharing
     the x axis. Top: each one's step as it is ranked (at the fast end of its ``band``, the

@@ -61,10 +61,11 @@ _MISSES = {f"DGXC 25.05 Nemotron-4 340B {n} GB200 {d}": _GB200_340B
 
 
 def _label(model) -> str:
+    """A table's name for its model (the zoo's name for one no DGX Cloud table runs)."""
     return {"llama3-8B": "Llama 3.1 8B", "llama3-70B": "Llama 3.1 70B",
             _DGXC_405B.name: "Llama 3.1 405B", _L405.name: "Llama 3.1 405B",
             "Nemotron4Config15B": "Nemotron-4 15B", "Nemotron4Config340B": "Nemotron-4 340B",
-            "gpt3-175B-nemo-launcher": "GPT-3 175B"}[model.name]
+            "gpt3-175B-nemo-launcher": "GPT-3 175B"}.get(model.name, model.name)
 
 
 def _weak(gpus: int, batch: int, steps: tuple) -> tuple:
@@ -248,3 +249,31 @@ def _dgxc():
 
 
 DGXC_ROWS = tuple(_dgxc())
+
+
+def release_spread() -> list:
+    """How far NVIDIA's tables agree with themselves: every configuration (``_same_run``:
+    model, GPU, GPUs, batch, precision, TP/PP/CP/VP) that more than one release prints -- the
+    DGX Cloud tables at every scale, NeMo's and Megatron-Bridge's rows --, as [{"model",
+    "gpu", "n_gpus", "global_batch", "dtype", "steps" ([(release, seconds a step)], in the
+    order the sources are read), "spread" (the slowest step over the fastest, less 1)}],
+    widest first. What a release changed (the container, the FP8 recipe's scaling, the
+    kernels) the key does not hold: that is what the spread measures."""
+    steps: dict = {}
+    for t in dgxc_scaling(None):
+        for row in t["rows"]:
+            steps.setdefault(_same_run(row), []).append((f"DGX Cloud {t['release']}", row))
+    for row in NVIDIA_ROWS:
+        steps.setdefault(_same_run(row), []).append((" ".join(row["name"].split()[:2]), row))
+    out = []
+    for runs in steps.values():
+        if len({release for release, _ in runs}) < 2:
+            continue
+        first = runs[0][1]
+        values = [row["value"] for _, row in runs]
+        out.append({"model": _label(first["model"]), "gpu": first["gpu"],
+                    "n_gpus": first["n_gpus"], "global_batch": first["global_batch"],
+                    "dtype": first["layout"]["dtype"],
+                    "steps": [(release, row["value"]) for release, row in runs],
+                    "spread": max(values) / min(values) - 1})
+    return sorted(out, key=lambda r: -r["spread"])

@@ -132,6 +132,11 @@ def test_figures_and_widget_build():
     assert f"{len(ws)} sweeps" in line and "2,304 GPUs" in line and "-0.0%" not in line
     flat = [dict(s, growth={"published": 0.1, "predicted": -0.0001}) for s in ws]
     assert "+10.0% to +10.0% as published, +0.0% to +0.0% as predicted" in fg.weak_scaling_line(flat)
+    two = [dict(model="M", n_gpus=8, dtype="fp8", spread=x) for x in (0.10, 0.02)]
+    assert fg.release_spread_line(two, 0.066) == (
+        "one configuration in several of NVIDIA's releases (2 such): its step moves 6.0% "
+        "(median), 10.0% at most (M, 8 GPUs, FP8); the planner's median |error| out of "
+        "sample is 6.6%")
     rows = [dict(dp=1, pp=2, tp=1, label="1×2×1", measured=0.1, median=0.11, predicted=0.09)]
     assert len(fg.sweep_figure(dict(rows=rows, ideal=0.05, spearman=1.0)).data) == 3
     v = ex.plan_view("7B", nodes=1, global_batch=256, top=3)

@@ -1,7 +1,8 @@
 """parlab.planner: every published row in the score (validate, summary), the knob search
 disclosed and bounded, each row's memory against the layout that ran, the FLOP convention
-every estimate states and its conversion, and every GPU preset with every dtype it has
-(and a ValueError naming the dtype and the preset for those it lacks)."""
+every estimate states and its conversion, every GPU preset with every dtype it has (and a
+ValueError naming the dtype and the preset for those it lacks), and how far the sources agree
+with themselves across releases against how far the planner agrees with them."""
 
 import re
 
@@ -32,6 +33,29 @@ def test_every_row_is_scored_and_the_headline_says_so(rows):
         assert x["within"] + len(x["outside"]) == x["n"]
         assert set(x["explained"]) >= set(x["outside"])  # every row outside is explained
     assert all(r["within"] == (abs(r["error"]) <= planner.TOLERANCE) for r in rows)
+
+
+def test_the_sources_agree_with_themselves_more_closely_than_the_planner(rows):
+    spread = planner.release_spread()
+    assert len(spread) == 68  # configurations two releases or more print (2026-12-06)
+    for c in spread:
+        assert len({release for release, _ in c["steps"]}) >= 2
+        steps = [s for _, s in c["steps"]]
+        assert c["spread"] == pytest.approx(max(steps) / min(steps) - 1)
+    assert [c["spread"] for c in spread] == sorted((c["spread"] for c in spread), reverse=True)
+    # a software change the key does not hold: 24.11.1's 340B FP8 layout, 25.04.02's container
+    wide = {(c["model"], c["gpu"], c["n_gpus"], c["dtype"]): c for c in spread}
+    c = wide[("Nemotron-4 340B", "H100-SXM5-80GB", 2048, "fp8")]
+    assert c["steps"] == [("DGX Cloud 24.11.1", 3.49), ("DGX Cloud 25.04.02", 3.05)]
+    # one configuration read from two sources: NeMo's 25.07 page and Megatron-Bridge's 25.09
+    c = wide[("Llama 3.1 70B", "GB200", 64, "fp8")]
+    assert [r for r, _ in c["steps"]] == ["Megatron-Bridge 25.09", "NeMo 25.07"]
+    # notebook 06 (section 4) compares the two medians: the tables' drift is well under the
+    # planner's error, so its misses are the model's
+    spreads = sorted(c["spread"] for c in spread)
+    median = (spreads[33] + spreads[34]) / 2
+    assert median < planner.summary(rows)["out_of_sample"]["median"] / 2
+    assert 0.01 < median < 0.03 and 0.14 < spreads[-1] < 0.15
 
 
 def test_the_knob_search_is_disclosed_and_bounded(rows):
