@@ -7,6 +7,7 @@ lines. Data comes from ``experiments``; the style from ``lessons.common.viz``.""
 from __future__ import annotations
 
 import math
+import statistics
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -228,9 +229,7 @@ def release_spread_line(configs: list[dict], median_error: float) -> str:
     """One line over ``planner.release_spread()``: how far one configuration's published step
     moves between NVIDIA's releases (median, widest), beside the planner's ``median_error``
     (its median |error| out of sample)."""
-    spreads = sorted(c["spread"] for c in configs)
-    mid = len(spreads) // 2
-    median = spreads[mid] if len(spreads) % 2 else (spreads[mid - 1] + spreads[mid]) / 2
+    median = statistics.median(c["spread"] for c in configs)
     wide = max(configs, key=lambda c: c["spread"])
     return (f"one configuration in several of NVIDIA's releases ({len(configs)} such): its step "
             f"moves {median:.1%} (median), {wide['spread']:.1%} at most ({wide['model']}, "

@@ -29,7 +29,7 @@ def facts() -> dict:
     # what NVIDIA's weak-scaling tables measured (notebook 06 §4): the batch per GPU fixed,
     # the GPUs doubling -- how much longer the largest scale's step is, at most
     from parlab.planner import published_dgxc
-    sweeps = [t["rows"] for t in published_dgxc.dgxc_scaling() if len(t["rows"]) > 1]
+    sweeps = [t["rows"] for t in published_dgxc.weak_sweeps()]
     f["weak"] = {"sweeps": len(sweeps), "gpus": max(r[-1]["n_gpus"] for r in sweeps),
                  "max": max(published_dgxc.published_growth(r)[1] for r in sweeps)}
 

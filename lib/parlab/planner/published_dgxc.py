@@ -236,6 +236,12 @@ def dgxc_scaling(kind: str | None = "weak") -> list:
     return out
 
 
+def weak_sweeps() -> list:
+    """``dgxc_scaling()``'s weak-scaling tables that print more than one scale: the sweeps a
+    trend can be read from (six tables print a single scale)."""
+    return [t for t in dgxc_scaling() if len(t["rows"]) > 1]
+
+
 def _dgxc():
     """Each table's smallest and largest scale, in release order, less every run whose
     configuration a scored row already holds (NeMo's and Megatron-Bridge's tables, or an

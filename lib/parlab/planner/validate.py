@@ -42,7 +42,7 @@ from .conventions import METRIC_CONVENTION, metric_as
 from .estimate import divisors, predict
 from .presets import cluster_for, resolve_model
 from .published import RUNS, PublishedRun
-from .published_dgxc import dgxc_scaling, published_growth
+from .published_dgxc import published_growth, weak_sweeps
 from .spec import Layout, LayoutError
 from ..validate import check_int
 
@@ -244,15 +244,15 @@ def error_band(layout: Layout) -> tuple:
 
 
 def weak_scaling(constants: Constants = CONSTANTS) -> list[dict]:
-    """The weak-scaling tables (``published_dgxc.dgxc_scaling``: the work per GPU fixed, the
-    GPUs and the batch doubling) that print more than one scale, each scale predicted: per
+    """The weak-scaling sweeps (``published_dgxc.weak_sweeps``: the work per GPU fixed, the
+    GPUs and the batch doubling, more than one scale), each scale predicted: per
     table and precision {"release", "gpu", "table", "model", "dtype", "gpus", "published",
     "predicted" (seconds per step at each scale), "whole" (the index of the first scale that
     runs the whole model: Llama 3.1 405B's smaller scales cut its layers), "growth":
     {"published", "predicted"}} -- how much longer a step takes at the largest scale than at
     that first whole-model one."""
     out = []
-    for t in (t for t in dgxc_scaling() if len(t["rows"]) > 1):
+    for t in weak_sweeps():
         runs = [PublishedRun(**r) for r in t["rows"]]
         steps = [predict_run(r, constants).step_time.total for r in runs]
         first, grew = published_growth(t["rows"])
